@@ -1,0 +1,73 @@
+"""loopctl: run a coding agent in a loop until the goal is met, and keep the loop healthy.
+
+The names plugins need are importable from here: ``hookimpl`` (the marker), ``Loop``,
+``Decision``, ``PromptSection`` and the rest of :mod:`loopctl.model`. They are loaded on first
+use, so ``loopctl --version`` imports nothing but this file.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from loopctl._version import __version__
+
+if TYPE_CHECKING:
+    from loopctl.agents.base import AgentAdapter, AgentSettings, StreamParser, TurnRequest
+    from loopctl.engine import Loop, LoopOutcome, Restart
+    from loopctl.hookspecs import hookimpl
+    from loopctl.model import (
+        AgentMessage,
+        Decision,
+        ErrorKind,
+        Event,
+        IterationRecord,
+        MessageKind,
+        PromptSection,
+        TestRun,
+        ToolCall,
+        TurnOutcome,
+        TurnResult,
+        Usage,
+    )
+
+_LAZY = {
+    "hookimpl": "loopctl.hookspecs",
+    "Loop": "loopctl.engine",
+    "LoopOutcome": "loopctl.engine",
+    "Restart": "loopctl.engine",
+    "AgentAdapter": "loopctl.agents.base",
+    "AgentSettings": "loopctl.agents.base",
+    "StreamParser": "loopctl.agents.base",
+    "TurnRequest": "loopctl.agents.base",
+    **{
+        name: "loopctl.model"
+        for name in (
+            "AgentMessage",
+            "Decision",
+            "ErrorKind",
+            "Event",
+            "IterationRecord",
+            "MessageKind",
+            "PromptSection",
+            "TestRun",
+            "ToolCall",
+            "TurnOutcome",
+            "TurnResult",
+            "Usage",
+        )
+    },
+}
+
+
+def __getattr__(name: str) -> Any:
+    module_name = _LAZY.get(name)
+    if module_name is None:
+        raise AttributeError(f"module 'loopctl' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module_name), name)
+    globals()[name] = value
+    return value
+
+
+__all__ = ["__version__", *sorted(_LAZY)]

@@ -1,0 +1,29 @@
+"""Entry point of the ``loopctl`` command.
+
+Dispatches the commands that must start fast (``--version``, ``plugins list``) before anything
+heavy is imported; every other command goes to the typer app in :mod:`loopctl.cli.app`.
+"""
+
+from __future__ import annotations
+
+import sys
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else list(argv)
+    if args in (["--version"], ["-V"]):
+        from loopctl._version import __version__
+
+        print(f"loopctl {__version__}")
+        return 0
+    if args[:2] == ["plugins", "list"] and set(args[2:]) <= {"--json"}:
+        from loopctl.cli.fast import plugins_list
+
+        return plugins_list(json_output="--json" in args)
+    from loopctl.cli.app import main as app_main
+
+    return app_main(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

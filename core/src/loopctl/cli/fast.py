@@ -1,0 +1,55 @@
+"""Commands that must start fast, written without typer or rich.
+
+``loopctl plugins list`` is typed often and read by scripts; importing typer alone costs about
+100 ms on a small machine, so it is dispatched here straight from :mod:`loopctl.__main__`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+
+def plugins_list(*, json_output: bool, config_file: Path | None = None) -> int:
+    """Print every installed plugin; disabled plugins are listed but never imported."""
+    from loopctl.config import ConfigError, load_config
+    from loopctl.pluginhost import PluginHost
+    from loopctl.runner import selection_for
+
+    try:
+        loaded = load_config(Path.cwd(), config_file=config_file)
+    except ConfigError as exc:
+        print(f"loopctl: error: {exc}", file=sys.stderr)
+        return 2
+    host = PluginHost(selection_for(loaded))
+    host.load()
+    rows = [
+        {
+            "name": info.name,
+            "distribution": info.distribution,
+            "version": info.version,
+            "status": info.status,
+            "detail": info.detail,
+            "hooks": info.hooks,
+            "source": info.source,
+        }
+        for info in host.infos.values()
+    ]
+    if json_output:
+        print(json.dumps(rows, indent=2))
+        return 0
+    out = sys.stdout
+    width = max(len(r["name"]) for r in rows)
+    for row in rows:
+        version = row["version"] or "?"
+        out.write(f"{row['name']:<{width}}  {row['status']:<8}  {row['distribution']} {version}\n")
+        if row["detail"]:
+            out.write(f"{'':<{width}}  {row['detail']}\n")
+        if row["hooks"]:
+            out.write(f"{'':<{width}}  hooks: {', '.join(row['hooks'])}\n")
+        out.write(f"{'':<{width}}  from: {row['source']}\n")
+    if os.environ.get("LOOPCTL_DISABLE_PLUGIN_AUTOLOAD"):
+        out.write("(LOOPCTL_DISABLE_PLUGIN_AUTOLOAD is set: only allow-listed plugins load)\n")
+    return 0

@@ -1,0 +1,1 @@
+"""A tiny inventory package with bugs for the loopctl demo to fix."""

@@ -1,0 +1,254 @@
+"""Hook specifications: every point where a plugin can take part in a loop.
+
+A plugin is a module or object with functions named after these hooks and marked with
+``@loopctl.hookimpl``. It takes only the arguments it names, in any order. Plugins are installed
+as distributions with an entry point in the ``loopctl.plugins`` group (see :mod:`loopctl.pluginhost`).
+
+Two rules hold for every hook:
+
+* **Isolation.** An implementation that raises is reported (on stderr and as a ``plugin.error``
+  event naming the plugin and the hook) and treated as if it returned ``None``; the other
+  implementations and the loop go on. With ``plugins.strict = true`` (for plugin authors) the
+  exception propagates and ends the run instead.
+* **Order.** Implementations run in reverse registration order (pluggy's rule): plugins loaded
+  later run first, loopctl's own built-ins run last. Use ``tryfirst=True``/``trylast=True`` on the
+  marker to move an implementation; results of collect-all hooks come back in that call order.
+
+The lifecycle of one run, in order::
+
+    add_hookspecs → register_config → register_agents → on_loop_start
+    ┌→ before_iteration → compose_prompt → (agent runs: on_agent_message …)
+    │  → (tests run) → on_failure | on_success → after_iteration → decide
+    └─ restart? → on_restart ──┘
+    on_loop_end
+
+``on_event`` sees every event written to ``events.jsonl`` along the way.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import pluggy
+
+if TYPE_CHECKING:
+    from loopctl.agents.base import AgentAdapter
+    from loopctl.engine import Loop, LoopOutcome, Restart
+    from loopctl.model import AgentMessage, Decision, Event, IterationRecord, PromptSection
+
+#: The project name shared by the spec and implementation markers and the entry-point group.
+PROJECT_NAME = "loopctl"
+
+hookspec = pluggy.HookspecMarker(PROJECT_NAME)
+#: The marker plugins use, re-exported as ``loopctl.hookimpl``.
+hookimpl = pluggy.HookimplMarker(PROJECT_NAME)
+
+
+# --- registration hooks (called once, when the plugin host starts) ------------------------------
+
+
+@hookspec(historic=True)
+def add_hookspecs(pluginmanager: pluggy.PluginManager) -> None:
+    """Add a plugin's own hook specifications, so other plugins can implement them.
+
+    Called once for every plugin as it is registered (historic: plugins registered later are
+    still called). Call ``pluginmanager.add_hookspecs(module_or_class)``; the failure-classifier
+    plugin adds ``classify_failure`` this way. Call the new hooks through ``loop.hook.NAME(...)``.
+
+    :param pluginmanager: the :class:`pluggy.PluginManager` of this run.
+
+    Return value: ignored. If it raises, the plugin's hooks are not added and the error is reported.
+
+    .. versionadded:: 0.1
+    """
+
+
+@hookspec
+def register_config() -> dict[str, type] | None:
+    """Declare the plugin's config section and its typed class.
+
+    Return ``{"plugin-name": ConfigClass}``, where ``ConfigClass`` is an attrs class whose fields
+    all have defaults. The section ``[tool.loopctl.plugins.plugin-name]`` (or
+    ``[plugins.plugin-name]`` in ``loopctl.toml``) is structured into it with cattrs; unknown keys
+    and wrong types are errors naming the file and key path. Read it with
+    ``loop.plugin_config("plugin-name")``.
+
+    Results: collected from every plugin; a name declared twice is an error naming both plugins.
+
+    .. versionadded:: 0.1
+    """
+
+
+@hookspec
+def register_agents() -> list[type[AgentAdapter]] | None:
+    """Add agent adapters, selectable with ``--agent NAME`` and listed by ``loopctl agents list``.
+
+    Return a list of :class:`loopctl.agents.base.AgentAdapter` subclasses; each has a unique
+    ``name``. Results: collected from every plugin; a name registered twice is an error naming
+    both. loopctl's own adapters (``command``, ``scripted`` …) come from its built-in plugin.
+
+    .. versionadded:: 0.1
+    """
+
+
+@hookspec
+def register_commands(cli: Any) -> None:
+    """Add subcommands to the ``loopctl`` command.
+
+    :param cli: the root :class:`typer.Typer` app. Add a sub-app with
+        ``cli.add_typer(my_app, name="mything")`` or a command with ``@cli.command("name")``.
+
+    Called only when a command that is not built in is requested or ``--help`` is shown, so a
+    plugin's CLI code costs nothing on other commands. Return value: ignored.
+
+    .. versionadded:: 0.1
+    """
+
+
+# --- the loop lifecycle ------------------------------------------------------------------------
+
+
+@hookspec
+def on_loop_start(loop: Loop) -> None:
+    """The loop is about to run its first iteration (also after ``loopctl resume``).
+
+    :param loop: the running :class:`loopctl.engine.Loop`; ``loop.resumed`` tells a fresh start
+        from a resume. Its state files exist and the original goal is fixed.
+
+    Return value: ignored. Called for every plugin, in hook order.
+
+    .. versionadded:: 0.1
+    """
+
+
+@hookspec
+def before_iteration(loop: Loop) -> None:
+    """An iteration is starting; ``loop.iteration`` is its number (1-based, across restarts).
+
+    Use it to snapshot what the agent may change (the context monitor records the working tree
+    here). Runs before ``compose_prompt``. Return value: ignored.
+
+    .. versionadded:: 0.1
+    """
+
+
+@hookspec
+def compose_prompt(loop: Loop) -> list[PromptSection] | PromptSection | None:
+    """Contribute sections to this iteration's agent prompt.
+
+    Return a :class:`~loopctl.model.PromptSection`, a list of them, or ``None``. The engine
+    gathers the sections of every plugin (its own goal and test-result sections included),
+    orders them by descending ``priority``, and fits them into ``prompt.budget_chars`` by
+    trimming the lowest-priority unprotected sections first, at line boundaries, with a notice.
+    Plugins never see or edit each other's text; a plugin that must (to deduplicate, say) can
+    implement this hook as a ``wrapper=True`` implementation and rewrite the collected list.
+
+    Results: collected from every plugin (all are used). Raising drops that plugin's sections.
+
+    .. versionadded:: 0.1
+    """
+
+
+@hookspec
+def on_agent_message(loop: Loop, message: AgentMessage) -> Decision | None:
+    """A parsed message arrived from the running agent (called while the agent runs).
+
+    :param message: an :class:`~loopctl.model.AgentMessage`: text, a tool call or its result,
+        per-request token usage (``message.usage``), CLI housekeeping, or the final result.
+
+    Return ``None`` to let the turn go on, or a :class:`~loopctl.model.Decision` to end the turn
+    now, at this message boundary: ``Decision.restart(reason)`` ends the turn and restarts the
+    session after the iteration; ``Decision.stop(reason)`` ends the turn and then the loop.
+    The first non-``None`` result wins and the remaining implementations are not called for that
+    message. Keep it fast: it runs on every message (the context monitor's takes microseconds).
+
+    .. versionadded:: 0.1
+    """
+
+
+@hookspec
+def on_failure(loop: Loop, record: IterationRecord) -> None:
+    """The iteration's tests failed (or the agent turn failed). Runs before ``after_iteration``.
+
+    :param record: this iteration's :class:`~loopctl.model.IterationRecord`, complete but not yet
+        written; ``loop.last_test_run`` has the full :class:`~loopctl.model.TestRun`.
+
+    Use it to diagnose: re-run tests (``loop.run_tests``), classify, write reports, annotate the
+    record (``loop.annotate``). Return value: ignored; to change what happens next, return a
+    decision from ``after_iteration``.
+
+    .. versionadded:: 0.1
+    """
+
+
+@hookspec
+def on_success(loop: Loop, record: IterationRecord) -> None:
+    """The iteration's tests passed. Runs before ``after_iteration``.
+
+    Return value: ignored. A plugin that does not accept the pass (a flaky pass, say) returns a
+    decision from ``after_iteration``.
+
+    .. versionadded:: 0.1
+    """
+
+
+@hookspec
+def after_iteration(loop: Loop, record: IterationRecord) -> Decision | None:
+    """Decide what happens after the iteration: continue, restart the session, or stop.
+
+    Return ``None`` (no opinion) or a :class:`~loopctl.model.Decision`. Every implementation is
+    called; the strongest decision wins (stop > restart > continue), and among equals the first
+    in hook order. A stop with reason ``complete`` ends the run as a success. The engine's own
+    decision (tests passed → complete; limits; stuck detection) is weighed with the plugins'.
+
+    .. versionadded:: 0.1
+    """
+
+
+@hookspec
+def on_restart(loop: Loop, restart: Restart) -> None:
+    """The session was restarted: artifacts are archived and the next iteration gets a fresh
+    agent session.
+
+    :param restart: a :class:`loopctl.engine.Restart` with ``number`` (1-based), ``reason``,
+        ``message`` and ``archive_dir`` (the ``restart-N/`` directory).
+
+    Use it to prepare a briefing for the fresh session (inject it through ``compose_prompt``).
+    Return value: ignored.
+
+    .. versionadded:: 0.1
+    """
+
+
+@hookspec
+def on_loop_end(loop: Loop, outcome: LoopOutcome) -> None:
+    """The loop ended, however it ended (complete, a limit, an error, Ctrl-C).
+
+    :param outcome: a :class:`loopctl.engine.LoopOutcome` with ``status``, ``reason``,
+        ``message`` and ``exit_code``. The run report is written after this hook, so sections a
+        plugin adds with ``loop.add_report_section`` appear in it. Return value: ignored.
+
+    .. versionadded:: 0.1
+    """
+
+
+@hookspec
+def on_event(event: Event) -> None:
+    """An event was recorded in ``events.jsonl``: the hook for telemetry sinks.
+
+    :param event: the :class:`~loopctl.model.Event` (``type``, ``ts``, ``iteration``, ``data``).
+
+    Called synchronously for every event, so queue slow exports. Return value: ignored.
+    Events a plugin emits from inside this hook are recorded but not passed to ``on_event``
+    again (no feedback loops).
+
+    .. versionadded:: 0.1
+    """
+
+
+def hook_names() -> list[str]:
+    """The names of every hook specified here, in lifecycle order (used by docs and tests)."""
+    return [name for name, value in globals().items() if hasattr(value, f"{PROJECT_NAME}_spec")]
+
+
+__all__ = ["PROJECT_NAME", "hook_names", "hookimpl", "hookspec"]

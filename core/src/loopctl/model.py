@@ -1,0 +1,359 @@
+"""The data loopctl passes around: agent messages and turns, test runs, iteration records,
+decisions and prompt sections.
+
+Everything here is an attrs class with plain-data fields so that it can be written to the state
+files with :func:`loopctl.state.to_jsonable` and read back with cattrs. These classes are public
+API: plugins receive and return them through the hooks in :mod:`loopctl.hookspecs`.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Any
+
+import attrs
+
+
+class ErrorKind(str, enum.Enum):
+    """Why an agent turn did not succeed. Adapters map each CLI's own signals onto these."""
+
+    CONTEXT_OVERFLOW = "context_overflow"
+    MAX_TURNS = "max_turns"
+    AUTH = "auth"
+    BILLING = "billing"
+    RATE_LIMIT = "rate_limit"
+    NETWORK = "network"
+    TIMEOUT = "timeout"
+    IDLE_TIMEOUT = "idle_timeout"
+    CRASHED = "crashed"
+    INVALID_OUTPUT = "invalid_output"
+    BUDGET = "budget"
+    INTERRUPTED = "interrupted"
+    UNKNOWN = "unknown"
+
+
+#: Error kinds that are the infrastructure's fault, not the agent's: never evidence of "stuck".
+INFRASTRUCTURE_ERRORS = frozenset(
+    {ErrorKind.RATE_LIMIT, ErrorKind.NETWORK, ErrorKind.TIMEOUT, ErrorKind.IDLE_TIMEOUT}
+)
+
+
+@attrs.define(frozen=True)
+class Usage:
+    """Token usage of one model request (not a running total)."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_creation_input_tokens: int = 0
+    cache_read_input_tokens: int = 0
+
+    @property
+    def context_tokens(self) -> int:
+        """How much of the context window this request occupied, output included."""
+        return (
+            self.input_tokens
+            + self.cache_creation_input_tokens
+            + self.cache_read_input_tokens
+            + self.output_tokens
+        )
+
+    @property
+    def total_tokens(self) -> int:
+        return self.context_tokens
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            self.input_tokens + other.input_tokens,
+            self.output_tokens + other.output_tokens,
+            self.cache_creation_input_tokens + other.cache_creation_input_tokens,
+            self.cache_read_input_tokens + other.cache_read_input_tokens,
+        )
+
+
+@attrs.define
+class ToolCall:
+    """One tool call the agent made, reduced to what a person or a briefing needs."""
+
+    name: str
+    #: The input that identifies the call: a file path, a command line, a pattern.
+    key_input: str = ""
+    id: str = ""
+    #: A short excerpt of the tool's result, filled in when the result arrives.
+    result_excerpt: str | None = None
+    is_error: bool | None = None
+    #: Exit code of a shell command, when the agent reports it.
+    exit_code: int | None = None
+
+
+class MessageKind(str, enum.Enum):
+    """What a parsed agent message carries."""
+
+    INIT = "init"  # session started; session_id and model are known
+    TEXT = "text"  # assistant prose
+    TOOL_CALL = "tool_call"  # the agent asked for a tool
+    TOOL_RESULT = "tool_result"  # a tool answered (tool_call.id names the call)
+    USAGE = "usage"  # a model request completed; `usage` is that request's usage
+    SYSTEM = "system"  # CLI housekeeping: retries, compaction, warnings
+    ERROR = "error"  # the CLI reported an error (not necessarily terminal)
+    RESULT = "result"  # the turn's final result line
+
+
+@attrs.define
+class AgentMessage:
+    """One parsed message from a running agent, streamed to plugins through ``on_agent_message``.
+
+    ``usage`` is set on the message that completes a model request, once per request, so
+    ``usage.context_tokens`` of the latest main-thread message is the current context fill.
+    Messages from sub-agents carry ``sidechain=True`` and must not count toward that fill.
+    """
+
+    kind: MessageKind
+    text: str | None = None
+    tool_call: ToolCall | None = None
+    usage: Usage | None = None
+    session_id: str | None = None
+    model: str | None = None
+    context_window: int | None = None
+    sidechain: bool = False
+    #: The CLI's own type name for the line this came from (e.g. ``assistant``, ``item.completed``).
+    raw_type: str = ""
+
+
+@attrs.define
+class TurnOutcome:
+    """How a turn ended. ``error_kind`` is None on success; ``message`` is the CLI's own words."""
+
+    error_kind: ErrorKind | None = None
+    message: str = ""
+    #: For rate limits: when the CLI says the limit resets (epoch seconds).
+    retry_at: float | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error_kind is None
+
+
+@attrs.define
+class TurnResult:
+    """Everything an adapter learned from one agent turn."""
+
+    outcome: TurnOutcome = attrs.Factory(TurnOutcome)
+    session_id: str | None = None
+    final_text: str = ""
+    tool_calls: list[ToolCall] = attrs.Factory(list)
+    #: Usage of each main-thread model request, in order.
+    requests: list[Usage] = attrs.Factory(list)
+    #: Context fill after the latest main-thread request; None when no usage was reported.
+    context_tokens: int | None = None
+    context_window: int | None = None
+    cost_usd: float | None = None
+    model: str | None = None
+    exit_code: int | None = None
+    duration_s: float = 0.0
+    stderr_tail: str = ""
+    #: True when loopctl ended the turn early (a plugin asked, or a timeout fired).
+    interrupted: bool = False
+    interrupt_reason: str = ""
+
+    @property
+    def usage(self) -> Usage:
+        """Sum over every request of the turn: what the turn cost, not how full the context is."""
+        total = Usage()
+        for request in self.requests:
+            total = total + request
+        return total
+
+
+@attrs.define
+class TestRun:
+    """The result of running the test command once."""
+
+    __test__ = False  # not a pytest test class
+
+    command: str
+    exit_code: int | None
+    duration_s: float = 0.0
+    timed_out: bool = False
+    #: The tail of the combined output, bounded by ``limits.test_output_bytes``.
+    output: str = ""
+    #: The decisive error lines extracted from the output, in order, bounded.
+    error_lines: list[str] = attrs.Factory(list)
+    #: Ids of failing tests where the runner names them (``tests/test_x.py::test_y``).
+    failing_tests: list[str] = attrs.Factory(list)
+    #: Which output format the extractor recognised (pytest, cargo, go, …), or "generic".
+    runner: str = "generic"
+    #: Normalised fingerprint of the error lines (numbers, paths, hex, times masked); "" on pass.
+    fingerprint: str = ""
+
+    @property
+    def passed(self) -> bool:
+        return self.exit_code == 0 and not self.timed_out
+
+
+@attrs.define
+class AgentSummary:
+    """The part of a turn kept in the iteration record."""
+
+    outcome: str = "ok"
+    error_kind: str | None = None
+    message: str = ""
+    session_id: str | None = None
+    usage: Usage = attrs.Factory(Usage)
+    requests: int = 0
+    context_tokens: int | None = None
+    context_window: int | None = None
+    cost_usd: float | None = None
+    tool_calls: int = 0
+    interrupted: bool = False
+    interrupt_reason: str = ""
+    duration_s: float = 0.0
+
+    @classmethod
+    def from_turn(cls, turn: TurnResult) -> AgentSummary:
+        kind = turn.outcome.error_kind
+        return cls(
+            outcome="ok" if kind is None else "error",
+            error_kind=None if kind is None else kind.value,
+            message=turn.outcome.message[:2000],
+            session_id=turn.session_id,
+            usage=turn.usage,
+            requests=len(turn.requests),
+            context_tokens=turn.context_tokens,
+            context_window=turn.context_window,
+            cost_usd=turn.cost_usd,
+            tool_calls=len(turn.tool_calls),
+            interrupted=turn.interrupted,
+            interrupt_reason=turn.interrupt_reason,
+            duration_s=round(turn.duration_s, 3),
+        )
+
+
+@attrs.define
+class IterationRecord:
+    """One line of ``iterations.jsonl``: what one iteration did and what came of it."""
+
+    iteration: int
+    generation: int = 0  # how many restarts came before this iteration
+    started_at: float = 0.0
+    duration_s: float = 0.0
+    tests_passed: bool = False
+    test_exit_code: int | None = None
+    error_count: int = 0
+    error_fingerprint: str = ""
+    failing_tests: list[str] = attrs.Factory(list)
+    changed_files: list[str] = attrs.Factory(list)
+    commit: str | None = None
+    tree_hash: str | None = None
+    agent: AgentSummary = attrs.Factory(AgentSummary)
+    prompt_chars: int = 0
+    #: What the loop decided after this iteration: continue, restart, stop.
+    decision: str = "continue"
+    reason: str = ""
+    #: Set by plugins (e.g. a failure classifier) through :meth:`loopctl.Loop.annotate`.
+    annotations: dict[str, Any] = attrs.Factory(dict)
+
+
+class Action(str, enum.Enum):
+    CONTINUE = "continue"
+    RESTART = "restart"
+    STOP = "stop"
+
+
+#: Strength of each action when several plugins decide at once: the strongest wins.
+ACTION_STRENGTH = {Action.CONTINUE: 0, Action.RESTART: 1, Action.STOP: 2}
+
+
+@attrs.define(frozen=True)
+class Decision:
+    """What a plugin asks the loop to do next (returned from ``after_iteration`` or
+    ``on_agent_message``). Use the constructors: ``Decision.restart("context_exhaustion", "…")``."""
+
+    action: Action
+    #: A short machine-readable reason (``context_exhaustion``, ``stuck``, ``dependency_issue``…).
+    reason: str = ""
+    message: str = ""
+
+    @classmethod
+    def proceed(cls, reason: str = "", message: str = "") -> Decision:
+        return cls(Action.CONTINUE, reason, message)
+
+    @classmethod
+    def restart(cls, reason: str, message: str = "") -> Decision:
+        return cls(Action.RESTART, reason, message)
+
+    @classmethod
+    def stop(cls, reason: str, message: str = "") -> Decision:
+        """Stop the loop; ``reason`` becomes the run's status (``complete`` counts as success)."""
+        return cls(Action.STOP, reason, message)
+
+
+@attrs.define(frozen=True)
+class PromptSection:
+    """A titled block of the agent prompt, contributed through ``compose_prompt``.
+
+    Sections are placed by descending ``priority``; when the prompt is over its size budget,
+    the lowest-priority unprotected sections are trimmed first (at line boundaries, with a notice).
+    """
+
+    title: str
+    body: str
+    #: 0–100; higher comes first and is trimmed last. The goal is 100.
+    priority: int = 50
+    #: Protected sections are never trimmed.
+    protected: bool = False
+    #: Which plugin contributed it (filled in by the engine when empty).
+    source: str = ""
+
+
+@attrs.define(frozen=True)
+class Event:
+    """One line of ``events.jsonl``: a ``type`` such as ``loop.context_usage``, a timestamp, and data."""
+
+    type: str
+    ts: float
+    data: dict[str, Any] = attrs.Factory(dict)
+    iteration: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        line: dict[str, Any] = {"type": self.type, "ts": self.ts}
+        if self.iteration is not None:
+            line["iteration"] = self.iteration
+        line.update(self.data)
+        return line
+
+
+class StopStatus(str, enum.Enum):
+    """Why a loop ended. Each maps to an exit code (:data:`EXIT_CODES`); only ``complete`` is 0."""
+
+    COMPLETE = "complete"
+    MAX_ITERATIONS = "max_iterations"
+    MAX_RESTARTS = "max_restarts"
+    STUCK = "stuck"
+    AGENT_ERROR = "agent_error"
+    AUTH = "auth"
+    BUDGET = "budget"
+    WALL_CLOCK = "wall_clock"
+    INTERRUPTED = "interrupted"
+    #: A plugin stopped the loop with a reason of its own (the reason is recorded beside it).
+    PLUGIN = "plugin"
+
+
+EXIT_CODES: dict[str, int] = {
+    StopStatus.COMPLETE.value: 0,
+    StopStatus.MAX_ITERATIONS.value: 10,
+    StopStatus.MAX_RESTARTS.value: 11,
+    StopStatus.STUCK.value: 12,
+    StopStatus.AGENT_ERROR.value: 13,
+    StopStatus.AUTH.value: 14,
+    StopStatus.BUDGET.value: 15,
+    StopStatus.WALL_CLOCK.value: 16,
+    StopStatus.PLUGIN.value: 17,
+    StopStatus.INTERRUPTED.value: 130,
+}
+#: Exit code for usage errors: bad config, unknown agent, unwritable state directory.
+EXIT_USAGE = 2
+
+
+def exit_code_for(status: str) -> int:
+    """The exit code of a run that ended with ``status``; unknown (plugin) statuses map to 17."""
+    return EXIT_CODES.get(status, EXIT_CODES[StopStatus.PLUGIN.value])

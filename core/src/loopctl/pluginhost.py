@@ -1,0 +1,365 @@
+"""The plugin host: finds installed plugins, decides which are enabled, loads them one at a time,
+and calls their hooks so that no plugin can take down another or the loop.
+
+Plugins are distributions with an entry point in the ``loopctl.plugins`` group whose name is the
+distribution name without its ``loopctl-`` prefix::
+
+    [project.entry-points."loopctl.plugins"]
+    context-monitor = "loopctl_context_monitor.plugin"
+
+Enabling is decided *before* import, so a disabled plugin is never imported (and a broken one
+cannot break a run it is not part of). A plugin that fails to import is reported with its name and
+error and skipped. Every hook implementation is wrapped so that an exception is reported (and
+recorded as a ``plugin.error`` event by the engine) instead of stopping the other implementations;
+``plugins.strict`` turns that off for plugin authors who want the traceback.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+import traceback
+import types
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+import attrs
+import pluggy
+
+from loopctl import hookspecs
+
+ENTRY_POINT_GROUP = "loopctl.plugins"
+#: loopctl's own plugin: the default prompt sections and the built-in agent adapters.
+BUILTIN_PLUGINS = {"builtin": "loopctl.builtin"}
+
+
+class PluginError(Exception):
+    """A plugin problem the user must fix before a run can start (a missing required plugin,
+    two plugins claiming one name). The message says which plugin and what to do."""
+
+
+@attrs.define
+class PluginInfo:
+    """What ``loopctl plugins list`` shows for one plugin."""
+
+    name: str
+    distribution: str | None
+    version: str | None
+    #: enabled | disabled | broken | builtin
+    status: str
+    #: Why it is disabled, or the import error of a broken plugin.
+    detail: str = ""
+    hooks: list[str] = attrs.Factory(list)
+    #: The entry point (``module:attr``) and where the distribution is installed.
+    source: str = ""
+
+
+@attrs.define
+class PluginSelection:
+    """Which plugins to load: from config (``plugins.enable``/``disable``), env and CLI flags."""
+
+    enable: list[str] | None = None
+    disable: list[str] = attrs.Factory(list)
+    #: False when LOOPCTL_DISABLE_PLUGIN_AUTOLOAD is set: only allow-listed plugins load.
+    autoload: bool = True
+    #: ``--no-plugins``: load nothing but the built-ins.
+    no_plugins: bool = False
+    strict: bool = False
+
+    def decide(self, name: str) -> tuple[bool, str]:
+        """Whether plugin ``name`` is enabled, and if not, why (in words a user can act on)."""
+        if self.no_plugins:
+            return False, "--no-plugins was given"
+        if name in self.disable:
+            return False, "listed in plugins.disable"
+        if self.enable is not None:
+            if name in self.enable:
+                return True, ""
+            return False, "not in the plugins.enable allow-list (or LOOPCTL_PLUGINS)"
+        if not self.autoload:
+            return False, "LOOPCTL_DISABLE_PLUGIN_AUTOLOAD is set and it is not allow-listed"
+        return True, ""
+
+
+@attrs.define
+class HookFailure:
+    """One exception raised by a hook implementation, as reported to the error sink."""
+
+    plugin: str
+    hook: str
+    error: str
+    traceback: str
+
+
+ErrorSink = Callable[[HookFailure], None]
+
+
+def print_failure(failure: HookFailure) -> None:
+    print(
+        f"loopctl: plugin {failure.plugin!r} failed in hook {failure.hook}: {failure.error} "
+        "(skipped; the loop goes on)",
+        file=sys.stderr,
+    )
+
+
+def plugin_name_for(distribution: str) -> str:
+    """The entry-point name a distribution should use: its name without the ``loopctl-`` prefix."""
+    name = distribution.lower().replace("_", "-")
+    return name.removeprefix("loopctl-")
+
+
+class PluginHost:
+    """Owns the :class:`pluggy.PluginManager` of one loopctl process."""
+
+    def __init__(self, selection: PluginSelection | None = None) -> None:
+        self.selection = selection or PluginSelection()
+        self.pm = pluggy.PluginManager(hookspecs.PROJECT_NAME)
+        self.pm.add_hookspecs(hookspecs)
+        # Historic: every plugin registered from now on gets its add_hookspecs called at once.
+        self.pm.hook.add_hookspecs.call_historic(kwargs={"pluginmanager": self.pm})
+        self.infos: dict[str, PluginInfo] = {}
+        self.failures: list[HookFailure] = []
+        self.error_sink: ErrorSink = print_failure
+        self._loaded = False
+
+    @property
+    def hook(self) -> Any:
+        """The hook relay (``host.hook.after_iteration(...)``), including plugins' own hooks."""
+        return self.pm.hook
+
+    # --- loading -----------------------------------------------------------------------------
+
+    def load(self, entry_points: Iterable[Any] | None = None) -> None:
+        """Register the built-ins, then every enabled installed plugin, one at a time."""
+        if self._loaded:
+            return
+        self._loaded = True
+        for name, module_name in BUILTIN_PLUGINS.items():
+            module = __import__(module_name, fromlist=["_"])
+            self.register(module, name)
+            self.infos[name] = PluginInfo(
+                name=name,
+                distribution="loopctl",
+                version=_loopctl_version(),
+                status="builtin",
+                detail="part of loopctl; cannot be disabled",
+                hooks=self.hooks_of(name),
+                source=module_name,
+            )
+        for ep in entry_points if entry_points is not None else discover_entry_points():
+            self._load_entry_point(ep)
+
+    def _load_entry_point(self, ep: Any) -> None:
+        dist = getattr(ep, "dist", None)
+        info = PluginInfo(
+            name=ep.name,
+            distribution=getattr(dist, "name", None),
+            version=getattr(dist, "version", None),
+            status="enabled",
+            source=f"{ep.value} ({_location(dist)})",
+        )
+        self.infos[ep.name] = info
+        if ep.name in BUILTIN_PLUGINS:
+            info.status, info.detail = "broken", f"the name {ep.name!r} is reserved for loopctl"
+            return
+        enabled, why = self.selection.decide(ep.name)
+        if not enabled:
+            info.status, info.detail = "disabled", why
+            return
+        try:
+            plugin = ep.load()
+            self.register(plugin, ep.name)
+        except Exception as exc:  # noqa: BLE001 - any import failure marks the plugin broken
+            if self.selection.strict:
+                raise
+            info.status = "broken"
+            info.detail = f"Error importing plugin {ep.name!r}: {type(exc).__name__}: {exc}"
+            print(f"loopctl: {info.detail} (skipped)", file=sys.stderr)
+            return
+        info.hooks = self.hooks_of(ep.name)
+
+    def register(self, plugin: object, name: str) -> None:
+        """Register ``plugin`` under ``name`` with every hook implementation isolated.
+
+        Public so tests and embedding code can add plugins that are not installed.
+        """
+        target = plugin if self.selection.strict else self._isolated(plugin, name)
+        self.pm.register(target, name=name)
+        if name not in self.infos:
+            self.infos[name] = PluginInfo(
+                name=name,
+                distribution=None,
+                version=None,
+                status="enabled",
+                hooks=self.hooks_of(name),
+                source="registered at run time",
+            )
+
+    def unregister(self, name: str) -> None:
+        self.pm.unregister(name=name)
+        self.infos.pop(name, None)
+
+    def hooks_of(self, name: str) -> list[str]:
+        plugin = self.pm.get_plugin(name)
+        if plugin is None:
+            return []
+        callers = self.pm.get_hookcallers(plugin) or []
+        return sorted(caller.name for caller in callers)
+
+    def enabled_names(self) -> list[str]:
+        return [i.name for i in self.infos.values() if i.status in ("enabled", "builtin")]
+
+    def check_unknown_hooks(self) -> list[str]:
+        """Hook implementations that match no known spec (after every plugin added its specs).
+
+        Returned as warnings, not errors: the plugin that defines the spec may be disabled.
+        """
+        warnings = []
+        for name, caller in self.pm.hook.__dict__.items():
+            if isinstance(caller, pluggy.HookCaller) and caller.spec is None:
+                for impl in caller.get_hookimpls():
+                    warnings.append(
+                        f"plugin {impl.plugin_name!r} implements {name!r}, which no installed "
+                        "plugin specifies (is the plugin that defines it disabled?)"
+                    )
+        return warnings
+
+    def check_required(self, requirements: Iterable[str]) -> None:
+        """Fail fast unless every ``required_plugins`` entry is installed, enabled and loaded in a
+        matching version. Names may be the plugin name or the distribution name."""
+        from packaging.requirements import InvalidRequirement, Requirement
+
+        problems = []
+        for text in requirements:
+            try:
+                req = Requirement(text)
+            except InvalidRequirement as exc:
+                problems.append(f"required_plugins: {text!r} is not a valid requirement ({exc})")
+                continue
+            wanted = plugin_name_for(req.name)
+            info = self.infos.get(wanted)
+            if info is None:
+                problems.append(
+                    f"required plugin {text!r} is not installed "
+                    f"(pip install loopctl-{wanted}, or remove it from required_plugins)"
+                )
+            elif info.status == "disabled":
+                problems.append(f"required plugin {text!r} is disabled: {info.detail}")
+            elif info.status == "broken":
+                problems.append(f"required plugin {text!r} failed to load: {info.detail}")
+            elif info.version and req.specifier and not req.specifier.contains(
+                info.version, prereleases=True
+            ):
+                problems.append(
+                    f"required plugin {text!r} is installed in version {info.version}, which "
+                    "does not match"
+                )
+        if problems:
+            raise PluginError("\n".join(problems))
+
+    # --- isolation ---------------------------------------------------------------------------
+
+    def _isolated(self, plugin: object, plugin_name: str) -> object:
+        """A stand-in for ``plugin`` whose hook implementations report exceptions instead of
+        raising them. Wrappers (``wrapper=True``) are passed through unchanged: they must
+        yield exactly once, so they cannot be made to swallow errors safely."""
+        proxy = types.SimpleNamespace()
+        for attr in dir(plugin):
+            opts = self.pm.parse_hookimpl_opts(plugin, attr)
+            if opts is None:
+                continue
+            function = getattr(plugin, attr)
+            if opts.get("wrapper") or opts.get("hookwrapper"):
+                setattr(proxy, attr, function)
+                continue
+            hook_name = opts.get("specname") or attr
+            safe = self._guard(function, plugin_name, hook_name)
+            setattr(safe, f"{hookspecs.PROJECT_NAME}_impl", opts)
+            setattr(proxy, attr, safe)
+        proxy.__loopctl_plugin__ = plugin  # type: ignore[attr-defined]
+        return proxy
+
+    def _guard(self, function: Callable[..., Any], plugin: str, hook: str) -> Callable[..., Any]:
+        @functools.wraps(function)
+        def guarded(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return function(*args, **kwargs)
+            except Exception as exc:  # noqa: BLE001 - isolation is the point
+                self.report_failure(plugin, hook, exc)
+                return None
+
+        return guarded
+
+    def report_failure(self, plugin: str, hook: str, exc: BaseException) -> None:
+        failure = HookFailure(
+            plugin=plugin,
+            hook=hook,
+            error=f"{type(exc).__name__}: {exc}",
+            traceback="".join(traceback.format_exception(type(exc), exc, exc.__traceback__))[
+                -4000:
+            ],
+        )
+        self.failures.append(failure)
+        try:
+            self.error_sink(failure)
+        except Exception:  # noqa: BLE001 - a failing sink must not turn isolation into a crash
+            print_failure(failure)
+
+    def original(self, name: str) -> object | None:
+        """The plugin object registered under ``name`` (not its isolating stand-in)."""
+        plugin = self.pm.get_plugin(name)
+        return getattr(plugin, "__loopctl_plugin__", plugin)
+
+    # --- collected registrations ---------------------------------------------------------------
+
+    def collect_named(self, hook_name: str, what: str) -> dict[str, tuple[Any, str]]:
+        """Call a registration hook that returns ``{name: value}`` or a list of classes with a
+        ``name`` attribute, and merge the results; a name claimed twice is a PluginError."""
+        found: dict[str, tuple[Any, str]] = {}
+        caller = getattr(self.pm.hook, hook_name)
+        for impl in caller.get_hookimpls():  # registration order
+            result = impl.function()
+            if not result:
+                continue
+            items: Iterable[tuple[str, Any]]
+            if isinstance(result, Mapping):
+                items = result.items()
+            else:
+                items = ((getattr(cls, "name", repr(cls)), cls) for cls in result)
+            for key, value in items:
+                if key in found and found[key][1] != impl.plugin_name:
+                    raise PluginError(
+                        f"{what} {key!r} is registered by both {found[key][1]!r} and "
+                        f"{impl.plugin_name!r}; disable one of them"
+                    )
+                found[key] = (value, impl.plugin_name)
+        return found
+
+
+def discover_entry_points() -> list[Any]:
+    """The installed ``loopctl.plugins`` entry points (nothing is imported)."""
+    import importlib_metadata
+
+    seen: set[str] = set()
+    found = []
+    for ep in importlib_metadata.entry_points(group=ENTRY_POINT_GROUP):
+        if ep.name in seen:  # the same distribution on sys.path twice
+            continue
+        seen.add(ep.name)
+        found.append(ep)
+    return sorted(found, key=lambda ep: ep.name)
+
+
+def _location(dist: Any) -> str:
+    if dist is None:
+        return "unknown location"
+    try:
+        return str(dist.locate_file(""))
+    except Exception:  # noqa: BLE001 - odd distributions still get listed
+        return "unknown location"
+
+
+def _loopctl_version() -> str:
+    from loopctl._version import __version__
+
+    return __version__

@@ -1,0 +1,141 @@
+"""The run report: ``report.md`` for people and ``report.json`` for scripts, written however a
+run ends. It answers: did it finish, why did it stop, what did each iteration cost and did it
+help, what was tried, and what should a person look at next."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from loopctl import records
+from loopctl import state as st
+from loopctl.model import StopStatus
+
+if TYPE_CHECKING:
+    from loopctl.engine import Engine
+
+#: What a person should look at next, by status.
+NEXT_STEPS = {
+    StopStatus.COMPLETE.value: "Review the agent's changes (`git diff {start}`) and commit them.",
+    StopStatus.MAX_ITERATIONS.value: (
+        "The goal was not met within the iteration limit. Read the last test output "
+        "(`{state_dir}/logs/`), then either raise `limits.max_iterations` and "
+        "`loopctl resume`, or sharpen the goal."
+    ),
+    StopStatus.MAX_RESTARTS.value: (
+        "The agent needed more fresh sessions than allowed. Look at the restart archives "
+        "(`{state_dir}/restart-*/`) for why each session ended."
+    ),
+    StopStatus.STUCK.value: (
+        "The same failure repeated through a nudge and a restart. The failed approaches below "
+        "did not work; the goal may need a hint, or the failing test may be wrong."
+    ),
+    StopStatus.AGENT_ERROR.value: (
+        "The agent kept failing. Its own messages are in `{state_dir}/logs/*.agent.jsonl`; "
+        "`loopctl agents parse AGENT FILE` shows what loopctl understood of them."
+    ),
+    StopStatus.AUTH.value: "Fix the agent's login or billing (the message above says which), then `loopctl resume`.",
+    StopStatus.BUDGET.value: "The token or cost budget is spent. Raise it in `[limits]` and `loopctl resume` if the progress is worth it.",
+    StopStatus.WALL_CLOCK.value: "The wall-clock budget is spent. Raise `limits.wall_clock_s` and `loopctl resume`.",
+    StopStatus.INTERRUPTED.value: "The run was interrupted; `loopctl resume` continues it.",
+}
+
+
+def build_report(engine: Engine) -> dict[str, Any]:
+    outcome = engine.outcome
+    assert outcome is not None
+    state = engine.state
+    iterations = []
+    for record in engine.history:
+        iterations.append(
+            {
+                "iteration": record.iteration,
+                "generation": record.generation,
+                "tests_passed": record.tests_passed,
+                "failing_tests": len(record.failing_tests),
+                "error_fingerprint": record.error_fingerprint,
+                "tokens": record.agent.usage.total_tokens,
+                "context_tokens": record.agent.context_tokens,
+                "cost_usd": record.agent.cost_usd,
+                "agent_outcome": record.agent.error_kind or "ok",
+                "changed_files": len(record.changed_files),
+                "duration_s": record.duration_s,
+                "decision": record.decision,
+                "reason": record.reason,
+            }
+        )
+    next_step = NEXT_STEPS.get(
+        outcome.status,
+        "A plugin stopped the run ({reason}); its section below says why.",
+    ).format(start=state.start_commit or "HEAD", state_dir=engine.state_dir, reason=outcome.reason)
+    return {
+        "status": outcome.status,
+        "reason": outcome.reason,
+        "message": outcome.message,
+        "exit_code": outcome.exit_code,
+        "goal": state.original_goal,
+        "agent": state.agent,
+        "test_cmd": state.test_cmd,
+        "iterations": outcome.iterations,
+        "restarts": outcome.restarts,
+        "tokens": sum(i["tokens"] for i in iterations),
+        "cost_usd": round(sum(i["cost_usd"] or 0.0 for i in iterations), 4),
+        "elapsed_s": round(engine.elapsed_s(), 1),
+        "failed_approaches": list(engine.loop.failed_approaches),
+        "plugin_errors": [
+            {"plugin": f.plugin, "hook": f.hook, "error": f.error} for f in engine.host.failures
+        ],
+        "per_iteration": iterations,
+        "sections": [
+            {"title": s.title, "body": s.body, "source": s.source} for s in engine.report_sections
+        ],
+        "next": next_step,
+        "last_iteration": records.unstructure_record(engine.history[-1]) if engine.history else None,
+    }
+
+
+def render_markdown(report: dict[str, Any]) -> str:
+    verdict = "finished" if report["status"] == StopStatus.COMPLETE.value else "gave up"
+    lines = [
+        f"# loopctl run report: {report['status']} ({verdict})",
+        "",
+        f"- **Why it stopped:** {report['message'] or report['reason']}",
+        f"- **Iterations:** {report['iterations']}, **restarts:** {report['restarts']}, "
+        f"**elapsed:** {report['elapsed_s']} s",
+        f"- **Tokens:** {report['tokens']:,}"
+        + (f", **cost:** ${report['cost_usd']:.4f}" if report["cost_usd"] else ""),
+        f"- **Agent:** {report['agent']}, **tests:** `{report['test_cmd']}`",
+        f"- **Exit code:** {report['exit_code']}",
+        "",
+        "## Goal",
+        "",
+        *[f"> {line}" for line in report["goal"].splitlines()],
+        "",
+        "## Iterations",
+        "",
+        "| # | session | tests | failing | tokens | context | agent | decision |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for row in report["per_iteration"]:
+        lines.append(
+            f"| {row['iteration']} | {row['generation']} | "
+            f"{'pass' if row['tests_passed'] else 'fail'} | {row['failing_tests']} | "
+            f"{row['tokens']:,} | {row['context_tokens'] if row['context_tokens'] is not None else '?'} | "
+            f"{row['agent_outcome']} | {row['decision']} {row['reason']} |".replace("  |", " |")
+        )
+    if report["failed_approaches"]:
+        lines += ["", "## What was tried and did not work", ""]
+        lines += [f"- {text}" for text in report["failed_approaches"]]
+    if report["plugin_errors"]:
+        lines += ["", "## Plugin errors", ""]
+        lines += [f"- `{e['plugin']}` in `{e['hook']}`: {e['error']}" for e in report["plugin_errors"]]
+    for section in report["sections"]:
+        lines += ["", f"## {section['title']}", "", section["body"].rstrip()]
+    lines += ["", "## What to look at next", "", report["next"], ""]
+    return "\n".join(lines)
+
+
+def write_report(engine: Engine) -> dict[str, Any]:
+    report = build_report(engine)
+    st.atomic_write_json(engine.state_dir / "report.json", report)
+    st.atomic_write_text(engine.state_dir / "report.md", render_markdown(report))
+    return report

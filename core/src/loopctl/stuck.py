@@ -1,0 +1,98 @@
+"""Stuck detection: the same failure, iteration after iteration, with no progress.
+
+An iteration *repeats* the previous one when its error fingerprint or its set of failing tests is
+the same and it made no progress: no new commit, no change to the working tree, no fewer failing
+tests. A run of ``window`` (K) such iterations escalates one step: first a nudge in the prompt,
+then (if it goes on) a session restart, then a stop with status ``stuck``. Progress of any kind
+resets both the run and the escalation.
+
+Iterations that failed for infrastructure reasons (rate limits, network, timeouts) are skipped:
+they neither extend nor break a run, so a loop is never called stuck because a service was down.
+Error lines matching a ``stuck.exempt`` pattern are expected repetition and never count.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from collections.abc import Sequence
+
+import attrs
+
+from loopctl.model import IterationRecord
+
+
+class Escalation(int, enum.Enum):
+    NONE = 0
+    NUDGE = 1
+    RESTART = 2
+    STOP = 3
+
+
+@attrs.define
+class StuckDetector:
+    window: int = 3
+    exempt: Sequence[str] = ()
+    #: Consecutive iterations ending now with the same failure and no progress (1 = just this one).
+    streak: int = 0
+    level: Escalation = Escalation.NONE
+    _previous: IterationRecord | None = None
+    _patterns: list[re.Pattern[str]] = attrs.field(init=False)
+
+    def __attrs_post_init__(self) -> None:
+        self._patterns = [re.compile(p) for p in self.exempt]
+
+    def _is_exempt(self, error_lines: Sequence[str]) -> bool:
+        return bool(self._patterns) and any(
+            p.search(line) for p in self._patterns for line in error_lines
+        )
+
+    def observe(
+        self, record: IterationRecord, *, error_lines: Sequence[str], infrastructure: bool
+    ) -> Escalation:
+        """Take in a finished iteration; return the escalation it triggers (NONE most often)."""
+        if infrastructure:
+            return Escalation.NONE
+        previous, self._previous = self._previous, record
+        if record.tests_passed or self._is_exempt(error_lines):
+            self.streak, self.level = 0, Escalation.NONE
+            return Escalation.NONE
+        if previous is None or previous.tests_passed or _made_progress(previous, record):
+            self.streak, self.level = 1, Escalation.NONE
+            return Escalation.NONE
+        if not _same_failure(previous, record):
+            self.streak, self.level = 1, Escalation.NONE
+            return Escalation.NONE
+        self.streak += 1
+        due = Escalation(min(Escalation.STOP, max(0, self.streak - self.window + 1)))
+        if due > self.level:
+            self.level = due
+            return due
+        return Escalation.NONE
+
+    def restore(self, history: Sequence[IterationRecord], level: int) -> None:
+        """Rebuild the streak from recorded history after ``loopctl resume``."""
+        self.streak, self._previous = 0, None
+        for record in history:
+            self.observe(record, error_lines=(), infrastructure=_was_infrastructure(record))
+        self.level = Escalation(min(max(level, 0), Escalation.STOP))
+
+
+def _same_failure(a: IterationRecord, b: IterationRecord) -> bool:
+    if a.error_fingerprint and a.error_fingerprint == b.error_fingerprint:
+        return True
+    return bool(a.failing_tests) and sorted(a.failing_tests) == sorted(b.failing_tests)
+
+
+def _made_progress(previous: IterationRecord, current: IterationRecord) -> bool:
+    if current.commit and current.commit != previous.commit:
+        return True
+    if current.tree_hash and current.tree_hash != previous.tree_hash:
+        return True
+    return len(current.failing_tests) < len(previous.failing_tests)
+
+
+def _was_infrastructure(record: IterationRecord) -> bool:
+    from loopctl.model import INFRASTRUCTURE_ERRORS
+
+    return record.agent.error_kind in {kind.value for kind in INFRASTRUCTURE_ERRORS}

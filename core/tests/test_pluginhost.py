@@ -1,0 +1,182 @@
+import sys
+
+import pytest
+
+from loopctl import hookimpl
+from loopctl.model import Decision
+from loopctl.pluginhost import PluginError, PluginHost, PluginSelection, discover_entry_points
+
+GOOD = """
+from loopctl import hookimpl
+
+@hookimpl
+def after_iteration(loop, record):
+    return None
+
+@hookimpl
+def on_event(event):
+    pass
+"""
+
+
+def names_and_status(host):
+    return {name: info.status for name, info in host.infos.items()}
+
+
+def entry_points_named(*names):
+    return [ep for ep in discover_entry_points() if ep.name in names]
+
+
+def test_installed_plugins_are_discovered_and_enabled_by_default(fake_site):
+    fake_site.add_plugin("alpha", GOOD, version="2.3")
+    host = PluginHost()
+    host.load(entry_points_named("alpha"))
+    info = host.infos["alpha"]
+    assert info.status == "enabled"
+    assert info.distribution == "loopctl-alpha"
+    assert info.version == "2.3"
+    assert info.hooks == ["after_iteration", "on_event"]
+    assert "loopctl_test_alpha" in info.source
+    assert host.infos["builtin"].status == "builtin"
+
+
+@pytest.mark.parametrize(
+    ("selection", "expected"),
+    [
+        (PluginSelection(), {"alpha": "enabled", "beta": "enabled"}),
+        (PluginSelection(disable=["beta"]), {"alpha": "enabled", "beta": "disabled"}),
+        (PluginSelection(enable=["beta"]), {"alpha": "disabled", "beta": "enabled"}),
+        (PluginSelection(enable=["alpha", "beta"], disable=["alpha"]), {"alpha": "disabled", "beta": "enabled"}),
+        (PluginSelection(autoload=False), {"alpha": "disabled", "beta": "disabled"}),
+        (PluginSelection(autoload=False, enable=["alpha"]), {"alpha": "enabled", "beta": "disabled"}),
+        (PluginSelection(no_plugins=True, enable=["alpha"]), {"alpha": "disabled", "beta": "disabled"}),
+    ],
+    ids=["default", "disable", "allow-list", "disable-beats-enable", "no-autoload", "no-autoload-allow", "no-plugins"],
+)
+def test_enable_disable_matrix_and_disabled_plugins_are_never_imported(fake_site, selection, expected):
+    fake_site.add_plugin("alpha", GOOD)
+    fake_site.add_plugin("beta", GOOD)
+    host = PluginHost(selection)
+    host.load(entry_points_named("alpha", "beta"))
+    got = {k: v for k, v in names_and_status(host).items() if k in expected}
+    assert got == expected
+    for name, status in expected.items():
+        imported = f"loopctl_test_{name}" in sys.modules
+        assert imported == (status == "enabled"), name
+        if status == "disabled":
+            assert host.infos[name].detail  # says why
+
+
+def test_a_plugin_that_fails_to_import_is_reported_and_the_rest_load(fake_site, capsys):
+    fake_site.add_plugin("broken", "raise RuntimeError('boom at import')\n")
+    fake_site.add_plugin("fine", GOOD)
+    host = PluginHost()
+    host.load(entry_points_named("broken", "fine"))
+    assert host.infos["broken"].status == "broken"
+    assert "boom at import" in host.infos["broken"].detail
+    assert "Error importing plugin 'broken'" in capsys.readouterr().err
+    assert host.infos["fine"].status == "enabled"
+
+
+class Raiser:
+    @hookimpl
+    def after_iteration(self, loop, record):
+        raise ValueError("plugin bug")
+
+
+class Decider:
+    @hookimpl
+    def after_iteration(self, loop, record):
+        return Decision.stop("complete")
+
+
+def test_a_raising_hookimpl_does_not_stop_other_plugins():
+    host = PluginHost()
+    failures = []
+    host.error_sink = failures.append
+    host.register(Decider(), "decider")
+    host.register(Raiser(), "raiser")
+    results = host.hook.after_iteration(loop=None, record=None)
+    assert results == [Decision.stop("complete")]
+    assert [(f.plugin, f.hook) for f in failures] == [("raiser", "after_iteration")]
+    assert "ValueError: plugin bug" in failures[0].error
+    assert "plugin bug" in failures[0].traceback
+
+
+def test_strict_mode_lets_the_exception_through():
+    host = PluginHost(PluginSelection(strict=True))
+    host.register(Raiser(), "raiser")
+    with pytest.raises(ValueError, match="plugin bug"):
+        host.hook.after_iteration(loop=None, record=None)
+
+
+def test_required_plugins_fail_fast_with_the_reason(fake_site):
+    fake_site.add_plugin("alpha", GOOD, version="1.2")
+    fake_site.add_plugin("beta", GOOD)
+    host = PluginHost(PluginSelection(disable=["beta"]))
+    host.load(entry_points_named("alpha", "beta"))
+    host.check_required(["alpha>=1.0", "loopctl-alpha"])  # both spellings work
+    with pytest.raises(PluginError) as info:
+        host.check_required(["alpha>=2", "beta", "gamma", "not a req!"])
+    message = str(info.value)
+    assert "'alpha>=2' is installed in version 1.2" in message
+    assert "'beta' is disabled: listed in plugins.disable" in message
+    assert "'gamma' is not installed (pip install loopctl-gamma" in message
+    assert "not a valid requirement" in message
+
+
+def test_two_plugins_registering_the_same_agent_name_is_an_error_naming_both():
+    class A:
+        name = "same"
+
+    class One:
+        @hookimpl
+        def register_agents(self):
+            return [A]
+
+    class Two:
+        @hookimpl
+        def register_agents(self):
+            return [A]
+
+    host = PluginHost()
+    host.register(One(), "one")
+    host.register(Two(), "two")
+    with pytest.raises(PluginError, match="'same' is registered by both 'one' and 'two'"):
+        host.collect_named("register_agents", "agent adapter")
+
+
+def test_plugins_can_add_hookspecs_for_other_plugins():
+    from loopctl.hookspecs import hookspec
+
+    class Spec:
+        @hookspec(firstresult=True)
+        def classify_failure(self, evidence):
+            """a custom hook"""
+
+    class Definer:
+        @hookimpl
+        def add_hookspecs(self, pluginmanager):
+            pluginmanager.add_hookspecs(Spec)
+
+    class Implementer:
+        @hookimpl
+        def classify_failure(self, evidence):
+            return f"mode for {evidence}"
+
+    host = PluginHost()
+    host.register(Implementer(), "implementer")  # registered before the spec exists
+    host.register(Definer(), "definer")
+    assert host.hook.classify_failure(evidence="log") == "mode for log"
+    assert host.check_unknown_hooks() == []
+
+
+def test_unknown_hooks_are_warnings_naming_the_plugin():
+    class Orphan:
+        @hookimpl
+        def some_hook_nobody_defines(self):
+            pass
+
+    host = PluginHost()
+    host.register(Orphan(), "orphan")
+    assert any("'orphan' implements 'some_hook_nobody_defines'" in w for w in host.check_unknown_hooks())

@@ -1,0 +1,103 @@
+"""Development sessions: `nox` runs everything CI runs; `nox -s bench` prints the benchmarks."""
+
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import nox
+
+ROOT = Path(__file__).parent
+nox.options.default_venv_backend = "venv"
+nox.options.reuse_existing_virtualenvs = False
+nox.options.download_python = "never"
+nox.options.error_on_missing_interpreters = False
+
+SUPPORTED = ("3.10", "3.11", "3.12", "3.13")
+TEST_DEPS = ["pytest>=7.4", "hypothesis>=6.90", "pytest-xdist>=3.5"]
+
+
+def _interpreter(version: str) -> str | None:
+    """``pythonX.Y`` on PATH if it runs, else a pyenv install of it (pyenv shims on PATH may
+    name versions that are installed but not activated)."""
+    for candidate in [f"python{version}", *sorted(glob.glob(os.path.expanduser(f"~/.pyenv/versions/{version}.*/bin/python{version}")))]:
+        path = shutil.which(candidate) or (candidate if os.path.isabs(candidate) else None)
+        if path and subprocess.run([path, "-c", "pass"], capture_output=True).returncode == 0:
+            return path
+    return None
+
+
+INSTALLED_PYTHONS = [p for p in (_interpreter(v) for v in SUPPORTED) if p]
+
+
+def distributions(kind: str) -> list[Path]:
+    """Every distribution under plugins/ or contrib/ (a directory with a pyproject.toml)."""
+    return sorted(p.parent for p in (ROOT / kind).glob("*/pyproject.toml"))
+
+
+def all_distributions() -> list[str]:
+    return ["./core", *[f"./{p.relative_to(ROOT)}" for p in distributions("plugins") + distributions("contrib")]]
+
+
+def test_paths() -> list[str]:
+    paths = ["core/tests", "tests"]
+    for dist in distributions("plugins") + distributions("contrib"):
+        if (dist / "tests").is_dir():
+            paths.append(str((dist / "tests").relative_to(ROOT)))
+    return paths
+
+
+@nox.session(python=INSTALLED_PYTHONS or None)
+def tests(session: nox.Session) -> None:
+    """Run the whole test suite (core, plugins, contrib, cross-package) on this Python."""
+    session.install(*all_distributions(), *TEST_DEPS)
+    session.run("pytest", "-n", "2", "-m", "not e2e", *test_paths(), *session.posargs)
+
+
+@nox.session
+def lint(session: nox.Session) -> None:
+    """ruff: lint and formatting."""
+    session.install("ruff>=0.6")
+    session.run("ruff", "check", ".")
+    session.run("ruff", "format", "--check", ".")
+
+
+@nox.session
+def types(session: nox.Session) -> None:
+    """mypy: strict on core, checked on plugins and contrib."""
+    session.install("mypy>=1.10", *all_distributions(), *TEST_DEPS)
+    session.run("mypy")
+    for dist in distributions("plugins") + distributions("contrib"):
+        src = dist / "src"
+        if src.is_dir():
+            session.run("mypy", "--ignore-missing-imports", str(src.relative_to(ROOT)))
+
+
+@nox.session
+def isolation(session: nox.Session) -> None:
+    """Install core plus ONE plugin into an empty venv and run that plugin's tests, each in turn."""
+    for dist in distributions("plugins") + distributions("contrib"):
+        venv = Path(session.create_tmp()) / f"iso-{dist.name}"
+        shutil.rmtree(venv, ignore_errors=True)
+        session.run("python", "-m", "venv", str(venv))
+        py = str(venv / "bin" / "python")
+        session.run(py, "-m", "pip", "install", "-q", "./core", f"./{dist.relative_to(ROOT)}", *TEST_DEPS, external=True)
+        session.run(py, "-m", "loopctl", "plugins", "list", external=True)
+        session.run(py, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(dist / "tests"), external=True)
+
+
+@nox.session
+def docs(session: nox.Session) -> None:
+    """Build the documentation site with warnings as errors."""
+    session.install("mkdocs>=1.6", *all_distributions())
+    session.run("mkdocs", "build", "--strict", "--site-dir", str(Path(session.create_tmp()) / "site"))
+
+
+@nox.session(default=False)
+def bench(session: nox.Session) -> None:
+    """Run every benchmark and print one table of figures (not run by CI)."""
+    session.install(*all_distributions(), "msgspec")
+    session.run("python", "benchmarks/run.py", *session.posargs)
