@@ -14,7 +14,9 @@ class FakeSite:
     def __init__(self, root: Path) -> None:
         self.root = root
 
-    def add_plugin(self, name: str, source: str, *, version: str = "1.0", module: str | None = None) -> str:
+    def add_plugin(
+        self, name: str, source: str, *, version: str = "1.0", module: str | None = None
+    ) -> str:
         module = module or "loopctl_test_" + name.replace("-", "_")
         dist = f"loopctl-{name}"
         info = self.root / f"{dist.replace('-', '_')}-{version}.dist-info"

@@ -46,14 +46,33 @@ def test_installed_plugins_are_discovered_and_enabled_by_default(fake_site):
         (PluginSelection(), {"alpha": "enabled", "beta": "enabled"}),
         (PluginSelection(disable=["beta"]), {"alpha": "enabled", "beta": "disabled"}),
         (PluginSelection(enable=["beta"]), {"alpha": "disabled", "beta": "enabled"}),
-        (PluginSelection(enable=["alpha", "beta"], disable=["alpha"]), {"alpha": "disabled", "beta": "enabled"}),
+        (
+            PluginSelection(enable=["alpha", "beta"], disable=["alpha"]),
+            {"alpha": "disabled", "beta": "enabled"},
+        ),
         (PluginSelection(autoload=False), {"alpha": "disabled", "beta": "disabled"}),
-        (PluginSelection(autoload=False, enable=["alpha"]), {"alpha": "enabled", "beta": "disabled"}),
-        (PluginSelection(no_plugins=True, enable=["alpha"]), {"alpha": "disabled", "beta": "disabled"}),
+        (
+            PluginSelection(autoload=False, enable=["alpha"]),
+            {"alpha": "enabled", "beta": "disabled"},
+        ),
+        (
+            PluginSelection(no_plugins=True, enable=["alpha"]),
+            {"alpha": "disabled", "beta": "disabled"},
+        ),
     ],
-    ids=["default", "disable", "allow-list", "disable-beats-enable", "no-autoload", "no-autoload-allow", "no-plugins"],
+    ids=[
+        "default",
+        "disable",
+        "allow-list",
+        "disable-beats-enable",
+        "no-autoload",
+        "no-autoload-allow",
+        "no-plugins",
+    ],
 )
-def test_enable_disable_matrix_and_disabled_plugins_are_never_imported(fake_site, selection, expected):
+def test_enable_disable_matrix_and_disabled_plugins_are_never_imported(
+    fake_site, selection, expected
+):
     fake_site.add_plugin("alpha", GOOD)
     fake_site.add_plugin("beta", GOOD)
     host = PluginHost(selection)
@@ -179,4 +198,6 @@ def test_unknown_hooks_are_warnings_naming_the_plugin():
 
     host = PluginHost()
     host.register(Orphan(), "orphan")
-    assert any("'orphan' implements 'some_hook_nobody_defines'" in w for w in host.check_unknown_hooks())
+    assert any(
+        "'orphan' implements 'some_hook_nobody_defines'" in w for w in host.check_unknown_hooks()
+    )

@@ -16,7 +16,11 @@ def test_sections_are_ordered_by_priority_then_contribution_order():
         budget_chars=10_000,
     )
     assert composed.included == ["Goal", "MidA", "MidB", "Low"]
-    assert composed.text.index("## Goal") < composed.text.index("## MidA") < composed.text.index("## Low")
+    assert (
+        composed.text.index("## Goal")
+        < composed.text.index("## MidA")
+        < composed.text.index("## Low")
+    )
     assert composed.trimmed == []
 
 
@@ -40,7 +44,10 @@ def test_lowest_priority_is_trimmed_first_at_line_boundaries_with_a_notice():
 def test_protected_sections_survive_any_budget():
     goal = "x" * 5_000
     composed = compose(
-        [PromptSection("Goal", goal, priority=100, protected=True), PromptSection("Notes", "n" * 900)],
+        [
+            PromptSection("Goal", goal, priority=100, protected=True),
+            PromptSection("Notes", "n" * 900),
+        ],
         budget_chars=600,
     )
     assert goal in composed.text
@@ -54,6 +61,8 @@ def test_protected_sections_survive_any_budget():
     budget=s.integers(500, 3_000),
 )
 def test_unprotected_prompts_fit_the_budget(bodies, priorities, budget):
-    sections = [PromptSection(f"S{i}", body, priority=priorities[i]) for i, body in enumerate(bodies)]
+    sections = [
+        PromptSection(f"S{i}", body, priority=priorities[i]) for i, body in enumerate(bodies)
+    ]
     composed = compose(sections, budget)
     assert len(composed.text) <= budget

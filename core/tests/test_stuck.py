@@ -5,12 +5,20 @@ from loopctl.stuck import Escalation, StuckDetector
 
 
 def failing(i, fingerprint="fp", tests=("t1",), tree="tree", commit="c"):
-    return IterationRecord(iteration=i, error_fingerprint=fingerprint, failing_tests=list(tests), tree_hash=tree, commit=commit)
+    return IterationRecord(
+        iteration=i,
+        error_fingerprint=fingerprint,
+        failing_tests=list(tests),
+        tree_hash=tree,
+        commit=commit,
+    )
 
 
 def feed(detector, records, infra=()):
     return [
-        detector.observe(r, error_lines=["AssertionError: 1 != 2"], infrastructure=r.iteration in infra)
+        detector.observe(
+            r, error_lines=["AssertionError: 1 != 2"], infrastructure=r.iteration in infra
+        )
         for r in records
     ]
 
@@ -18,7 +26,13 @@ def feed(detector, records, infra=()):
 def test_escalates_nudge_restart_stop_over_repeated_failures():
     detector = StuckDetector(window=3)
     got = feed(detector, [failing(i) for i in range(1, 6)])
-    assert got == [Escalation.NONE, Escalation.NONE, Escalation.NUDGE, Escalation.RESTART, Escalation.STOP]
+    assert got == [
+        Escalation.NONE,
+        Escalation.NONE,
+        Escalation.NUDGE,
+        Escalation.RESTART,
+        Escalation.STOP,
+    ]
 
 
 @pytest.mark.parametrize(
@@ -40,7 +54,9 @@ def test_progress_resets_the_streak(progress):
 
 def test_a_different_failure_is_not_a_repeat():
     detector = StuckDetector(window=2)
-    got = feed(detector, [failing(1, "a", ("x",)), failing(2, "b", ("y",)), failing(3, "c", ("z",))])
+    got = feed(
+        detector, [failing(1, "a", ("x",)), failing(2, "b", ("y",)), failing(3, "c", ("z",))]
+    )
     assert got == [Escalation.NONE] * 3
 
 

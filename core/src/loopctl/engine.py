@@ -592,6 +592,7 @@ class Engine:
         self.host.hook.before_iteration(loop=self.loop)
 
         composed = self._compose_prompt()
+        _write_log(self.state_dir / "logs" / f"iteration-{iteration:04d}.prompt.md", composed.text)
         self.emit("agent.start", agent=self.agent.name, prompt_chars=len(composed.text), trimmed=composed.trimmed)
         turn = self._run_agent(composed.text, iteration)
         self.last_turn = turn
@@ -718,11 +719,7 @@ class Engine:
             timeout_s=limits.test_timeout_s,
             output_limit=limits.test_output_bytes,
         )
-        log = self.state_dir / "logs" / f"iteration-{self.state.iteration:04d}.tests.log"
-        try:
-            log.write_text(result.output, encoding="utf-8", errors="replace")
-        except OSError:
-            pass
+        _write_log(self.state_dir / "logs" / f"iteration-{self.state.iteration:04d}.tests.log", result.output)
         self.last_test_run = result
         self.emit(
             "tests.end",
@@ -861,7 +858,6 @@ class Engine:
         self.state.status = "running"
         for key in ("restart_reason", "restart_message", "stuck_nudge"):
             self.state.extra.pop(key, None)
-        self._crashes = 0
         self._write_state()
         self.emit("loop.restart", number=number, reason=reason, message=message, archive=str(archive))
         restart = Restart(number=number, reason=reason, message=message, archive_dir=archive)
@@ -908,6 +904,14 @@ def _state_body(engine: Engine) -> str:
         verdict = "passed" if last.tests_passed else f"failed ({len(last.failing_tests)} failing)"
         lines.append(f"Last tests {verdict}; decision: {last.decision} {last.reason}".rstrip())
     return "\n".join(lines) + "\n"
+
+
+def _write_log(path: Path, text: str) -> None:
+    """Logs are for people debugging a run: best effort, never a reason to stop the loop."""
+    try:
+        path.write_text(text, encoding="utf-8", errors="replace")
+    except OSError:
+        pass
 
 
 def _safe_status(path: Path) -> str | None:

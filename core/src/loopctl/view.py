@@ -45,6 +45,8 @@ def describe(event: Event) -> str:
         status = "ok" if d.get("outcome") == "ok" else f"error: {d.get('error_kind')} {d.get('message', '')[:120]}"
         ctx = _context(d.get("context_tokens"), d.get("context_window"))
         return f"agent done in {d.get('duration_s')} s: {status}; {d.get('tool_calls')} tool calls, {d.get('tokens')} tokens{ctx}"
+    if t == "tests.start":
+        return f"running tests: {d.get('command')}"
     if t == "tests.end":
         if d.get("passed"):
             return f"tests passed ({d.get('duration_s')} s)"

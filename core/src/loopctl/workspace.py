@@ -57,11 +57,19 @@ class Workspace:
     ignore: tuple[str, ...] = ()
     is_git: bool = attrs.field(init=False)
     _git_dir: Path | None = attrs.field(init=False, default=None)
+    _exclude: tuple[str, ...] = attrs.field(init=False, default=())
 
     def __attrs_post_init__(self) -> None:
         git_dir = _git(self.root, "rev-parse", "--absolute-git-dir") if shutil.which("git") else None
         self.is_git = git_dir is not None
         self._git_dir = Path(git_dir) if git_dir else None
+        # git refuses an exclusion pathspec for a path .gitignore already ignores, so only
+        # paths that are not ignored need one.
+        self._exclude = tuple(
+            f":(exclude){path}"
+            for path in self.ignore
+            if self.is_git and _git(self.root, "check-ignore", "-q", path + "/") is None
+        )
 
     def head(self) -> str | None:
         return _git(self.root, "rev-parse", "--verify", "-q", "HEAD") if self.is_git else None
@@ -106,7 +114,7 @@ class Workspace:
             if real_index.exists():
                 shutil.copyfile(real_index, index)  # keeps git's stat cache: add -A stays fast
             env = {"GIT_INDEX_FILE": str(index)}
-            if _git(self.root, "add", "-A", "--", ".", *[f":!{i}" for i in self.ignore], env=env) is None:
+            if _git(self.root, "add", "-A", "--", ".", *self._exclude, env=env) is None:
                 return None
             return _git(self.root, "write-tree", env=env)
 

@@ -1,0 +1,283 @@
+"""Run the test command once and report what happened as a :class:`~loopctl.model.TestRun`.
+
+The command runs through ``/bin/sh -c`` in a process group of its own, so that everything it
+starts (test workers, a server a test forgot to stop, ``sleep 1000 &``) can be ended together:
+on a timeout, on Ctrl-C, and after a normal exit, because a leftover process would otherwise
+hold files or ports into the next iteration. Output is read as it comes and kept bounded.
+"""
+
+from __future__ import annotations
+
+import os
+import selectors
+import signal
+import subprocess
+import time
+from collections.abc import Mapping
+from pathlib import Path
+
+from loopctl.fingerprint import fingerprint
+from loopctl.model import TestRun
+from loopctl.testoutput import extract
+
+#: How many error lines a TestRun carries at most (the extractor's bound).
+_MAX_ERROR_LINES = 40
+#: Lines shown from the end of the output when the extractor found nothing decisive.
+_TAIL_LINES = 5
+_READ_SIZE = 65536
+_POLL_S = 0.05
+#: After the command exits, output still readable is collected for at most this long.
+_DRAIN_S = 0.5
+#: Exit codes a shell uses when a command cannot be run.
+_CANNOT_EXECUTE, _NOT_FOUND = 126, 127
+
+
+class _BoundedCapture:
+    """Keeps the first 20% and the last 80% of ``limit`` bytes of a stream of any length."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = max(limit, 0)
+        self.head_limit = self.limit // 5
+        self.tail_limit = self.limit - self.head_limit
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.total = 0
+
+    def feed(self, chunk: bytes) -> None:
+        self.total += len(chunk)
+        room = self.head_limit - len(self.head)
+        if room > 0:
+            self.head += chunk[:room]
+            chunk = chunk[room:]
+        if chunk and self.tail_limit > 0:
+            self.tail += chunk
+            if len(self.tail) > 2 * self.tail_limit:  # trim in batches, not on every chunk
+                del self.tail[: -self.tail_limit]
+
+    def text(self) -> str:
+        head = bytes(self.head).decode("utf-8", errors="replace")
+        if self.total <= self.limit:
+            return head + bytes(self.tail).decode("utf-8", errors="replace")
+        tail = bytes(self.tail[-self.tail_limit :]) if self.tail_limit else b""
+        omitted = self.total - len(self.head) - len(tail)
+        marker = f"\n... [{omitted} bytes omitted] ...\n"
+        return head + marker + tail.decode("utf-8", errors="replace")
+
+
+def _group_alive(pgid: int) -> bool:
+    """True while a process of the group is still running (zombies do not count)."""
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # killpg also succeeds while only unreaped zombies are left (an init that does not reap
+    # orphans); on Linux, look at the members' states to tell.
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return True
+    for name in entries:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as stat_file:
+                stat = stat_file.read()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(b")") + 2 :].split()
+        if len(fields) > 2 and fields[2] == str(pgid).encode() and fields[0] not in (b"Z", b"X"):
+            return True
+    return False
+
+
+def _signal_group(pgid: int, signum: int) -> None:
+    try:
+        os.killpg(pgid, signum)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+class _Runner:
+    """One run of the command: its process, its output, and the ending of its group."""
+
+    def __init__(self, process: subprocess.Popen[bytes], capture: _BoundedCapture) -> None:
+        self.process = process
+        self.capture = capture
+        self.pgid = process.pid  # start_new_session: the shell leads its own group
+        assert process.stdout is not None
+        self.fd = process.stdout.fileno()
+        os.set_blocking(self.fd, False)
+        self.selector = selectors.DefaultSelector()
+        self.selector.register(self.fd, selectors.EVENT_READ)
+        self.eof = False
+
+    def read_available(self, wait_s: float) -> None:
+        """Wait up to ``wait_s`` for output, then read everything that is there."""
+        if self.eof:
+            if wait_s > 0:
+                time.sleep(min(wait_s, _POLL_S))
+            return
+        if not self.selector.select(timeout=max(wait_s, 0)):
+            return
+        while True:
+            try:
+                chunk = os.read(self.fd, _READ_SIZE)
+            except BlockingIOError:
+                return
+            except OSError:
+                self.eof = True
+                return
+            if not chunk:
+                self.eof = True
+                return
+            self.capture.feed(chunk)
+
+    def wait(self, deadline: float) -> bool:
+        """Read output until the command exits; False if ``deadline`` came first."""
+        while self.process.poll() is None:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return False
+            self.read_available(min(remaining, _POLL_S))
+        drain_until = time.monotonic() + _DRAIN_S
+        while not self.eof and time.monotonic() < drain_until:
+            before = self.capture.total
+            self.read_available(0)
+            if self.capture.total == before:
+                break  # nothing more right now; a lingering grandchild may hold the pipe open
+        return True
+
+    def end_group(self, grace_s: float) -> None:
+        """SIGTERM the group, give it ``grace_s`` to go (reading its output), then SIGKILL."""
+        if self.process.poll() is not None and not _group_alive(self.pgid):
+            return
+        _signal_group(self.pgid, signal.SIGTERM)
+        give_up = time.monotonic() + grace_s
+        while time.monotonic() < give_up:
+            self.read_available(_POLL_S)
+            if self.process.poll() is not None and not _group_alive(self.pgid):
+                break
+        _signal_group(self.pgid, signal.SIGKILL)
+        try:
+            self.process.wait(timeout=5)
+        except subprocess.TimeoutExpired:  # unkillable (D state); do not hang the loop on it
+            pass
+
+    def close(self) -> None:
+        self.selector.close()
+        if self.process.stdout is not None:
+            self.process.stdout.close()
+
+
+def _exit_status(returncode: int) -> int:
+    """Python reports death by signal N as -N; shells say 128+N, and so does loopctl."""
+    return 128 - returncode if returncode < 0 else returncode
+
+
+def _cannot_start(command: str, cwd: Path, error: Exception, duration_s: float) -> TestRun:
+    if not cwd.is_dir():
+        reason = f"the working directory {cwd} does not exist"
+    else:
+        reason = str(error) or type(error).__name__
+    line = f"loopctl: cannot start the test command: {reason}"
+    code = _CANNOT_EXECUTE if isinstance(error, PermissionError) else _NOT_FOUND
+    return TestRun(
+        command=command,
+        exit_code=code,
+        duration_s=duration_s,
+        output=line + "\n",
+        error_lines=[line],
+        fingerprint=fingerprint([line]),
+    )
+
+
+def _tail_lines(output: str) -> list[str]:
+    lines = [line.strip()[:500] for line in output.splitlines()[-50:] if line.strip()]
+    return lines[-_TAIL_LINES:]
+
+
+def run_test_command(
+    command: str,
+    *,
+    cwd: Path,
+    timeout_s: float,
+    output_limit: int = 1_000_000,
+    env: Mapping[str, str] | None = None,
+    kill_grace_s: float = 2.0,
+) -> TestRun:
+    """Run ``command`` with ``/bin/sh -c`` in ``cwd`` and report the result. Never raises, except
+    that a KeyboardInterrupt ends the command's whole process group and is then re-raised.
+
+    ``env`` adds variables to the inherited environment. stdin is closed; stdout and stderr are
+    merged and kept up to ``output_limit`` bytes (the first 20% and the last 80%, with a
+    ``... [N bytes omitted] ...`` line between). After ``timeout_s`` the process group gets
+    SIGTERM, then SIGKILL after ``kill_grace_s``; the run is ``timed_out`` with no exit code.
+    Processes the command left behind are ended the same way when it exits.
+    """
+    started = time.monotonic()
+    cwd = Path(cwd)
+    full_env = None if env is None else {**os.environ, **env}
+    try:
+        process = subprocess.Popen(
+            ["/bin/sh", "-c", command],
+            cwd=cwd,
+            env=full_env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    except (OSError, ValueError, subprocess.SubprocessError) as error:
+        return _cannot_start(command, cwd, error, time.monotonic() - started)
+
+    capture = _BoundedCapture(output_limit)
+    runner = _Runner(process, capture)
+    try:
+        finished = runner.wait(started + timeout_s)
+        runner.end_group(kill_grace_s)
+        runner.read_available(0)  # what the ended processes wrote on their way out
+    except BaseException:  # Ctrl-C (or anything else): leave no process behind, then go on up
+        runner.end_group(min(kill_grace_s, 0.5))
+        raise
+    finally:
+        runner.close()
+    duration_s = time.monotonic() - started
+
+    returncode = process.returncode
+    exit_code = _exit_status(returncode) if finished and returncode is not None else None
+    return _test_run(command, capture.text(), exit_code, not finished, duration_s, timeout_s)
+
+
+def _test_run(
+    command: str,
+    output: str,
+    exit_code: int | None,
+    timed_out: bool,
+    duration_s: float,
+    timeout_s: float,
+) -> TestRun:
+    found = extract(output, max_lines=_MAX_ERROR_LINES)
+    run = TestRun(
+        command=command,
+        exit_code=exit_code,
+        duration_s=duration_s,
+        timed_out=timed_out,
+        output=output,
+        runner=found.runner,
+    )
+    if run.passed:
+        return run
+    error_lines = found.error_lines or _tail_lines(output)
+    if timed_out:
+        error_lines = [f"loopctl: the test command timed out after {timeout_s:g} s", *error_lines]
+    elif not error_lines:
+        error_lines = [f"loopctl: the test command exited with code {exit_code} and no output"]
+    run.error_lines = error_lines[:_MAX_ERROR_LINES]
+    run.failing_tests = found.failing_tests
+    run.fingerprint = fingerprint(run.error_lines)
+    return run
+
+
+__all__ = ["run_test_command"]

@@ -1,0 +1,911 @@
+"""Find the decisive lines in a test run's output.
+
+The agent needs the few lines that say what is wrong (``E   assert 5 == 4``, the exception,
+the first compiler error and its location), not the whole log; stuck detection needs the same
+lines to fingerprint. :func:`extract` recognises the output of pytest, unittest, jest,
+``node --test`` (TAP and spec reporters), cargo test / rustc, go test, mypy and tsc, and falls
+back to Python tracebacks and generic ``error:`` lines.
+
+Logs can be large, so each runner is detected with cheap substring checks on the whole output,
+and each line is prefiltered with literal checks before any regex runs on it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+
+import attrs
+
+#: Lines longer than this are cut before any pattern looks at them (the decisive part is early).
+_SCAN_CHARS = 4096
+#: Each reported line is cut to this many characters.
+_LINE_CHARS = 500
+#: At most this many detail lines (diff lines, message continuations) per failure.
+_DETAIL_CAP = 10
+
+# Ranks: when there are more lines than ``max_lines``, headlines are kept first, then locations,
+# then details; the kept lines stay in output order.
+HEADLINE, LOCATION, DETAIL = 0, 1, 2
+
+_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)")
+
+
+@attrs.define
+class Extraction:
+    """What :func:`extract` found in one test run's output."""
+
+    #: Which format was recognised: pytest, unittest, jest, node, cargo, rustc, go, mypy, tsc,
+    #: python (a bare traceback) or generic.
+    runner: str = "generic"
+    #: The decisive error lines, in output order, deduplicated and bounded.
+    error_lines: list[str] = attrs.Factory(list)
+    #: Failing test ids as the runner names them, in order of first appearance.
+    failing_tests: list[str] = attrs.Factory(list)
+    passed_count: int | None = None
+    failed_count: int | None = None
+
+
+@attrs.define
+class _Partial:
+    """What one runner's extractor found."""
+
+    runner: str
+    entries: list[tuple[int, str]] = attrs.Factory(list)
+    failing: list[str] = attrs.Factory(list)
+    passed: int | None = None
+    failed: int | None = None
+
+    def add(self, text: str, rank: int = HEADLINE) -> None:
+        text = text.strip()
+        if text:
+            self.entries.append((rank, text[:_LINE_CHARS]))
+
+    def fail(self, test_id: str) -> None:
+        test_id = test_id.strip()
+        if test_id:
+            self.failing.append(test_id[:_LINE_CHARS])
+
+    @property
+    def useful(self) -> bool:
+        return bool(self.entries or self.failing)
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip())
+
+
+def _has_word(text: str) -> bool:
+    return any(char.isalnum() for char in text)
+
+
+_SEPARATOR = re.compile(r"[=\-_]{10,}$")
+
+# --- Python tracebacks (shared by unittest and the bare-traceback fallback) --------------------
+
+_LIBRARY_FRAME = ("site-packages", "/lib/python", "<frozen", "\\lib\\")
+
+
+class _TracebackScanner:
+    """Feeds lines one by one; reports each traceback's exception line and its best frame."""
+
+    def __init__(self, partial: _Partial, *, details_past_blank: bool) -> None:
+        self.partial = partial
+        self.details_past_blank = details_past_blank
+        self.state = 0  # 0 outside, 1 in the frames, 2 after the exception line
+        self.last_frame = ""
+        self.last_own_frame = ""
+        self.details = 0
+
+    def reset(self) -> None:
+        self.state = 0
+
+    def feed(self, line: str) -> None:
+        if line.startswith("Traceback (most recent call last)"):
+            self.state, self.last_frame, self.last_own_frame = 1, "", ""
+            return
+        if self.state == 1:
+            if line.startswith("  File "):
+                self.last_frame = line.strip()
+                if not any(marker in line for marker in _LIBRARY_FRAME):
+                    self.last_own_frame = self.last_frame
+            elif line.strip() and not line[0].isspace():
+                frame = self.last_own_frame or self.last_frame
+                if frame:
+                    self.partial.add(frame, LOCATION)
+                self.partial.add(line, HEADLINE)
+                self.state, self.details = 2, 0
+            return
+        if self.state == 2:
+            stripped = line.strip()
+            if not stripped:
+                if not self.details_past_blank:
+                    self.state = 0
+                return
+            if _SEPARATOR.match(stripped) or stripped.startswith(
+                ("During handling of", "The above exception")
+            ):
+                self.state = 0
+            elif self.details < _DETAIL_CAP and _has_word(stripped):
+                self.partial.add(stripped, DETAIL)
+                self.details += 1
+
+
+def _python(lines: list[str]) -> _Partial:
+    partial = _Partial("python")
+    scanner = _TracebackScanner(partial, details_past_blank=False)
+    for line in lines:
+        if scanner.state or line.startswith("Traceback"):
+            scanner.feed(line)
+    return partial
+
+
+# --- pytest -------------------------------------------------------------------------------------
+
+_PYTEST_SUMMARY = re.compile(r"(FAILED|ERROR) (.+?)(?: - (.*))?$")
+_PYTEST_PROGRESS = re.compile(r"(\S+::\S.*?) (FAILED|ERROR)(?:\s+\[\s*\d+%\])?$")
+_PYTEST_XDIST = re.compile(r"\[gw\d+\] \[\s*\d+%\] (FAILED|ERROR) (\S+)")
+_PYTEST_HEADER = re.compile(r"_{3,} (.+?) _{3,}$")
+_PYTEST_SECTION = re.compile(r"={3,} (.+?) ={3,}$")
+_PYTEST_CAPTURED = re.compile(r"-{3,} Captured .* -{3,}$")
+_PYTEST_LOCATION = re.compile(r"(\S+?\.py):(\d+): (?!in )(.+)$")
+_PYTEST_FINAL = re.compile(
+    r"(?:^|=+ )(\d+ (?:failed|passed|errors?|skipped|deselected|xfailed|xpassed|warnings?|rerun)"
+    r"(?:, \d+ \w+)*) in [\d.]+s",
+    re.MULTILINE,
+)
+_PYTEST_FINAL_HINTS = tuple(
+    f" {word} in "
+    for word in ("passed", "failed", "error", "errors", "skipped", "warning", "warnings")
+)
+_COUNT = re.compile(r"(\d+) (\w+)")
+_EXCEPTION_NAME = re.compile(r"[A-Za-z_][\w.]*$")
+_PY_EXCEPTION = re.compile(
+    r"(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Warning|Failure|Failed)\b"
+)
+
+
+def _looks_like_exception(content: str) -> bool:
+    return content.startswith("assert ") or _PY_EXCEPTION.match(content) is not None
+
+
+def _pytest(lines: list[str]) -> _Partial:
+    partial = _Partial("pytest")
+    in_e_block = False
+    details = 0
+    skipping = False  # inside "warnings summary" or a "Captured ..." block
+    final: str | None = None
+    for line in lines:
+        if not line:
+            in_e_block = False
+            continue
+        first = line[0]
+        if first == "E" and (len(line) == 1 or line[1] == " "):
+            if skipping:
+                continue
+            content = line[1:].strip()
+            if not content or not _has_word(content):
+                continue
+            if not in_e_block:
+                in_e_block, details = True, 0
+                partial.add(line, HEADLINE)
+            elif _looks_like_exception(content):
+                partial.add(line, HEADLINE)
+            elif details < _DETAIL_CAP:
+                partial.add(line, DETAIL)
+                details += 1
+            continue
+        in_e_block = False
+        if first == "=":
+            section = _PYTEST_SECTION.match(line)
+            if section:
+                skipping = section.group(1) == "warnings summary"
+            if " in " in line:
+                match = _PYTEST_FINAL.search(line)
+                if match:
+                    final = match.group(1)
+            continue
+        if first == "_":
+            header = _PYTEST_HEADER.match(line)
+            if header:
+                skipping = False
+                if header.group(1).startswith("ERROR "):
+                    partial.add(header.group(1), HEADLINE)
+            continue
+        if first == "-" and "Captured" in line and _PYTEST_CAPTURED.match(line):
+            skipping = True
+            continue
+        if skipping:
+            continue
+        if first in "FE" and line.startswith(("FAILED ", "ERROR ")):
+            summary = _PYTEST_SUMMARY.match(line)
+            if summary and ("::" in summary.group(2) or ".py" in summary.group(2)):
+                partial.fail(summary.group(2))
+                partial.add(line, HEADLINE)
+                continue
+        if "::" in line and ("FAILED" in line or "ERROR" in line):
+            progress = _PYTEST_PROGRESS.match(line)
+            if progress:
+                partial.fail(progress.group(1))
+                continue
+            xdist = _PYTEST_XDIST.match(line)
+            if xdist:
+                partial.fail(xdist.group(2))
+                continue
+        if ".py:" in line:
+            location = _PYTEST_LOCATION.match(line)
+            if location:
+                message = location.group(3)
+                is_name_only = _EXCEPTION_NAME.match(message) is not None
+                partial.add(line, LOCATION if is_name_only else HEADLINE)
+                continue
+        if first == "I" and line.startswith(("ImportError while", "INTERNALERROR>")):
+            partial.add(line, HEADLINE)
+        elif " in " in line and first.isdigit():
+            match = _PYTEST_FINAL.search(line)
+            if match:
+                final = match.group(1)
+    if final is not None:
+        counts: dict[str, int] = {}
+        for number, word in _COUNT.findall(final):
+            key = word.rstrip("s") if word.startswith("error") else word
+            counts[key] = counts.get(key, 0) + int(number)
+        ran = "passed" in counts or "failed" in counts
+        partial.passed = counts.get("passed", 0) if ran else None
+        partial.failed = counts.get("failed", 0) + counts.get("error", 0)
+    return partial
+
+
+def _detect_pytest(text: str) -> bool:
+    if "test session starts" in text or "short test summary info" in text:
+        return True
+    if "while loading conftest" in text:
+        return True
+    if not any(hint in text for hint in _PYTEST_FINAL_HINTS):
+        return False
+    return _PYTEST_FINAL.search(text) is not None
+
+
+# --- unittest -----------------------------------------------------------------------------------
+
+_UNITTEST_HEADER = re.compile(r"(FAIL|ERROR|UNEXPECTED SUCCESS): (\S+) \(([\w.]+)\)(.*)$")
+_UNITTEST_PROGRESS = re.compile(
+    r"\s*(\w+) \(([\w.]+)\)(?: \(.*\))? \.\.\. (?:.* )?(FAIL|ERROR|unexpected success)$"
+)
+_UNITTEST_RAN = re.compile(r"Ran (\d+) tests? in ")
+_UNITTEST_RESULT = re.compile(r"(FAILED|OK)(?: \((.*)\))?$")
+
+
+def _unittest_id(name: str, qualified: str) -> str:
+    if qualified == "unittest.loader._FailedTest":
+        return name  # a module that failed to import: its name is the id
+    return qualified if qualified.endswith("." + name) else f"{qualified}.{name}"
+
+
+def _unittest(lines: list[str]) -> _Partial:
+    partial = _Partial("unittest")
+    scanner = _TracebackScanner(partial, details_past_blank=True)
+    ran: int | None = None
+    result: tuple[str, str] | None = None
+    for line in lines:
+        if not line:
+            continue
+        first = line[0]
+        if first in "FEU" and ": " in line:
+            header = _UNITTEST_HEADER.match(line)
+            if header:
+                scanner.reset()
+                partial.fail(_unittest_id(header.group(2), header.group(3)))
+                partial.add(line, HEADLINE)
+                continue
+        if scanner.state or first == "T":
+            scanner.feed(line)
+            if scanner.state:
+                continue
+        if " ... " in line:
+            progress = _UNITTEST_PROGRESS.match(line)
+            if progress:
+                partial.fail(_unittest_id(progress.group(1), progress.group(2)))
+            continue
+        if first == "R" and line.startswith("Ran "):
+            match = _UNITTEST_RAN.match(line)
+            if match:
+                ran = int(match.group(1))
+        elif first in "FO" and line.startswith(("FAILED", "OK")):
+            match = _UNITTEST_RESULT.match(line)
+            if match:
+                result = (match.group(1), match.group(2) or "")
+    if ran is not None and result is not None:
+        counts = {key.strip(): int(value) for key, value in re.findall(r"([\w ]+)=(\d+)", result[1])}
+        failed = counts.get("failures", 0) + counts.get("errors", 0)
+        failed += counts.get("unexpected successes", 0)
+        not_passed = failed + counts.get("skipped", 0) + counts.get("expected failures", 0)
+        partial.failed = failed
+        partial.passed = max(ran - not_passed, 0)
+    return partial
+
+
+def _detect_unittest(text: str) -> bool:
+    if text.startswith("Ran ") and _UNITTEST_RAN.match(text):
+        return True
+    start = text.find("\nRan ")
+    while start != -1:
+        if _UNITTEST_RAN.match(text, start + 1):
+            return True
+        start = text.find("\nRan ", start + 1)
+    return ("\nFAIL: " in text or "\nERROR: " in text) and "-" * 30 in text
+
+
+# --- jest ---------------------------------------------------------------------------------------
+
+_JEST_FILE = re.compile(r"(FAIL|PASS) (\S+)")
+_JEST_BULLET = re.compile(r"\s*● (.+)$")
+_JEST_CODE_FRAME = re.compile(r"\s*>?\s*\d+ \|")
+_JEST_COUNTS = re.compile(r"(\d+) (failed|passed|total)")
+
+
+def _jest(lines: list[str]) -> _Partial:
+    partial = _Partial("jest")
+    current_file = ""
+    state = 0  # 0 outside, 1 reading the message, 2 looking for the location
+    message_lines = 0
+    for line in lines:
+        stripped = line.strip()
+        if not stripped:
+            continue
+        if line.startswith(("FAIL ", "PASS ")):
+            match = _JEST_FILE.match(line)
+            if match:
+                current_file = match.group(2).removeprefix("./")
+            state = 0
+            continue
+        if "●" in line:
+            bullet = _JEST_BULLET.match(line)
+            if bullet:
+                name = bullet.group(1).strip()
+                if name.startswith("Console"):
+                    state = 0
+                    continue
+                partial.fail(current_file if name == "Test suite failed to run" else name)
+                partial.add(f"● {name}", HEADLINE)
+                state, message_lines = 1, 0
+                continue
+        if line.startswith(("Tests:", "Test Suites:", "Snapshots:", "Time:")):
+            if line.startswith("Tests:"):
+                counts = {word: int(n) for n, word in _JEST_COUNTS.findall(line)}
+                partial.failed = counts.get("failed", 0)
+                partial.passed = counts.get("passed", 0)
+            state = 0
+            continue
+        if state == 1:
+            if stripped.startswith("at ") or _JEST_CODE_FRAME.match(line):
+                state = 2
+            elif message_lines < _DETAIL_CAP:
+                partial.add(stripped, HEADLINE if message_lines == 0 else DETAIL)
+                message_lines += 1
+        if state == 2 and stripped.startswith("at ") and "node_modules" not in line:
+            partial.add(stripped, LOCATION)
+            state = 0
+    return partial
+
+
+def _detect_jest(text: str) -> bool:
+    return "Test Suites:" in text or ("●" in text and ("\nFAIL " in text or "\nTests:" in text))
+
+
+# --- node --test --------------------------------------------------------------------------------
+
+_TAP_SUBTEST = re.compile(r"(\s*)# Subtest: (.*)$")
+_TAP_NOT_OK = re.compile(r"(\s*)not ok \d+ - (.*?)(?: # (?:SKIP|TODO)\b.*)?$")
+_TAP_COUNT = re.compile(r"# (pass|fail) (\d+)$")
+_YAML_KEY = re.compile(r"\s*(\w+):(?: (.*))?$")
+_SPEC_DURATION = re.compile(r"(.*?) \([\d.]+m?s\)$")
+_SPEC_COUNT = re.compile(r"ℹ (pass|fail) (\d+)$")
+
+
+def _unquote(value: str) -> str:
+    value = value.strip()
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+        return value[1:-1]
+    return value
+
+
+def _tap_yaml(lines: list[str], start: int) -> tuple[dict[str, str], int]:
+    """Parse the YAML diagnostics block after a TAP ``not ok`` line (just its flat keys)."""
+    if start >= len(lines) or lines[start].strip() != "---":
+        return {}, start
+    base = _indent(lines[start])
+    fields: dict[str, str] = {}
+    key = ""
+    block = False
+    index = start + 1
+    while index < len(lines) and index - start < 5000:
+        line = lines[index]
+        stripped = line.strip()
+        indent = _indent(line)
+        if stripped == "..." and indent == base:
+            return fields, index + 1
+        if indent == base and stripped:
+            match = _YAML_KEY.match(line)
+            if match:
+                key, value = match.group(1), (match.group(2) or "").strip()
+                block = value in ("|", "|-", "|+", ">", ">-", ">+")
+                fields[key] = "" if block else _unquote(value)
+        elif block and key and (indent > base or not stripped):
+            fields[key] += stripped + "\n"
+        index += 1
+    return fields, index
+
+
+def _node_tap(lines: list[str], partial: _Partial) -> None:
+    stack: list[str] = []
+    index = 0
+    while index < len(lines):
+        line = lines[index]
+        index += 1
+        if "# Subtest: " in line:
+            subtest = _TAP_SUBTEST.match(line)
+            if subtest:
+                level = len(subtest.group(1)) // 4
+                stack = [*stack[:level], subtest.group(2).strip()]
+            continue
+        if line.startswith("# ") and " " in line[2:]:
+            count = _TAP_COUNT.match(line)
+            if count:
+                setattr(partial, "passed" if count.group(1) == "pass" else "failed", int(count[2]))
+            continue
+        if "not ok " not in line:
+            continue
+        not_ok = _TAP_NOT_OK.match(line)
+        if not not_ok:
+            continue
+        level = len(not_ok.group(1)) // 4
+        name = not_ok.group(2).strip()
+        fields, index = _tap_yaml(lines, index)
+        if fields.get("failureType") == "subtestsFailed" or fields.get("type") == "suite":
+            continue
+        partial.fail(" > ".join([*stack[:level], name]))
+        partial.add(line, HEADLINE)
+        error_name = fields.get("name", "")
+        message = [part.strip() for part in fields.get("error", "").splitlines() if part.strip()]
+        if message:
+            first = message[0]
+            if error_name and not first.startswith(error_name):
+                first = f"{error_name}: {first}"
+            partial.add(first, HEADLINE)
+            for detail in message[1:_DETAIL_CAP]:
+                if _has_word(detail):
+                    partial.add(detail, DETAIL)
+        frames = [f for f in fields.get("stack", "").splitlines() if f and "node:" not in f]
+        if frames:
+            partial.add(f"at {frames[0].strip()}", LOCATION)
+        elif fields.get("location"):
+            partial.add(f"at {fields['location']}", LOCATION)
+
+
+def _node_spec(lines: list[str], partial: _Partial) -> None:
+    stack: list[str] = []
+    index = 0
+    while index < len(lines):
+        line = lines[index]
+        index += 1
+        stripped = line.lstrip(" ")
+        marker = stripped[:2]
+        if marker == "ℹ ":
+            count = _SPEC_COUNT.match(stripped)
+            if count:
+                setattr(partial, "passed" if count.group(1) == "pass" else "failed", int(count[2]))
+            continue
+        if marker not in ("✖ ", "✔ ", "▶ ", "﹣ "):
+            continue
+        if stripped.startswith("✖ failing tests:"):
+            if partial.failing:
+                break  # the summary repeats failures already read, without their suites
+            stack = []
+            continue
+        level = (len(line) - len(stripped)) // 2
+        timed = _SPEC_DURATION.match(stripped[2:])
+        name = (timed.group(1) if timed else stripped[2:]).strip()
+        if marker == "▶ ":
+            stack = [*stack[:level], name]
+            continue
+        is_suite_end = marker == "✖ " and len(stack) > level and stack[level] == name
+        parents = stack[:level]
+        stack = stack[:level]
+        if marker != "✖ " or is_suite_end:
+            continue
+        partial.fail(" > ".join([*parents, name]))
+        partial.add(f"✖ {name}", HEADLINE)
+        index = _node_spec_message(lines, index, len(line) - len(stripped), partial)
+
+
+def _node_spec_message(lines: list[str], index: int, indent: int, partial: _Partial) -> int:
+    """Read the error under a ``✖`` line: its message, then the first frame in user code."""
+    message_lines = 0
+    in_stack = located = False
+    while index < len(lines):
+        line = lines[index]
+        stripped = line.strip()
+        if stripped and _indent(line) <= indent:
+            return index
+        index += 1
+        if not stripped:
+            continue
+        if stripped.startswith("at "):
+            in_stack = True
+            if not located and "node:" not in stripped and ("/" in stripped or "\\" in stripped):
+                partial.add(stripped.removesuffix(" {"), LOCATION)
+                located = True
+            continue
+        if in_stack or message_lines >= _DETAIL_CAP:
+            continue
+        if _has_word(stripped):
+            partial.add(stripped, HEADLINE if message_lines == 0 else DETAIL)
+            message_lines += 1
+    return index
+
+
+def _node(lines: list[str]) -> _Partial:
+    partial = _Partial("node")
+    if any("# Subtest: " in line or line.startswith("TAP version") for line in lines[:2000]):
+        _node_tap(lines, partial)
+    else:
+        _node_spec(lines, partial)
+        if not partial.useful:
+            _node_tap(lines, partial)
+    return partial
+
+
+def _detect_node(text: str) -> bool:
+    if "TAP version" in text or "# Subtest: " in text:
+        return True
+    return "ℹ tests " in text or "ℹ pass " in text or "✖ failing tests:" in text
+
+
+# --- cargo test / rustc -------------------------------------------------------------------------
+
+_CARGO_TEST_FAILED = re.compile(r"test (.+?) \.\.\. FAILED$")
+_RUST_PANIC = re.compile(r"thread '([^']*)'(?: \(\d+\))? panicked at (.*)$")
+_RUST_ERROR = re.compile(r"error(\[E\d+\])?: (.+)$")
+_RUST_ARROW = re.compile(r"\s*--> (\S.*)$")
+_RUST_PRIMARY_LABEL = re.compile(r"\s*(?:\d+\s*)?\|\s*\^+ (.+)$")
+_CARGO_RESULT = re.compile(r"test result: \w+\. (\d+) passed; (\d+) failed;")
+_RUST_NOISE = ("could not compile", "aborting due to", "test failed, to rerun", "build failed")
+
+
+def _rust(lines: list[str]) -> _Partial:
+    partial = _Partial("rustc")
+    passed = failed = 0
+    saw_result = False
+    index = 0
+    while index < len(lines):
+        line = lines[index]
+        index += 1
+        if not line:
+            continue
+        first = line[0]
+        if first == "t":
+            if line.startswith("test result:"):
+                result = _CARGO_RESULT.match(line)
+                if result:
+                    saw_result = True
+                    passed += int(result.group(1))
+                    failed += int(result.group(2))
+            elif line.endswith("FAILED") and line.startswith("test "):
+                test = _CARGO_TEST_FAILED.match(line)
+                if test:
+                    partial.fail(test.group(1))
+            elif "panicked at" in line:
+                index = _rust_panic(lines, index, line, partial)
+        elif first == "e" and line.startswith("error"):
+            error = _RUST_ERROR.match(line)
+            if error and not any(noise in line for noise in _RUST_NOISE):
+                partial.add(line, HEADLINE)
+                index = _rust_error_body(lines, index, partial)
+    if saw_result:
+        partial.passed, partial.failed = passed, failed
+    return partial
+
+
+def _rust_panic(lines: list[str], index: int, line: str, partial: _Partial) -> int:
+    panic = _RUST_PANIC.match(line)
+    if not panic:
+        return index
+    partial.add(f"thread '{panic.group(1)}' panicked at {panic.group(2)}", HEADLINE)
+    if not panic.group(2).endswith(":"):
+        return index  # the old one-line form: the message is on the panic line
+    message_lines = 0
+    while index < len(lines) and message_lines < _DETAIL_CAP:
+        stripped = lines[index].strip()
+        if not stripped or stripped.startswith(("note:", "stack backtrace:")):
+            break
+        partial.add(stripped, HEADLINE if message_lines == 0 else DETAIL)
+        message_lines += 1
+        index += 1
+    return index
+
+
+def _rust_error_body(lines: list[str], index: int, partial: _Partial) -> int:
+    """Read a compiler error's location (``--> file:line:col``) and its primary labels."""
+    labels = 0
+    while index < len(lines):
+        line = lines[index]
+        if not line.strip() or line.startswith(("error", "warning")):
+            return index
+        index += 1
+        if "-->" in line:
+            arrow = _RUST_ARROW.match(line)
+            if arrow:
+                partial.add(f"--> {arrow.group(1)}", LOCATION)
+        elif "^" in line and labels < 3:
+            label = _RUST_PRIMARY_LABEL.match(line)
+            if label:
+                partial.add(f"^ {label.group(1)}", DETAIL)
+                labels += 1
+    return index
+
+
+def _detect_rust(text: str) -> bool:
+    return (
+        "error[E" in text
+        or "test result:" in text
+        or "panicked at" in text
+        or "could not compile" in text
+        or "aborting due to" in text
+    )
+
+
+def _cargo(lines: list[str]) -> _Partial:
+    partial = _rust(lines)
+    cargo_markers = ("Compiling ", "could not compile", "test result:", "Running ", "Finished ")
+    if any(marker in line for line in lines[:5000] for marker in cargo_markers):
+        partial.runner = "cargo"
+    return partial
+
+
+# --- go test ------------------------------------------------------------------------------------
+
+_GO_FAIL = re.compile(r"(\s*)--- FAIL: (\S+)(?: \([\d.]+s\))?")
+_GO_LOG = re.compile(r"\s+\S+\.go:\d+: ")
+_GO_BUILD = re.compile(r"\S+\.go:\d+:\d+: \S")
+_GO_FRAME = re.compile(r"\s+(\S+\.go:\d+)")
+
+
+def _go(lines: list[str]) -> _Partial:
+    partial = _Partial("go")
+    verbose = False
+    passed = failed = 0
+    pending: list[str] = []  # logs printed before the test's verdict (go test -v)
+    after_fail = False
+    index = 0
+    while index < len(lines):
+        line = lines[index]
+        index += 1
+        if not line:
+            continue
+        if "--- " in line[:40]:
+            stripped = line.lstrip()
+            if stripped.startswith("--- FAIL: "):
+                verdict = _GO_FAIL.match(line)
+                if verdict:
+                    partial.fail(verdict.group(2))
+                    partial.add(f"--- FAIL: {verdict.group(2)}", HEADLINE)
+                    failed += not verdict.group(1)
+                    for log in pending:
+                        partial.add(log, HEADLINE)
+                pending, after_fail = [], True
+                continue
+            if stripped.startswith(("--- PASS: ", "--- SKIP: ")):
+                passed += line.startswith("--- PASS: ")
+                pending, after_fail = [], False
+                continue
+        if line.startswith("=== "):
+            verbose = verbose or line.startswith("=== RUN")
+            pending, after_fail = [], False
+            continue
+        first = line[0]
+        if first.isspace():
+            if ".go:" in line and _GO_LOG.match(line):
+                if after_fail:
+                    partial.add(line, HEADLINE)
+                elif len(pending) < _DETAIL_CAP:
+                    pending.append(line)
+            continue
+        after_fail = False
+        if line.startswith("panic: "):
+            partial.add(line, HEADLINE)
+            index = _go_panic_frame(lines, index, partial)
+        elif ".go:" in line and _GO_BUILD.match(line):
+            partial.add(line, HEADLINE)
+        elif line.startswith("FAIL") and ("[build failed]" in line or "[setup failed]" in line):
+            partial.add(line, DETAIL)
+    if failed or passed:
+        partial.failed = failed
+        partial.passed = passed if verbose else None
+    return partial
+
+
+def _go_panic_frame(lines: list[str], index: int, partial: _Partial) -> int:
+    for offset, line in enumerate(lines[index : index + 80]):
+        if line.startswith(("FAIL", "ok ", "exit status")):
+            return index + offset
+        if ".go:" in line and "/src/runtime/" not in line and "/src/testing/" not in line:
+            frame = _GO_FRAME.match(line)
+            if frame:
+                partial.add(frame.group(1), LOCATION)
+                return index + offset + 1
+    return index
+
+
+def _detect_go(text: str) -> bool:
+    return (
+        "--- FAIL:" in text
+        or "--- PASS:" in text
+        or "=== RUN" in text
+        or "[build failed]" in text
+        or "[setup failed]" in text
+    )
+
+
+# --- mypy and tsc -------------------------------------------------------------------------------
+
+_MYPY_ERROR = re.compile(r"[^\s:][^:]*\.pyi?:\d+(?::\d+)?: error: \S")
+_MYPY_FOUND = re.compile(r"Found (\d+) errors? in \d+ files?")
+
+
+def _mypy(lines: list[str]) -> _Partial:
+    partial = _Partial("mypy")
+    for line in lines:
+        if ": error: " in line:
+            if _MYPY_ERROR.match(line):
+                partial.add(line, HEADLINE)
+        elif line.startswith("Found "):
+            found = _MYPY_FOUND.match(line)
+            if found:
+                partial.failed = int(found.group(1))
+        elif line.startswith("Success: no issues found"):
+            partial.failed = 0
+    return partial
+
+
+def _detect_mypy(text: str) -> bool:
+    return ": error: " in text and ".py" in text
+
+
+_TSC_ERROR = re.compile(r"(?:\S.*?(?:\(\d+,\d+\): | - ))?error TS\d+: ")
+_TSC_FOUND = re.compile(r"Found (\d+) errors?\b")
+
+
+def _tsc(lines: list[str]) -> _Partial:
+    partial = _Partial("tsc")
+    errors = 0
+    found: int | None = None
+    continuation = 0
+    for line in lines:
+        if "error TS" in line and _TSC_ERROR.match(line):
+            partial.add(line, HEADLINE)
+            errors += 1
+            continuation = 4
+        elif continuation and line.startswith("  ") and line.strip():
+            partial.add(line, DETAIL)
+            continuation -= 1
+        else:
+            continuation = 0
+            if line.startswith("Found "):
+                match = _TSC_FOUND.match(line)
+                if match:
+                    found = int(match.group(1))
+    if errors or found is not None:
+        partial.failed = found if found is not None else errors
+    return partial
+
+
+def _detect_tsc(text: str) -> bool:
+    return "error TS" in text
+
+
+# --- generic fallback ---------------------------------------------------------------------------
+
+_GENERIC_PATTERNS = (
+    re.compile(r"\b(?:error|fatal|panic)\b\s*[:\[!(]", re.IGNORECASE),
+    re.compile(r"^\s*(?:error|fatal|failed|failure)\b", re.IGNORECASE),
+    re.compile(r"\b\w*(?:Error|Exception)\b:"),
+    re.compile(r"\bFAIL(?:ED|URE)?\b"),
+)
+_GENERIC_NEGATIVE = re.compile(
+    r"\b(?:0|no|zero) (?:errors?|failures?|failed)\b|\b(?:errors?|failures?)=0\b", re.IGNORECASE
+)
+_GENERIC_HINTS = ("rror", "RROR", "FAIL", "ail", "atal", "ATAL", "anic", "xception")
+
+
+def _generic(lines: list[str]) -> _Partial:
+    partial = _Partial("generic")
+    for line in lines:
+        if not any(hint in line for hint in _GENERIC_HINTS):
+            continue
+        if any(pattern.search(line) for pattern in _GENERIC_PATTERNS):
+            if not _GENERIC_NEGATIVE.search(line):
+                partial.add(line, HEADLINE)
+    return partial
+
+
+# --- putting it together ------------------------------------------------------------------------
+
+_Extractor = Callable[[list[str]], _Partial]
+#: In priority order: when several runners are found, the first useful one names the run.
+_RUNNERS: tuple[tuple[Callable[[str], bool], _Extractor], ...] = (
+    (_detect_pytest, _pytest),
+    (_detect_unittest, _unittest),
+    (_detect_jest, _jest),
+    (_detect_node, _node),
+    (_detect_rust, _cargo),
+    (_detect_go, _go),
+    (_detect_tsc, _tsc),
+    (_detect_mypy, _mypy),
+)
+
+
+def _split_lines(text: str) -> list[str]:
+    lines = text.splitlines()
+    return [line if len(line) <= _SCAN_CHARS else line[:_SCAN_CHARS] for line in lines]
+
+
+def _bounded(entries: Iterator[tuple[int, str]], max_lines: int) -> list[str]:
+    """Deduplicate in order, then keep at most ``max_lines``: best ranks first, output order."""
+    best: dict[str, int] = {}
+    order: list[str] = []
+    for rank, text in entries:
+        if text not in best:
+            best[text] = rank
+            order.append(text)
+        elif rank < best[text]:
+            best[text] = rank
+    if max_lines <= 0:
+        return []
+    if len(order) <= max_lines:
+        return order
+    positions = sorted(range(len(order)), key=lambda i: (best[order[i]], i))[:max_lines]
+    return [order[i] for i in sorted(positions)]
+
+
+def _unique(items: Iterator[str]) -> list[str]:
+    return list(dict.fromkeys(items))
+
+
+def _extract(output: str, max_lines: int) -> Extraction:
+    text = _ANSI.sub("", output) if "\x1b" in output else output
+    lines = _split_lines(text)
+    detected = [extractor(lines) for detect, extractor in _RUNNERS if detect(text)]
+    useful = [partial for partial in detected if partial.useful]
+    # A recognised runner that reports no failures has nothing to fall back for.
+    settled = any(partial.failed == 0 for partial in detected)
+    if not useful and not settled and "Traceback (most recent call last)" in text:
+        useful = [p for p in (_python(lines),) if p.useful]
+    if not useful and not settled:
+        useful = [p for p in (_generic(lines),) if p.useful]
+    leader = useful[0] if useful else (detected[0] if detected else _Partial("generic"))
+    if leader.runner == "generic" and detected:
+        leader = _Partial(detected[0].runner, leader.entries, leader.failing)
+        leader.passed, leader.failed = detected[0].passed, detected[0].failed
+    chosen = [leader, *(p for p in useful if p is not leader)]
+    return Extraction(
+        runner=leader.runner,
+        error_lines=_bounded((entry for p in chosen for entry in p.entries), max_lines),
+        failing_tests=_unique(test for p in chosen for test in p.failing),
+        passed_count=leader.passed,
+        failed_count=leader.failed,
+    )
+
+
+def extract(output: str, *, max_lines: int = 40) -> Extraction:
+    """Pick the decisive error lines, failing test ids and counts out of a test run's output.
+
+    Never raises: output it cannot read gives an empty ``Extraction`` with runner "generic".
+    """
+    try:
+        return _extract(output, max_lines)
+    except Exception:  # a bug here must not take the loop down; the raw output is still kept
+        return Extraction()
+
+
+__all__ = ["Extraction", "extract"]

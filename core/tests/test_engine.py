@@ -1,0 +1,231 @@
+"""Whole loops through the real engine: scripted agent subprocess, real test command, real git."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from loopctl import hookimpl
+from loopctl.engine import LoopError
+from loopctl.model import Decision, PromptSection
+from loopctl.state import StateLock, read_error_summary, read_jsonl, read_loop_state
+
+BUGGY = "def add(a, b):\n    return a - b\n"
+TEST = (
+    "import unittest\nfrom calc import add\n\n"
+    "class T(unittest.TestCase):\n    def test_add(self):\n        self.assertEqual(add(1, 2), 3)\n"
+)
+FIX = {"replace": "calc.py", "old": "a - b", "new": "a + b"}
+IDLE = [{"say": "thinking"}]
+
+
+@pytest.fixture
+def project(loopctl_project):
+    loopctl_project.write("calc.py", BUGGY)
+    loopctl_project.write("test_calc.py", TEST)
+    loopctl_project.commit("buggy calc")
+    return loopctl_project
+
+
+def run(project, turns, **kwargs):
+    from loopctl.testing import run_loop
+
+    return run_loop(project, "make add() add", turns=turns, **kwargs)
+
+
+def test_a_loop_that_fixes_the_bug_completes_with_exit_code_0(project):
+    result = run(project, [[{"say": "looking"}, {"usage": {"input_tokens": 1000, "output_tokens": 50}}], [{"read": "calc.py"}, FIX]])
+    assert result.status == "complete"
+    assert result.outcome.exit_code == 0
+    assert [r["tests_passed"] for r in result.records] == [False, True]
+    assert result.records[0]["failing_tests"]  # unittest names the failing test
+    assert result.records[0]["agent"]["usage"]["input_tokens"] == 1000
+    assert result.records[1]["changed_files"] == ["calc.py"]
+    assert project.read("calc.py") == "def add(a, b):\n    return a + b\n"
+    state = result.loop_state()
+    assert state.status == "complete"
+    assert state.original_goal == "make add() add"
+    assert read_error_summary(result.state_dir / "error-summary.json")["error_count"] == 0
+    report = result.report()
+    assert report["status"] == "complete" and report["iterations"] == 2
+    assert "# loopctl run report: complete (finished)" in (result.state_dir / "report.md").read_text()
+    types = [e["type"] for e in result.events]
+    assert types[0] == "loop.start" and types[-1] == "loop.end"
+    assert all("ts" in e for e in result.events)
+    prompt = (result.state_dir / "logs" / "iteration-0002.prompt.md").read_text()
+    assert "## Your Goal\n\nmake add() add" in prompt
+    assert "## Last Test Run" in prompt and "test_add" in prompt
+
+
+def test_the_iteration_limit_stops_with_a_nonzero_documented_code(project):
+    result = run(project, [IDLE], config={"limits": {"max_iterations": 2}, "stuck": {"enabled": False}})
+    assert result.status == "max_iterations"
+    assert result.outcome.exit_code == 10
+    assert len(result.records) == 2
+
+
+def test_stuck_escalates_nudge_then_restart_then_stop(project):
+    result = run(project, [IDLE], config={"stuck": {"window": 2}, "limits": {"max_iterations": 10}})
+    assert result.status == "stuck"
+    assert result.outcome.exit_code == 12
+    escalations = [e["escalation"] for e in result.events_of("loop.stuck")]
+    assert escalations == ["nudge", "restart", "stop"]
+    assert len(result.events_of("loop.restart")) == 1
+    assert (result.state_dir / "restart-1" / "loop-state.md").exists()
+    nudged = (result.state_dir / "restart-1" / "logs" / "iteration-0003.prompt.md").read_text()
+    assert "## Try a Different Approach" in nudged
+    assert result.report()["failed_approaches"]
+
+
+def test_a_plugin_that_raises_is_reported_and_the_loop_goes_on(project):
+    class Broken:
+        @hookimpl
+        def after_iteration(self, loop, record):
+            raise RuntimeError("plugin bug")
+
+        @hookimpl
+        def compose_prompt(self, loop):
+            raise KeyError("no prompt today")
+
+    result = run(project, [[FIX]], plugins={"broken": Broken()})
+    assert result.status == "complete"
+    errors = result.events_of("plugin.error")
+    assert {(e["plugin"], e["hook"]) for e in errors} == {("broken", "after_iteration"), ("broken", "compose_prompt")}
+    assert "RuntimeError: plugin bug" in json.dumps(result.report()["plugin_errors"])
+
+
+def test_a_plugin_restart_archives_artifacts_and_starts_a_fresh_session(project):
+    seen = []
+
+    class Restarter:
+        @hookimpl
+        def after_iteration(self, loop, record):
+            if loop.iteration == 1:
+                return Decision.restart("context_exhaustion", "70% full")
+            return None
+
+        @hookimpl
+        def on_restart(self, loop, restart):
+            seen.append((restart.number, restart.reason, restart.archive_dir.name, loop.session_id))
+
+        @hookimpl
+        def compose_prompt(self, loop):
+            if loop.generation:
+                return PromptSection("Previous Session Context (Summarized)", "briefing text", priority=95)
+            return None
+
+    result = run(project, [IDLE, [FIX]], plugins={"restarter": Restarter()}, config={"session": "resume"})
+    assert result.status == "complete"
+    assert seen == [(1, "context_exhaustion", "restart-1", None)]
+    assert (result.state_dir / "restart-1" / "logs" / "iteration-0001.agent.jsonl").exists()
+    assert "Previous Session Context (Summarized)" in (result.state_dir / "logs" / "iteration-0002.prompt.md").read_text()
+    sessions = [r["agent"]["session_id"] for r in result.records]
+    assert sessions[0] != sessions[1]  # fresh session after the restart
+
+
+def test_resume_mode_keeps_the_session_until_a_restart(project):
+    result = run(project, [IDLE, IDLE, [FIX]], config={"session": "resume", "stuck": {"enabled": False}})
+    sessions = {r["agent"]["session_id"] for r in result.records}
+    assert len(sessions) == 1
+
+
+def test_max_restarts_stops_the_loop(project):
+    class AlwaysRestart:
+        @hookimpl
+        def after_iteration(self, loop, record):
+            return Decision.restart("test", "again")
+
+    result = run(project, [IDLE], plugins={"r": AlwaysRestart()}, config={"limits": {"max_restarts": 1}})
+    assert result.status == "max_restarts"
+    assert result.outcome.exit_code == 11
+    assert len(result.events_of("loop.restart")) == 1
+
+
+def test_auth_errors_stop_at_once(project):
+    result = run(project, [[{"error": "auth", "message": "Not logged in · Please run /login"}]])
+    assert result.status == "auth"
+    assert result.outcome.exit_code == 14
+    assert "Not logged in" in result.outcome.message
+    assert len(result.records) == 1
+
+
+def test_a_crashing_agent_is_retried_with_fresh_sessions_then_stops(project):
+    result = run(project, [[{"exit": 3}]], config={"limits": {"max_agent_crashes": 2, "max_restarts": 5}})
+    assert result.status == "agent_error"
+    assert result.outcome.exit_code == 13
+    assert [e["reason"] for e in result.events_of("loop.restart")] == ["agent_crash", "agent_crash"]
+
+
+def test_a_context_overflow_restarts_with_a_fresh_session(project):
+    result = run(project, [[{"error": "context_overflow", "message": "Prompt is too long"}], [FIX]], config={"session": "resume"})
+    assert result.status == "complete"
+    assert [e["reason"] for e in result.events_of("loop.restart")] == ["context_exhaustion"]
+
+
+def test_the_completion_signal_must_be_a_whole_line(project):
+    turns = [[FIX, {"say": "I am not LOOPCTL_DONE yet"}], [{"done": True}]]
+    result = run(project, turns, config={"completion_signal": "LOOPCTL_DONE", "stuck": {"enabled": False}})
+    assert result.status == "complete"
+    assert len(result.records) == 2  # the first pass had the signal only inside prose
+    assert result.events_of("loop.completion_signal_missing")
+
+
+def test_token_budget_stops_the_loop(project):
+    turns = [[{"usage": {"input_tokens": 6000, "output_tokens": 100}}]]
+    result = run(project, turns, config={"limits": {"max_tokens": 10000}, "stuck": {"enabled": False}})
+    assert result.status == "budget"
+    assert result.outcome.exit_code == 15
+    assert len(result.records) == 2
+
+
+def test_a_veto_keeps_a_passing_iteration_from_completing(project):
+    class Veto:
+        @hookimpl
+        def on_success(self, loop, record):
+            if loop.iteration == 1:
+                loop.veto_completion("flaky pass", source="veto")
+
+    result = run(project, [[FIX], IDLE], plugins={"veto": Veto()})
+    assert result.status == "complete"
+    assert len(result.records) == 2
+    assert result.events_of("loop.completion_vetoed")
+
+
+def test_a_second_loop_in_the_same_state_dir_is_refused(project):
+    from loopctl.testing import run_loop
+
+    lock = StateLock(project.path / ".loopctl")
+    (project.path / ".loopctl").mkdir()
+    lock.acquire()
+    try:
+        with pytest.raises(Exception, match="another loop") as info:
+            run_loop(project, "goal", turns=[[FIX]])
+        assert "--state-dir" in str(info.value)
+    finally:
+        lock.release()
+
+
+def test_an_unfinished_loop_is_not_silently_overwritten(project):
+    from loopctl.testing import run_loop
+
+    result = run(project, [IDLE], config={"limits": {"max_iterations": 1}})
+    state_file = result.state_dir / "loop-state.md"
+    text = state_file.read_text().replace('status: "max_iterations"', 'status: "running"')
+    state_file.write_text(text)
+    with pytest.raises(LoopError, match="loopctl resume"):
+        run_loop(project, "another goal", turns=[[FIX]])
+
+
+def test_resume_continues_from_the_state_files(project):
+    from loopctl.testing import run_loop
+
+    first = run(project, [IDLE], config={"limits": {"max_iterations": 1}, "stuck": {"enabled": False}})
+    state_file = first.state_dir / "loop-state.md"
+    state_file.write_text(state_file.read_text().replace('status: "max_iterations"', 'status: "interrupted"'))
+    second = run_loop(project, "ignored", turns=[IDLE, [FIX]], resume=True, config={"limits": {"max_iterations": 3}})
+    assert second.status == "complete"
+    assert read_loop_state(state_file).original_goal == "make add() add"
+    iterations = [r["iteration"] for r in read_jsonl(first.state_dir / "iterations.jsonl").records]
+    assert iterations == [1, 2]
+    assert second.events_of("loop.resume")

@@ -1,0 +1,392 @@
+"""The supervisor's fault suite: real misbehaving processes, short limits, no survivors."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+from typing import ClassVar
+
+import pytest
+
+from loopctl.agents.base import AgentAdapter, AgentSettings, Invocation, StreamParser, TurnRequest
+from loopctl.agents.scripted import ScriptedParser
+from loopctl.agents.supervisor import Supervision, group_members, run_turn
+from loopctl.model import AgentMessage, Decision, ErrorKind, MessageKind, TurnResult
+
+FAKE_AGENT = Path(__file__).parent / "fake_agents" / "fake_agent.py"
+GRACE, KILL_AFTER, IDLE = 0.3, 0.5, 0.5
+FAST = Supervision(timeout_s=10.0, idle_timeout_s=IDLE, grace_s=GRACE, kill_after_s=KILL_AFTER)
+#: Slack for interpreter start-up and a loaded machine, on top of the configured limits.
+SLACK = 1.5
+
+
+class FakeAgent(AgentAdapter):
+    """Runs tests/fake_agents/fake_agent.py in a given mode and parses it as the scripted agent."""
+
+    name: ClassVar[str] = "fake"
+
+    def __init__(
+        self,
+        *args: str,
+        stdin: bytes | None = None,
+        env: dict[str, str | None] | None = None,
+        settings: AgentSettings | None = None,
+    ) -> None:
+        super().__init__(settings)
+        self.args = args
+        self.stdin = stdin
+        self.env = env or {}
+
+    def invocation(self, request: TurnRequest) -> Invocation:
+        return Invocation([sys.executable, str(FAKE_AGENT), *self.args], self.stdin, dict(self.env))
+
+    def new_parser(self) -> StreamParser:
+        return ScriptedParser()
+
+
+class ArgvAgent(AgentAdapter):
+    name: ClassVar[str] = "argv"
+
+    def __init__(self, argv: list[str]) -> None:
+        super().__init__()
+        self.argv = argv
+
+    def invocation(self, request: TurnRequest) -> Invocation:
+        return Invocation(self.argv)
+
+    def new_parser(self) -> StreamParser:
+        return ScriptedParser()
+
+
+def _alive(pid: int) -> bool:
+    """True if ``pid`` runs (zombies waiting for a reaper do not count: they are dead)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_bytes()
+    except OSError:
+        return False
+    return stat.rpartition(b")")[2].split()[0] not in (b"Z", b"X")
+
+
+def _assert_no_survivors(pidfile: Path) -> None:
+    pids = [int(text) for text in pidfile.read_text().split()] if pidfile.exists() else []
+    assert pids, "the fake agent did not record its pid"
+    pgid = pids[0]  # the agent leads its own process group
+    assert [pid for pid in pids if _alive(pid)] == []
+    assert group_members(pgid) == []
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        pass
+    else:  # only zombies left (reparented to an init that does not reap): all dead
+        assert not any(_alive(pid) for pid in pids)
+
+
+def _run(
+    tmp_path: Path, agent: AgentAdapter, limits: Supervision = FAST, **kwargs: object
+) -> tuple[TurnResult, float, Path]:
+    pidfile = tmp_path / "pids"
+    env = dict(os.environ, FAKE_PIDFILE=str(pidfile))
+    request = TurnRequest(prompt="go", workdir=tmp_path, iteration=1)
+    started = time.monotonic()
+    result = run_turn(agent, request, supervision=limits, env=env, **kwargs)  # type: ignore[arg-type]
+    return result, time.monotonic() - started, pidfile
+
+
+def test_clean_turn_is_ok_and_the_transcript_is_raw_stdout(tmp_path: Path) -> None:
+    transcript = tmp_path / "logs" / "agent.jsonl"
+    seen: list[AgentMessage] = []
+
+    def on_message(message: AgentMessage) -> None:
+        seen.append(message)
+
+    result, elapsed, pidfile = _run(
+        tmp_path, FakeAgent("ok"), transcript=transcript, on_message=on_message
+    )
+    assert result.outcome.ok
+    assert result.exit_code == 0
+    assert result.session_id == "s1"
+    assert result.final_text == "hello"
+    assert not result.interrupted
+    assert [m.kind for m in seen] == [MessageKind.INIT, MessageKind.TEXT, MessageKind.RESULT]
+    lines = transcript.read_text().splitlines()
+    assert len(lines) == 3
+    assert '"result"' in lines[2]
+    assert 0 < result.duration_s <= elapsed
+    assert elapsed < SLACK
+    _assert_no_survivors(pidfile)
+
+
+def test_hang_after_result_ends_after_grace_with_the_result_standing(tmp_path: Path) -> None:
+    # idle is shorter than grace here: once the result line is in, idleness must not matter
+    # (idle still has to outlast interpreter start-up on a loaded machine, hence not tiny)
+    grace = 1.0
+    limits = Supervision(timeout_s=10, idle_timeout_s=0.6, grace_s=grace, kill_after_s=KILL_AFTER)
+    result, elapsed, pidfile = _run(tmp_path, FakeAgent("hang_after_result"), limits)
+    assert result.outcome.ok, result.outcome
+    assert result.exit_code is None  # we ended it
+    assert not result.interrupted
+    assert grace <= elapsed < grace + KILL_AFTER + SLACK
+    _assert_no_survivors(pidfile)
+
+
+def test_hang_mid_stream_is_an_idle_timeout(tmp_path: Path) -> None:
+    result, elapsed, pidfile = _run(tmp_path, FakeAgent("hang_mid_stream"))
+    assert result.outcome.error_kind is ErrorKind.IDLE_TIMEOUT
+    assert result.interrupted
+    assert result.interrupt_reason == "idle_timeout"
+    assert result.exit_code is None
+    assert result.final_text == "thinking"  # what arrived before the hang is kept
+    assert IDLE <= elapsed < IDLE + KILL_AFTER + SLACK
+    _assert_no_survivors(pidfile)
+
+
+def test_an_agent_ignoring_sigterm_gets_sigkill(tmp_path: Path) -> None:
+    result, elapsed, pidfile = _run(tmp_path, FakeAgent("ignore_sigterm"))
+    assert result.outcome.ok
+    assert result.exit_code is None
+    assert GRACE + KILL_AFTER <= elapsed < GRACE + KILL_AFTER + SLACK
+    _assert_no_survivors(pidfile)
+
+
+def test_a_grandchild_holding_stdout_is_killed_after_grace(tmp_path: Path) -> None:
+    result, elapsed, pidfile = _run(tmp_path, FakeAgent("grandchild"))
+    assert result.outcome.ok
+    assert result.exit_code == 0  # the agent itself exited normally
+    assert len(pidfile.read_text().split()) == 2
+    assert elapsed < GRACE + KILL_AFTER + SLACK
+    _assert_no_survivors(pidfile)
+
+
+def test_a_background_helper_is_killed_even_after_a_clean_exit(tmp_path: Path) -> None:
+    result, elapsed, pidfile = _run(tmp_path, FakeAgent("daemon"))
+    assert result.outcome.ok
+    assert result.exit_code == 0
+    assert len(pidfile.read_text().split()) == 2
+    assert elapsed < KILL_AFTER + SLACK
+    _assert_no_survivors(pidfile)
+
+
+def test_closing_stdout_without_exiting_ends_after_grace(tmp_path: Path) -> None:
+    limits = Supervision(timeout_s=10, idle_timeout_s=5, grace_s=GRACE, kill_after_s=KILL_AFTER)
+    result, elapsed, pidfile = _run(tmp_path, FakeAgent("close_stdout"), limits)
+    assert result.outcome.error_kind is ErrorKind.CRASHED  # no result line, and we ended it
+    assert result.exit_code is None
+    assert GRACE <= elapsed < GRACE + KILL_AFTER + SLACK
+    _assert_no_survivors(pidfile)
+
+
+def test_block_buffered_output_that_never_arrives_is_an_idle_timeout(tmp_path: Path) -> None:
+    result, elapsed, pidfile = _run(tmp_path, FakeAgent("block_buffered"))
+    assert result.outcome.error_kind is ErrorKind.IDLE_TIMEOUT
+    assert result.requests == []
+    assert result.context_tokens is None
+    assert elapsed < IDLE + KILL_AFTER + SLACK
+    _assert_no_survivors(pidfile)
+
+
+@pytest.mark.parametrize("size", [4_000, 8_000, 65_536])
+def test_a_line_cut_off_without_newline_is_invalid_output(tmp_path: Path, size: int) -> None:
+    result, elapsed, pidfile = _run(tmp_path, FakeAgent("truncated", str(size)))
+    assert result.outcome.error_kind is ErrorKind.INVALID_OUTPUT
+    assert result.exit_code == 0
+    assert elapsed < SLACK
+    _assert_no_survivors(pidfile)
+
+
+def test_a_complete_last_line_without_newline_is_still_parsed(tmp_path: Path) -> None:
+    result, _elapsed, pidfile = _run(tmp_path, FakeAgent("unterminated_result", "65536"))
+    assert result.outcome.ok
+    assert result.session_id == "s1"
+    _assert_no_survivors(pidfile)
+
+
+def test_invalid_json_in_the_result_line_is_invalid_output(tmp_path: Path) -> None:
+    result, _elapsed, pidfile = _run(tmp_path, FakeAgent("invalid_json_result"))
+    assert result.outcome.error_kind is ErrorKind.INVALID_OUTPUT
+    assert result.session_id == "s1"  # from the init line
+    _assert_no_survivors(pidfile)
+
+
+def test_exit_without_result_line_is_a_crash_with_stderr(tmp_path: Path) -> None:
+    result, _elapsed, pidfile = _run(tmp_path, FakeAgent("no_result", "3"))
+    assert result.outcome.error_kind is ErrorKind.CRASHED
+    assert result.exit_code == 3
+    assert "fatal: something broke" in result.stderr_tail
+    assert "fatal: something broke" in result.outcome.message
+    _assert_no_survivors(pidfile)
+
+
+def test_non_json_noise_is_skipped(tmp_path: Path) -> None:
+    result, _elapsed, pidfile = _run(tmp_path, FakeAgent("noise"))
+    assert result.outcome.ok
+    assert result.requests == []  # the malformed usage line counted for nothing
+    assert result.session_id == "s1"
+    _assert_no_survivors(pidfile)
+
+
+def test_a_10_mb_single_line_is_read_whole(tmp_path: Path) -> None:
+    size = 10 * 1024 * 1024
+    texts: list[int] = []
+
+    def on_message(message: AgentMessage) -> None:
+        if message.kind is MessageKind.TEXT and message.text:
+            texts.append(len(message.text))
+
+    result, elapsed, pidfile = _run(
+        tmp_path, FakeAgent("big_line", str(size)), on_message=on_message
+    )
+    assert result.outcome.ok
+    assert texts == [size]
+    assert 0 < len(result.final_text) <= 64 * 1024  # the kept text is bounded
+    assert elapsed < 5.0
+    _assert_no_survivors(pidfile)
+
+
+def test_a_flood_on_stderr_neither_deadlocks_nor_grows_unbounded(tmp_path: Path) -> None:
+    limits = Supervision(
+        timeout_s=10, idle_timeout_s=2, grace_s=GRACE, kill_after_s=KILL_AFTER, stderr_limit=1000
+    )
+    result, elapsed, pidfile = _run(
+        tmp_path, FakeAgent("stderr_flood", str(2 * 1024 * 1024)), limits
+    )
+    assert result.outcome.ok
+    assert len(result.stderr_tail) <= 1000
+    assert result.stderr_tail.endswith("LAST STDERR LINE\n")
+    assert elapsed < SLACK
+    _assert_no_survivors(pidfile)
+
+
+def test_a_large_prompt_on_stdin_is_written_without_blocking(tmp_path: Path) -> None:
+    prompt = b"p" * (3 * 1024 * 1024)
+    result, _elapsed, pidfile = _run(tmp_path, FakeAgent("echo_stdin", stdin=prompt))
+    assert result.final_text == f"got {len(prompt)} bytes"
+    _assert_no_survivors(pidfile)
+
+
+def test_environment_layers(tmp_path: Path) -> None:
+    os.environ["LOOPCTL_TEST_INHERITED"] = "from-os"  # only visible when env is not given
+    try:
+        settings = AgentSettings(env={"BY_SETTINGS": "user", "BY_BOTH": "user wins"})
+        agent = FakeAgent(
+            "env",
+            "BY_CALLER,DROPPED,BY_INVOCATION,BY_SETTINGS,BY_BOTH,LOOPCTL_TEST_INHERITED",
+            env={"DROPPED": None, "BY_INVOCATION": "adapter", "BY_BOTH": "adapter"},
+            settings=settings,
+        )
+        pidfile = tmp_path / "pids"
+        env = {
+            "PATH": os.environ.get("PATH", ""),
+            "BY_CALLER": "caller",
+            "DROPPED": "x",
+            "FAKE_PIDFILE": str(pidfile),
+        }
+        request = TurnRequest(prompt="", workdir=tmp_path, iteration=1)
+        result = run_turn(agent, request, supervision=FAST, env=env)
+    finally:
+        del os.environ["LOOPCTL_TEST_INHERITED"]
+    assert result.final_text.splitlines() == [
+        "BY_CALLER=caller",
+        "DROPPED=<unset>",
+        "BY_INVOCATION=adapter",
+        "BY_SETTINGS=user",
+        "BY_BOTH=user wins",
+        "LOOPCTL_TEST_INHERITED=<unset>",
+    ]
+
+
+def test_wall_clock_timeout(tmp_path: Path) -> None:
+    limits = Supervision(timeout_s=0.5, idle_timeout_s=5, grace_s=GRACE, kill_after_s=KILL_AFTER)
+    result, elapsed, pidfile = _run(tmp_path, FakeAgent("chatty"), limits)
+    assert result.outcome.error_kind is ErrorKind.TIMEOUT
+    assert result.interrupted
+    assert result.interrupt_reason == "timeout"
+    assert result.exit_code is None
+    assert 0.5 <= elapsed < 0.5 + KILL_AFTER + SLACK
+    _assert_no_survivors(pidfile)
+
+
+def test_a_decision_from_on_message_ends_the_turn_at_once(tmp_path: Path) -> None:
+    seen: list[str] = []
+
+    def on_message(message: AgentMessage) -> Decision | None:
+        if message.kind is MessageKind.TEXT:
+            seen.append(message.text or "")
+            if len(seen) == 3:
+                return Decision.restart("context_exhaustion", "context is 90% full")
+        return None
+
+    limits = Supervision(timeout_s=10, idle_timeout_s=5, grace_s=5, kill_after_s=KILL_AFTER)
+    result, elapsed, pidfile = _run(tmp_path, FakeAgent("chatty"), limits, on_message=on_message)
+    assert seen == ["tick 1", "tick 2", "tick 3"]  # nothing delivered after the decision
+    assert result.interrupted
+    assert result.interrupt_reason == "context_exhaustion"
+    assert result.outcome.error_kind is ErrorKind.INTERRUPTED
+    assert result.exit_code is None
+    assert elapsed < KILL_AFTER + SLACK
+    _assert_no_survivors(pidfile)
+
+
+def test_keyboard_interrupt_ends_the_group_then_propagates(tmp_path: Path) -> None:
+    def on_message(message: AgentMessage) -> None:
+        if message.kind is MessageKind.TEXT:
+            raise KeyboardInterrupt
+
+    pidfile = tmp_path / "pids"
+    with pytest.raises(KeyboardInterrupt):
+        _run(tmp_path, FakeAgent("chatty"), on_message=on_message)
+    _assert_no_survivors(pidfile)
+
+
+def test_a_missing_executable_is_a_crashed_turn_naming_it(tmp_path: Path) -> None:
+    agent = ArgvAgent(["/nonexistent/bin/agent-xyz", "--flag"])
+    result = run_turn(agent, TurnRequest(prompt="", workdir=tmp_path, iteration=1))
+    assert result.outcome.error_kind is ErrorKind.CRASHED
+    assert "/nonexistent/bin/agent-xyz" in result.outcome.message
+    assert result.exit_code is None
+
+
+def test_a_missing_working_directory_is_a_crashed_turn(tmp_path: Path) -> None:
+    agent = ArgvAgent([sys.executable, "-c", "pass"])
+    missing = tmp_path / "gone"
+    result = run_turn(agent, TurnRequest(prompt="", workdir=missing, iteration=1))
+    assert result.outcome.error_kind is ErrorKind.CRASHED
+    assert str(missing) in result.outcome.message
+
+
+class ExplodingParser(StreamParser):
+    def feed(self, line: bytes) -> list[AgentMessage]:
+        raise RuntimeError("parser bug")
+
+    def finish(self, exit_code: int | None, stderr: str) -> TurnResult:
+        raise RuntimeError("finish bug")
+
+
+def test_a_broken_parser_becomes_an_outcome_not_an_exception(tmp_path: Path) -> None:
+    class Broken(FakeAgent):
+        def new_parser(self) -> StreamParser:
+            return ExplodingParser()
+
+    result, _elapsed, pidfile = _run(tmp_path, Broken("ok"))
+    assert result.outcome.error_kind is ErrorKind.INVALID_OUTPUT
+    assert "finish bug" in result.outcome.message
+    assert "parser bug" in result.stderr_tail
+    assert result.exit_code == 0
+    _assert_no_survivors(pidfile)
+
+
+def test_the_agent_runs_in_its_own_process_group_and_workdir(tmp_path: Path) -> None:
+    code = (
+        "import json, os; print(json.dumps({'type': 'text', 'text': "
+        "f'{os.getpgrp() == os.getpid()} {os.getcwd()}'}))"
+    )
+    agent = ArgvAgent([sys.executable, "-c", code])
+    result = run_turn(agent, TurnRequest(prompt="", workdir=tmp_path, iteration=1))
+    assert result.final_text == f"True {os.path.realpath(tmp_path)}"
