@@ -47,7 +47,6 @@ from cattrs.errors import (
     IterableValidationError,
 )
 from cattrs.gen import make_dict_structure_fn, mapping_structure_factory
-from packaging.requirements import InvalidRequirement, Requirement
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -492,6 +491,8 @@ class LoopctlConfig:
             problems.append(
                 (("completion_signal",), f"must be one non-empty line of text, got {_show(signal)}")
             )
+        if self.required_plugins:  # packaging is slow to import; most configs need none
+            from packaging.requirements import InvalidRequirement, Requirement
         for index, requirement in enumerate(self.required_plugins):
             try:
                 Requirement(requirement)

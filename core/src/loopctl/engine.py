@@ -9,10 +9,14 @@ was in flight.
 
 from __future__ import annotations
 
+import json
 import os
+import queue
 import signal
 import threading
 import time
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -96,6 +100,46 @@ class ReportSection:
     title: str
     body: str
     source: str
+
+
+class BackgroundWriter:
+    """Rewrites the derived state files (loop-state.md, progress.md, error-summary.json) in
+    order on one thread, so their fsyncs never hold up an iteration.
+
+    Each rewrite is still atomic, so a reader or a crash only ever sees a complete old or new
+    version. The journal ``iterations.jsonl`` is appended synchronously; it alone decides what
+    ``loopctl resume`` continues from, so a kill loses at most the iteration in flight.
+    """
+
+    def __init__(self) -> None:
+        self._queue: queue.Queue[Callable[[], None] | None] = queue.Queue()
+        self.errors: list[str] = []
+        self._thread = threading.Thread(target=self._run, name="loopctl-state-writer", daemon=True)
+        self._thread.start()
+
+    def submit(self, write: Callable[[], None]) -> None:
+        self._queue.put(write)
+
+    def flush(self) -> None:
+        """Wait until every submitted write is on disk."""
+        self._queue.join()
+
+    def close(self) -> None:
+        self.flush()
+        self._queue.put(None)
+        self._thread.join(timeout=10)
+
+    def _run(self) -> None:
+        while True:
+            write = self._queue.get()
+            try:
+                if write is None:
+                    return
+                write()
+            except Exception as exc:  # noqa: BLE001 - reported by the engine, never fatal
+                self.errors.append(f"{type(exc).__name__}: {exc}")
+            finally:
+                self._queue.task_done()
 
 
 class Loop:
@@ -321,6 +365,10 @@ class Engine:
         self._iterations: st.JsonlAppender | None = None
         self._crashes = 0
         self._last_snapshot: Snapshot | None = None
+        self._writer: BackgroundWriter | None = None
+        self._background = ThreadPoolExecutor(max_workers=1, thread_name_prefix="loopctl-snapshot")
+        #: The last rows of iterations.jsonl, already unstructured, for progress.md.
+        self._recent_rows: deque[dict[str, Any]] = deque(maxlen=20)
         self._tokens_total = 0
         self._cost_total = 0.0
         self._started_monotonic = time.monotonic()
@@ -385,7 +433,8 @@ class Engine:
             self._lock.release()
             raise
         self._events = st.JsonlAppender(self.state_dir / "events.jsonl")
-        self._iterations = st.JsonlAppender(self.state_dir / "iterations.jsonl", fsync=True)
+        self._iterations = st.JsonlAppender(self.state_dir / "iterations.jsonl")
+        self._writer = BackgroundWriter()
         (self.state_dir / "logs").mkdir(exist_ok=True)
         self.state.pid = os.getpid()
         if self.state.status != "restarting":
@@ -427,6 +476,7 @@ class Engine:
         self.state.iteration = self.history[-1].iteration if self.history else 0  # redo the one in flight
         self.max_iterations = max(self.state.max_iterations, self.max_iterations)
         self.state.max_iterations = self.max_iterations
+        self._recent_rows.extend(read.records[-20:])
         for record in self.history:
             self._tokens_total += record.agent.usage.total_tokens
             self._cost_total += record.agent.cost_usd or 0.0
@@ -519,6 +569,11 @@ class Engine:
             restarts=outcome.restarts,
         )
         self._write_state()
+        self._background.shutdown(wait=True)
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
+        self._report_write_errors()
         from loopctl.report import write_report
 
         write_report(self)
@@ -619,11 +674,14 @@ class Engine:
             self.state.iteration -= 1  # the waited-out iteration is tried again
             return agent_decision
         if agent_decision is not None and agent_decision.action is Action.STOP:
-            record = self._record(iteration, started, summary, None, composed)
+            record = self._record(iteration, started, summary, None, composed, self.workspace.snapshot())
             return self._conclude(record, agent_decision)
 
+        # The snapshot (a git subprocess) runs while the tests run: the engine's own work then
+        # costs almost nothing on top of the agent and the test command.
+        snapshot = self._background.submit(self.workspace.snapshot)
         test_run = self.run_tests(None)
-        record = self._record(iteration, started, summary, test_run, composed)
+        record = self._record(iteration, started, summary, test_run, composed, snapshot.result())
         self.current_record = record
         self._write_error_summary(test_run)
         if test_run.passed and turn.outcome.ok:
@@ -645,7 +703,12 @@ class Engine:
         record.duration_s = round(time.time() - record.started_at, 3)
         self.history.append(record)
         assert self._iterations is not None
-        self._iterations.append(records.unstructure_record(record))
+        row = records.unstructure_record(record)
+        self._iterations.append(row)  # visible to readers and safe from a kill at once
+        if self._writer is not None:
+            self._writer.submit(self._iterations.sync)  # and on disk soon after
+        self._recent_rows.append(row)
+        self._report_write_errors()
         self.emit(
             "iteration.end",
             tests_passed=record.tests_passed,
@@ -742,8 +805,8 @@ class Engine:
         summary: AgentSummary,
         test_run: TestRun | None,
         composed: ComposedPrompt,
+        snapshot: Snapshot,
     ) -> IterationRecord:
-        snapshot = self.workspace.snapshot()
         changed = self.workspace.changed_files(self._last_snapshot, snapshot)
         self._last_snapshot = snapshot
         return IterationRecord(
@@ -865,22 +928,47 @@ class Engine:
 
     # --- state files -------------------------------------------------------------------------
 
+    def _persist(self, path: Path, render: Callable[[], str]) -> None:
+        """Atomically rewrite ``path`` with ``render()``'s text: rendered now, written in order
+        by the background writer (synchronously before the writer exists or after it closed)."""
+        text = render()
+        if self._writer is None:
+            st.atomic_write_text(path, text)
+        else:
+            self._writer.submit(lambda: st.atomic_write_text(path, text))
+
     def _write_state(self) -> None:
         self.state.updated_at = round(time.time(), 3)
-        st.write_loop_state(self.state_dir / "loop-state.md", self.state, _state_body(self))
+        self._persist(
+            self.state_dir / "loop-state.md",
+            lambda: st.render_loop_state(self.state, _state_body(self)),
+        )
 
     def _write_error_summary(self, test_run: TestRun) -> None:
-        st.write_error_summary(
+        summary = {
+            "iteration": self.state.iteration,
+            "error_count": len(test_run.error_lines),
+            "error_lines": list(test_run.error_lines),
+            "test_cmd": test_run.command,
+        }
+        self._persist(
             self.state_dir / "error-summary.json",
-            iteration=self.state.iteration,
-            error_lines=test_run.error_lines,
-            test_cmd=test_run.command,
+            lambda: json.dumps(summary, indent=2, ensure_ascii=False) + "\n",
         )
 
     def _write_progress(self) -> None:
-        recent = [records.unstructure_record(r) for r in self.history[-20:]]
-        text = st.render_progress(recent, goal=self.state.original_goal, status=self.state.status)
-        st.atomic_write_text(self.state_dir / "progress.md", text)
+        rows = list(self._recent_rows)
+        goal, status = self.state.original_goal, self.state.status
+        self._persist(
+            self.state_dir / "progress.md",
+            lambda: st.render_progress(rows, goal=goal, status=status),
+        )
+
+    def _report_write_errors(self) -> None:
+        if self._writer is not None and self._writer.errors:
+            errors, self._writer.errors = self._writer.errors, []
+            for error in errors:
+                self.emit("state.write_error", error=error)
 
 
 def _strongest(decisions: Sequence[Decision]) -> Decision:

@@ -21,12 +21,15 @@ import sys
 import traceback
 import types
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import pluggy
 
 from loopctl import hookspecs
+
+if TYPE_CHECKING:
+    from loopctl.config import LoadedConfig
 
 ENTRY_POINT_GROUP = "loopctl.plugins"
 #: loopctl's own plugin: the default prompt sections and the built-in agent adapters.
@@ -65,6 +68,18 @@ class PluginSelection:
     #: ``--no-plugins``: load nothing but the built-ins.
     no_plugins: bool = False
     strict: bool = False
+
+    @classmethod
+    def from_config(cls, loaded: LoadedConfig, *, no_plugins: bool = False) -> PluginSelection:
+        """The selection a loaded config (file, env, CLI) asks for."""
+        plugins = loaded.config.plugins
+        return cls(
+            enable=plugins.enable,
+            disable=list(plugins.disable),
+            autoload=loaded.autoload,
+            no_plugins=no_plugins,
+            strict=plugins.strict,
+        )
 
     def decide(self, name: str) -> tuple[bool, str]:
         """Whether plugin ``name`` is enabled, and if not, why (in words a user can act on)."""

@@ -23,19 +23,8 @@ class UsageError(Exception):
     """The run cannot start as asked; the message says what to change."""
 
 
-def selection_for(loaded: LoadedConfig, *, no_plugins: bool = False) -> PluginSelection:
-    plugins = loaded.config.plugins
-    return PluginSelection(
-        enable=plugins.enable,
-        disable=list(plugins.disable),
-        autoload=loaded.autoload,
-        no_plugins=no_plugins,
-        strict=plugins.strict,
-    )
-
-
 def build_host(loaded: LoadedConfig, *, no_plugins: bool = False) -> PluginHost:
-    host = PluginHost(selection_for(loaded, no_plugins=no_plugins))
+    host = PluginHost(PluginSelection.from_config(loaded, no_plugins=no_plugins))
     host.load()
     for name in loaded.config.plugins.disable:
         if name in host.infos and host.infos[name].status == "builtin":

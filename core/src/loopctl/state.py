@@ -300,6 +300,12 @@ class JsonlAppender:
             if self._fsync:
                 os.fsync(fd)
 
+    def sync(self) -> None:
+        """Flush what was appended to disk (``os.fsync``); a no-op once closed."""
+        with self._lock:
+            if self._fd is not None:
+                os.fsync(self._fd)
+
     def close(self) -> None:
         with self._lock:
             if self._fd is not None:

@@ -1,9 +1,10 @@
 """What the agent changed: cheap snapshots of the working tree, with git or without.
 
-With git, a snapshot is the tree hash of the whole working tree (tracked and untracked files,
-``.gitignore`` respected) written through a temporary index, plus HEAD: nothing in the user's
-repository changes (no ref moves, the real index is untouched). Without git, it is a map of
-file paths to size and modification time, bounded in size.
+With git, a snapshot is one ``git status --porcelain=v2`` call (HEAD plus every path that
+differs from it, untracked files included, ``.gitignore`` respected) and a content hash of each
+such path. Nothing in the user's repository changes: ``GIT_OPTIONAL_LOCKS=0`` keeps git from
+refreshing the index behind the agent's back. Without git, a snapshot is a bounded map of file
+paths to size and modification time.
 """
 
 from __future__ import annotations
@@ -12,26 +13,33 @@ import hashlib
 import os
 import shutil
 import subprocess
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
 import attrs
 
 #: Directories never scanned without git (with git, .gitignore decides).
-SKIP_DIRS = frozenset({".git", ".loopctl", "node_modules", "__pycache__", ".venv", "venv", ".tox", ".nox"})
+SKIP_DIRS = frozenset(
+    {".git", ".loopctl", "node_modules", "__pycache__", ".venv", "venv", ".tox", ".nox"}
+)
 MAX_SCANNED_FILES = 20_000
+#: Files larger than this are fingerprinted by size and mtime instead of their content.
+MAX_HASHED_BYTES = 2 * 1024 * 1024
+_GIT_ENV = {"GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C"}
 
 
 @attrs.define(frozen=True)
 class Snapshot:
+    """The state of the working tree at one moment."""
+
+    #: Changes whenever any file's content (or HEAD) changes; None if it could not be taken.
     tree_hash: str | None
     commit: str | None
-    #: Without git only: path -> (size, mtime_ns).
-    files: Mapping[str, tuple[int, int]] = attrs.field(factory=dict, eq=False, repr=False)
+    #: Paths that differ from HEAD (git) or every file (no git) -> a fingerprint of the content.
+    files: Mapping[str, str] = attrs.field(factory=dict, eq=False, repr=False)
 
 
-def _git(workdir: Path, *args: str, env: Mapping[str, str] | None = None) -> str | None:
+def _git(workdir: Path, *args: str) -> str | None:
     try:
         done = subprocess.run(
             ["git", *args],
@@ -39,13 +47,49 @@ def _git(workdir: Path, *args: str, env: Mapping[str, str] | None = None) -> str
             capture_output=True,
             text=True,
             timeout=60,
-            env=None if env is None else {**os.environ, **env},
+            env={**os.environ, **_GIT_ENV},
             stdin=subprocess.DEVNULL,
             check=False,
         )
     except (OSError, subprocess.SubprocessError):
         return None
-    return done.stdout.strip() if done.returncode == 0 else None
+    return done.stdout if done.returncode == 0 else None
+
+
+def _fingerprint(path: Path) -> str:
+    try:
+        st = path.stat()
+        if st.st_size > MAX_HASHED_BYTES:
+            return f"size:{st.st_size}:mtime:{st.st_mtime_ns}"
+        return hashlib.blake2b(path.read_bytes(), digest_size=16).hexdigest()
+    except FileNotFoundError:
+        return "deleted"
+    except OSError as exc:
+        return f"unreadable:{exc.errno}"
+
+
+def parse_porcelain_v2(output: str) -> tuple[str | None, list[str]]:
+    """HEAD and the changed paths from ``git status --porcelain=v2 -z --branch`` output."""
+    head: str | None = None
+    paths: list[str] = []
+    entries = output.split("\0")
+    index = 0
+    while index < len(entries):
+        entry = entries[index]
+        index += 1
+        if entry.startswith("# branch.oid "):
+            oid = entry[len("# branch.oid ") :]
+            head = None if oid == "(initial)" else oid
+        elif entry.startswith("1 "):
+            paths.append(entry.split(" ", 8)[-1])
+        elif entry.startswith("2 "):
+            paths.append(entry.split(" ", 9)[-1])
+            index += 1  # the original path of a rename follows
+        elif entry.startswith("u "):
+            paths.append(entry.split(" ", 10)[-1])
+        elif entry.startswith("? "):
+            paths.append(entry[2:])
+    return head, paths
 
 
 @attrs.define
@@ -56,79 +100,78 @@ class Workspace:
     #: Paths (relative to root) never reported as changes: the state directory, typically.
     ignore: tuple[str, ...] = ()
     is_git: bool = attrs.field(init=False)
-    _git_dir: Path | None = attrs.field(init=False, default=None)
-    _exclude: tuple[str, ...] = attrs.field(init=False, default=())
 
     def __attrs_post_init__(self) -> None:
-        git_dir = _git(self.root, "rev-parse", "--absolute-git-dir") if shutil.which("git") else None
-        self.is_git = git_dir is not None
-        self._git_dir = Path(git_dir) if git_dir else None
-        # git refuses an exclusion pathspec for a path .gitignore already ignores, so only
-        # paths that are not ignored need one.
-        self._exclude = tuple(
-            f":(exclude){path}"
-            for path in self.ignore
-            if self.is_git and _git(self.root, "check-ignore", "-q", path + "/") is None
-        )
+        self.is_git = bool(shutil.which("git")) and _git(self.root, "rev-parse", "--git-dir") is not None
 
     def head(self) -> str | None:
-        return _git(self.root, "rev-parse", "--verify", "-q", "HEAD") if self.is_git else None
+        if not self.is_git:
+            return None
+        out = _git(self.root, "rev-parse", "--verify", "-q", "HEAD")
+        return out.strip() if out else None
 
     def snapshot(self) -> Snapshot:
-        if self.is_git:
-            return Snapshot(tree_hash=self._git_tree(), commit=self.head())
-        files = self._scan()
-        digest = hashlib.sha1(repr(sorted(files.items())).encode()).hexdigest()
-        return Snapshot(tree_hash=digest, commit=None, files=files)
+        files = self._git_changes() if self.is_git else self._scan()
+        if files is None:
+            return Snapshot(tree_hash=None, commit=None)
+        commit, changes = files
+        digest = hashlib.blake2b(digest_size=20)
+        digest.update((commit or "").encode())
+        for path in sorted(changes):
+            digest.update(f"\0{path}\0{changes[path]}".encode(errors="surrogateescape"))
+        return Snapshot(tree_hash=digest.hexdigest(), commit=commit, files=changes)
 
     def changed_files(self, before: Snapshot | None, after: Snapshot) -> list[str]:
-        """Files that differ between two snapshots (``before`` None: since the loop began, as
-        far as git knows: against HEAD at the time of ``after``)."""
-        if self.is_git:
-            if before is None or before.tree_hash is None or after.tree_hash is None:
-                return []
-            if before.tree_hash == after.tree_hash:
-                return []
-            out = _git(self.root, "diff-tree", "-r", "--name-only", before.tree_hash, after.tree_hash)
-            return self._filter(out.splitlines() if out else [])
-        if before is None:
+        """Files whose content differs between two snapshots."""
+        if before is None or before.tree_hash is None or after.tree_hash is None:
             return []
-        old, new = before.files, after.files
-        changed = [p for p in new if old.get(p) != new[p]] + [p for p in old if p not in new]
+        if before.tree_hash == after.tree_hash:
+            return []
+        changed = {
+            path
+            for path in set(before.files) | set(after.files)
+            if before.files.get(path) != after.files.get(path)
+        }
+        if self.is_git and before.commit and after.commit and before.commit != after.commit:
+            out = _git(self.root, "diff", "--name-only", "-z", before.commit, after.commit)
+            changed.update(p for p in (out or "").split("\0") if p)
         return self._filter(sorted(changed))
 
     def diff_stat(self, base: str | None) -> str:
         """``git diff --stat`` of the working tree against ``base`` (a commit), or ""."""
         if not self.is_git or not base:
             return ""
-        return _git(self.root, "diff", "--stat", base) or ""
+        return (_git(self.root, "diff", "--stat", base) or "").rstrip()
 
     def _filter(self, paths: list[str]) -> list[str]:
         return [p for p in paths if not any(p == i or p.startswith(i + "/") for i in self.ignore)]
 
-    def _git_tree(self) -> str | None:
-        assert self._git_dir is not None
-        with tempfile.TemporaryDirectory(prefix="loopctl-index-") as tmp:
-            index = Path(tmp) / "index"
-            real_index = self._git_dir / "index"
-            if real_index.exists():
-                shutil.copyfile(real_index, index)  # keeps git's stat cache: add -A stays fast
-            env = {"GIT_INDEX_FILE": str(index)}
-            if _git(self.root, "add", "-A", "--", ".", *self._exclude, env=env) is None:
-                return None
-            return _git(self.root, "write-tree", env=env)
+    def _git_changes(self) -> tuple[str | None, dict[str, str]] | None:
+        out = _git(
+            self.root, "status", "--porcelain=v2", "-z", "--branch", "--untracked-files=all"
+        )
+        if out is None:
+            return None
+        head, paths = parse_porcelain_v2(out)
+        changes = {p: _fingerprint(self.root / p) for p in self._filter(paths)}
+        return head, changes
 
-    def _scan(self) -> dict[str, tuple[int, int]]:
-        files: dict[str, tuple[int, int]] = {}
+    def _scan(self) -> tuple[None, dict[str, str]]:
+        files: dict[str, str] = {}
         for dirpath, dirnames, filenames in os.walk(self.root):
-            dirnames[:] = [d for d in dirnames if d not in SKIP_DIRS]
+            dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS)
             for name in filenames:
                 path = os.path.join(dirpath, name)
                 try:
                     st = os.stat(path)
                 except OSError:
                     continue
-                files[os.path.relpath(path, self.root)] = (st.st_size, st.st_mtime_ns)
+                relative = os.path.relpath(path, self.root)
+                files[relative] = f"{st.st_size}:{st.st_mtime_ns}"
                 if len(files) >= MAX_SCANNED_FILES:
-                    return files
-        return files
+                    return None, files
+        return None, self._filter_dict(files)
+
+    def _filter_dict(self, files: dict[str, str]) -> dict[str, str]:
+        kept = set(self._filter(list(files)))
+        return {p: v for p, v in files.items() if p in kept}

@@ -10,22 +10,26 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import Any
+
+import attrs
 
 
 def plugins_list(*, json_output: bool, config_file: Path | None = None) -> int:
     """Print every installed plugin; disabled plugins are listed but never imported."""
     from loopctl.config import ConfigError, load_config
-    from loopctl.pluginhost import PluginHost
-    from loopctl.runner import selection_for
+    from loopctl.pluginhost import PluginHost, PluginSelection
 
     try:
         loaded = load_config(Path.cwd(), config_file=config_file)
     except ConfigError as exc:
-        print(f"loopctl: error: {exc}", file=sys.stderr)
+        for line in str(exc).strip().splitlines():
+            print(f"loopctl: error: {line}", file=sys.stderr)
         return 2
-    host = PluginHost(selection_for(loaded))
+    # Listing must show a broken plugin, not die of it, even with plugins.strict = true.
+    host = PluginHost(attrs.evolve(PluginSelection.from_config(loaded), strict=False))
     host.load()
-    rows = [
+    rows: list[dict[str, Any]] = [
         {
             "name": info.name,
             "distribution": info.distribution,
@@ -41,7 +45,7 @@ def plugins_list(*, json_output: bool, config_file: Path | None = None) -> int:
         print(json.dumps(rows, indent=2))
         return 0
     out = sys.stdout
-    width = max(len(r["name"]) for r in rows)
+    width = max((len(r["name"]) for r in rows), default=8)
     for row in rows:
         version = row["version"] or "?"
         out.write(f"{row['name']:<{width}}  {row['status']:<8}  {row['distribution']} {version}\n")

@@ -137,8 +137,8 @@ def run_loop(
     """
     from loopctl.agents.scripted import write_scenario
     from loopctl.config import load_config
-    from loopctl.pluginhost import PluginHost
-    from loopctl.runner import prepare, selection_for
+    from loopctl.pluginhost import PluginHost, PluginSelection
+    from loopctl.runner import prepare
 
     settings: dict[str, Any] = {"agent": agent or "scripted", "test_cmd": test_cmd or python_test_cmd()}
     settings.update(config or {})
@@ -149,7 +149,7 @@ def run_loop(
     project.write("loopctl.toml", _to_toml(settings))
     environment = {k: v for k, v in (env if env is not None else os.environ).items() if not k.startswith("LOOPCTL_")}
     loaded = load_config(project.path, env=environment)
-    host = PluginHost(selection_for(loaded, no_plugins=not load_installed_plugins))
+    host = PluginHost(PluginSelection.from_config(loaded, no_plugins=not load_installed_plugins))
     for name, plugin in (plugins or {}).items():
         host.register(plugin, name)
     host.load()

@@ -1,0 +1,46 @@
+"""Shared helpers for the benchmark scripts: timing, medians, and the figure rows they return."""
+
+from __future__ import annotations
+
+import statistics
+import subprocess
+import time
+from collections.abc import Sequence
+
+import attrs
+
+
+@attrs.define
+class Figure:
+    """One measured number, with its target and the same-run baseline it is compared against."""
+
+    name: str
+    value: float
+    unit: str
+    target: str = ""
+    #: True / False when the figure has a target, None when it is informational.
+    ok: bool | None = None
+    note: str = ""
+
+
+def median_ms(samples: Sequence[float]) -> float:
+    return statistics.median(samples) * 1000
+
+
+def time_command(argv: Sequence[str], runs: int = 21, env: dict[str, str] | None = None) -> list[float]:
+    """Wall-clock seconds of ``runs`` executions of ``argv`` (after one warm-up run)."""
+    subprocess.run(argv, capture_output=True, env=env, check=False)
+    samples = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        subprocess.run(argv, capture_output=True, env=env, check=False)
+        samples.append(time.perf_counter() - start)
+    return samples
+
+
+def print_table(figures: Sequence[Figure]) -> None:
+    width = max(len(f.name) for f in figures)
+    print(f"{'figure':<{width}}  {'value':>12}  {'target':<14} ok    note")
+    for f in figures:
+        mark = "" if f.ok is None else ("yes" if f.ok else "NO")
+        print(f"{f.name:<{width}}  {f.value:>10.3f} {f.unit:<2} {f.target:<14} {mark:<5} {f.note}")
