@@ -20,17 +20,25 @@ SUPPORTED = ("3.10", "3.11", "3.12", "3.13")
 TEST_DEPS = ["pytest>=7.4", "hypothesis>=6.90", "pytest-xdist>=3.5"]
 
 
-def _interpreter(version: str) -> str | None:
-    """``pythonX.Y`` on PATH if it runs, else a pyenv install of it (pyenv shims on PATH may
-    name versions that are installed but not activated)."""
-    for candidate in [f"python{version}", *sorted(glob.glob(os.path.expanduser(f"~/.pyenv/versions/{version}.*/bin/python{version}")))]:
-        path = shutil.which(candidate) or (candidate if os.path.isabs(candidate) else None)
-        if path and subprocess.run([path, "-c", "pass"], capture_output=True).returncode == 0:
-            return path
-    return None
+def _find_interpreters() -> list[str]:
+    """The Python versions from SUPPORTED that can run here. pyenv installs that are not
+    activated (their shims fail) are put on PATH so nox finds them by version."""
+    found = []
+    for version in SUPPORTED:
+        installs = sorted(glob.glob(os.path.expanduser(f"~/.pyenv/versions/{version}.*/bin")))
+        for bindir in [None, *installs]:
+            path = (
+                shutil.which(f"python{version}") if bindir is None else f"{bindir}/python{version}"
+            )
+            if path and subprocess.run([path, "-c", "pass"], capture_output=True).returncode == 0:
+                if bindir is not None:
+                    os.environ["PATH"] = f"{bindir}{os.pathsep}{os.environ['PATH']}"
+                found.append(version)
+                break
+    return found
 
 
-INSTALLED_PYTHONS = [p for p in (_interpreter(v) for v in SUPPORTED) if p]
+INSTALLED_PYTHONS = _find_interpreters()
 
 
 def distributions(kind: str) -> list[Path]:
@@ -39,7 +47,10 @@ def distributions(kind: str) -> list[Path]:
 
 
 def all_distributions() -> list[str]:
-    return ["./core", *[f"./{p.relative_to(ROOT)}" for p in distributions("plugins") + distributions("contrib")]]
+    return [
+        "./core",
+        *[f"./{p.relative_to(ROOT)}" for p in distributions("plugins") + distributions("contrib")],
+    ]
 
 
 def test_paths() -> list[str]:
@@ -84,16 +95,30 @@ def isolation(session: nox.Session) -> None:
         shutil.rmtree(venv, ignore_errors=True)
         session.run("python", "-m", "venv", str(venv))
         py = str(venv / "bin" / "python")
-        session.run(py, "-m", "pip", "install", "-q", "./core", f"./{dist.relative_to(ROOT)}", *TEST_DEPS, external=True)
+        session.run(
+            py,
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "./core",
+            f"./{dist.relative_to(ROOT)}",
+            *TEST_DEPS,
+            external=True,
+        )
         session.run(py, "-m", "loopctl", "plugins", "list", external=True)
-        session.run(py, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(dist / "tests"), external=True)
+        session.run(
+            py, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(dist / "tests"), external=True
+        )
 
 
 @nox.session
 def docs(session: nox.Session) -> None:
     """Build the documentation site with warnings as errors."""
     session.install("mkdocs>=1.6", *all_distributions())
-    session.run("mkdocs", "build", "--strict", "--site-dir", str(Path(session.create_tmp()) / "site"))
+    session.run(
+        "mkdocs", "build", "--strict", "--site-dir", str(Path(session.create_tmp()) / "site")
+    )
 
 
 @nox.session(default=False)

@@ -27,7 +27,9 @@ def median_ms(samples: Sequence[float]) -> float:
     return statistics.median(samples) * 1000
 
 
-def time_command(argv: Sequence[str], runs: int = 21, env: dict[str, str] | None = None) -> list[float]:
+def time_command(
+    argv: Sequence[str], runs: int = 21, env: dict[str, str] | None = None
+) -> list[float]:
     """Wall-clock seconds of ``runs`` executions of ``argv`` (after one warm-up run)."""
     subprocess.run(argv, capture_output=True, env=env, check=False)
     samples = []

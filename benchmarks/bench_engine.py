@@ -24,10 +24,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from _common import Figure, median_ms, print_table, time_command  # noqa: E402
+from _common import Figure, median_ms, print_table, time_command
 
-from loopctl import hookimpl  # noqa: E402
-from loopctl.testing import make_project, run_loop  # noqa: E402
+from loopctl import hookimpl
+from loopctl.testing import make_project, run_loop
 
 ITERATIONS = 1000
 
@@ -57,9 +57,7 @@ def overheads(marks: list[tuple[str, int | None, float]]) -> list[float]:
         elif kind == "tests.end":
             spans[iteration] = spans.get(iteration, 0.0) + t - opened.pop("tests.start")
     return [
-        starts[i + 1] - starts[i] - spans.get(i, 0.0)
-        for i in sorted(starts)
-        if i + 1 in starts
+        starts[i + 1] - starts[i] - spans.get(i, 0.0) for i in sorted(starts) if i + 1 in starts
     ]
 
 
@@ -94,13 +92,23 @@ def main(iterations: int = ITERATIONS) -> list[Figure]:
     last = median_ms(per_iteration[-100:])
     overall = median_ms(per_iteration)
     return [
-        Figure("engine overhead per iteration (median)", overall, "ms", "<= 5 ms", overall <= 5.0,
-               f"{len(per_iteration)} iterations; plugins: {', '.join(plugins)}"),
+        Figure(
+            "engine overhead per iteration (median)",
+            overall,
+            "ms",
+            "<= 5 ms",
+            overall <= 5.0,
+            f"{len(per_iteration)} iterations; plugins: {', '.join(plugins)}",
+        ),
         Figure("  iterations 1-100 (median)", first, "ms"),
         Figure(f"  iterations {iterations - 99}-{iterations} (median)", last, "ms"),
-        Figure("  flatness: last 100 / first 100", last / first, "x", "<= 1.25", last / first <= 1.25),
+        Figure(
+            "  flatness: last 100 / first 100", last / first, "x", "<= 1.25", last / first <= 1.25
+        ),
         Figure("  p90", statistics.quantiles(per_iteration, n=10)[-1] * 1000, "ms"),
-        Figure("  with an instant test command", median_ms(instant), "ms", note="snapshot not hidden"),
+        Figure(
+            "  with an instant test command", median_ms(instant), "ms", note="snapshot not hidden"
+        ),
         Figure("  baseline: one `true` spawn", spawn, "ms", note="same run"),
         Figure("  overhead / spawn", overall / spawn, "x"),
     ]

@@ -35,7 +35,13 @@ def run(project, turns, **kwargs):
 
 
 def test_a_loop_that_fixes_the_bug_completes_with_exit_code_0(project):
-    result = run(project, [[{"say": "looking"}, {"usage": {"input_tokens": 1000, "output_tokens": 50}}], [{"read": "calc.py"}, FIX]])
+    result = run(
+        project,
+        [
+            [{"say": "looking"}, {"usage": {"input_tokens": 1000, "output_tokens": 50}}],
+            [{"read": "calc.py"}, FIX],
+        ],
+    )
     assert result.status == "complete"
     assert result.outcome.exit_code == 0
     assert [r["tests_passed"] for r in result.records] == [False, True]
@@ -48,18 +54,25 @@ def test_a_loop_that_fixes_the_bug_completes_with_exit_code_0(project):
     assert state.original_goal == "make add() add"
     assert read_error_summary(result.state_dir / "error-summary.json")["error_count"] == 0
     report = result.report()
-    assert report["status"] == "complete" and report["iterations"] == 2
-    assert "# loopctl run report: complete (finished)" in (result.state_dir / "report.md").read_text()
+    assert report["status"] == "complete"
+    assert report["iterations"] == 2
+    assert (
+        "# loopctl run report: complete (finished)" in (result.state_dir / "report.md").read_text()
+    )
     types = [e["type"] for e in result.events]
-    assert types[0] == "loop.start" and types[-1] == "loop.end"
+    assert types[0] == "loop.start"
+    assert types[-1] == "loop.end"
     assert all("ts" in e for e in result.events)
     prompt = (result.state_dir / "logs" / "iteration-0002.prompt.md").read_text()
     assert "## Your Goal\n\nmake add() add" in prompt
-    assert "## Last Test Run" in prompt and "test_add" in prompt
+    assert "## Last Test Run" in prompt
+    assert "test_add" in prompt
 
 
 def test_the_iteration_limit_stops_with_a_nonzero_documented_code(project):
-    result = run(project, [IDLE], config={"limits": {"max_iterations": 2}, "stuck": {"enabled": False}})
+    result = run(
+        project, [IDLE], config={"limits": {"max_iterations": 2}, "stuck": {"enabled": False}}
+    )
     assert result.status == "max_iterations"
     assert result.outcome.exit_code == 10
     assert len(result.records) == 2
@@ -91,7 +104,10 @@ def test_a_plugin_that_raises_is_reported_and_the_loop_goes_on(project):
     result = run(project, [[FIX]], plugins={"broken": Broken()})
     assert result.status == "complete"
     errors = result.events_of("plugin.error")
-    assert {(e["plugin"], e["hook"]) for e in errors} == {("broken", "after_iteration"), ("broken", "compose_prompt")}
+    assert {(e["plugin"], e["hook"]) for e in errors} == {
+        ("broken", "after_iteration"),
+        ("broken", "compose_prompt"),
+    }
     assert "RuntimeError: plugin bug" in json.dumps(result.report()["plugin_errors"])
 
 
@@ -112,20 +128,29 @@ def test_a_plugin_restart_archives_artifacts_and_starts_a_fresh_session(project)
         @hookimpl
         def compose_prompt(self, loop):
             if loop.generation:
-                return PromptSection("Previous Session Context (Summarized)", "briefing text", priority=95)
+                return PromptSection(
+                    "Previous Session Context (Summarized)", "briefing text", priority=95
+                )
             return None
 
-    result = run(project, [IDLE, [FIX]], plugins={"restarter": Restarter()}, config={"session": "resume"})
+    result = run(
+        project, [IDLE, [FIX]], plugins={"restarter": Restarter()}, config={"session": "resume"}
+    )
     assert result.status == "complete"
     assert seen == [(1, "context_exhaustion", "restart-1", None)]
     assert (result.state_dir / "restart-1" / "logs" / "iteration-0001.agent.jsonl").exists()
-    assert "Previous Session Context (Summarized)" in (result.state_dir / "logs" / "iteration-0002.prompt.md").read_text()
+    assert (
+        "Previous Session Context (Summarized)"
+        in (result.state_dir / "logs" / "iteration-0002.prompt.md").read_text()
+    )
     sessions = [r["agent"]["session_id"] for r in result.records]
     assert sessions[0] != sessions[1]  # fresh session after the restart
 
 
 def test_resume_mode_keeps_the_session_until_a_restart(project):
-    result = run(project, [IDLE, IDLE, [FIX]], config={"session": "resume", "stuck": {"enabled": False}})
+    result = run(
+        project, [IDLE, IDLE, [FIX]], config={"session": "resume", "stuck": {"enabled": False}}
+    )
     sessions = {r["agent"]["session_id"] for r in result.records}
     assert len(sessions) == 1
 
@@ -136,7 +161,9 @@ def test_max_restarts_stops_the_loop(project):
         def after_iteration(self, loop, record):
             return Decision.restart("test", "again")
 
-    result = run(project, [IDLE], plugins={"r": AlwaysRestart()}, config={"limits": {"max_restarts": 1}})
+    result = run(
+        project, [IDLE], plugins={"r": AlwaysRestart()}, config={"limits": {"max_restarts": 1}}
+    )
     assert result.status == "max_restarts"
     assert result.outcome.exit_code == 11
     assert len(result.events_of("loop.restart")) == 1
@@ -151,21 +178,29 @@ def test_auth_errors_stop_at_once(project):
 
 
 def test_a_crashing_agent_is_retried_with_fresh_sessions_then_stops(project):
-    result = run(project, [[{"exit": 3}]], config={"limits": {"max_agent_crashes": 2, "max_restarts": 5}})
+    result = run(
+        project, [[{"exit": 3}]], config={"limits": {"max_agent_crashes": 2, "max_restarts": 5}}
+    )
     assert result.status == "agent_error"
     assert result.outcome.exit_code == 13
     assert [e["reason"] for e in result.events_of("loop.restart")] == ["agent_crash", "agent_crash"]
 
 
 def test_a_context_overflow_restarts_with_a_fresh_session(project):
-    result = run(project, [[{"error": "context_overflow", "message": "Prompt is too long"}], [FIX]], config={"session": "resume"})
+    result = run(
+        project,
+        [[{"error": "context_overflow", "message": "Prompt is too long"}], [FIX]],
+        config={"session": "resume"},
+    )
     assert result.status == "complete"
     assert [e["reason"] for e in result.events_of("loop.restart")] == ["context_exhaustion"]
 
 
 def test_the_completion_signal_must_be_a_whole_line(project):
     turns = [[FIX, {"say": "I am not LOOPCTL_DONE yet"}], [{"done": True}]]
-    result = run(project, turns, config={"completion_signal": "LOOPCTL_DONE", "stuck": {"enabled": False}})
+    result = run(
+        project, turns, config={"completion_signal": "LOOPCTL_DONE", "stuck": {"enabled": False}}
+    )
     assert result.status == "complete"
     assert len(result.records) == 2  # the first pass had the signal only inside prose
     assert result.events_of("loop.completion_signal_missing")
@@ -173,7 +208,9 @@ def test_the_completion_signal_must_be_a_whole_line(project):
 
 def test_token_budget_stops_the_loop(project):
     turns = [[{"usage": {"input_tokens": 6000, "output_tokens": 100}}]]
-    result = run(project, turns, config={"limits": {"max_tokens": 10000}, "stuck": {"enabled": False}})
+    result = run(
+        project, turns, config={"limits": {"max_tokens": 10000}, "stuck": {"enabled": False}}
+    )
     assert result.status == "budget"
     assert result.outcome.exit_code == 15
     assert len(result.records) == 2
@@ -220,12 +257,77 @@ def test_an_unfinished_loop_is_not_silently_overwritten(project):
 def test_resume_continues_from_the_state_files(project):
     from loopctl.testing import run_loop
 
-    first = run(project, [IDLE], config={"limits": {"max_iterations": 1}, "stuck": {"enabled": False}})
+    first = run(
+        project, [IDLE], config={"limits": {"max_iterations": 1}, "stuck": {"enabled": False}}
+    )
     state_file = first.state_dir / "loop-state.md"
-    state_file.write_text(state_file.read_text().replace('status: "max_iterations"', 'status: "interrupted"'))
-    second = run_loop(project, "ignored", turns=[IDLE, [FIX]], resume=True, config={"limits": {"max_iterations": 3}})
+    state_file.write_text(
+        state_file.read_text().replace('status: "max_iterations"', 'status: "interrupted"')
+    )
+    second = run_loop(
+        project,
+        "ignored",
+        turns=[IDLE, [FIX]],
+        resume=True,
+        config={"limits": {"max_iterations": 3}},
+    )
     assert second.status == "complete"
     assert read_loop_state(state_file).original_goal == "make add() add"
     iterations = [r["iteration"] for r in read_jsonl(first.state_dir / "iterations.jsonl").records]
     assert iterations == [1, 2]
     assert second.events_of("loop.resume")
+
+
+def test_a_rate_limit_is_waited_out_and_the_iteration_retried(project):
+    turns = [
+        [
+            {
+                "error": "rate_limit",
+                "message": "usage limit reached",
+                "retry_after": 0.5,
+                "once": True,
+            },
+            FIX,
+        ]
+    ]
+    result = run(project, turns, config={"limits": {"max_iterations": 1}})
+    assert result.status == "complete"  # the waited-out turn did not use up the only iteration
+    waits = result.events_of("agent.rate_limit_wait")
+    assert len(waits) == 1
+    assert 0 < waits[0]["seconds"] <= 1.0
+    assert [r["iteration"] for r in result.records] == [1]
+
+
+def test_a_rate_limit_past_the_wall_clock_stops_the_run(project):
+    turns = [[{"error": "rate_limit", "message": "limit reached", "retry_after": 3600}]]
+    result = run(project, turns, config={"limits": {"wall_clock_s": 60}})
+    assert result.status == "wall_clock"
+    assert "rate limited until" in result.outcome.message
+    assert not result.events_of("agent.rate_limit_wait")
+
+
+def test_a_loop_that_hit_its_limit_can_be_resumed_with_a_higher_one(project):
+    from loopctl.testing import run_loop
+
+    first = run(project, [IDLE], config={"limits": {"max_iterations": 1}})
+    assert first.status == "max_iterations"
+    second = run_loop(
+        project,
+        "ignored",
+        turns=[IDLE, [FIX]],
+        resume=True,
+        config={"limits": {"max_iterations": 2}},
+    )
+    assert second.status == "complete"
+    assert [r["iteration"] for r in second.records] == [1, 2]
+
+
+def test_a_corrupt_state_file_is_not_overwritten_by_a_new_run(project):
+    from loopctl.testing import run_loop
+
+    state_dir = project.path / ".loopctl"
+    state_dir.mkdir()
+    (state_dir / "loop-state.md").write_text("---\nthis is: not: valid\n")
+    with pytest.raises(LoopError, match="--fresh-state"):
+        run_loop(project, "goal", turns=[[FIX]])
+    assert (state_dir / "loop-state.md").read_text() == "---\nthis is: not: valid\n"

@@ -93,7 +93,7 @@ def test_a_plugin_that_fails_to_import_is_reported_and_the_rest_load(fake_site, 
     host.load(entry_points_named("broken", "fine"))
     assert host.infos["broken"].status == "broken"
     assert "boom at import" in host.infos["broken"].detail
-    assert "Error importing plugin 'broken'" in capsys.readouterr().err
+    assert "plugin 'broken' failed to import and is skipped" in capsys.readouterr().err
     assert host.infos["fine"].status == "enabled"
 
 

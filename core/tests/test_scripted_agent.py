@@ -386,3 +386,21 @@ def test_write_scenario_round_trips(
     assert scenario.turns == turns
     assert scenario.completion_signal == signal
     assert scenario.repeat_last is False
+
+
+def test_a_once_action_runs_only_the_first_time_its_turn_is_played(tmp_path):
+    from loopctl.agents.base import TurnRequest
+    from loopctl.agents.scripted import ScriptedAgent, ScriptedSettings, write_scenario
+    from loopctl.agents.supervisor import run_turn
+
+    scenario = write_scenario(
+        tmp_path / "s.json",
+        [[{"error": "network", "message": "blip", "once": True}, {"say": "hi"}]],
+    )
+    agent = ScriptedAgent(ScriptedSettings(scenario=str(scenario)))
+    request = TurnRequest(prompt="p", workdir=tmp_path, iteration=1)
+    first, second = run_turn(agent, request), run_turn(agent, request)
+    assert first.outcome.error_kind is not None
+    assert first.outcome.message == "blip"
+    assert second.outcome.ok
+    assert second.final_text == "hi"

@@ -22,6 +22,7 @@ import cattrs
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from loopctl import state
 from loopctl.model import AgentSummary, ErrorKind, IterationRecord, Usage
 from loopctl.state import (

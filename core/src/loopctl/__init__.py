@@ -70,4 +70,26 @@ def __getattr__(name: str) -> Any:
     return value
 
 
-__all__ = ["__version__", *sorted(_LAZY)]
+__all__ = [
+    "AgentAdapter",
+    "AgentMessage",
+    "AgentSettings",
+    "Decision",
+    "ErrorKind",
+    "Event",
+    "IterationRecord",
+    "Loop",
+    "LoopOutcome",
+    "MessageKind",
+    "PromptSection",
+    "Restart",
+    "StreamParser",
+    "TestRun",
+    "ToolCall",
+    "TurnOutcome",
+    "TurnRequest",
+    "TurnResult",
+    "Usage",
+    "__version__",
+    "hookimpl",
+]

@@ -9,10 +9,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from loopctl.hookspecs import hookimpl
-from loopctl.model import PromptSection
 
 if TYPE_CHECKING:
     from loopctl.engine import Loop
+    from loopctl.model import PromptSection
 
 MAX_FAILING_TESTS_SHOWN = 20
 MAX_ERROR_LINES_SHOWN = 20
@@ -28,6 +28,8 @@ def register_agents() -> list[type[Any]]:
 
 @hookimpl(trylast=True)
 def compose_prompt(loop: Loop) -> list[PromptSection]:
+    from loopctl.model import PromptSection  # imported here: `plugins list` loads this module
+
     sections = [
         PromptSection("Your Goal", loop.original_goal, priority=100, protected=True),
         PromptSection("Loop Status", _status(loop), priority=40),
@@ -79,7 +81,10 @@ def _last_failures(loop: Loop) -> str:
     run = loop.last_test_run
     if run is None or run.passed:
         return ""
-    lines = [f"`{run.command}` failed" + (" (timed out)." if run.timed_out else f" with exit code {run.exit_code}.")]
+    lines = [
+        f"`{run.command}` failed"
+        + (" (timed out)." if run.timed_out else f" with exit code {run.exit_code}.")
+    ]
     if run.failing_tests:
         lines.append("\nFailing tests:")
         lines += [f"- {test}" for test in run.failing_tests[:MAX_FAILING_TESTS_SHOWN]]

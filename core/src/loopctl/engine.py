@@ -16,8 +16,8 @@ import signal
 import threading
 import time
 from collections import deque
-from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -57,8 +57,8 @@ if TYPE_CHECKING:
 ENGINE = "engine"
 #: How long to wait out a rate limit when the CLI names no reset time, by attempt.
 RATE_LIMIT_BACKOFF_S = (30.0, 60.0, 120.0, 300.0, 600.0)
-#: Statuses in which a loop's state directory can be continued with ``loopctl resume``.
-RESUMABLE = ("running", "interrupted", "restarting")
+#: Statuses of a loop that did not end: ``loopctl run`` refuses to start over one of them.
+UNFINISHED = ("running", "interrupted", "restarting")
 _STATUSES = {status.value for status in StopStatus}
 
 
@@ -301,7 +301,9 @@ class Loop:
         floor = engine.state.iteration + 1
         engine.max_iterations = max(floor, engine.max_iterations - max(0, by))
         engine.state.max_iterations = engine.max_iterations
-        self.emit("loop.iteration_budget_reduced", max_iterations=engine.max_iterations, reason=reason)
+        self.emit(
+            "loop.iteration_budget_reduced", max_iterations=engine.max_iterations, reason=reason
+        )
 
     def set_value(self, key: str, value: Any) -> None:
         """Keep a small JSON value in loop-state.md (it survives resume); see :meth:`get_value`."""
@@ -366,6 +368,7 @@ class Engine:
         self._crashes = 0
         self._last_snapshot: Snapshot | None = None
         self._writer: BackgroundWriter | None = None
+        self._opened = False
         self._background = ThreadPoolExecutor(max_workers=1, thread_name_prefix="loopctl-snapshot")
         #: The last rows of iterations.jsonl, already unstructured, for progress.md.
         self._recent_rows: deque[dict[str, Any]] = deque(maxlen=20)
@@ -409,13 +412,38 @@ class Engine:
             self.plugin_config(name)
         for name in sorted(set(self.loaded.config.plugins.sections) - set(self._config_classes)):
             info = self.host.infos.get(name)
-            where = "no plugin by that name is installed" if info is None else f"plugin {name!r} is {info.status} or has no config"
+            where = (
+                "no plugin by that name is installed"
+                if info is None
+                else f"plugin {name!r} is {info.status} or has no config"
+            )
             self.loaded.warnings.append(f"the config has a [plugins.{name}] section, but {where}")
 
-    def _open_state(self) -> None:
+    def open(self) -> None:
+        """Take the state directory: check it, lock it, and load or start the loop's state.
+
+        Called by :func:`loopctl.runner.prepare`, so every problem (a file in the way, another
+        loop holding the lock, a corrupt or unfinished state) is reported before a run starts.
+        Raises LoopError or StateError with a message for the user; idempotent.
+        """
+        if self._opened:
+            return
+        existing = self.state_dir
+        while not existing.exists() and existing.parent != existing:
+            existing = existing.parent
+        if not existing.is_dir():
+            what = (
+                "is a file"
+                if existing == self.state_dir
+                else f"cannot be created: {existing} is a file"
+            )
+            raise LoopError(
+                f"the state directory {self.state_dir} {what}; remove it or choose another "
+                "with --state-dir"
+            )
         try:
             self.state_dir.mkdir(parents=True, exist_ok=True)
-            probe = self.state_dir / ".write-test"
+            probe = self.state_dir / f".write-test.{os.getpid()}"
             probe.write_text("")
             probe.unlink()
         except OSError as exc:
@@ -425,6 +453,8 @@ class Engine:
             ) from exc
         self._lock.acquire()
         try:
+            st.remove_stale_temp_files(self.state_dir)  # left by a loop killed mid-write
+            self._end_orphaned_agent()
             if self.resumed:
                 self._load_previous_run()
             else:
@@ -441,17 +471,48 @@ class Engine:
             self.state.status = "running"
         self._write_state()
         self._last_snapshot = self.workspace.snapshot()
+        self._opened = True
+
+    def _end_orphaned_agent(self) -> None:
+        """An agent runs in its own session, so it outlives a loopctl killed with SIGKILL. The
+        lock is ours now, so that loop is gone: end its agent before another one starts."""
+        from loopctl.agents.supervisor import end_orphaned_group
+
+        try:
+            recorded = st.read_loop_state(self.state_dir / "loop-state.md").extra.get(
+                "agent_process"
+            )
+        except st.StateError:
+            return
+        if (
+            isinstance(recorded, list)
+            and len(recorded) == 2
+            and all(isinstance(v, int) for v in recorded)
+        ) and end_orphaned_group(recorded[0], recorded[1]):
+            self.loaded.warnings.append(
+                f"ended the agent (process group {recorded[0]}) a killed loop left running"
+            )
 
     def _start_new_run(self) -> None:
         state_file = self.state_dir / "loop-state.md"
         if state_file.exists():
-            old = _safe_status(state_file)
-            if old in RESUMABLE:
+            try:
+                old = st.read_loop_state(state_file).status
+            except st.StateError as exc:
+                raise LoopError(
+                    f"{exc}; start over with --fresh-state (the old state is discarded)"
+                ) from exc
+            if old in UNFINISHED:
                 raise LoopError(
                     f"{self.state_dir} holds an unfinished loop (status {old!r}); continue it "
                     "with `loopctl resume`, or start over with --fresh-state"
                 )
-            for name in ("events.jsonl", "iterations.jsonl", "error-summary.json", "context-summary.md"):
+            for name in (
+                "events.jsonl",
+                "iterations.jsonl",
+                "error-summary.json",
+                "context-summary.md",
+            ):
                 (self.state_dir / name).unlink(missing_ok=True)
         self.state.start_commit = self.workspace.head()
         self.state.started_at = round(time.time(), 3)
@@ -461,10 +522,9 @@ class Engine:
         if not state_file.exists():
             raise LoopError(f"nothing to resume: {state_file} does not exist")
         self.state = st.read_loop_state(state_file)
-        if self.state.status not in RESUMABLE:
+        if self.state.status == StopStatus.COMPLETE.value:
             raise LoopError(
-                f"the loop in {self.state_dir} already ended with status {self.state.status!r}; "
-                "start a new one with `loopctl run`"
+                f"the loop in {self.state_dir} is complete; start a new one with `loopctl run`"
             )
         read = st.read_jsonl(self.state_dir / "iterations.jsonl")
         self.loaded.warnings.extend(read.problems)
@@ -473,8 +533,11 @@ class Engine:
                 self.history.append(records.structure_record(raw))
             except ValueError as exc:
                 self.loaded.warnings.append(f"iterations.jsonl: skipped a record ({exc})")
-        self.state.iteration = self.history[-1].iteration if self.history else 0  # redo the one in flight
-        self.max_iterations = max(self.state.max_iterations, self.max_iterations)
+        self.state.iteration = (
+            self.history[-1].iteration if self.history else 0
+        )  # redo the one in flight
+        if self.loaded.origins.get("limits.max_iterations", "default") == "default":
+            self.max_iterations = self.state.max_iterations or self.max_iterations
         self.state.max_iterations = self.max_iterations
         self._recent_rows.extend(read.records[-20:])
         for record in self.history:
@@ -486,7 +549,9 @@ class Engine:
     # --- events ------------------------------------------------------------------------------
 
     def emit(self, type: str, **data: Any) -> Event:
-        event = Event(type=type, ts=round(time.time(), 3), data=data, iteration=self.state.iteration or None)
+        event = Event(
+            type=type, ts=round(time.time(), 3), data=data, iteration=self.state.iteration or None
+        )
         if self._events is not None:
             self._events.append(event.to_json())
         if self.view is not None:
@@ -503,7 +568,13 @@ class Engine:
         from loopctl.pluginhost import print_failure
 
         print_failure(failure)
-        self.emit("plugin.error", plugin=failure.plugin, hook=failure.hook, error=failure.error, traceback=failure.traceback)
+        self.emit(
+            "plugin.error",
+            plugin=failure.plugin,
+            hook=failure.hook,
+            error=failure.error,
+            traceback=failure.traceback,
+        )
 
     # --- the run -------------------------------------------------------------------------------
 
@@ -511,7 +582,7 @@ class Engine:
         """Run the loop to its end and return how it ended. A plugin's or an agent's failure
         never escapes; Ctrl-C and SIGTERM end it with status ``interrupted``."""
         self.host.error_sink = self._on_plugin_failure
-        self._open_state()
+        self.open()
         outcome: LoopOutcome | None = None
         try:
             with _sigterm_as_interrupt():
@@ -534,10 +605,16 @@ class Engine:
                 self.host.hook.on_loop_start(loop=self.loop)
                 outcome = self._iterate()
         except KeyboardInterrupt:
-            outcome = self._outcome(StopStatus.INTERRUPTED.value, "interrupted", "stopped by Ctrl-C or SIGTERM")
+            outcome = self._outcome(
+                StopStatus.INTERRUPTED.value, "interrupted", "stopped by Ctrl-C or SIGTERM"
+            )
         finally:
             if outcome is None:  # an engine bug: still leave valid state and a report behind
-                outcome = self._outcome(StopStatus.AGENT_ERROR.value, "engine_error", "loopctl failed unexpectedly; see the traceback")
+                outcome = self._outcome(
+                    StopStatus.AGENT_ERROR.value,
+                    "engine_error",
+                    "loopctl failed unexpectedly; see the traceback",
+                )
             self._finish(outcome)
         return outcome
 
@@ -568,15 +645,15 @@ class Engine:
             iterations=outcome.iterations,
             restarts=outcome.restarts,
         )
-        self._write_state()
         self._background.shutdown(wait=True)
+        from loopctl.report import write_report
+
+        write_report(self)  # before the final status: a kill in between leaves a resumable loop
+        self._write_state()
         if self._writer is not None:
             self._writer.close()
             self._writer = None
         self._report_write_errors()
-        from loopctl.report import write_report
-
-        write_report(self)
         for appender in (self._events, self._iterations):
             if appender is not None:
                 appender.close()
@@ -624,9 +701,14 @@ class Engine:
                 return limit
             decision = self._one_iteration()
             if decision.action is Action.STOP:
-                status = decision.reason if decision.reason in _STATUSES else StopStatus.PLUGIN.value
+                status = (
+                    decision.reason if decision.reason in _STATUSES else StopStatus.PLUGIN.value
+                )
                 return self._outcome(status, decision.reason, decision.message)
             if decision.action is Action.RESTART:
+                limit = self._limit_reached()
+                if limit is not None:  # no point in a fresh session the loop cannot use
+                    return limit
                 if self.state.generation >= self.loaded.config.limits.max_restarts:
                     return self._outcome(
                         StopStatus.MAX_RESTARTS.value,
@@ -643,13 +725,21 @@ class Engine:
         started = time.time()
         iteration = self.state.iteration
         self._write_state()
-        self.emit("iteration.start", generation=self.state.generation, session_id=self.state.session_id)
+        self.emit(
+            "iteration.start", generation=self.state.generation, session_id=self.state.session_id
+        )
         self.host.hook.before_iteration(loop=self.loop)
 
         composed = self._compose_prompt()
         _write_log(self.state_dir / "logs" / f"iteration-{iteration:04d}.prompt.md", composed.text)
-        self.emit("agent.start", agent=self.agent.name, prompt_chars=len(composed.text), trimmed=composed.trimmed)
+        self.emit(
+            "agent.start",
+            agent=self.agent.name,
+            prompt_chars=len(composed.text),
+            trimmed=composed.trimmed,
+        )
         turn = self._run_agent(composed.text, iteration)
+        self.state.extra.pop("agent_process", None)
         self.last_turn = turn
         if turn.session_id:
             self.state.session_id = turn.session_id
@@ -674,7 +764,9 @@ class Engine:
             self.state.iteration -= 1  # the waited-out iteration is tried again
             return agent_decision
         if agent_decision is not None and agent_decision.action is Action.STOP:
-            record = self._record(iteration, started, summary, None, composed, self.workspace.snapshot())
+            record = self._record(
+                iteration, started, summary, None, composed, self.workspace.snapshot()
+            )
             return self._conclude(record, agent_decision)
 
         # The snapshot (a git subprocess) runs while the tests run: the engine's own work then
@@ -734,7 +826,7 @@ class Engine:
         return compose(sections, self.loaded.config.prompt.budget_chars)
 
     def _run_agent(self, prompt: str, iteration: int) -> TurnResult:
-        from loopctl.agents.supervisor import Supervision, run_turn
+        from loopctl.agents.supervisor import Supervision, process_start_time, run_turn
 
         limits = self.loaded.config.limits
         supervision = self._supervision or Supervision(
@@ -756,7 +848,15 @@ class Engine:
                 return decision
             return None
 
-        env = {**os.environ, "LOOPCTL_ITERATION": str(iteration), "LOOPCTL_STATE_DIR": str(self.state_dir)}
+        def on_start(pgid: int) -> None:
+            self.state.extra["agent_process"] = [pgid, process_start_time(pgid)]
+            self._write_state()
+
+        env = {
+            **os.environ,
+            "LOOPCTL_ITERATION": str(iteration),
+            "LOOPCTL_STATE_DIR": str(self.state_dir),
+        }
         transcript = self.state_dir / "logs" / f"iteration-{iteration:04d}.agent.jsonl"
         try:
             return run_turn(
@@ -766,9 +866,12 @@ class Engine:
                 supervision=supervision,
                 transcript=transcript,
                 env=env,
+                on_start=on_start,
             )
         except ValueError as exc:  # the adapter refused its settings (a missing scenario, say)
-            return TurnResult(outcome=TurnOutcome(ErrorKind.CRASHED, f"cannot start the agent: {exc}"))
+            return TurnResult(
+                outcome=TurnOutcome(ErrorKind.CRASHED, f"cannot start the agent: {exc}")
+            )
 
     def run_tests(self, command: str | None) -> TestRun:
         from loopctl.testcmd import run_test_command
@@ -782,7 +885,10 @@ class Engine:
             timeout_s=limits.test_timeout_s,
             output_limit=limits.test_output_bytes,
         )
-        _write_log(self.state_dir / "logs" / f"iteration-{self.state.iteration:04d}.tests.log", result.output)
+        _write_log(
+            self.state_dir / "logs" / f"iteration-{self.state.iteration:04d}.tests.log",
+            result.output,
+        )
         self.last_test_run = result
         self.emit(
             "tests.end",
@@ -835,7 +941,10 @@ class Engine:
             return None
         message = turn.outcome.message or kind.value
         if kind in (ErrorKind.AUTH, ErrorKind.BILLING):
-            return Decision.stop(StopStatus.AUTH.value, f"the agent cannot work until this is fixed ({kind.value}): {message}")
+            return Decision.stop(
+                StopStatus.AUTH.value,
+                f"the agent cannot work until this is fixed ({kind.value}): {message}",
+            )
         if kind is ErrorKind.RATE_LIMIT:
             return self._wait_for_rate_limit(turn)
         if kind in (ErrorKind.CRASHED, ErrorKind.INVALID_OUTPUT, ErrorKind.UNKNOWN):
@@ -847,7 +956,9 @@ class Engine:
                 )
             return Decision.restart("agent_crash", f"the agent failed ({kind.value}): {message}")
         if kind is ErrorKind.CONTEXT_OVERFLOW:
-            return Decision.restart("context_exhaustion", f"the agent ran out of context: {message}")
+            return Decision.restart(
+                "context_exhaustion", f"the agent ran out of context: {message}"
+            )
         return None  # timeouts, network, max_turns, budget: the tests decide
 
     def _wait_for_rate_limit(self, turn: TurnResult) -> Decision:
@@ -861,39 +972,64 @@ class Engine:
         left_in_budget = self.loaded.config.limits.wall_clock_s - self.elapsed_s()
         until = time.strftime("%H:%M:%S", time.localtime(now + wait))
         if wait >= left_in_budget:
-            return Decision.stop(StopStatus.WALL_CLOCK.value, f"rate limited until {until}, after the wall-clock budget ends")
-        self.emit("agent.rate_limit_wait", seconds=round(wait, 1), until=until, message=turn.outcome.message[:300])
+            return Decision.stop(
+                StopStatus.WALL_CLOCK.value,
+                f"rate limited until {until}, after the wall-clock budget ends",
+            )
+        self.emit(
+            "agent.rate_limit_wait",
+            seconds=round(wait, 1),
+            until=until,
+            message=turn.outcome.message[:300],
+        )
         deadline = time.monotonic() + wait
         while (left := deadline - time.monotonic()) > 0:
             time.sleep(min(left, 1.0))
             self.emit("agent.rate_limit_waiting", seconds_left=round(max(0.0, left - 1.0)))
         return Decision.proceed("rate_limit_retry")
 
-    def _engine_decision(self, record: IterationRecord, test_run: TestRun, turn: TurnResult) -> Decision | None:
+    def _engine_decision(
+        self, record: IterationRecord, test_run: TestRun, turn: TurnResult
+    ) -> Decision | None:
         if test_run.passed and turn.outcome.ok:
             if self.completion_veto:
                 self.emit("loop.completion_vetoed", reason=self.completion_veto)
             elif self._completion_signalled(turn):
                 return Decision.stop(StopStatus.COMPLETE.value, "the tests pass")
             else:
-                self.emit("loop.completion_signal_missing", signal=self.loaded.config.completion_signal)
+                self.emit(
+                    "loop.completion_signal_missing", signal=self.loaded.config.completion_signal
+                )
         if not self.loaded.config.stuck.enabled:
             return None
         infrastructure = turn.outcome.error_kind in INFRASTRUCTURE_ERRORS
-        escalation = self.stuck.observe(record, error_lines=test_run.error_lines, infrastructure=infrastructure)
+        escalation = self.stuck.observe(
+            record, error_lines=test_run.error_lines, infrastructure=infrastructure
+        )
         if escalation is Escalation.NONE:
             return None
-        summary = test_run.error_lines[0] if test_run.error_lines else ", ".join(record.failing_tests[:3])
+        summary = (
+            test_run.error_lines[0] if test_run.error_lines else ", ".join(record.failing_tests[:3])
+        )
         first = record.iteration - self.stuck.streak + 1
         self.loop.add_failed_approach(
-            f"iterations {first}-{record.iteration} kept failing with: {summary[:300]}", source=ENGINE
+            f"iterations {first}-{record.iteration} kept failing with: {summary[:300]}",
+            source=ENGINE,
         )
-        self.emit("loop.stuck", escalation=escalation.name.lower(), streak=self.stuck.streak, fingerprint=record.error_fingerprint)
+        self.emit(
+            "loop.stuck",
+            escalation=escalation.name.lower(),
+            streak=self.stuck.streak,
+            fingerprint=record.error_fingerprint,
+        )
         if escalation is Escalation.NUDGE:
             self.state.extra["stuck_nudge"] = summary[:500]
             return None
         if escalation is Escalation.RESTART:
-            return Decision.restart(StopStatus.STUCK.value, f"the same failure {self.stuck.streak} times in a row, even after a nudge")
+            return Decision.restart(
+                StopStatus.STUCK.value,
+                f"the same failure {self.stuck.streak} times in a row, even after a nudge",
+            )
         return Decision.stop(
             StopStatus.STUCK.value,
             f"the same failure {self.stuck.streak} times in a row, through a nudge and a restart: {summary[:300]}",
@@ -922,7 +1058,9 @@ class Engine:
         for key in ("restart_reason", "restart_message", "stuck_nudge"):
             self.state.extra.pop(key, None)
         self._write_state()
-        self.emit("loop.restart", number=number, reason=reason, message=message, archive=str(archive))
+        self.emit(
+            "loop.restart", number=number, reason=reason, message=message, archive=str(archive)
+        )
         restart = Restart(number=number, reason=reason, message=message, archive_dir=archive)
         self.host.hook.on_restart(loop=self.loop, restart=restart)
 
@@ -1000,13 +1138,6 @@ def _write_log(path: Path, text: str) -> None:
         path.write_text(text, encoding="utf-8", errors="replace")
     except OSError:
         pass
-
-
-def _safe_status(path: Path) -> str | None:
-    try:
-        return st.read_loop_state(path).status
-    except st.StateError:
-        return None
 
 
 def _ignored_paths(workdir: Path, state_dir: Path) -> tuple[str, ...]:

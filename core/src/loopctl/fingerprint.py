@@ -41,7 +41,9 @@ _UUID = re.compile(
     r"(?<![\w-])[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}(?![\w-])"
 )
 _HEX_LITERAL = re.compile(r"(?<![\w.])0[xX][0-9a-fA-F]+(?!\w)")
-_URL_HOST = re.compile(r"\b([a-zA-Z][a-zA-Z0-9+.-]*://)(?:[^\s/@<>]+@)?([^\s/:?#<>\[\]]+|\[[^\s\]]*\])")
+_URL_HOST = re.compile(
+    r"\b([a-zA-Z][a-zA-Z0-9+.-]*://)(?:[^\s/@<>]+@)?([^\s/:?#<>\[\]]+|\[[^\s\]]*\])"
+)
 _IPV4 = re.compile(r"(?<![\w.])\d{1,3}(?:\.\d{1,3}){3}(?![\w.]*\w)")
 _NAMED_HOST = re.compile(
     r"\[::1\]|(?<![\w:])::1(?![\w:])|\blocalhost\b"
@@ -72,6 +74,9 @@ def _mask_url(match: re.Match[str]) -> str:
 
 def _normalize_once(line: str) -> str:
     text = _ANSI.sub("", line).replace("\x1b", "")
+    # Paths first: a directory may hold a date, an address or a hash, and all of it must go.
+    text = _WINDOWS_PATH.sub(_mask_path, text)
+    text = _POSIX_PATH.sub(_mask_path, text)
     for pattern in _TIMES:
         text = pattern.sub("<TIME>", text)
     text = _UUID.sub("<HEX>", text)
@@ -79,8 +84,6 @@ def _normalize_once(line: str) -> str:
     text = _URL_HOST.sub(_mask_url, text)
     text = _IPV4.sub("<HOST>", text)
     text = _NAMED_HOST.sub("<HOST>", text)
-    text = _WINDOWS_PATH.sub(_mask_path, text)
-    text = _POSIX_PATH.sub(_mask_path, text)
     text = _LONG_HEX.sub("<HEX>", text)
     text = _NUMBER.sub("<N>", text)
     return _WHITESPACE.sub(" ", text).strip()

@@ -184,12 +184,16 @@ class PluginHost:
         try:
             plugin = ep.load()
             self.register(plugin, ep.name)
-        except Exception as exc:  # noqa: BLE001 - any import failure marks the plugin broken
+        except Exception as exc:
             if self.selection.strict:
                 raise
             info.status = "broken"
             info.detail = f"Error importing plugin {ep.name!r}: {type(exc).__name__}: {exc}"
-            print(f"loopctl: {info.detail} (skipped)", file=sys.stderr)
+            print(
+                f"loopctl: warning: plugin {ep.name!r} failed to import and is skipped: "
+                f"{type(exc).__name__}: {exc} (see `loopctl plugins list`)",
+                file=sys.stderr,
+            )
             return
         info.hooks = self.hooks_of(ep.name)
 
@@ -262,8 +266,10 @@ class PluginHost:
                 problems.append(f"required plugin {text!r} is disabled: {info.detail}")
             elif info.status == "broken":
                 problems.append(f"required plugin {text!r} failed to load: {info.detail}")
-            elif info.version and req.specifier and not req.specifier.contains(
-                info.version, prereleases=True
+            elif (
+                info.version
+                and req.specifier
+                and not req.specifier.contains(info.version, prereleases=True)
             ):
                 problems.append(
                     f"required plugin {text!r} is installed in version {info.version}, which "
@@ -291,7 +297,7 @@ class PluginHost:
             safe = self._guard(function, plugin_name, hook_name)
             setattr(safe, f"{hookspecs.PROJECT_NAME}_impl", opts)
             setattr(proxy, attr, safe)
-        proxy.__loopctl_plugin__ = plugin  # type: ignore[attr-defined]
+        proxy.__loopctl_plugin__ = plugin
         return proxy
 
     def _guard(self, function: Callable[..., Any], plugin: str, hook: str) -> Callable[..., Any]:

@@ -41,9 +41,7 @@ def _keep_whole_lines(body: str, room: int) -> str:
 
 def compose(sections: Sequence[PromptSection], budget_chars: int) -> ComposedPrompt:
     """Order ``sections`` and fit them into ``budget_chars`` (protected sections always fit)."""
-    ordered = sorted(
-        enumerate(sections), key=lambda pair: (-pair[1].priority, pair[0])
-    )
+    ordered = sorted(enumerate(sections), key=lambda pair: (-pair[1].priority, pair[0]))
     bodies = {index: section.body for index, section in ordered}
     notice_room = 200  # reserved for the trim notice
 

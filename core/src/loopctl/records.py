@@ -20,7 +20,7 @@ def structure_record(data: Any) -> IterationRecord:
     """Raises ``ValueError`` naming the problem when ``data`` is not an iteration record."""
     try:
         return _converter.structure(data, IterationRecord)
-    except Exception as exc:  # noqa: BLE001 - cattrs raises several kinds; callers want one
+    except Exception as exc:
         raise ValueError(
             "not an iteration record: " + "; ".join(cattrs.transform_error(exc))
             if isinstance(exc, (cattrs.BaseValidationError,))

@@ -18,8 +18,8 @@ NEXT_STEPS = {
     StopStatus.COMPLETE.value: "Review the agent's changes (`git diff {start}`) and commit them.",
     StopStatus.MAX_ITERATIONS.value: (
         "The goal was not met within the iteration limit. Read the last test output "
-        "(`{state_dir}/logs/`), then either raise `limits.max_iterations` and "
-        "`loopctl resume`, or sharpen the goal."
+        "(`{state_dir}/logs/`), then either continue with `loopctl resume --max-iterations N`, "
+        "or sharpen the goal and start a new run."
     ),
     StopStatus.MAX_RESTARTS.value: (
         "The agent needed more fresh sessions than allowed. Look at the restart archives "
@@ -44,7 +44,7 @@ def build_report(engine: Engine) -> dict[str, Any]:
     outcome = engine.outcome
     assert outcome is not None
     state = engine.state
-    iterations = []
+    iterations: list[dict[str, Any]] = []
     for record in engine.history:
         iterations.append(
             {
@@ -89,7 +89,9 @@ def build_report(engine: Engine) -> dict[str, Any]:
             {"title": s.title, "body": s.body, "source": s.source} for s in engine.report_sections
         ],
         "next": next_step,
-        "last_iteration": records.unstructure_record(engine.history[-1]) if engine.history else None,
+        "last_iteration": records.unstructure_record(engine.history[-1])
+        if engine.history
+        else None,
     }
 
 
@@ -127,7 +129,9 @@ def render_markdown(report: dict[str, Any]) -> str:
         lines += [f"- {text}" for text in report["failed_approaches"]]
     if report["plugin_errors"]:
         lines += ["", "## Plugin errors", ""]
-        lines += [f"- `{e['plugin']}` in `{e['hook']}`: {e['error']}" for e in report["plugin_errors"]]
+        lines += [
+            f"- `{e['plugin']}` in `{e['hook']}`: {e['error']}" for e in report["plugin_errors"]
+        ]
     for section in report["sections"]:
         lines += ["", f"## {section['title']}", "", section["body"].rstrip()]
     lines += ["", "## What to look at next", "", report["next"], ""]

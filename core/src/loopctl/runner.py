@@ -61,12 +61,14 @@ def select_agent(
         else:
             raise UsageError(
                 "no agent chosen and Claude Code (`claude`) is not on PATH. Choose one with "
-                "--agent NAME (see `loopctl agents list`), --agent-cmd \"COMMAND\", or "
+                '--agent NAME (see `loopctl agents list`), --agent-cmd "COMMAND", or '
                 '`agent = "NAME"` in loopctl.toml'
             )
     if name not in classes:
         known = ", ".join(sorted(classes)) or "none"
-        raise UsageError(f"unknown agent {name!r}; available agents: {known} (see `loopctl agents list`)")
+        raise UsageError(
+            f"unknown agent {name!r}; available agents: {known} (see `loopctl agents list`)"
+        )
     cls = classes[name][0]
     settings = loaded.agent_settings(name, cls.settings_class)
     if command is not None:
@@ -106,7 +108,7 @@ def prepare(
     chosen = select_agent(loaded, host, agent=agent, agent_cmd=agent_cmd)
     if not resume and not loaded.config.test_cmd:
         raise UsageError(
-            "no test command: pass --test-cmd \"pytest -q\" or set `test_cmd` in loopctl.toml "
+            'no test command: pass --test-cmd "pytest -q" or set `test_cmd` in loopctl.toml '
             "(the loop ends when it passes)"
         )
     target = state_dir if state_dir is not None else Path(loaded.config.state_dir)
@@ -126,4 +128,5 @@ def prepare(
         supervision=supervision,
     )
     engine.validate_plugin_configs()
+    engine.open()
     return Prepared(loaded=loaded, host=host, engine=engine)

@@ -1,7 +1,12 @@
-"""``loopctl status``: read a loop's state from its files, safely, while it may be running."""
+"""``loopctl status``: read a loop's state from its files, safely, while it may be running.
+
+Only ``loop-state.md`` must be sound (a StateError names it otherwise); the JSONL logs and the
+error summary are read tolerantly, since a running loop may be halfway through a line.
+"""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -9,19 +14,31 @@ import attrs
 
 from loopctl import state as st
 
+#: How many iteration records ``status`` shows.
+RECENT = 5
+
+
+class NoLoopError(st.StateError):
+    """There is no loop in the state directory (nothing has run there yet)."""
+
 
 def collect_status(state_dir: Path) -> dict[str, Any]:
-    """Everything ``loopctl status`` shows. Raises StateError when there is no loop here."""
-    state_file = state_dir / "loop-state.md"
+    """Everything ``loopctl status`` shows. Raises NoLoopError when no loop ran here and
+    StateError when ``loop-state.md`` is unreadable."""
+    state_file = state_dir / st.LOOP_STATE_FILE
     if not state_file.exists():
-        raise st.StateError(f"no loop in {state_dir}: {state_file} does not exist")
+        raise NoLoopError(
+            f"no loop in {state_dir} ({st.LOOP_STATE_FILE} does not exist); start one with "
+            "`loopctl run`, or point to another state directory with --state-dir"
+        )
     state = st.read_loop_state(state_file)
     holder = st.StateLock(state_dir).holder()
-    recent = st.tail_jsonl(state_dir / "iterations.jsonl", 5)
-    problems = []
+    recent = st.tail_jsonl(state_dir / st.ITERATIONS_FILE, RECENT)
+    events = st.tail_jsonl(state_dir / st.EVENTS_FILE, 20)
+    problems: list[str] = []
     summary = None
     try:
-        summary = st.read_error_summary(state_dir / "error-summary.json")
+        summary = st.read_error_summary(state_dir / st.ERROR_SUMMARY_FILE)
     except st.StateError as exc:
         problems.append(str(exc))
     running = holder is not None
@@ -29,6 +46,12 @@ def collect_status(state_dir: Path) -> dict[str, Any]:
     if status in ("running", "restarting") and not running:
         status = f"{status} (no process holds the lock: it died; `loopctl resume` continues it)"
     last = recent[-1] if recent else None
+    prompt_chars = _int(last.get("prompt_chars")) if last else None
+    for event in reversed(events):  # a running iteration's prompt is newer than its record
+        if event.get("type") == "agent.start":
+            if last is None or _int(event.get("iteration")) != _int(last.get("iteration")):
+                prompt_chars = _int(event.get("prompt_chars"))
+            break
     return {
         "state_dir": str(state_dir),
         "status": status,
@@ -36,34 +59,67 @@ def collect_status(state_dir: Path) -> dict[str, Any]:
         "pid": holder.get("pid") if holder else None,
         "state": attrs.asdict(state),
         "last_iteration": last,
-        "prompt_chars": last.get("prompt_chars") if last else None,
+        "prompt_chars": prompt_chars,
         "recent": recent,
         "error_summary": summary,
         "problems": problems,
     }
 
 
+def _int(value: Any) -> int | None:
+    """A whole number from a record field, or None for anything else (text, NaN, infinity)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return int(value)
+
+
+def _tokens(record: dict[str, Any]) -> int | None:
+    agent = record.get("agent")
+    usage = agent.get("usage") if isinstance(agent, dict) else None
+    if not isinstance(usage, dict):
+        return None
+    return sum(_int(v) or 0 for v in usage.values())
+
+
+def _first_line(text: Any, limit: int = 100) -> str:
+    lines = str(text or "").strip().splitlines()
+    if not lines:
+        return "(empty)"
+    first = lines[0].strip()
+    return first if len(first) <= limit and len(lines) == 1 else first[: limit - 1] + "…"
+
+
 def render_status(data: dict[str, Any]) -> str:
+    """The text ``loopctl status`` prints; tolerant of hand-edited or half-written records."""
     state = data["state"]
+    pid = f" (pid {data['pid']})" if data.get("running") and data.get("pid") else ""
     lines = [
-        f"loop in {data['state_dir']}: {data['status']}" + (f" (pid {data['pid']})" if data["running"] else ""),
-        f"goal: {state['original_goal'].strip().splitlines()[0][:100] if state['original_goal'].strip() else '(empty)'}",
-        f"iteration {state['iteration']} of {state['max_iterations']}, restarts {state['generation']}, "
-        f"agent {state['agent']}, session {state['session_mode']}",
+        f"loop in {data['state_dir']}: {data['status']}{pid}",
+        f"goal: {_first_line(state.get('original_goal'))}",
+        f"iteration {state.get('iteration')} of {state.get('max_iterations')}, "
+        f"restarts {state.get('generation')}, agent {state.get('agent') or '?'}, "
+        f"session {state.get('session_mode')}",
     ]
     if state.get("reason"):
         lines.append(f"reason: {state['reason']}")
-    if data["prompt_chars"] is not None:
-        lines.append(f"last prompt size: {data['prompt_chars']} chars")
-    for record in data["recent"]:
-        agent = record.get("agent") or {}
-        usage = agent.get("usage") or {}
-        tokens = sum(int(v or 0) for v in usage.values()) if isinstance(usage, dict) else 0
+    if data.get("prompt_chars") is not None:
+        lines.append(f"prompt size: {data['prompt_chars']:,} chars (latest iteration)")
+    if data.get("recent"):
+        lines.append("recent iterations:")
+    for record in data.get("recent") or []:
+        if not isinstance(record, dict):
+            continue
+        failing = record.get("failing_tests")
+        count = len(failing) if isinstance(failing, list) else "?"
+        tokens = _tokens(record)
+        verdict = "pass" if record.get("tests_passed") is True else f"fail ({count} failing)"
+        decision = f"{record.get('decision') or '?'} {record.get('reason') or ''}".rstrip()
         lines.append(
-            f"  #{record.get('iteration')}: tests {'pass' if record.get('tests_passed') else 'fail'}"
-            f" ({len(record.get('failing_tests') or [])} failing), {tokens} tokens,"
-            f" {record.get('decision')} {record.get('reason') or ''}".rstrip()
+            f"  #{record.get('iteration')}: tests {verdict}, "
+            f"{'?' if tokens is None else f'{tokens:,}'} tokens → {decision}"
         )
-    for problem in data["problems"]:
+    for problem in data.get("problems") or []:
         lines.append(f"warning: {problem}")
     return "\n".join(lines)

@@ -25,6 +25,8 @@ _MAX_ERROR_LINES = 40
 #: Lines shown from the end of the output when the extractor found nothing decisive.
 _TAIL_LINES = 5
 _READ_SIZE = 65536
+#: Reads per wake-up, so that a command that never stops printing cannot starve the timeout.
+_READS_PER_WAKE = 32
 _POLL_S = 0.05
 #: After the command exits, output still readable is collected for at most this long.
 _DRAIN_S = 0.5
@@ -55,9 +57,9 @@ class _BoundedCapture:
                 del self.tail[: -self.tail_limit]
 
     def text(self) -> str:
+        if self.total <= self.limit:  # nothing cut: decode as one, so no character is split
+            return bytes(self.head + self.tail).decode("utf-8", errors="replace")
         head = bytes(self.head).decode("utf-8", errors="replace")
-        if self.total <= self.limit:
-            return head + bytes(self.tail).decode("utf-8", errors="replace")
         tail = bytes(self.tail[-self.tail_limit :]) if self.tail_limit else b""
         omitted = self.total - len(self.head) - len(tail)
         marker = f"\n... [{omitted} bytes omitted] ...\n"
@@ -121,7 +123,7 @@ class _Runner:
             return
         if not self.selector.select(timeout=max(wait_s, 0)):
             return
-        while True:
+        for _ in range(_READS_PER_WAKE):
             try:
                 chunk = os.read(self.fd, _READ_SIZE)
             except BlockingIOError:
@@ -164,6 +166,10 @@ class _Runner:
             self.process.wait(timeout=5)
         except subprocess.TimeoutExpired:  # unkillable (D state); do not hang the loop on it
             pass
+        # SIGKILL is delivered asynchronously: wait (briefly) until the members are really gone.
+        gone_by = time.monotonic() + 1.0
+        while _group_alive(self.pgid) and time.monotonic() < gone_by:
+            time.sleep(0.01)
 
     def close(self) -> None:
         self.selector.close()

@@ -277,7 +277,7 @@ _UNITTEST_RESULT = re.compile(r"(FAILED|OK)(?: \((.*)\))?$")
 
 
 def _unittest_id(name: str, qualified: str) -> str:
-    if qualified == "unittest.loader._FailedTest":
+    if qualified.startswith("unittest.loader._FailedTest"):
         return name  # a module that failed to import: its name is the id
     return qualified if qualified.endswith("." + name) else f"{qualified}.{name}"
 
@@ -316,7 +316,9 @@ def _unittest(lines: list[str]) -> _Partial:
             if match:
                 result = (match.group(1), match.group(2) or "")
     if ran is not None and result is not None:
-        counts = {key.strip(): int(value) for key, value in re.findall(r"([\w ]+)=(\d+)", result[1])}
+        counts = {
+            key.strip(): int(value) for key, value in re.findall(r"([\w ]+)=(\d+)", result[1])
+        }
         failed = counts.get("failures", 0) + counts.get("errors", 0)
         failed += counts.get("unexpected successes", 0)
         not_passed = failed + counts.get("skipped", 0) + counts.get("expected failures", 0)
@@ -683,7 +685,15 @@ def _go(lines: list[str]) -> _Partial:
         index += 1
         if not line:
             continue
-        if "--- " in line[:40]:
+        if (
+            ".go:" not in line
+            and "--- " not in line
+            and not line.startswith(("=== ", "panic: ", "FAIL"))
+        ):
+            if not line[0].isspace():
+                after_fail = False
+            continue
+        if "--- " in line:
             stripped = line.lstrip()
             if stripped.startswith("--- FAIL: "):
                 verdict = _GO_FAIL.match(line)
@@ -769,7 +779,7 @@ def _mypy(lines: list[str]) -> _Partial:
 
 
 def _detect_mypy(text: str) -> bool:
-    return ": error: " in text and ".py" in text
+    return (": error: " in text and ".py" in text) or "Success: no issues found" in text
 
 
 _TSC_ERROR = re.compile(r"(?:\S.*?(?:\(\d+,\d+\): | - ))?error TS\d+: ")
@@ -806,26 +816,51 @@ def _detect_tsc(text: str) -> bool:
 
 # --- generic fallback ---------------------------------------------------------------------------
 
-_GENERIC_PATTERNS = (
-    re.compile(r"\b(?:error|fatal|panic)\b\s*[:\[!(]", re.IGNORECASE),
-    re.compile(r"^\s*(?:error|fatal|failed|failure)\b", re.IGNORECASE),
-    re.compile(r"\b\w*(?:Error|Exception)\b:"),
-    re.compile(r"\bFAIL(?:ED|URE)?\b"),
-)
+_GENERIC_ERROR = re.compile(r"\b(?:[Ee]rror|ERROR)\b\s*[:\[!(]")
+_GENERIC_FATAL = re.compile(r"\b(?:[Ff]atal|FATAL|[Pp]anic|PANIC)\b\s*[:\[!(]")
+_GENERIC_FAIL = re.compile(r"\bFAIL(?:ED|URE)?\b")
 _GENERIC_NEGATIVE = re.compile(
     r"\b(?:0|no|zero) (?:errors?|failures?|failed)\b|\b(?:errors?|failures?)=0\b", re.IGNORECASE
 )
-_GENERIC_HINTS = ("rror", "RROR", "FAIL", "ail", "atal", "ATAL", "anic", "xception")
+#: The generic scan stops after this many lines: the bound keeps the first ones anyway.
+_GENERIC_CAP = 1000
+
+
+def _starts_with_word(line: str, words: tuple[str, ...]) -> bool:
+    """True when the line's first word is one of ``words`` (any case): ``ERROR something``."""
+    head = line.lstrip()[:12].lower()
+    for word in words:
+        if head.startswith(word):
+            rest = head[len(word) : len(word) + 1]
+            return not rest or not (rest.isalnum() or rest == "_")
+    return False
+
+
+def _generic_match(line: str) -> bool:
+    """Each literal picks the one cheap check that can confirm it."""
+    if "rror" in line or "RROR" in line:
+        if "Error:" in line:  # TypeError: ..., Error: ...
+            return True
+        return _starts_with_word(line, ("error",)) or _GENERIC_ERROR.search(line) is not None
+    if "Exception:" in line:
+        return True
+    if "FAIL" in line and _GENERIC_FAIL.search(line):
+        return True
+    has_fatal = "atal" in line or "ATAL" in line or "anic" in line or "ANIC" in line
+    if has_fatal and (_starts_with_word(line, ("fatal",)) or _GENERIC_FATAL.search(line)):
+        return True
+    if "ail" in line or "AIL" in line:
+        return _starts_with_word(line, ("failed", "failure"))
+    return False
 
 
 def _generic(lines: list[str]) -> _Partial:
     partial = _Partial("generic")
     for line in lines:
-        if not any(hint in line for hint in _GENERIC_HINTS):
-            continue
-        if any(pattern.search(line) for pattern in _GENERIC_PATTERNS):
-            if not _GENERIC_NEGATIVE.search(line):
-                partial.add(line, HEADLINE)
+        if _generic_match(line) and not _GENERIC_NEGATIVE.search(line):
+            partial.add(line, HEADLINE)
+            if len(partial.entries) >= _GENERIC_CAP:
+                break
     return partial
 
 
@@ -877,17 +912,17 @@ def _extract(output: str, max_lines: int) -> Extraction:
     lines = _split_lines(text)
     detected = [extractor(lines) for detect, extractor in _RUNNERS if detect(text)]
     useful = [partial for partial in detected if partial.useful]
-    # A recognised runner that reports no failures has nothing to fall back for.
-    settled = any(partial.failed == 0 for partial in detected)
-    if not useful and not settled and "Traceback (most recent call last)" in text:
+    # Nothing decisive from a recognised runner (it passed, but a later step failed; or it
+    # crashed before reporting): the fallbacks still find what the failing step said.
+    if not useful and "Traceback (most recent call last)" in text:
         useful = [p for p in (_python(lines),) if p.useful]
-    if not useful and not settled:
+    if not useful:
         useful = [p for p in (_generic(lines),) if p.useful]
     leader = useful[0] if useful else (detected[0] if detected else _Partial("generic"))
-    if leader.runner == "generic" and detected:
-        leader = _Partial(detected[0].runner, leader.entries, leader.failing)
+    if leader.runner == "generic" and detected:  # generic lines, but the format was known
+        leader.runner = detected[0].runner
         leader.passed, leader.failed = detected[0].passed, detected[0].failed
-    chosen = [leader, *(p for p in useful if p is not leader)]
+    chosen = useful or [leader]
     return Extraction(
         runner=leader.runner,
         error_lines=_bounded((entry for p in chosen for entry in p.entries), max_lines),
@@ -900,11 +935,13 @@ def _extract(output: str, max_lines: int) -> Extraction:
 def extract(output: str, *, max_lines: int = 40) -> Extraction:
     """Pick the decisive error lines, failing test ids and counts out of a test run's output.
 
-    Never raises: output it cannot read gives an empty ``Extraction`` with runner "generic".
+    The output is read the same whether the run failed or not; a caller that knows the run
+    passed should ignore the error lines (``run_test_command`` does). Never raises: output it
+    cannot read gives an empty ``Extraction`` with runner "generic".
     """
     try:
         return _extract(output, max_lines)
-    except Exception:  # a bug here must not take the loop down; the raw output is still kept
+    except Exception:  # noqa: BLE001 - a bug here must not end the loop; the output is kept
         return Extraction()
 
 

@@ -102,7 +102,9 @@ class Workspace:
     is_git: bool = attrs.field(init=False)
 
     def __attrs_post_init__(self) -> None:
-        self.is_git = bool(shutil.which("git")) and _git(self.root, "rev-parse", "--git-dir") is not None
+        self.is_git = (
+            bool(shutil.which("git")) and _git(self.root, "rev-parse", "--git-dir") is not None
+        )
 
     def head(self) -> str | None:
         if not self.is_git:
@@ -147,9 +149,7 @@ class Workspace:
         return [p for p in paths if not any(p == i or p.startswith(i + "/") for i in self.ignore)]
 
     def _git_changes(self) -> tuple[str | None, dict[str, str]] | None:
-        out = _git(
-            self.root, "status", "--porcelain=v2", "-z", "--branch", "--untracked-files=all"
-        )
+        out = _git(self.root, "status", "--porcelain=v2", "-z", "--branch", "--untracked-files=all")
         if out is None:
             return None
         head, paths = parse_porcelain_v2(out)

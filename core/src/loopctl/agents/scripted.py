@@ -269,7 +269,12 @@ class ScriptedParser(StreamParser):
             kind = ErrorKind(kind_name)
         except ValueError:
             kind = ErrorKind.UNKNOWN
-        return TurnOutcome(kind, message or tail)
+        retry_at = self.result.get("retry_at")
+        return TurnOutcome(
+            kind,
+            message or tail,
+            retry_at=float(retry_at) if isinstance(retry_at, (int, float)) else None,
+        )
 
 
 def _str(value: object) -> str | None:
@@ -313,7 +318,7 @@ ACTIONS: dict[str, tuple[str, ...]] = {
     "run": ("run", "timeout"),
     "usage": ("usage", "context_window"),
     "sleep": ("sleep",),
-    "error": ("error", "message"),
+    "error": ("error", "message", "retry_after"),
     "hang": ("hang",),
     "exit": ("exit",),
     "done": ("done",),
@@ -445,7 +450,9 @@ def _validate_action(here: str, action: object) -> dict[str, Any]:
             f"{here}: needs exactly one action key out of {', '.join(ACTIONS)} (found {found})"
         )
     name = names[0]
-    allowed = ACTIONS[name]
+    allowed = (*ACTIONS[name], "once")
+    if not isinstance(action.get("once", False), bool):
+        raise ScenarioError(f"{here} ({name}): 'once' must be true or false")
     extra = sorted(set(action) - set(allowed))
     if extra:
         raise ScenarioError(f"{here} ({name}): unknown key {extra[0]!r} (allowed: {allowed})")
@@ -489,7 +496,11 @@ def _action_problem(name: str, action: Mapping[str, Any]) -> str | None:
         kinds = [kind.value for kind in ErrorKind]
         if value not in kinds:
             return f"unknown error kind {value!r} (one of: {', '.join(kinds)})"
-        return None if isinstance(action.get("message", ""), str) else "'message' must be a string"
+        if not isinstance(action.get("message", ""), str):
+            return "'message' must be a string"
+        retry = action.get("retry_after", 0)
+        ok = (_is_int(retry) or isinstance(retry, float)) and retry >= 0 and math.isfinite(retry)
+        return None if ok else "'retry_after' must be seconds >= 0"
     if name == "exit":
         return None if _is_int(value) and 0 <= value <= 255 else "must be an exit code 0-255"
     # hang, done

@@ -48,14 +48,29 @@ class _Turn:
         self.out = out
         self.calls = 0
 
-    def play(self, actions: list[dict[str, Any]]) -> int:
-        for action in actions:
+    def play(self, actions: list[dict[str, Any]], turn: int) -> int:
+        for index, action in enumerate(actions):
+            if action.get("once") is True and not self._first_time(f"{turn}:{index}"):
+                continue
             name = next(key for key in action if key in _ACTIONS)
             code = _ACTIONS[name](self, action)
             if code is not None:
                 return code
         self.out.emit(self._result(is_error=False, error_kind=None, message=""))
         return 0
+
+    def _first_time(self, key: str) -> bool:
+        """For ``once = true`` actions (say, an error that a retry of the same turn must not
+        see again): remembered in a file beside the scenario."""
+        marker = self.scenario.path.parent / f".{self.scenario.path.name}.once"
+        try:
+            seen = set(marker.read_text(encoding="utf-8").split())
+        except OSError:
+            seen = set()
+        if key in seen:
+            return False
+        marker.write_text("\n".join(sorted(seen | {key})) + "\n", encoding="utf-8")
+        return True
 
     def _result(self, *, is_error: bool, error_kind: str | None, message: str) -> dict[str, Any]:
         return {
@@ -157,7 +172,10 @@ class _Turn:
 
     def error(self, action: dict[str, Any]) -> int | None:
         message = action.get("message", "")
-        self.out.emit(self._result(is_error=True, error_kind=action["error"], message=message))
+        result = self._result(is_error=True, error_kind=action["error"], message=message)
+        if "retry_after" in action:  # a rate limit that names its reset time
+            result["retry_at"] = time.time() + float(action["retry_after"])
+        self.out.emit(result)
         return 1
 
     def hang(self, action: dict[str, Any]) -> NoReturn:
@@ -295,7 +313,7 @@ def main(argv: list[str] | None = None) -> int:
     model = arguments.model or scenario.model
     out.emit({"type": "init", "session_id": session_id, "model": model})
     _record_prompt(scenario, arguments.turn, session_id, prompt)
-    return _Turn(scenario, workdir, session_id, out).play(actions)
+    return _Turn(scenario, workdir, session_id, out).play(actions, arguments.turn)
 
 
 if __name__ == "__main__":

@@ -21,7 +21,7 @@ import selectors
 import signal
 import subprocess
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import IO
 
@@ -70,6 +70,7 @@ def run_turn(
     supervision: Supervision | None = None,
     transcript: Path | None = None,
     env: Mapping[str, str] | None = None,
+    on_start: Callable[[int], None] | None = None,
 ) -> TurnResult:
     """Run one agent turn to its end and return what the adapter's parser made of it.
 
@@ -77,6 +78,8 @@ def run_turn(
     then the adapter settings' ``env`` (the user's word wins); a ``None`` value removes a
     variable. Raw stdout is appended to ``transcript`` when given. A message for which
     ``on_message`` returns a :class:`~loopctl.model.Decision` ends the turn there.
+    ``on_start`` is called with the agent's process group id once it runs (the engine records
+    it, so a loop that takes over from a killed one can end an agent left running).
 
     Raises only what the adapter's ``invocation`` raises for bad settings (``ValueError``), what
     ``on_message`` raises, and ``KeyboardInterrupt`` (after ending the process group).
@@ -92,6 +95,8 @@ def run_turn(
             outcome=TurnOutcome(ErrorKind.CRASHED, proc_or_error),
             duration_s=time.monotonic() - started,
         )
+    if on_start is not None:
+        on_start(proc_or_error.pid)
     turn = _SupervisedTurn(
         proc_or_error, parser, on_message, limits, transcript, started, invocation.stdin
     )
@@ -527,6 +532,28 @@ def _drain(fd: int) -> list[bytes]:
     except OSError:  # EAGAIN: a writer escaped the group and keeps the pipe open; stop here
         pass
     return chunks
+
+
+def process_start_time(pid: int) -> int | None:
+    """The start time of process ``pid`` in clock ticks since boot (Linux), or None: with the
+    pid it identifies a process even after the pid is reused."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        return int(stat.rsplit(")", 1)[1].split()[19])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def end_orphaned_group(pgid: int, start_time: int | None) -> bool:
+    """SIGKILL the process group an earlier, killed loopctl left running, if its leader is still
+    the same process (same start time). Returns True if it was ended."""
+    if start_time is None or process_start_time(pgid) != start_time:
+        return False
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except OSError:
+        return False
+    return True
 
 
 def _signal_group(proc: subprocess.Popen[bytes], pgid: int, sig: int) -> None:

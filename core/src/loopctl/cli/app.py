@@ -1,37 +1,54 @@
 """The ``loopctl`` command. typer and rich are imported only here, and only when a command
-needs them; ``loopctl --version`` never gets this far (see :mod:`loopctl.__main__`)."""
+needs them; ``loopctl --version`` never gets this far (see :mod:`loopctl.__main__`).
+
+Every error meant for the user is one ``loopctl: error: …`` line (or a few) on stderr and exit
+code 2; a finished loop exits with its status's code (:data:`loopctl.model.EXIT_CODES`).
+"""
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
 from loopctl._version import __version__
 from loopctl.model import EXIT_USAGE
 
+if TYPE_CHECKING:
+    from loopctl.engine import Engine, LoopOutcome
+
+CONTEXT = {"help_option_names": ["-h", "--help"]}
 app = typer.Typer(
     name="loopctl",
     help="Run a coding agent in a loop until the tests pass, and keep the loop healthy.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    context_settings=CONTEXT,
 )
-plugins_app = typer.Typer(help="Installed plugins: list them, or start a new one.", no_args_is_help=True)
+plugins_app = typer.Typer(help="Installed plugins and their status.", no_args_is_help=True)
 agents_app = typer.Typer(help="Agent adapters: which CLIs loopctl can drive.", no_args_is_help=True)
-config_app = typer.Typer(help="The effective configuration and where each value came from.", no_args_is_help=True)
+config_app = typer.Typer(
+    help="The effective configuration and where each value came from.", no_args_is_help=True
+)
 app.add_typer(plugins_app, name="plugins")
 app.add_typer(agents_app, name="agents")
 app.add_typer(config_app, name="config")
 
 JSON_HELP = "Print machine-readable JSON instead of text."
+EVENTS_JSON_HELP = "Print every event as one JSON object per line on stdout."
 STATE_DIR_HELP = "The state directory (default: .loopctl in the working directory, or `state_dir`)."
+CONFIG_HELP = "Use this config file instead of searching for one."
+#: Where ``run`` records, in loop-state.md, what ``resume`` cannot find in the config.
+CLI_AGENT_CMD = "cli_agent_cmd"
+CLI_CONFIG_FILE = "cli_config_file"
 
 
 def _version_callback(value: bool) -> None:
@@ -42,66 +59,124 @@ def _version_callback(value: bool) -> None:
 
 @app.callback()
 def _root(
-    version: bool = typer.Option(False, "--version", "-V", callback=_version_callback, is_eager=True, help="Show the version and exit."),
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            "-V",
+            callback=_version_callback,
+            is_eager=True,
+            help="Show the version and exit.",
+        ),
+    ] = False,
 ) -> None:
     """Run a coding agent in a loop until the tests pass, and keep the loop healthy."""
 
 
+# --- errors --------------------------------------------------------------------------------------
+
+
+def error(message: str) -> None:
+    """Print ``loopctl: error: …`` on stderr, every line of a multi-line message prefixed."""
+    for line in str(message).strip().splitlines() or ["unknown error"]:
+        print(f"loopctl: error: {line}", file=sys.stderr)
+
+
+def warn(message: str) -> None:
+    for line in str(message).strip().splitlines():
+        print(f"loopctl: warning: {line}", file=sys.stderr)
+
+
 def fail(message: str, code: int = EXIT_USAGE) -> typer.Exit:
-    print(f"loopctl: error: {message}", file=sys.stderr)
+    """Report ``message`` and return the exit to raise: ``raise fail("…")``."""
+    error(message)
     return typer.Exit(code)
+
+
+#: The exceptions whose message is meant for the user, by module (looked up only in modules
+#: already imported: an error class nobody imported cannot have been raised, and ``status``
+#: need not import the engine just to name one).
+USER_ERRORS = (
+    ("loopctl.config", "ConfigError"),
+    ("loopctl.engine", "LoopError"),
+    ("loopctl.pluginhost", "PluginError"),
+    ("loopctl.runner", "UsageError"),
+    ("loopctl.state", "StateError"),
+)
+
+
+def _user_error_types() -> tuple[type[BaseException], ...]:
+    found = (getattr(sys.modules.get(module), name, None) for module, name in USER_ERRORS)
+    return tuple(cls for cls in found if isinstance(cls, type))
 
 
 @contextmanager
 def user_errors() -> Iterator[None]:
     """Turn the errors meant for users into one clear message and exit code 2."""
-    from loopctl.config import ConfigError
-    from loopctl.engine import LoopError
-    from loopctl.pluginhost import PluginError
-    from loopctl.runner import UsageError
-    from loopctl.state import StateError
-
     try:
         yield
-    except (ConfigError, PluginError, UsageError, LoopError, StateError) as exc:
-        raise fail(str(exc)) from None
+    except Exception as exc:
+        if isinstance(exc, _user_error_types()):
+            raise fail(str(exc)) from None
+        raise
 
 
 def emit_json(data: Any) -> None:
     print(json.dumps(data, indent=2, default=str, ensure_ascii=False))
 
 
-# --- run / resume ------------------------------------------------------------------------------
+# --- run / resume --------------------------------------------------------------------------------
 
 
 def _overrides(**values: Any) -> dict[str, Any]:
     return {key: value for key, value in values.items() if value is not None}
 
 
-def _run_loop(prepare_kwargs: dict[str, Any], *, json_output: bool) -> None:
+def _run_loop(
+    prepare_kwargs: dict[str, Any],
+    *,
+    json_output: bool,
+    remember: Mapping[str, Any] | None = None,
+    summary: Callable[[Engine, LoopOutcome], None] | None = None,
+) -> None:
+    """Prepare the run, check its state directory, run it with a view, exit with its code."""
     from loopctl.runner import prepare
-    from loopctl.view import choose_mode, make_view
+    from loopctl.view import View, choose_mode, make_view
 
     mode = choose_mode(json_output=json_output)
-    holder: dict[str, Callable[[Any], None]] = {}
+    current: list[View] = []
 
     def on_event(event: Any) -> None:
-        sink = holder.get("view")
-        if sink is not None:
-            sink(event)
+        for view in current:
+            view(event)
 
     with user_errors():
         prepared = prepare(on_event=on_event, **prepare_kwargs)
-        view = make_view(mode, max_iterations=prepared.engine.max_iterations)
-        holder["view"] = view
+        engine = prepared.engine
+        if remember:
+            engine.state.extra.update({k: v for k, v in remember.items() if v is not None})
+        view = make_view(mode, max_iterations=engine.max_iterations)
+        current.append(view)
         try:
-            outcome = prepared.engine.run()
+            outcome = engine.run()
         finally:
             view.close()
     if mode != "json":
-        report = prepared.engine.state_dir / "report.md"
-        print(f"\n{outcome.status}: {outcome.message or outcome.reason}\nreport: {report}")
+        (summary or _print_summary)(engine, outcome)
     raise typer.Exit(outcome.exit_code)
+
+
+def _print_summary(engine: Engine, outcome: LoopOutcome) -> None:
+    report = engine.state_dir / "report.md"
+    _print_lines(f"\n{outcome.status}: {outcome.message or outcome.reason}", f"report: {report}")
+
+
+def _print_lines(*lines: str) -> None:
+    try:
+        for line in lines:
+            print(line, flush=True)
+    except BrokenPipeError:  # the reader is gone; the exit code still tells how the run ended
+        pass
 
 
 def _read_goal(goal: Optional[str], goal_file: Optional[Path]) -> str:
@@ -109,34 +184,88 @@ def _read_goal(goal: Optional[str], goal_file: Optional[Path]) -> str:
         raise fail("give the goal as an argument or with --goal-file, not both")
     if goal_file is not None:
         try:
-            return goal_file.read_text(encoding="utf-8")
+            text = goal_file.read_text(encoding="utf-8", errors="replace")
         except OSError as exc:
             raise fail(f"cannot read --goal-file {goal_file}: {exc.strerror or exc}") from None
-    if goal is None:
+        if not text.strip():
+            raise fail(f"--goal-file {goal_file} is empty; write the goal in it")
+        return text
+    if goal is None or not goal.strip():
         raise fail('no goal: loopctl run "GOAL" --test-cmd "pytest -q" (or --goal-file FILE)')
     return goal
 
 
 @app.command("run")
 def run_command(
-    goal: Optional[str] = typer.Argument(None, help="What the agent should achieve, exactly as you would tell it."),
-    goal_file: Optional[Path] = typer.Option(None, "--goal-file", help="Read the goal from this file (e.g. an issue's text)."),
-    test_cmd: Optional[str] = typer.Option(None, "--test-cmd", help="The command that says whether the goal is met (exit 0 = done)."),
-    agent: Optional[str] = typer.Option(None, "--agent", help="Agent adapter name (see `loopctl agents list`)."),
-    agent_cmd: Optional[str] = typer.Option(None, "--agent-cmd", help="Run any command as the agent (prompt on stdin, or `{prompt}`)."),
-    session: Optional[str] = typer.Option(None, "--session", help="fresh (new agent session each iteration, the default) or resume."),
-    max_iterations: Optional[int] = typer.Option(None, "--max-iterations", help="Stop after this many iterations (default 20)."),
-    max_restarts: Optional[int] = typer.Option(None, "--max-restarts", help="Session restarts allowed (default 3, at most 10)."),
-    agent_timeout: Optional[float] = typer.Option(None, "--agent-timeout", help="Seconds one agent turn may take."),
-    wall_clock: Optional[float] = typer.Option(None, "--wall-clock", help="Seconds the whole run may take."),
-    max_tokens: Optional[int] = typer.Option(None, "--max-tokens", help="Token budget for the run."),
-    max_cost: Optional[float] = typer.Option(None, "--max-cost", help="Cost budget for the run, in USD."),
-    completion_signal: Optional[str] = typer.Option(None, "--completion-signal", help="Also require this line, alone, in the agent's final reply."),
-    state_dir: Optional[Path] = typer.Option(None, "--state-dir", help=STATE_DIR_HELP),
-    config: Optional[Path] = typer.Option(None, "--config", help="Use this config file instead of searching for one."),
-    no_plugins: bool = typer.Option(False, "--no-plugins", help="Load no installed plugins (built-ins only)."),
-    fresh_state: bool = typer.Option(False, "--fresh-state", help="Discard an unfinished loop in the state directory and start over."),
-    json_output: bool = typer.Option(False, "--json", help="Print every event as a JSON line on stdout."),
+    goal: Annotated[
+        Optional[str],
+        typer.Argument(help="What the agent should achieve, exactly as you would tell it."),
+    ] = None,
+    goal_file: Annotated[
+        Optional[Path],
+        typer.Option("--goal-file", help="Read the goal from this file (e.g. an issue's text)."),
+    ] = None,
+    test_cmd: Annotated[
+        Optional[str],
+        typer.Option(
+            "--test-cmd", help="The command that says whether the goal is met (exit 0 = done)."
+        ),
+    ] = None,
+    agent: Annotated[
+        Optional[str],
+        typer.Option("--agent", help="Agent adapter name (see `loopctl agents list`)."),
+    ] = None,
+    agent_cmd: Annotated[
+        Optional[str],
+        typer.Option(
+            "--agent-cmd", help="Run any command as the agent (prompt on stdin, or `{prompt}`)."
+        ),
+    ] = None,
+    session: Annotated[
+        Optional[str],
+        typer.Option(
+            "--session", help="fresh (new agent session each iteration, the default) or resume."
+        ),
+    ] = None,
+    max_iterations: Annotated[
+        Optional[int],
+        typer.Option("--max-iterations", help="Stop after this many iterations (default 20)."),
+    ] = None,
+    max_restarts: Annotated[
+        Optional[int],
+        typer.Option("--max-restarts", help="Session restarts allowed (default 3, at most 10)."),
+    ] = None,
+    agent_timeout: Annotated[
+        Optional[float], typer.Option("--agent-timeout", help="Seconds one agent turn may take.")
+    ] = None,
+    wall_clock: Annotated[
+        Optional[float], typer.Option("--wall-clock", help="Seconds the whole run may take.")
+    ] = None,
+    max_tokens: Annotated[
+        Optional[int], typer.Option("--max-tokens", help="Token budget for the run.")
+    ] = None,
+    max_cost: Annotated[
+        Optional[float], typer.Option("--max-cost", help="Cost budget for the run, in USD.")
+    ] = None,
+    completion_signal: Annotated[
+        Optional[str],
+        typer.Option(
+            "--completion-signal", help="Also require this line, alone, in the agent's final reply."
+        ),
+    ] = None,
+    state_dir: Annotated[Optional[Path], typer.Option("--state-dir", help=STATE_DIR_HELP)] = None,
+    config: Annotated[Optional[Path], typer.Option("--config", help=CONFIG_HELP)] = None,
+    no_plugins: Annotated[
+        bool, typer.Option("--no-plugins", help="Load no installed plugins (built-ins only).")
+    ] = False,
+    fresh_state: Annotated[
+        bool,
+        typer.Option(
+            "--fresh-state",
+            help="Discard an unfinished (or damaged) loop in the state directory and start over.",
+        ),
+    ] = False,
+    json_output: Annotated[bool, typer.Option("--json", help=EVENTS_JSON_HELP)] = False,
 ) -> None:
     """Run the agent in a loop until the test command passes (or a limit stops it)."""
     text = _read_goal(goal, goal_file)
@@ -155,7 +284,7 @@ def run_command(
     )
     workdir = Path.cwd()
     if fresh_state:
-        _discard_state(workdir, state_dir, config)
+        _discard_state(_state_dir(workdir, state_dir, config))
     _run_loop(
         dict(
             workdir=workdir,
@@ -168,20 +297,38 @@ def run_command(
             state_dir=state_dir,
         ),
         json_output=json_output,
+        remember={
+            CLI_AGENT_CMD: agent_cmd,
+            CLI_CONFIG_FILE: str((workdir / config).resolve()) if config else None,
+        },
     )
 
 
-def _discard_state(workdir: Path, state_dir: Optional[Path], config: Optional[Path]) -> None:
+def _discard_state(target: Path) -> None:
+    """Remove loopctl's own files from ``target`` (nothing else: ``--state-dir .`` must never
+    cost a project its files), holding the lock so no loop starts meanwhile."""
     import shutil
 
-    target = _state_dir(workdir, state_dir, config)
-    with user_errors():
-        from loopctl.state import StateLock
+    from loopctl import state as st
 
-        holder = StateLock(target).holder() if target.exists() else None
-        if holder is not None:
-            raise fail(f"a loop (pid {holder.get('pid')}) is running in {target}; stop it first")
-    shutil.rmtree(target, ignore_errors=True)
+    if not target.is_dir():
+        return
+    names = [
+        st.LOOP_STATE_FILE,
+        st.PROGRESS_FILE,
+        st.ERROR_SUMMARY_FILE,
+        st.EVENTS_FILE,
+        st.ITERATIONS_FILE,
+        st.CONTEXT_SUMMARY_FILE,
+        st.REPORT_MD_FILE,
+        st.REPORT_JSON_FILE,
+    ]
+    with user_errors(), st.StateLock(target):
+        for name in names:
+            (target / name).unlink(missing_ok=True)
+        for sub in [st.LOGS_DIR, *(f"restart-{n}" for n in st.restart_numbers(target))]:
+            shutil.rmtree(target / sub, ignore_errors=True)
+        st.remove_stale_temp_files(target)
 
 
 def _state_dir(workdir: Path, state_dir: Optional[Path], config: Optional[Path]) -> Path:
@@ -196,35 +343,62 @@ def _state_dir(workdir: Path, state_dir: Optional[Path], config: Optional[Path])
 
 @app.command("resume")
 def resume_command(
-    state_dir: Optional[Path] = typer.Option(None, "--state-dir", help=STATE_DIR_HELP),
-    config: Optional[Path] = typer.Option(None, "--config", help="Use this config file instead of searching for one."),
-    max_iterations: Optional[int] = typer.Option(None, "--max-iterations", help="Raise (or lower) the iteration limit."),
-    no_plugins: bool = typer.Option(False, "--no-plugins", help="Load no installed plugins (built-ins only)."),
-    json_output: bool = typer.Option(False, "--json", help="Print every event as a JSON line on stdout."),
+    state_dir: Annotated[Optional[Path], typer.Option("--state-dir", help=STATE_DIR_HELP)] = None,
+    config: Annotated[
+        Optional[Path],
+        typer.Option("--config", help="Use this config file (default: the one the run used)."),
+    ] = None,
+    max_iterations: Annotated[
+        Optional[int],
+        typer.Option(
+            "--max-iterations",
+            help="Raise the loop's iteration limit (default: the limit it was started with).",
+        ),
+    ] = None,
+    no_plugins: Annotated[
+        bool, typer.Option("--no-plugins", help="Load no installed plugins (built-ins only).")
+    ] = False,
+    json_output: Annotated[bool, typer.Option("--json", help=EVENTS_JSON_HELP)] = False,
 ) -> None:
     """Continue a loop that was interrupted or whose process died, from its state files."""
-    from loopctl.state import read_loop_state
+    from loopctl import state as st
 
     workdir = Path.cwd()
     target = _state_dir(workdir, state_dir, config)
-    state_file = target / "loop-state.md"
+    state_file = target / st.LOOP_STATE_FILE
     if not state_file.exists():
-        raise fail(f"nothing to resume: {state_file} does not exist (start a loop with `loopctl run`)")
+        raise fail(
+            f"nothing to resume: no loop in {target} ({st.LOOP_STATE_FILE} does not exist); "
+            "start one with `loopctl run`, or point to its state directory with --state-dir"
+        )
     with user_errors():
-        previous = read_loop_state(state_file)
+        previous = st.read_loop_state(state_file)
+    loop_workdir = Path(previous.workdir) if previous.workdir else workdir
+    if not loop_workdir.is_dir():
+        raise fail(
+            f"cannot resume: the loop's working directory {loop_workdir} no longer exists "
+            f"(recorded in {state_file})"
+        )
+    remembered_config = previous.extra.get(CLI_CONFIG_FILE)
+    config_file = config
+    if config_file is None and isinstance(remembered_config, str) and remembered_config:
+        config_file = Path(remembered_config)
+    agent_cmd = previous.extra.get(CLI_AGENT_CMD)
+    limit = max_iterations if max_iterations is not None else (previous.max_iterations or None)
     overrides = _overrides(
         test_cmd=previous.test_cmd or None,
         session=previous.session_mode or None,
-        **{"limits.max_iterations": max_iterations},
+        **{"limits.max_iterations": limit},
     )
     _run_loop(
         dict(
-            workdir=Path(previous.workdir) if previous.workdir else workdir,
+            workdir=loop_workdir,
             goal=None,
             resume=True,
-            config_file=config,
+            config_file=config_file,
             overrides=overrides,
             agent=previous.agent or None,
+            agent_cmd=agent_cmd if isinstance(agent_cmd, str) and agent_cmd else None,
             no_plugins=no_plugins,
             state_dir=target,
         ),
@@ -232,14 +406,14 @@ def resume_command(
     )
 
 
-# --- status ------------------------------------------------------------------------------------
+# --- status --------------------------------------------------------------------------------------
 
 
 @app.command("status")
 def status_command(
-    state_dir: Optional[Path] = typer.Option(None, "--state-dir", help=STATE_DIR_HELP),
-    config: Optional[Path] = typer.Option(None, "--config", help="Use this config file instead of searching for one."),
-    json_output: bool = typer.Option(False, "--json", help=JSON_HELP),
+    state_dir: Annotated[Optional[Path], typer.Option("--state-dir", help=STATE_DIR_HELP)] = None,
+    config: Annotated[Optional[Path], typer.Option("--config", help=CONFIG_HELP)] = None,
+    json_output: Annotated[bool, typer.Option("--json", help=JSON_HELP)] = False,
 ) -> None:
     """Show a loop's state (works from another terminal while it runs)."""
     from loopctl.status import collect_status, render_status
@@ -253,38 +427,71 @@ def status_command(
         print(render_status(data))
 
 
-# --- demo --------------------------------------------------------------------------------------
+# --- demo ----------------------------------------------------------------------------------------
+
+
+def _is_previous_demo(directory: Path) -> bool:
+    try:
+        config = (directory / "loopctl.toml").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False
+    return config.startswith("# Written by `loopctl demo`")
 
 
 @app.command("demo")
 def demo_command(
-    keep: Optional[Path] = typer.Option(None, "--keep", help="Put the example project here and keep it (default: a temp dir, removed after)."),
-    json_output: bool = typer.Option(False, "--json", help="Print every event as a JSON line on stdout."),
+    keep: Annotated[
+        Optional[Path],
+        typer.Option(
+            "--keep",
+            help="Put the example project in this new (or empty) directory and keep it "
+            "(default: a temporary directory, removed afterwards).",
+        ),
+    ] = None,
+    json_output: Annotated[bool, typer.Option("--json", help=EVENTS_JSON_HELP)] = False,
 ) -> None:
     """Run a complete loop offline: a small project with failing tests, fixed by the scripted agent."""
     from loopctl.demo import prepare_demo
 
-    with prepare_demo(keep) as project:
-        if not json_output:
-            print(f"demo project: {project.workdir}\n")
-        previous = Path.cwd()
-        os.chdir(project.workdir)
-        try:
-            _run_loop(
-                dict(workdir=project.workdir, goal=project.goal, config_file=project.config_file),
-                json_output=json_output,
+    if keep is not None:
+        if keep.exists() and not keep.is_dir():
+            raise fail(f"--keep {keep}: it is a file; give a new or empty directory")
+        if keep.is_dir() and any(keep.iterdir()) and not _is_previous_demo(keep):
+            raise fail(
+                f"--keep {keep}: the directory is not empty; give a new or empty directory "
+                "(the demo would overwrite files in it)"
             )
-        finally:
-            os.chdir(previous)
+
+    def summary(engine: Engine, outcome: LoopOutcome) -> None:
+        _print_summary(engine, outcome)
+        if keep is None:
+            _print_lines("(the demo project is deleted now; keep it with --keep DIR)")
+        else:
+            _print_lines(f"the demo project is kept in {engine.workdir}")
+
+    with ExitStack() as stack:
+        try:
+            project = stack.enter_context(prepare_demo(keep))
+        except OSError as exc:
+            raise fail(f"cannot create the demo project: {exc}") from None
+        if not json_output:
+            _print_lines(f"demo project: {project.workdir}", "")
+        stack.callback(os.chdir, Path.cwd())
+        os.chdir(project.workdir)
+        _run_loop(
+            dict(workdir=project.workdir, goal=project.goal, config_file=project.config_file),
+            json_output=json_output,
+            summary=summary,
+        )
 
 
-# --- config ------------------------------------------------------------------------------------
+# --- config --------------------------------------------------------------------------------------
 
 
 @config_app.command("show")
 def config_show(
-    config: Optional[Path] = typer.Option(None, "--config", help="Use this config file instead of searching for one."),
-    json_output: bool = typer.Option(False, "--json", help=JSON_HELP),
+    config: Annotated[Optional[Path], typer.Option("--config", help=CONFIG_HELP)] = None,
+    json_output: Annotated[bool, typer.Option("--json", help=JSON_HELP)] = False,
 ) -> None:
     """Print the effective configuration and where each value came from."""
     from loopctl.config import config_to_dict, load_config
@@ -293,14 +500,21 @@ def config_show(
         loaded = load_config(Path.cwd(), config_file=config)
     values = config_to_dict(loaded)
     if json_output:
-        emit_json({"file": str(loaded.file) if loaded.file else None, "values": values, "origins": loaded.origins, "warnings": loaded.warnings})
+        emit_json(
+            {
+                "file": str(loaded.file) if loaded.file else None,
+                "values": values,
+                "origins": loaded.origins,
+                "warnings": loaded.warnings,
+            }
+        )
         return
     print(f"# config file: {loaded.file or '(none found; defaults)'}")
     for key, value in _flatten(values):
         origin = loaded.origins.get(key, "default")
         print(f"{key} = {json.dumps(value, default=str)}    # {origin}")
     for warning in loaded.warnings:
-        print(f"# warning: {warning}")
+        warn(warning)
 
 
 def _flatten(data: Any, prefix: str = "") -> Iterator[tuple[str, Any]]:
@@ -311,13 +525,13 @@ def _flatten(data: Any, prefix: str = "") -> Iterator[tuple[str, Any]]:
         yield prefix, data
 
 
-# --- plugins -----------------------------------------------------------------------------------
+# --- plugins -------------------------------------------------------------------------------------
 
 
 @plugins_app.command("list")
 def plugins_list(
-    json_output: bool = typer.Option(False, "--json", help=JSON_HELP),
-    config: Optional[Path] = typer.Option(None, "--config", help="Use this config file instead of searching for one."),
+    json_output: Annotated[bool, typer.Option("--json", help=JSON_HELP)] = False,
+    config: Annotated[Optional[Path], typer.Option("--config", help=CONFIG_HELP)] = None,
 ) -> None:
     """Every installed plugin: enabled, disabled or broken, its version and hooks."""
     from loopctl.cli.fast import plugins_list as fast_list
@@ -325,64 +539,183 @@ def plugins_list(
     raise typer.Exit(fast_list(json_output=json_output, config_file=config))
 
 
-# --- agents ------------------------------------------------------------------------------------
+# --- agents --------------------------------------------------------------------------------------
 
 
 @agents_app.command("list")
-def agents_list(json_output: bool = typer.Option(False, "--json", help=JSON_HELP)) -> None:
+def agents_list(
+    json_output: Annotated[bool, typer.Option("--json", help=JSON_HELP)] = False,
+    config: Annotated[Optional[Path], typer.Option("--config", help=CONFIG_HELP)] = None,
+) -> None:
     """The agent adapters, whether each CLI is on PATH, and its version."""
     from loopctl.config import load_config
     from loopctl.runner import agent_classes, build_host
 
     with user_errors():
-        loaded = load_config(Path.cwd())
+        loaded = load_config(Path.cwd(), config_file=config)
         host = build_host(loaded)
-    rows = []
-    for name, (cls, plugin) in sorted(agent_classes(host).items()):
-        adapter = cls(loaded.agent_settings(name, cls.settings_class))
-        path = adapter.resolved_executable()
-        rows.append(
-            {
-                "name": name,
-                "description": cls.description,
-                "plugin": plugin,
-                "executable": adapter.settings.command or cls.executable,
-                "found": path is not None if (adapter.settings.command or cls.executable) else True,
-                "path": path,
-                "version": adapter.version() if path else None,
-            }
-        )
+        classes = agent_classes(host)
+        rows = [
+            _agent_row(name, cls, plugin, loaded) for name, (cls, plugin) in sorted(classes.items())
+        ]
     if json_output:
         emit_json(rows)
         return
+    width = max((len(row["name"]) for row in rows), default=8)
     for row in rows:
-        where = "built in (no executable)" if row["executable"] is None else (
-            f"{row['path']} ({row['version'] or 'version unknown'})" if row["found"] else f"`{row['executable']}` not found on PATH"
-        )
-        print(f"{row['name']:<10} {where}\n{'':<10} {row['description']}")
+        if row.get("error"):
+            where = f"unusable: {row['error']}"
+        elif row["found"]:
+            where = f"{row['path']} ({row['version'] or 'version unknown'})"
+        elif row["executable"]:
+            where = f"`{row['executable']}` not found on PATH"
+        else:
+            where = "no command configured"
+        print(f"{row['name']:<{width}}  {where}\n{'':<{width}}  {row['description']}")
+
+
+def _agent_row(name: str, cls: Any, plugin: str, loaded: Any) -> dict[str, Any]:
+    """One adapter as ``agents list`` shows it; a plugin's broken adapter becomes an error row."""
+    row: dict[str, Any] = {
+        "name": name,
+        "description": getattr(cls, "description", ""),
+        "plugin": plugin,
+        "executable": None,
+        "found": False,
+        "path": None,
+        "version": None,
+    }
+    try:
+        adapter = cls(loaded.agent_settings(name, cls.settings_class))
+        row["executable"] = adapter.settings.command or cls.executable
+        row["path"] = adapter.resolved_executable()
+        row["found"] = row["path"] is not None
+        row["version"] = adapter.version() if row["found"] else None
+    except Exception as exc:  # noqa: BLE001 - list the others; say what is wrong with this one
+        from loopctl.config import ConfigError
+
+        if not isinstance(exc, ConfigError):
+            exc = RuntimeError(f"{type(exc).__name__}: {exc}")
+        row["error"] = str(exc)
+    return row
+
+
+@agents_app.command("parse")
+def agents_parse(
+    agent: Annotated[str, typer.Argument(help="The adapter whose output FILE holds.")],
+    file: Annotated[
+        Path, typer.Argument(help="A transcript, e.g. .loopctl/logs/iteration-0001.agent.jsonl.")
+    ],
+    json_output: Annotated[bool, typer.Option("--json", help=JSON_HELP)] = False,
+    config: Annotated[Optional[Path], typer.Option("--config", help=CONFIG_HELP)] = None,
+) -> None:
+    """Show what loopctl understood of an agent's output: its messages and the turn's result."""
+    from loopctl import state as st
+    from loopctl.config import load_config
+    from loopctl.runner import agent_classes, build_host
+
+    with user_errors():
+        loaded = load_config(Path.cwd(), config_file=config)
+        classes = agent_classes(build_host(loaded))
+    if agent not in classes:
+        raise fail(f"unknown agent {agent!r}; available agents: {', '.join(sorted(classes))}")
+    cls = classes[agent][0]
+    try:
+        data = file.read_bytes()
+    except OSError as exc:
+        raise fail(f"cannot read {file}: {exc.strerror or exc}") from None
+    with user_errors():
+        parser = cls(loaded.agent_settings(agent, cls.settings_class)).new_parser()
+    messages = [m for line in data.splitlines() for m in parser.feed(line)]
+    result = parser.finish(0, "")
+    if json_output:
+        emit_json({"messages": st.to_jsonable(messages), "result": st.to_jsonable(result)})
+        return
+    for message in messages:
+        detail = message.text or ""
+        if message.tool_call is not None:
+            detail = f"{message.tool_call.name} {message.tool_call.key_input}".strip()
+        if message.usage is not None:
+            detail = f"{message.usage.context_tokens:,} tokens in context"
+        print(f"{message.kind.value:<12} {' '.join(detail.split())[:150]}")
+    outcome = result.outcome
+    print(
+        f"\nresult: {'ok' if outcome.ok else outcome.error_kind.value if outcome.error_kind else '?'}"
+        f"{': ' + outcome.message if outcome.message else ''}; {len(messages)} messages, "
+        f"{len(result.tool_calls)} tool calls, {result.usage.total_tokens:,} tokens"
+    )
+
+
+# --- entry point ---------------------------------------------------------------------------------
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the typer app; plugins' commands are added only when a non-built-in command is asked."""
-    args = sys.argv[1:] if argv is None else argv
+    """Run the command line; plugins' commands are added only when a non-built-in command
+    (or the top-level help) is asked for."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    _forgiving_streams()
     builtin = {c.name for c in app.registered_commands} | {g.name for g in app.registered_groups}
-    if args and (args[0] not in builtin or args[0] in ("--help", "-h")):
+    first = next((a for a in args if not a.startswith("-")), None)
+    if not {"--version", "-V"} & set(args) and (first is None or first not in builtin):
         _add_plugin_commands()
+    command = typer.main.get_command(app)
     try:
-        app(args=args, prog_name="loopctl", standalone_mode=True)
-    except SystemExit as exc:
-        code = exc.code
-        return code if isinstance(code, int) else (0 if code is None else 1)
+        result = command.main(args=args, prog_name="loopctl", standalone_mode=False)
+    except typer.Abort as exc:
+        interrupted = isinstance(exc.__cause__ or exc.__context__, KeyboardInterrupt)
+        error("interrupted" if interrupted else "aborted")
+        return 130 if interrupted else 1
+    except _CLICK_EXCEPTION as exc:
+        return _usage_error(exc)
+    if isinstance(result, int) and not isinstance(result, bool):
+        return result
     return 0
 
 
+#: click's base exception (typer vendors click in recent versions, so it is found, not imported).
+_CLICK_EXCEPTION: type[Exception] = next(
+    (c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException"), typer.BadParameter
+)
+
+
+def _usage_error(exc: Exception) -> int:
+    """Show a click usage error our way: one ``loopctl: error:`` line and where to find help."""
+    ctx = getattr(exc, "ctx", None)
+    if type(exc).__name__ == "NoArgsIsHelpError":  # `loopctl`, `loopctl plugins`: show the help
+        # the help text (typer's rich help prints itself and leaves the message empty)
+        text = _message(exc)
+        if text.strip():
+            print(text)
+        return 0
+    message = _message(exc)
+    command = getattr(ctx, "command_path", None) or "loopctl"
+    error(f"{message} (see `{command} --help`)")
+    code = getattr(exc, "exit_code", EXIT_USAGE)
+    return code if isinstance(code, int) else EXIT_USAGE
+
+
+def _message(exc: Exception) -> str:
+    format_message = getattr(exc, "format_message", None)
+    return str(format_message() if callable(format_message) else exc)
+
+
+def _forgiving_streams() -> None:
+    """Never crash on a character the terminal's encoding cannot show (arrows, names)."""
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, io.TextIOWrapper):
+            try:
+                stream.reconfigure(errors="replace")
+            except (ValueError, OSError):
+                pass
+
+
 def _add_plugin_commands() -> None:
-    from loopctl.config import ConfigError, load_config
+    from loopctl.config import load_config
     from loopctl.runner import build_host
 
     try:
         host = build_host(load_config(Path.cwd()))
-    except (ConfigError, Exception) as exc:  # noqa: BLE001 - help must work with a broken setup
-        print(f"loopctl: warning: plugin commands unavailable: {exc}", file=sys.stderr)
+    except Exception as exc:  # noqa: BLE001 - help must work with a broken setup
+        warn(f"plugin commands unavailable: {exc}")
         return
     host.hook.register_commands(cli=app)

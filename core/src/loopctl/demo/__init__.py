@@ -49,7 +49,16 @@ def write_demo_project(target: Path) -> DemoProject:
         for args in (
             ["init", "-q"],
             ["add", "-A"],
-            ["-c", "user.name=loopctl demo", "-c", "user.email=demo@loopctl.invalid", "commit", "-q", "-m", "demo project"],
+            [
+                "-c",
+                "user.name=loopctl demo",
+                "-c",
+                "user.email=demo@loopctl.invalid",
+                "commit",
+                "-q",
+                "-m",
+                "demo project",
+            ],
         ):
             subprocess.run(["git", *args], cwd=target, check=False, capture_output=True)
     return DemoProject(workdir=target, goal=GOAL, config_file=config)

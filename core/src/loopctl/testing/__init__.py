@@ -53,7 +53,12 @@ class Project:
 
     def git(self, *args: str) -> str:
         done = subprocess.run(
-            ["git", *args], cwd=self.path, capture_output=True, text=True, check=True, env=_git_env()
+            ["git", *args],
+            cwd=self.path,
+            capture_output=True,
+            text=True,
+            check=True,
+            env=_git_env(),
         )
         return done.stdout.strip()
 
@@ -140,14 +145,21 @@ def run_loop(
     from loopctl.pluginhost import PluginHost, PluginSelection
     from loopctl.runner import prepare
 
-    settings: dict[str, Any] = {"agent": agent or "scripted", "test_cmd": test_cmd or python_test_cmd()}
+    settings: dict[str, Any] = {
+        "agent": agent or "scripted",
+        "test_cmd": test_cmd or python_test_cmd(),
+    }
     settings.update(config or {})
     if turns is not None:
         scenario = project.path / ".loopctl-scenario.json"
         write_scenario(scenario, [list(t) for t in turns])
         settings.setdefault("agents", {}).setdefault("scripted", {})["scenario"] = str(scenario)
     project.write("loopctl.toml", _to_toml(settings))
-    environment = {k: v for k, v in (env if env is not None else os.environ).items() if not k.startswith("LOOPCTL_")}
+    environment = {
+        k: v
+        for k, v in (env if env is not None else os.environ).items()
+        if not k.startswith("LOOPCTL_")
+    }
     loaded = load_config(project.path, env=environment)
     host = PluginHost(PluginSelection.from_config(loaded, no_plugins=not load_installed_plugins))
     for name, plugin in (plugins or {}).items():

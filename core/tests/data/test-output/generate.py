@@ -332,27 +332,27 @@ GO_FILES = {
         import "testing"
 
         func TestAdd(t *testing.T) {
-        	if got := Add(2, 2); got != 4 {
-        		t.Errorf("Add(2, 2) = %d, want 4", got)
-        	}
+            if got := Add(2, 2); got != 4 {
+                t.Errorf("Add(2, 2) = %d, want 4", got)
+            }
         }
 
         func TestOk(t *testing.T) {
-        	if Add(1, 1) != 2 {
-        		t.Fatal("broken")
-        	}
+            if Add(1, 1) != 2 {
+                t.Fatal("broken")
+            }
         }
 
         func TestTable(t *testing.T) {
-        	for _, c := range []struct{ name string; a, b, want int }{
-        		{"one", 1, 1, 2}, {"two", 2, 1, 3},
-        	} {
-        		t.Run(c.name, func(t *testing.T) {
-        			if got := Add(c.a, c.b); got != c.want {
-        				t.Errorf("Add(%d, %d) = %d, want %d", c.a, c.b, got, c.want)
-        			}
-        		})
-        	}
+            for _, c := range []struct{ name string; a, b, want int }{
+                {"one", 1, 1, 2}, {"two", 2, 1, 3},
+            } {
+                t.Run(c.name, func(t *testing.T) {
+                    if got := Add(c.a, c.b); got != c.want {
+                        t.Errorf("Add(%d, %d) = %d, want %d", c.a, c.b, got, c.want)
+                    }
+                })
+            }
         }
         """
     ),

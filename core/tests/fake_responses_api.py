@@ -1,0 +1,237 @@
+"""A tiny scripted stand-in for the OpenAI Responses API, on 127.0.0.1.
+
+The real Codex CLI can be pointed at it with a custom model provider (see
+:func:`codex_provider_args`), which is how the Codex transcripts under
+``tests/data/transcripts/codex`` were recorded and how the end-to-end tests run Codex without a
+network or an account. Each ``POST …/responses`` takes the next scripted reply: a streamed list
+of SSE events, an HTTP error, or a dropped connection.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import attrs
+
+#: The provider id the Codex command line is told to use.
+PROVIDER_ID = "loopctl_fake"
+#: The environment variable Codex reads the (fake) API key from.
+API_KEY_ENV = "LOOPCTL_FAKE_OPENAI_KEY"
+
+
+@attrs.define
+class Reply:
+    """One answer to one request: SSE events (status 200), or an HTTP error, or a drop."""
+
+    events: list[dict[str, Any]] = attrs.Factory(list)
+    status: int = 200
+    body: str = ""
+    headers: dict[str, str] = attrs.Factory(dict)
+    #: Close the connection after the headers without sending a body (a lost network).
+    drop: bool = False
+
+
+def usage(
+    input_tokens: int, output_tokens: int, cached: int = 0, reasoning: int = 0
+) -> dict[str, Any]:
+    return {
+        "input_tokens": input_tokens,
+        "input_tokens_details": {"cached_tokens": cached},
+        "output_tokens": output_tokens,
+        "output_tokens_details": {"reasoning_tokens": reasoning},
+        "total_tokens": input_tokens + output_tokens,
+    }
+
+
+def text_reply(text: str, response_id: str, tokens: dict[str, Any]) -> Reply:
+    """The model answers with prose and ends its turn."""
+    item = {
+        "type": "message",
+        "role": "assistant",
+        "id": f"msg_{response_id}",
+        "content": [{"type": "output_text", "text": text}],
+    }
+    return Reply(
+        events=[
+            {"type": "response.created", "response": {"id": response_id}},
+            {"type": "response.output_item.added", "item": {**item, "content": []}},
+            {"type": "response.output_text.delta", "delta": text},
+            {"type": "response.output_item.done", "item": item},
+            {"type": "response.completed", "response": {"id": response_id, "usage": tokens}},
+        ]
+    )
+
+
+def function_call_reply(
+    name: str, arguments: dict[str, Any], call_id: str, response_id: str, tokens: dict[str, Any]
+) -> Reply:
+    """The model asks for one function call (e.g. ``shell`` or ``exec_command``)."""
+    item = {
+        "type": "function_call",
+        "id": f"fc_{call_id}",
+        "call_id": call_id,
+        "name": name,
+        "arguments": json.dumps(arguments),
+    }
+    return Reply(
+        events=[
+            {"type": "response.created", "response": {"id": response_id}},
+            {"type": "response.output_item.added", "item": {**item, "arguments": ""}},
+            {"type": "response.output_item.done", "item": item},
+            {"type": "response.completed", "response": {"id": response_id, "usage": tokens}},
+        ]
+    )
+
+
+def custom_tool_reply(
+    name: str, tool_input: str, call_id: str, response_id: str, tokens: dict[str, Any]
+) -> Reply:
+    """The model calls a freeform tool (Codex's ``apply_patch`` is one)."""
+    item = {
+        "type": "custom_tool_call",
+        "id": f"ctc_{call_id}",
+        "call_id": call_id,
+        "name": name,
+        "input": tool_input,
+    }
+    return Reply(
+        events=[
+            {"type": "response.created", "response": {"id": response_id}},
+            {"type": "response.output_item.done", "item": item},
+            {"type": "response.completed", "response": {"id": response_id, "usage": tokens}},
+        ]
+    )
+
+
+def failed_reply(code: str, message: str, response_id: str) -> Reply:
+    """The response fails in-stream (``response.failed``), as the API does for context overflow."""
+    return Reply(
+        events=[
+            {"type": "response.created", "response": {"id": response_id}},
+            {
+                "type": "response.failed",
+                "response": {"id": response_id, "error": {"code": code, "message": message}},
+            },
+        ]
+    )
+
+
+def error_reply(
+    status: int, code: str, message: str, headers: dict[str, str] | None = None
+) -> Reply:
+    body = json.dumps({"error": {"message": message, "type": code, "code": code}})
+    return Reply(status=status, body=body, headers=dict(headers or {}))
+
+
+class FakeResponsesServer:
+    """Serves ``replies`` in order; once they run out, every request gets ``fallback``."""
+
+    def __init__(self, replies: Sequence[Reply], fallback: Reply | None = None) -> None:
+        self.replies = list(replies)
+        self.fallback = fallback if fallback is not None else Reply(drop=True)
+        self.requests: list[dict[str, Any]] = []
+        self.lock = threading.Lock()
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
+        self.httpd.daemon_threads = True
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+
+    def start(self) -> FakeResponsesServer:
+        self.thread.start()
+        return self
+
+    def stop(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+    def next_reply(self, body: dict[str, Any]) -> Reply:
+        with self.lock:
+            self.requests.append(body)
+            return self.replies.pop(0) if self.replies else self.fallback
+
+    def _handler_class(self) -> type[BaseHTTPRequestHandler]:
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: Any) -> None:
+                return
+
+            def do_GET(self) -> None:
+                self._send(200, json.dumps({"object": "list", "data": [], "models": []}), {})
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("content-length") or 0)
+                raw = self.rfile.read(length)
+                try:
+                    body = json.loads(raw)
+                except ValueError:
+                    body = {"unparsed": raw.decode("utf-8", "replace")}
+                reply = server.next_reply(body if isinstance(body, dict) else {"body": body})
+                if reply.drop:
+                    self.send_response(200)
+                    self.send_header("content-type", "text/event-stream")
+                    self.send_header("content-length", "0")
+                    self.end_headers()
+                    self.close_connection = True
+                    return
+                if reply.status != 200:
+                    headers = {"content-type": "application/json", **reply.headers}
+                    self._send(reply.status, reply.body, headers)
+                    return
+                stream = "".join(
+                    f"event: {event['type']}\ndata: {json.dumps(event)}\n\n"
+                    for event in reply.events
+                )
+                self._send(200, stream, {"content-type": "text/event-stream", **reply.headers})
+
+            def _send(self, status: int, text: str, headers: dict[str, str]) -> None:
+                data = text.encode("utf-8")
+                self.send_response(status)
+                for name, value in headers.items():
+                    self.send_header(name, value)
+                self.send_header("content-length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        return Handler
+
+
+@contextmanager
+def serve(replies: Sequence[Reply], fallback: Reply | None = None) -> Iterator[FakeResponsesServer]:
+    server = FakeResponsesServer(replies, fallback).start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def codex_provider_args(base_url: str) -> list[str]:
+    """``codex exec`` options that send every model request to ``base_url``."""
+    provider = f"model_providers.{PROVIDER_ID}"
+    return [
+        "-c",
+        f"model_provider={json.dumps(PROVIDER_ID)}",
+        "-c",
+        f'{provider}.name="loopctl fake"',
+        "-c",
+        f"{provider}.base_url={json.dumps(base_url)}",
+        "-c",
+        f"{provider}.env_key={json.dumps(API_KEY_ENV)}",
+        "-c",
+        f'{provider}.wire_api="responses"',
+        # fail fast instead of five reconnects with back-off
+        "-c",
+        f"{provider}.stream_max_retries=1",
+        "-c",
+        f"{provider}.request_max_retries=1",
+    ]

@@ -1,0 +1,256 @@
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import textwrap
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from types import FrameType
+
+import pytest
+
+from loopctl.testcmd import run_test_command
+
+PY = sys.executable
+
+
+def _alive(pid: int) -> bool:
+    """Running, not merely an unreaped zombie (this machine's init may never reap orphans)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True
+    return stat[stat.rfind(")") + 2] not in "ZX"
+
+
+def _wait_for_pid(path: Path, timeout_s: float = 5.0) -> int:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        text = path.read_text().strip() if path.exists() else ""
+        if text:
+            return int(text)
+        time.sleep(0.01)
+    raise AssertionError(f"{path} was never written")
+
+
+@pytest.fixture
+def leftover_pids() -> Iterator[list[int]]:
+    """Pids a test expects to be gone; any still alive at the end are killed (and fail the test)."""
+    pids: list[int] = []
+    yield pids
+    for pid in pids:
+        if _alive(pid):
+            os.kill(pid, signal.SIGKILL)
+
+
+def test_passing_command(tmp_path: Path) -> None:
+    run = run_test_command("echo all good; cat", cwd=tmp_path, timeout_s=10)  # stdin is closed
+    assert run.passed
+    assert (run.exit_code, run.timed_out) == (0, False)
+    assert run.output == "all good\n"
+    assert (run.error_lines, run.failing_tests, run.fingerprint) == ([], [], "")
+    assert run.command == "echo all good; cat"
+    assert 0 < run.duration_s < 5
+
+
+def test_exit_codes_and_silent_failures(tmp_path: Path) -> None:
+    run = run_test_command("exit 3", cwd=tmp_path, timeout_s=10)
+    assert (run.exit_code, run.passed) == (3, False)
+    assert run.error_lines == ["loopctl: the test command exited with code 3 and no output"]
+    assert run.fingerprint
+    killed = run_test_command("kill -9 $$", cwd=tmp_path, timeout_s=10)
+    assert killed.exit_code == 128 + 9
+
+
+def test_a_passing_run_carries_no_error_lines(tmp_path: Path) -> None:
+    run = run_test_command("echo 'error: only a log line'", cwd=tmp_path, timeout_s=10)
+    assert run.passed
+    assert (run.error_lines, run.fingerprint) == ([], "")
+
+
+def test_unrecognised_failure_uses_the_output_tail(tmp_path: Path) -> None:
+    script = "for i in 1 2 3 4 5 6 7; do echo step $i; done; exit 1"
+    run = run_test_command(script, cwd=tmp_path, timeout_s=10)
+    assert run.error_lines == [f"step {i}" for i in range(3, 8)]
+
+
+def _write_failing_project(root: Path) -> None:
+    (root / "tests").mkdir(parents=True)
+    (root / "calc.py").write_text("def add(a, b):\n    return a + b + 1\n")
+    (root / "tests" / "test_calc.py").write_text(
+        textwrap.dedent(
+            """
+            from calc import add
+
+
+            def test_add():
+                assert add(2, 2) == 4
+
+
+            def test_fine():
+                assert True
+            """
+        )
+    )
+
+
+def test_real_pytest_failure_is_extracted_and_fingerprinted_stably(tmp_path: Path) -> None:
+    runs = []
+    for name in ("first", "second"):
+        _write_failing_project(tmp_path / name)
+        runs.append(
+            run_test_command(
+                f"{PY} -m pytest -p no:cacheprovider -q",
+                cwd=tmp_path / name,
+                timeout_s=60,
+                env={"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "PYTHONPATH": "."},
+            )
+        )
+    first, second = runs
+    assert (first.exit_code, first.runner) == (1, "pytest")
+    assert first.failing_tests == ["tests/test_calc.py::test_add"]
+    assert "E       assert 5 == 4" in first.error_lines
+    assert "tests/test_calc.py:6: AssertionError" in first.error_lines
+    assert len(first.fingerprint) == 16
+    # the same failure in another directory, at another time: the same fingerprint
+    assert second.fingerprint == first.fingerprint
+
+
+def test_env_adds_to_the_inherited_environment(tmp_path: Path) -> None:
+    run = run_test_command(
+        'echo "$LOOPCTL_TESTCMD_VAR" && command -v sh >/dev/null && echo path-ok',
+        cwd=tmp_path,
+        timeout_s=10,
+        env={"LOOPCTL_TESTCMD_VAR": "hello"},
+    )
+    assert run.output == "hello\npath-ok\n"
+
+
+def test_timeout_kills_the_whole_group(tmp_path: Path, leftover_pids: list[int]) -> None:
+    command = "sleep 1000 & echo $! > child.pid; echo started; sleep 1000"
+    started = time.monotonic()
+    run = run_test_command(command, cwd=tmp_path, timeout_s=0.5, kill_grace_s=2.0)
+    elapsed = time.monotonic() - started
+    child = _wait_for_pid(tmp_path / "child.pid")
+    leftover_pids.append(child)
+    assert run.timed_out
+    assert run.exit_code is None
+    assert not run.passed
+    assert run.output == "started\n"
+    assert run.error_lines[0] == "loopctl: the test command timed out after 0.5 s"
+    assert run.fingerprint
+    assert 0.5 <= elapsed < 2.0  # SIGTERM was enough: the 2 s grace period was not waited out
+    assert not _alive(child)
+
+
+def test_timeout_escalates_to_sigkill(tmp_path: Path, leftover_pids: list[int]) -> None:
+    command = "trap '' TERM; sleep 1000 & echo $! > child.pid; sleep 1000"
+    started = time.monotonic()
+    run = run_test_command(command, cwd=tmp_path, timeout_s=0.3, kill_grace_s=0.4)
+    elapsed = time.monotonic() - started
+    child = _wait_for_pid(tmp_path / "child.pid")
+    leftover_pids.append(child)
+    assert run.timed_out
+    assert 0.7 <= elapsed < 3
+    assert not _alive(child)
+
+
+def test_background_processes_do_not_outlive_a_normal_exit(
+    tmp_path: Path, leftover_pids: list[int]
+) -> None:
+    # the grandchild keeps the output pipe open: waiting for end-of-file would hang for 1000 s
+    command = "sleep 1000 & echo $! > child.pid; echo done"
+    started = time.monotonic()
+    run = run_test_command(command, cwd=tmp_path, timeout_s=30)
+    elapsed = time.monotonic() - started
+    child = _wait_for_pid(tmp_path / "child.pid")
+    leftover_pids.append(child)
+    assert run.passed
+    assert run.output == "done\n"
+    assert elapsed < 3
+    assert not _alive(child)
+
+
+def test_output_is_bounded_to_head_and_tail(tmp_path: Path) -> None:
+    run = run_test_command("seq 1 200000", cwd=tmp_path, timeout_s=30, output_limit=10_000)
+    full = "".join(f"{i}\n" for i in range(1, 200_001))
+    omitted = len(full) - 10_000
+    assert run.output == full[:2000] + f"\n... [{omitted} bytes omitted] ...\n" + full[-8000:]
+    assert run.passed
+
+
+def test_endless_output_still_times_out(tmp_path: Path) -> None:
+    started = time.monotonic()
+    run = run_test_command("yes", cwd=tmp_path, timeout_s=0.5, output_limit=1000)
+    assert run.timed_out
+    assert time.monotonic() - started < 3
+    assert run.output.startswith("y\ny\n")
+    assert "bytes omitted" in run.output
+
+
+def test_output_under_the_limit_is_kept_whole(tmp_path: Path) -> None:
+    run = run_test_command("seq 1 1000", cwd=tmp_path, timeout_s=30, output_limit=10_000)
+    assert run.output == "".join(f"{i}\n" for i in range(1, 1001))
+    # 3-byte characters straddle the head/tail split at 2000 bytes; none may be broken
+    (tmp_path / "euros.txt").write_text("\u20ac" * 3000, encoding="utf-8")
+    euros = run_test_command("cat euros.txt", cwd=tmp_path, timeout_s=30, output_limit=10_000)
+    assert euros.output == "\u20ac" * 3000
+
+
+def test_binary_garbage_output(tmp_path: Path) -> None:
+    script = tmp_path / "garbage.py"
+    script.write_text(
+        "import sys\n"
+        "sys.stdout.buffer.write(bytes(range(256)) * 400 + b'\\xff\\xfe\\x00error: boom\\n')\n"
+        "sys.exit(1)\n"
+    )
+    run = run_test_command(f"{PY} garbage.py", cwd=tmp_path, timeout_s=30, output_limit=50_000)
+    assert run.exit_code == 1
+    assert "\ufffd" in run.output
+    assert "\x00" in run.output
+    assert "omitted" in run.output
+    assert any("error: boom" in line for line in run.error_lines)
+    assert run.fingerprint
+
+
+def test_missing_working_directory_is_reported_not_raised(tmp_path: Path) -> None:
+    missing = tmp_path / "nowhere"
+    run = run_test_command("true", cwd=missing, timeout_s=10)
+    assert run.exit_code == 127
+    assert not run.passed
+    assert run.error_lines == [
+        f"loopctl: cannot start the test command: the working directory {missing} does not exist"
+    ]
+    assert run.output.strip() == run.error_lines[0]
+    assert run.fingerprint
+
+
+def test_nul_in_command_is_reported_not_raised(tmp_path: Path) -> None:
+    run = run_test_command("echo a\x00b", cwd=tmp_path, timeout_s=10)
+    assert run.exit_code == 127
+    assert run.error_lines[0].startswith("loopctl: cannot start the test command:")
+
+
+def test_keyboard_interrupt_kills_the_group_and_propagates(
+    tmp_path: Path, leftover_pids: list[int]
+) -> None:
+    def interrupt(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGALRM, interrupt)
+    signal.setitimer(signal.ITIMER_REAL, 0.4)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            run_test_command("sleep 1000 & echo $! > child.pid; wait", cwd=tmp_path, timeout_s=30)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    child = _wait_for_pid(tmp_path / "child.pid")
+    leftover_pids.append(child)
+    assert not _alive(child)

@@ -1,0 +1,293 @@
+"""What people and scripts see while a loop runs: describe(), the plain, JSON and live views."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import loopctl.engine
+from loopctl.model import Event
+from loopctl.view import JsonView, LiveView, PlainView, choose_mode, describe
+
+ANSI = re.compile(r"\x1b")
+STAMP = re.compile(r"^\[\d\d:\d\d:\d\d\] \S")
+
+
+def engine_event_types() -> set[str]:
+    """Every event type the engine emits, read from its source (``emit("x.y", …)``)."""
+    source = Path(loopctl.engine.__file__).read_text(encoding="utf-8")
+    types: set[str] = set()
+    for match in re.finditer(r"\bemit\(", source):
+        first_argument = re.split(r",|\)", source[match.end() : match.end() + 200], maxsplit=1)[0]
+        types.update(re.findall(r'"([a-z_]+\.[a-z_]+)"', first_argument))
+    return types
+
+
+#: Realistic data for each engine event, as the engine fills it in.
+SAMPLES: dict[str, dict[str, Any]] = {
+    "loop.start": {
+        "goal": "fix add",
+        "agent": "scripted",
+        "test_cmd": "pytest -q",
+        "session_mode": "fresh",
+        "max_iterations": 20,
+        "plugins": ["builtin"],
+    },
+    "loop.resume": {"agent": "claude", "test_cmd": "pytest -q", "max_iterations": 8},
+    "loop.warning": {"message": "environment variable LOOPCTL_BOGUS is not a setting"},
+    "iteration.start": {"generation": 1, "session_id": None},
+    "agent.start": {"agent": "claude", "prompt_chars": 1834, "trimmed": True},
+    "agent.end": {
+        "outcome": "ok",
+        "error_kind": None,
+        "message": "",
+        "tokens": 15200,
+        "context_tokens": 50000,
+        "context_window": 200000,
+        "cost_usd": 0.12,
+        "tool_calls": 7,
+        "duration_s": 12.345,
+        "interrupted": False,
+    },
+    "agent.turn_stopped": {"reason": "context_exhaustion", "message": "context 91% full"},
+    "agent.rate_limit_wait": {"seconds": 30.0, "until": "12:00:30", "message": "429 slow down"},
+    "agent.rate_limit_waiting": {"seconds_left": 12},
+    "tests.start": {"command": "pytest -q"},
+    "tests.end": {
+        "command": "pytest -q",
+        "passed": False,
+        "exit_code": 1,
+        "timed_out": False,
+        "failing": 2,
+        "failing_tests": ["t::a", "t::b"],
+        "error_count": 5,
+        "runner": "pytest",
+        "duration_s": 0.52,
+    },
+    "iteration.end": {
+        "tests_passed": False,
+        "failing": 2,
+        "error_fingerprint": "abc",
+        "decision": "restart",
+        "reason": "stuck",
+        "duration_s": 3.2,
+    },
+    "loop.completion_vetoed": {"reason": "flaky-detector: passed once in three runs"},
+    "loop.completion_signal_missing": {"signal": "LOOPCTL_DONE"},
+    "loop.stuck": {"escalation": "nudge", "streak": 3, "fingerprint": "abc"},
+    "loop.failed_approach": {
+        "text": "iterations 1-3 kept failing with: KeyError",
+        "source": "engine",
+    },
+    "loop.working_goal_set": {"source": "goal-notes", "chars": 120},
+    "loop.iteration_budget_reduced": {"max_iterations": 6, "reason": "no progress"},
+    "loop.restart": {"number": 1, "reason": "stuck", "message": "same failure", "archive": "/x"},
+    "loop.end": {
+        "status": "max_iterations",
+        "reason": "max_iterations",
+        "message": "reached the iteration limit (20) without meeting the goal",
+        "exit_code": 10,
+        "iterations": 20,
+        "restarts": 1,
+    },
+    "state.write_error": {"error": "progress.md: No space left on device"},
+    "plugin.error": {
+        "plugin": "broken",
+        "hook": "after_iteration",
+        "error": "ValueError: nope",
+        "traceback": "Traceback (most recent call last): …",
+    },
+}
+
+
+def event(type: str, iteration: int | None = 3, **data: Any) -> Event:
+    return Event(type=type, ts=1_700_000_000.0, data=dict(data), iteration=iteration)
+
+
+def test_the_engine_event_list_is_read_correctly() -> None:
+    types = engine_event_types()
+    assert {"loop.start", "loop.resume", "iteration.end", "loop.end", "plugin.error"} <= types
+    assert len(types) >= 18
+
+
+@pytest.mark.parametrize("type", sorted(engine_event_types()))
+def test_every_engine_event_has_a_readable_line(type: str) -> None:
+    assert type in SAMPLES, f"add sample data for the new engine event {type!r}"
+    line = describe(event(type, **SAMPLES[type]))
+    # a dedicated description, not the generic `type: key=value` fallback
+    assert not line.startswith(type)
+    assert "None" not in line
+    assert "\n" not in line
+    # the same holds when the data is missing entirely
+    bare = describe(event(type, iteration=None))
+    assert not bare.startswith(type)
+    assert "None" not in bare
+
+
+def test_descriptions_carry_the_facts() -> None:
+    assert describe(event("tests.end", **SAMPLES["tests.end"])) == (
+        "tests failed (exit 1, 2 failing, 5 error lines)"
+    )
+    agent = describe(event("agent.end", **SAMPLES["agent.end"]))
+    assert "12.3 s" in agent
+    assert "7 tool calls" in agent
+    assert "15,200 tokens" in agent
+    assert "context 50,000/200,000 (25%)" in agent
+    failed = describe(
+        event("agent.end", outcome="error", error_kind="auth", message="please log in", tokens=None)
+    )
+    assert "failed (auth: please log in)" in failed
+    assert "tokens unknown" in failed
+    end = describe(event("loop.end", **SAMPLES["loop.end"]))
+    assert end.startswith("loop ended: max_iterations — reached the iteration limit")
+    assert end.endswith("(exit code 10)")
+    assert describe(event("iteration.end", **SAMPLES["iteration.end"])) == (
+        "iteration 3 done → restart (stuck)"
+    )
+    plugin = describe(event("plugin.error", **SAMPLES["plugin.error"]))
+    assert "broken" in plugin
+    assert "after_iteration" in plugin
+    assert "Traceback" not in plugin
+
+
+def test_unknown_events_fall_back_to_their_data() -> None:
+    line = describe(event("context_monitor.snapshot", percent=81, files=["a.py"]))
+    assert line == 'context_monitor.snapshot: percent=81, files=["a.py"]'
+    assert describe(event("x.bare")) == "x.bare"
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    type=st.sampled_from([*SAMPLES, "plugin.custom", "\x1b[31mevil\nline"]),
+    data=st.dictionaries(
+        st.text(max_size=8),
+        st.one_of(
+            st.none(),
+            st.booleans(),
+            st.integers(),
+            st.floats(),
+            st.text(),
+            st.lists(st.integers(), max_size=3),
+            st.dictionaries(st.text(max_size=3), st.integers(), max_size=2),
+        ),
+        max_size=6,
+    ),
+    iteration=st.one_of(st.none(), st.integers()),
+)
+def test_describe_never_raises_and_stays_one_clean_line(
+    type: str, data: dict[str, object], iteration: int | None
+) -> None:
+    line = describe(Event(type=type, ts=0.0, data=data, iteration=iteration))
+    assert isinstance(line, str)
+    assert line
+    assert len(line.splitlines()) == 1
+    assert not ANSI.search(line)
+    assert not any(ord(c) < 32 or 0x7F <= ord(c) <= 0x9F for c in line)
+
+
+def run_events() -> list[Event]:
+    names = [
+        "loop.start",
+        "iteration.start",
+        "agent.start",
+        "agent.end",
+        "tests.start",
+        "tests.end",
+        "agent.rate_limit_waiting",
+        "iteration.end",
+        "loop.end",
+    ]
+    events = [event(name, **SAMPLES[name]) for name in names]
+    # test output often carries colour codes; they must not reach a log file
+    events.append(event("loop.warning", message="\x1b[31mFAILED\x1b[0m test_x\r\n[bold]x[/]"))
+    return events
+
+
+def test_plain_view_prints_one_stamped_line_per_event_and_no_escape_codes() -> None:
+    out = io.StringIO()
+    view = PlainView(out)
+    for item in run_events():
+        view(item)
+    view.close()
+    lines = out.getvalue().splitlines()
+    assert len(lines) == len(run_events()) - 1  # the rate-limit tick is too frequent to show
+    assert all(STAMP.match(line) for line in lines), lines
+    assert not ANSI.search(out.getvalue())
+    assert lines[-1].endswith("warning: FAILED test_x [bold]x[/]")
+
+
+def test_plain_view_goes_quiet_when_the_reader_is_gone() -> None:
+    class ClosedPipe(io.StringIO):
+        def write(self, text: str) -> int:
+            raise BrokenPipeError(32, "Broken pipe")
+
+    view = PlainView(ClosedPipe())
+    view(event("loop.start", **SAMPLES["loop.start"]))  # must not raise into the engine
+    view(event("loop.end", **SAMPLES["loop.end"]))
+    assert view.broken
+
+
+def test_json_view_lines_parse_and_keep_every_field() -> None:
+    out = io.StringIO()
+    view = JsonView(out)
+    items = [*run_events(), event("loop.warning", message="naïve → ünïcode")]
+    for item in items:
+        view(item)
+    lines = out.getvalue().splitlines()
+    assert len(lines) == len(items)  # JSON shows even the quiet events
+    parsed = [json.loads(line) for line in lines]
+    for item, data in zip(items, parsed, strict=True):
+        assert data["type"] == item.type
+        assert data["ts"] == item.ts
+        assert data["iteration"] == 3
+        for key, value in item.data.items():
+            assert data[key] == value
+    assert out.getvalue().isascii()
+
+
+def test_live_view_renders_a_panel() -> None:
+    from rich.console import Console
+
+    out = io.StringIO()
+    console = Console(file=out, force_terminal=True, width=100, color_system="standard")
+    view = LiveView(max_iterations=5, console=console)
+    for item in run_events():
+        view(item)
+    view(event("loop.context_usage", percent=40, tokens=80_000, window=200_000))
+    view(event("agent.end", outcome="ok", tokens=10, context_tokens=5000, context_window=None))
+    view(event("loop.warning", message="[/bold] is not markup here"))
+    view.close()
+    text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", out.getvalue())
+    assert "loopctl" in text
+    assert "iteration" in text
+    assert "3 of 20" in text  # the limit comes from loop.start
+    assert "ended: max_iterations" in text
+    assert "tests failed (exit 1, 2 failing" in text
+    assert "[/bold] is not markup here" in text
+    assert "5,000 tokens (window unknown)" in text
+    assert view.tokens == 15_210
+
+
+class FakeTerminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_choose_mode(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    monkeypatch.setenv("TERM", "xterm-256color")
+    assert choose_mode(json_output=True, stream=FakeTerminal()) == "json"
+    assert choose_mode(json_output=False, stream=FakeTerminal()) == "live"
+    assert choose_mode(json_output=False, stream=io.StringIO()) == "plain"  # a pipe or a file
+    monkeypatch.setenv("NO_COLOR", "1")
+    assert choose_mode(json_output=False, stream=FakeTerminal()) == "plain"
+    monkeypatch.delenv("NO_COLOR")
+    monkeypatch.setenv("TERM", "dumb")
+    assert choose_mode(json_output=False, stream=FakeTerminal()) == "plain"

@@ -1,0 +1,331 @@
+"""Shared pieces of the cross-package tests: a sandboxed project driven through the real
+``loopctl`` command in subprocesses, and the process bookkeeping that crash and signal tests need.
+
+Everything is real: a git project with a failing unittest test, ``python -m loopctl`` as a
+subprocess, the scripted agent as its child, real signals. Waits poll with a deadline, never a
+fixed sleep, so the tests are as fast as the machine allows and fail with a clear message when a
+condition never comes.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import redirect_stderr, redirect_stdout
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from loopctl import state as st
+from loopctl.agents.scripted import write_scenario
+from loopctl.testing import Project, make_project, python_test_cmd
+
+BUGGY_CALC = "def add(a, b):\n    return a - b\n"
+FIXED_CALC = "def add(a, b):\n    return a + b\n"
+TEST_CALC = (
+    "import unittest\n"
+    "\n"
+    "from calc import add\n"
+    "\n"
+    "\n"
+    "class AddTest(unittest.TestCase):\n"
+    "    def test_add(self):\n"
+    "        self.assertEqual(add(1, 2), 3)\n"
+)
+#: The scenario action that fixes the bug in ``calc.py``.
+FIX_ACTION = {"replace": "calc.py", "old": "a - b", "new": "a + b"}
+#: Every name a loop may leave at the top of its state directory (no restarts happen here).
+STATE_NAMES = frozenset(
+    {
+        st.LOOP_STATE_FILE,
+        st.PROGRESS_FILE,
+        st.ERROR_SUMMARY_FILE,
+        st.EVENTS_FILE,
+        st.ITERATIONS_FILE,
+        st.CONTEXT_SUMMARY_FILE,
+        st.LOCK_FILE,
+        st.REPORT_MD_FILE,
+        st.REPORT_JSON_FILE,
+        st.LOGS_DIR,
+    }
+)
+
+
+def poll(
+    condition: Callable[[], Any], what: str, *, timeout: float = 15.0, interval: float = 0.01
+) -> Any:
+    """Call ``condition`` until it returns something truthy and return that; fail after
+    ``timeout`` seconds with a message saying ``what`` was awaited."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() >= deadline:
+            pytest.fail(f"timed out after {timeout:g} s waiting for {what}")
+        time.sleep(interval)
+
+
+def _reset_signals() -> None:  # pragma: no cover - runs in the child between fork and exec
+    """A child started from a shell that ignores SIGINT would ignore Ctrl-C too: undo that, so
+    Python installs its KeyboardInterrupt handler exactly as in a terminal."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def _child_setup() -> Callable[[], None] | None:
+    """Only fork through a ``preexec_fn`` when needed (it costs the fast spawn path)."""
+    return _reset_signals if signal.getsignal(signal.SIGINT) is signal.SIG_IGN else None
+
+
+def _proc_state(pid: int) -> bytes | None:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            stat = handle.read()
+    except OSError:
+        return None
+    fields = stat.rpartition(b")")[2].split()
+    return fields[0] if fields else None
+
+
+class Sandbox:
+    """A project with a failing test, a scenario file, and the ``loopctl`` command run in it.
+
+    Test modules reach the shared constants through the fixture's instance (``box.FIX_ACTION``),
+    not by importing this conftest, which pytest may have shadowed with another one."""
+
+    BUGGY_CALC = BUGGY_CALC
+    FIXED_CALC = FIXED_CALC
+    FIX_ACTION = FIX_ACTION
+    STATE_NAMES = STATE_NAMES
+    poll = staticmethod(poll)
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.project: Project = make_project(root / "project")
+        self.path = self.project.path
+        self.state_dir = self.path / st.DEFAULT_STATE_DIR
+        self.scenario = root / "scenario.json"
+        self.out_dir = root / "out"
+        self.out_dir.mkdir()
+        self.spawned: list[subprocess.Popen[bytes]] = []
+        self.outputs: dict[int, Path] = {}  # pid of a spawned loopctl -> its output file
+        self.test_cmd = ""
+        self.project.write("calc.py", BUGGY_CALC)
+        self.project.write("test_calc.py", TEST_CALC)
+        self.project.commit("a failing test")
+
+    # --- setup ----------------------------------------------------------------------------------
+
+    def configure(
+        self,
+        *,
+        test_cmd: str | None = None,
+        max_iterations: int = 20,
+        limits: Mapping[str, float] | None = None,
+    ) -> None:
+        """Write ``loopctl.toml``: the scripted agent on :attr:`scenario`, stuck detection off,
+        short timeouts so a broken test fails fast instead of hanging."""
+        self.test_cmd = test_cmd or python_test_cmd()
+        bounds = {
+            "max_iterations": max_iterations,
+            "agent_timeout_s": 60.0,
+            "idle_timeout_s": 60.0,
+            "test_timeout_s": 60.0,
+            **(limits or {}),
+        }
+        lines = [
+            'agent = "scripted"',
+            f"test_cmd = {json.dumps(self.test_cmd)}",
+            "",
+            "[limits]",
+            *(f"{key} = {value!r}" for key, value in bounds.items()),
+            "",
+            "[stuck]",
+            "enabled = false",
+            "",
+            "[agents.scripted]",
+            f"scenario = {json.dumps(str(self.scenario))}",
+            "",
+        ]
+        self.project.write("loopctl.toml", "\n".join(lines))
+
+    def script(self, turns: Sequence[Sequence[Mapping[str, Any]]], **top_level: Any) -> None:
+        write_scenario(self.scenario, [list(turn) for turn in turns], **top_level)
+
+    # --- running loopctl ------------------------------------------------------------------------
+
+    def env(self) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("LOOPCTL_")}
+        env["PYTHONUNBUFFERED"] = "1"  # the JSON event lines survive a SIGKILL, for debugging
+        env["PYTHONDONTWRITEBYTECODE"] = "1"
+        return env
+
+    def argv(self, *args: str) -> list[str]:
+        return [sys.executable, "-m", "loopctl", *args]
+
+    def spawn(self, *args: str) -> subprocess.Popen[bytes]:
+        """Start ``loopctl ARGS`` in the project; its output goes to a file in :attr:`out_dir`."""
+        out = self.out_dir / f"{len(self.spawned) + 1:03d}-{args[0] if args else 'loopctl'}.out"
+        with open(out, "wb") as stream:
+            proc = subprocess.Popen(
+                self.argv(*args),
+                cwd=self.path,
+                env=self.env(),
+                stdin=subprocess.DEVNULL,
+                stdout=stream,
+                stderr=subprocess.STDOUT,
+                preexec_fn=_child_setup(),
+            )
+        self.outputs[proc.pid] = out
+        self.spawned.append(proc)
+        return proc
+
+    def run(self, *args: str, timeout: float = 60.0) -> subprocess.CompletedProcess[str]:
+        """Run ``loopctl ARGS`` in the project to its end and capture its output."""
+        return subprocess.run(
+            self.argv(*args),
+            cwd=self.path,
+            env=self.env(),
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+
+    def status(self) -> dict[str, Any]:
+        """``loopctl status --json`` as a real subprocess; asserts it exits 0."""
+        done = self.run("status", "--state-dir", str(self.state_dir), "--json", timeout=30)
+        assert done.returncode == 0, f"loopctl status failed ({done.returncode}): {done.stderr}"
+        data: dict[str, Any] = json.loads(done.stdout)
+        return data
+
+    def status_in_process(self) -> tuple[int, dict[str, Any] | None, str]:
+        """``loopctl status --json`` through the same entry point, in this process (no
+        interpreter start-up: cheap enough to run after every kill)."""
+        from loopctl.__main__ import main
+
+        out, err = io.StringIO(), io.StringIO()
+        with redirect_stdout(out), redirect_stderr(err):
+            code = main(["status", "--state-dir", str(self.state_dir), "--json"])
+        data = json.loads(out.getvalue()) if code == 0 else None
+        return code, data, err.getvalue()
+
+    def output_of(self, proc: subprocess.Popen[bytes]) -> str:
+        """The end of what a spawned loopctl printed (for failure messages)."""
+        try:
+            return self.outputs[proc.pid].read_text("utf-8", errors="replace")[-4000:]
+        except OSError:
+            return ""
+
+    # --- reading the state --------------------------------------------------------------------
+
+    def events(self) -> list[dict[str, Any]]:
+        return st.read_jsonl(self.state_dir / st.EVENTS_FILE).records
+
+    def iterations(self) -> list[dict[str, Any]]:
+        return st.read_jsonl(self.state_dir / st.ITERATIONS_FILE).records
+
+    def loop_state(self) -> st.LoopState:
+        return st.read_loop_state(self.state_dir / st.LOOP_STATE_FILE)
+
+    def report(self) -> dict[str, Any]:
+        data: dict[str, Any] = json.loads((self.state_dir / st.REPORT_JSON_FILE).read_text("utf-8"))
+        return data
+
+    def wait_for_event(
+        self,
+        type: str,
+        proc: subprocess.Popen[bytes] | None = None,
+        *,
+        after: int = 0,
+        timeout: float = 15.0,
+    ) -> dict[str, Any]:
+        """The first ``type`` event past the first ``after`` events; fails early (with the
+        process's output) if ``proc`` exits before it shows up."""
+
+        def found() -> dict[str, Any] | None:
+            for event in self.events()[after:]:
+                if event.get("type") == type:
+                    return event
+            if proc is not None and proc.poll() is not None:
+                pytest.fail(
+                    f"loopctl exited ({proc.returncode}) before a {type} event:\n"
+                    + self.output_of(proc)
+                )
+            return None
+
+        event: dict[str, Any] = poll(found, timeout=timeout, what=f"a {type} event")
+        return event
+
+    # --- processes ------------------------------------------------------------------------------
+
+    def processes(self, *, needle: str = "") -> list[tuple[int, str]]:
+        """Live (non-zombie) processes that belong to this sandbox: its path is in their command
+        line or they run inside it. The test process itself is never listed. Zombies are
+        ignored: killed orphans stay zombies here because PID 1 does not reap them.
+        ``needle`` further restricts the list to command lines containing it."""
+        roots = {str(self.root), str(self.root.resolve())}
+        found: list[tuple[int, str]] = []
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit() or int(entry) == os.getpid():
+                continue
+            pid = int(entry)
+            state = _proc_state(pid)
+            if state is None or state in (b"Z", b"X", b"x"):
+                continue
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as handle:
+                    cmdline = handle.read().replace(b"\0", b" ").decode("utf-8", "replace").strip()
+            except OSError:
+                continue
+            try:
+                cwd = os.readlink(f"/proc/{pid}/cwd")
+            except OSError:
+                cwd = ""
+            inside = any(
+                root in cmdline or cwd == root or cwd.startswith(root + os.sep) for root in roots
+            )
+            if inside and needle in cmdline:
+                found.append((pid, cmdline))
+        return found
+
+    def agent_processes(self) -> list[tuple[int, str]]:
+        return self.processes(needle="scripted_runner")
+
+    def wait_for_no_processes(self, timeout: float) -> list[tuple[int, str]]:
+        """Wait up to ``timeout`` s for every sandbox process to be gone; returns what is left."""
+        deadline = time.monotonic() + timeout
+        while True:
+            left = self.processes()
+            if not left or time.monotonic() >= deadline:
+                return left
+            time.sleep(0.02)
+
+    def cleanup(self) -> None:
+        """SIGKILL, by pid, whatever this sandbox started that is still alive."""
+        for proc in self.spawned:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait(timeout=10)
+        for pid, _cmdline in self.processes():
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+
+
+@pytest.fixture
+def sandbox(tmp_path: Path) -> Iterator[Sandbox]:
+    box = Sandbox(tmp_path)
+    try:
+        yield box
+    finally:
+        box.cleanup()
