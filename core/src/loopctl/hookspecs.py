@@ -14,7 +14,7 @@ Two rules hold for every hook:
   later run first, loopctl's own built-ins run last. Use ``tryfirst=True``/``trylast=True`` on the
   marker to move an implementation; results of collect-all hooks come back in that call order.
 
-The lifecycle of one run, in order::
+The lifecycle of one run, in order:
 
     add_hookspecs → register_config → register_agents → on_loop_start
     ┌→ before_iteration → compose_prompt → (agent runs: on_agent_message …)
@@ -185,6 +185,9 @@ def on_failure(loop: Loop, record: IterationRecord) -> None:
 def on_success(loop: Loop, record: IterationRecord) -> None:
     """The iteration's tests passed. Runs before ``after_iteration``.
 
+    :param record: this iteration's :class:`~loopctl.model.IterationRecord`, complete but not yet
+        written.
+
     Return value: ignored. A plugin that does not accept the pass (a flaky pass, say) returns a
     decision from ``after_iteration``.
 
@@ -195,6 +198,9 @@ def on_success(loop: Loop, record: IterationRecord) -> None:
 @hookspec
 def after_iteration(loop: Loop, record: IterationRecord) -> Decision | None:
     """Decide what happens after the iteration: continue, restart the session, or stop.
+
+    :param record: this iteration's :class:`~loopctl.model.IterationRecord`; its ``decision`` is
+        filled in from the result.
 
     Return ``None`` (no opinion) or a :class:`~loopctl.model.Decision`. Every implementation is
     called; the strongest decision wins (stop > restart > continue), and among equals the first
