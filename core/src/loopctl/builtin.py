@@ -20,10 +20,13 @@ MAX_ERROR_LINES_SHOWN = 20
 
 @hookimpl(trylast=True)
 def register_agents() -> list[type[Any]]:
+    from loopctl.agents.aider import AiderAgent
+    from loopctl.agents.codex import CodexAgent
     from loopctl.agents.command import CommandAgent
+    from loopctl.agents.gemini import GeminiAgent
     from loopctl.agents.scripted import ScriptedAgent
 
-    return [CommandAgent, ScriptedAgent]
+    return [CommandAgent, ScriptedAgent, CodexAgent, GeminiAgent, AiderAgent]
 
 
 @hookimpl(trylast=True)

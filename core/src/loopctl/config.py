@@ -1403,6 +1403,8 @@ DEFAULT_MODEL_WINDOWS: dict[str, int] = {
     "gpt-5-nano": 400_000,
     "gpt-5-codex": 272_000,
     "gpt-4.1": 1_047_576,
+    "gpt-4o": 128_000,
+    "openai/gpt-4o": 128_000,
     "o3": 200_000,
     "o4-mini": 200_000,
     # Google
@@ -1410,6 +1412,7 @@ DEFAULT_MODEL_WINDOWS: dict[str, int] = {
     "gemini-2.5-flash": 1_048_576,
     "gemini-2.5-flash-lite": 1_048_576,
     "gemini-2.0-flash": 1_048_576,
+    "gemini-3": 1_048_576,
 }
 
 #: Suffix some CLIs add to a model name to ask for its million-token context window.

@@ -73,7 +73,7 @@ def select_agent(
     settings = loaded.agent_settings(name, cls.settings_class)
     if command is not None:
         settings.command = command
-    return cls(settings)
+    return cls(settings, model_windows=config.models)
 
 
 @attrs.define

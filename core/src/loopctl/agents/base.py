@@ -14,7 +14,7 @@ from __future__ import annotations
 import abc
 import shutil
 import subprocess
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import ClassVar
 
@@ -95,8 +95,16 @@ class AgentAdapter(abc.ABC):
     executable: ClassVar[str | None] = None
     settings_class: ClassVar[type[AgentSettings]] = AgentSettings
 
-    def __init__(self, settings: AgentSettings | None = None) -> None:
+    def __init__(
+        self,
+        settings: AgentSettings | None = None,
+        *,
+        model_windows: Mapping[str, int] | None = None,
+    ) -> None:
         self.settings = settings if settings is not None else self.settings_class()
+        #: The config's model table (``[models]``): context windows by model name, for CLIs that
+        #: do not report their window (see :func:`loopctl.config.context_window_for`).
+        self.model_windows: dict[str, int] = dict(model_windows or {})
 
     @abc.abstractmethod
     def invocation(self, request: TurnRequest) -> Invocation:

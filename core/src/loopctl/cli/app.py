@@ -606,11 +606,18 @@ def agents_parse(
     file: Annotated[
         Path, typer.Argument(help="A transcript, e.g. .loopctl/logs/iteration-0001.agent.jsonl.")
     ],
+    exit_code: Annotated[
+        int, typer.Option("--exit-code", help="The CLI's exit code, when it carries meaning.")
+    ] = 0,
+    stderr_file: Annotated[
+        Optional[Path], typer.Option("--stderr", help="A file with the CLI's stderr.")
+    ] = None,
     json_output: Annotated[bool, typer.Option("--json", help=JSON_HELP)] = False,
     config: Annotated[Optional[Path], typer.Option("--config", help=CONFIG_HELP)] = None,
 ) -> None:
-    """Show what loopctl understood of an agent's output: its messages and the turn's result."""
-    from loopctl import state as st
+    """Show what loopctl understood of an agent's output: usage and context fill per request,
+    tool calls, and the outcome ("why did loopctl restart my agent?")."""
+    from loopctl.agents.transcript import parse_transcript, render_summary, summary_to_json
     from loopctl.config import load_config
     from loopctl.runner import agent_classes, build_host
 
@@ -621,29 +628,19 @@ def agents_parse(
         raise fail(f"unknown agent {agent!r}; available agents: {', '.join(sorted(classes))}")
     cls = classes[agent][0]
     try:
-        data = file.read_bytes()
+        stderr_text = stderr_file.read_text(errors="replace") if stderr_file else ""
+        with user_errors():
+            adapter = cls(
+                loaded.agent_settings(agent, cls.settings_class),
+                model_windows=loaded.config.models,
+            )
+        summary = parse_transcript(adapter, file, exit_code=exit_code, stderr=stderr_text)
     except OSError as exc:
-        raise fail(f"cannot read {file}: {exc.strerror or exc}") from None
-    with user_errors():
-        parser = cls(loaded.agent_settings(agent, cls.settings_class)).new_parser()
-    messages = [m for line in data.splitlines() for m in parser.feed(line)]
-    result = parser.finish(0, "")
+        raise fail(f"cannot read {exc.filename or file}: {exc.strerror or exc}") from None
     if json_output:
-        emit_json({"messages": st.to_jsonable(messages), "result": st.to_jsonable(result)})
-        return
-    for message in messages:
-        detail = message.text or ""
-        if message.tool_call is not None:
-            detail = f"{message.tool_call.name} {message.tool_call.key_input}".strip()
-        if message.usage is not None:
-            detail = f"{message.usage.context_tokens:,} tokens in context"
-        print(f"{message.kind.value:<12} {' '.join(detail.split())[:150]}")
-    outcome = result.outcome
-    print(
-        f"\nresult: {'ok' if outcome.ok else outcome.error_kind.value if outcome.error_kind else '?'}"
-        f"{': ' + outcome.message if outcome.message else ''}; {len(messages)} messages, "
-        f"{len(result.tool_calls)} tool calls, {result.usage.total_tokens:,} tokens"
-    )
+        emit_json(summary_to_json(summary))
+    else:
+        print(render_summary(summary), end="")
 
 
 # --- entry point ---------------------------------------------------------------------------------
