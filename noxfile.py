@@ -79,7 +79,9 @@ def lint(session: nox.Session) -> None:
 @nox.session
 def types(session: nox.Session) -> None:
     """mypy: strict on core, checked on plugins and contrib."""
-    session.install("mypy>=1.10", *all_distributions(), *TEST_DEPS)
+    session.install(
+        "mypy>=1.10", "tomli", *all_distributions(), *TEST_DEPS
+    )  # tomli: checked as 3.10
     session.run("mypy")
     for dist in distributions("plugins") + distributions("contrib"):
         src = dist / "src"
@@ -126,3 +128,57 @@ def bench(session: nox.Session) -> None:
     """Run every benchmark and print one table of figures (not run by CI)."""
     session.install(*all_distributions(), "msgspec")
     session.run("python", "benchmarks/run.py", *session.posargs)
+
+
+#: The agent CLIs the end-to-end tests drive, pinned so a CLI release cannot break CI unseen.
+E2E_NPM_PACKAGES = [
+    "@anthropic-ai/claude-code@2.1.197",
+    "@openai/codex@0.169.0",
+    "@google/gemini-cli@0.61.0",
+]
+E2E_AIDER = "aider-chat==0.86.2"
+
+
+@nox.session
+def e2e(session: nox.Session) -> None:
+    """Real agent CLIs (npm; aider from PyPI) against scripted model servers on 127.0.0.1."""
+    cache = Path(os.environ.get("LOOPCTL_E2E_CACHE", os.path.expanduser("~/.cache/loopctl-e2e")))
+    npm_prefix = cache / "npm"
+    npm_prefix.mkdir(parents=True, exist_ok=True)
+    session.run(
+        "npm",
+        "install",
+        "--prefix",
+        str(npm_prefix),
+        "--no-audit",
+        "--no-fund",
+        "--loglevel=error",
+        *E2E_NPM_PACKAGES,
+        external=True,
+    )
+    aider_venv = cache / "aider-venv"
+    aider = aider_venv / "bin" / "aider"
+    if not aider.exists():
+        session.run("python", "-m", "venv", str(aider_venv))
+        session.run(
+            str(aider_venv / "bin" / "python"),
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            E2E_AIDER,
+            external=True,
+        )
+    session.install(*all_distributions(), *TEST_DEPS)
+    session.run(
+        "pytest",
+        "-m",
+        "e2e",
+        *test_paths(),
+        *session.posargs,
+        env={
+            "LOOPCTL_E2E_NPM_PREFIX": str(npm_prefix),
+            "LOOPCTL_E2E_AIDER": str(aider),
+            "LOOPCTL_E2E_REQUIRE": "1",
+        },
+    )

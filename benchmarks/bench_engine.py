@@ -84,7 +84,7 @@ def measure(iterations: int, test_cmd: str) -> tuple[list[float], list[str]]:
         return overheads(clock.marks), result.live_events[0].data["plugins"]
 
 
-def main(iterations: int = ITERATIONS) -> list[Figure]:
+def figures(iterations: int = ITERATIONS) -> list[Figure]:
     per_iteration, plugins = measure(iterations, "sleep 0.05; false")
     instant, _ = measure(min(iterations, 200), "false")
     spawn = median_ms(time_command(["true"], runs=51))
@@ -116,4 +116,4 @@ def main(iterations: int = ITERATIONS) -> list[Figure]:
 
 if __name__ == "__main__":
     count = int(sys.argv[1]) if len(sys.argv) > 1 else ITERATIONS
-    print_table(main(count))
+    print_table(figures(count))

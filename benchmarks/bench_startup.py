@@ -37,7 +37,7 @@ app()
 """
 
 
-def main() -> list[Figure]:
+def figures() -> list[Figure]:
     bindir = Path(sys.executable).parent
     loopctl = str(bindir / "loopctl")
     env = {k: v for k, v in os.environ.items() if not k.startswith("LOOPCTL_")}
@@ -70,4 +70,4 @@ def main() -> list[Figure]:
 
 
 if __name__ == "__main__":
-    print_table(main())
+    print_table(figures())

@@ -11,8 +11,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from _common import Figure, print_table
 
-#: Each module has main() -> list[Figure]. Plugins' benchmarks join this list as they land.
-BENCHMARKS = ["bench_startup", "bench_engine"]
+#: Each module has figures() -> list[Figure]. Plugins' benchmarks join this list as they land.
+BENCHMARKS = ["bench_startup", "bench_engine", "bench_claude_parser"]
 
 
 def main(names: list[str]) -> int:
@@ -23,7 +23,7 @@ def main(names: list[str]) -> int:
         figures.append(
             Figure(f"[{name}]", time.perf_counter() - started, "s", note="benchmark run time")
         )
-        figures.extend(module.main())
+        figures.extend(module.figures())
     print_table(figures)
     return 0 if all(f.ok is not False for f in figures) else 1
 

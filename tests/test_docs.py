@@ -34,7 +34,9 @@ def test_every_hook_is_documented_with_its_contract(name):
     assert any(word in doc for word in ("Return value", "Return ", "Results:", "first non-")), name
     signature = inspect.signature(getattr(hookspecs, name))
     for parameter in signature.parameters:
-        assert f":param {parameter}:" in doc or parameter in ("loop",), f"{name}: document {parameter!r}"
+        assert f":param {parameter}:" in doc or parameter in ("loop",), (
+            f"{name}: document {parameter!r}"
+        )
 
 
 def test_the_hook_reference_page_lists_every_hook_with_its_signature():

@@ -21,12 +21,13 @@ MAX_ERROR_LINES_SHOWN = 20
 @hookimpl(trylast=True)
 def register_agents() -> list[type[Any]]:
     from loopctl.agents.aider import AiderAgent
+    from loopctl.agents.claude import ClaudeAgent
     from loopctl.agents.codex import CodexAgent
     from loopctl.agents.command import CommandAgent
     from loopctl.agents.gemini import GeminiAgent
     from loopctl.agents.scripted import ScriptedAgent
 
-    return [CommandAgent, ScriptedAgent, CodexAgent, GeminiAgent, AiderAgent]
+    return [ClaudeAgent, CodexAgent, GeminiAgent, AiderAgent, CommandAgent, ScriptedAgent]
 
 
 @hookimpl(trylast=True)

@@ -1,0 +1,778 @@
+"""A scripted Anthropic Messages API server, so the real Claude Code CLI can run offline in tests.
+
+The server answers ``POST /v1/messages`` (streaming SSE and plain JSON) from a *scenario*: a list
+of replies consumed in order by the main conversation. A reply is text, tool calls (``Read``,
+``Edit``, ``Write``, ``Bash`` with their inputs), the usage numbers to report, or an API error
+(HTTP status plus Anthropic's error JSON). Once the scenario is used up every further request gets
+a plain ``done`` text. Everything else the CLI calls gets a harmless answer.
+
+What Claude Code 2.1 sends in print mode, found by logging it: a ``HEAD /`` connectivity check,
+then one streaming ``POST /v1/messages?beta=true`` per model request, all offering its tools.
+Requests that offer tools (the main thread and its sub-agents, which run one after another)
+consume the scenario in order. Two kinds do not:
+
+* compaction: the CLI asks for a summary of the conversation (its last user message holds the
+  summary instructions) with the usual tools; answered with ``compact_reply`` (a summary by
+  default; an API error makes the compaction fail);
+* side requests without tools (titles, quota checks with a small model in other modes of the
+  CLI): answered with a short text.
+
+Every request is recorded for assertions::
+
+    with ScriptedModelServer([read("calc.py"), edit("calc.py", "a - b", "a + b"),
+                              text("Fixed.", usage={"input_tokens": 40_000})]) as server:
+        env = server.cli_env(home=tmp_path / "home")
+        ...  # run `claude -p` with env
+        assert server.main_requests[1].body["messages"][-1]["role"] == "user"
+
+The server is stdlib ``http.server`` (threaded), bound to 127.0.0.1 on a free port.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import itertools
+import json
+import threading
+import time
+from collections.abc import Iterable, Iterator, Mapping
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+__all__ = [
+    "COMPACT_SUMMARY",
+    "DEFAULT_MODEL",
+    "DONE_TEXT",
+    "ApiError",
+    "RecordedRequest",
+    "Reply",
+    "ScriptedModelServer",
+    "ToolUse",
+    "api_error",
+    "as_reply",
+    "auth_error",
+    "bash",
+    "edit",
+    "is_compaction_request",
+    "is_main_request",
+    "overloaded",
+    "prompt_too_long",
+    "rate_limited",
+    "read",
+    "text",
+    "tools",
+    "write",
+]
+
+#: The model the CLI is told to use in tests (a real name, so its window is in the model table).
+DEFAULT_MODEL = "claude-sonnet-4-5"
+#: What the server says once the scenario is used up, and to side requests.
+DONE_TEXT = "done"
+#: The answer to Claude Code's compaction (conversation summary) requests.
+COMPACT_SUMMARY = (
+    "<analysis>The conversation so far was summarised by the scripted model server.</analysis>\n"
+    "<summary>1. Primary Request and Intent: make the failing tests pass.</summary>"
+)
+#: Words of Claude Code's compaction prompt (the last user message of a summary request).
+COMPACT_MARKERS = (
+    "create a detailed summary of the conversation",
+    "Respond with TEXT ONLY. Do NOT call any tools",
+)
+
+_ids = itertools.count(1)
+
+
+def _new_id(prefix: str) -> str:
+    return f"{prefix}_{int(time.time() * 1000):013d}{next(_ids):06d}"
+
+
+# --- replies -------------------------------------------------------------------------------------
+
+
+@attrs.define
+class ToolUse:
+    """One ``tool_use`` block: the CLI runs the tool and sends its result in the next request."""
+
+    name: str
+    input: dict[str, Any] = attrs.Factory(dict)
+    id: str = attrs.Factory(lambda: _new_id("toolu"))
+
+
+@attrs.define
+class ApiError:
+    """An HTTP error answer in Anthropic's shape: ``{"type": "error", "error": {...}}``."""
+
+    status: int
+    type: str
+    message: str
+    #: Extra response headers (``retry-after``, ``anthropic-ratelimit-unified-reset``, …).
+    headers: dict[str, str] = attrs.Factory(dict)
+
+
+@attrs.define
+class Reply:
+    """One answer of the scenario.
+
+    ``usage`` holds the request's token counts (``input_tokens``, ``output_tokens``,
+    ``cache_creation_input_tokens``, ``cache_read_input_tokens``); missing keys default to a small
+    plausible figure. ``times`` repeats the reply for that many consecutive main requests (useful
+    for errors the CLI retries). ``thinking`` adds an extended-thinking block before the rest, as
+    the real models send when Claude Code asks for thinking (it does by default).
+    """
+
+    text: str | None = None
+    thinking: str | None = None
+    tool_calls: list[ToolUse] = attrs.Factory(list)
+    usage: dict[str, int] = attrs.Factory(dict)
+    error: ApiError | None = None
+    stop_reason: str | None = None
+    times: int = 1
+    #: Seconds to wait before answering (to test timeouts; keep it short).
+    delay_s: float = 0.0
+
+    def resolved_stop_reason(self) -> str:
+        if self.stop_reason:
+            return self.stop_reason
+        return "tool_use" if self.tool_calls else "end_turn"
+
+
+def text(
+    words: str, *, usage: Mapping[str, int] | None = None, thinking: str | None = None
+) -> Reply:
+    """A plain text answer (the turn ends here unless more replies follow a tool call)."""
+    return Reply(text=words, usage=dict(usage or {}), thinking=thinking)
+
+
+def tools(
+    *calls: ToolUse,
+    say: str | None = None,
+    usage: Mapping[str, int] | None = None,
+    thinking: str | None = None,
+) -> Reply:
+    """One answer holding several tool calls (and optionally some text before them)."""
+    return Reply(text=say, tool_calls=list(calls), usage=dict(usage or {}), thinking=thinking)
+
+
+def _tool(
+    name: str,
+    tool_input: dict[str, Any],
+    say: str | None,
+    usage: Mapping[str, int] | None,
+    thinking: str | None = None,
+) -> Reply:
+    return tools(ToolUse(name, tool_input), say=say, usage=usage, thinking=thinking)
+
+
+def read(
+    path: str,
+    *,
+    say: str | None = None,
+    usage: Mapping[str, int] | None = None,
+    thinking: str | None = None,
+) -> Reply:
+    """A ``Read`` call. Claude Code refuses to Edit a file the session has not Read."""
+    return _tool("Read", {"file_path": path}, say, usage, thinking)
+
+
+def edit(
+    path: str,
+    old: str,
+    new: str,
+    *,
+    say: str | None = None,
+    usage: Mapping[str, int] | None = None,
+    thinking: str | None = None,
+) -> Reply:
+    """An ``Edit`` call replacing ``old`` (which must occur exactly once) with ``new``."""
+    tool_input = {"file_path": path, "old_string": old, "new_string": new}
+    return _tool("Edit", tool_input, say, usage, thinking)
+
+
+def write(
+    path: str,
+    content: str,
+    *,
+    say: str | None = None,
+    usage: Mapping[str, int] | None = None,
+    thinking: str | None = None,
+) -> Reply:
+    """A ``Write`` call (a new file, or one the session has Read)."""
+    return _tool("Write", {"file_path": path, "content": content}, say, usage, thinking)
+
+
+def bash(
+    command: str,
+    *,
+    say: str | None = None,
+    usage: Mapping[str, int] | None = None,
+    thinking: str | None = None,
+) -> Reply:
+    """A ``Bash`` call."""
+    tool_input = {"command": command, "description": "run a command"}
+    return _tool("Bash", tool_input, say, usage, thinking)
+
+
+def api_error(
+    status: int,
+    error_type: str,
+    message: str,
+    *,
+    times: int = 1,
+    headers: Mapping[str, str] | None = None,
+) -> Reply:
+    """An HTTP error for the next ``times`` main requests."""
+    return Reply(error=ApiError(status, error_type, message, dict(headers or {})), times=times)
+
+
+def prompt_too_long(tokens: int = 210_000, maximum: int = 200_000, *, times: int = 1) -> Reply:
+    """The API's answer to a conversation that no longer fits the context window."""
+    return api_error(
+        400,
+        "invalid_request_error",
+        f"prompt is too long: {tokens} tokens > {maximum} maximum",
+        times=times,
+    )
+
+
+def rate_limited(*, times: int = 1, retry_after_s: int = 0) -> Reply:
+    return api_error(
+        429,
+        "rate_limit_error",
+        "This request would exceed the rate limit for your organization. Please try again later.",
+        times=times,
+        headers={"retry-after": str(retry_after_s)},
+    )
+
+
+def auth_error(*, times: int = 1) -> Reply:
+    return api_error(401, "authentication_error", "invalid x-api-key", times=times)
+
+
+def overloaded(*, times: int = 1) -> Reply:
+    return api_error(529, "overloaded_error", "Overloaded", times=times)
+
+
+def as_reply(item: Reply | Mapping[str, Any]) -> Reply:
+    """A :class:`Reply` from itself or from a plain dict (``{"text": …, "tools": [...]}``,
+    ``{"error": {"status": 400, "type": …, "message": …}}``)."""
+    if isinstance(item, Reply):
+        return item
+    data = dict(item)
+    error = data.pop("error", None)
+    calls = [
+        call
+        if isinstance(call, ToolUse)
+        else ToolUse(str(call["name"]), dict(call.get("input", {})))
+        for call in data.pop("tools", data.pop("tool_calls", []))
+    ]
+    reply = Reply(
+        text=data.pop("text", None),
+        thinking=data.pop("thinking", None),
+        tool_calls=calls,
+        usage=dict(data.pop("usage", {})),
+        stop_reason=data.pop("stop_reason", None),
+        times=int(data.pop("times", 1)),
+        delay_s=float(data.pop("delay_s", 0.0)),
+    )
+    if error is not None:
+        err = dict(error)
+        reply.error = ApiError(
+            int(err["status"]),
+            str(err.get("type", "api_error")),
+            str(err.get("message", "")),
+            dict(err.get("headers", {})),
+        )
+    if data:
+        raise ValueError(f"unknown reply keys {sorted(data)} (expected text, tools, usage, error…)")
+    return reply
+
+
+# --- recorded requests ---------------------------------------------------------------------------
+
+
+@attrs.define
+class RecordedRequest:
+    """One request the server received, and how it was answered."""
+
+    method: str
+    path: str
+    headers: dict[str, str]
+    #: The parsed JSON body (None when there was none or it was not JSON).
+    body: Any
+    #: ``main`` (consumed a scenario reply or got the after-scenario "done"), ``compact``
+    #: (a conversation summary), ``side``, ``count_tokens`` or ``other``.
+    kind: str
+    #: Index of the scenario reply that answered it (None: not from the scenario).
+    reply_index: int | None = None
+    status: int = 200
+    at: float = attrs.Factory(time.time)
+
+    @property
+    def model(self) -> str | None:
+        return self.body.get("model") if isinstance(self.body, dict) else None
+
+    @property
+    def messages(self) -> list[Any]:
+        found = self.body.get("messages") if isinstance(self.body, dict) else None
+        return found if isinstance(found, list) else []
+
+    @property
+    def system_text(self) -> str:
+        system = self.body.get("system") if isinstance(self.body, dict) else None
+        if isinstance(system, str):
+            return system
+        if isinstance(system, list):
+            return "\n".join(
+                str(block.get("text", "")) for block in system if isinstance(block, dict)
+            )
+        return ""
+
+    def tool_result_ids(self) -> list[str]:
+        """The ``tool_use_id`` of every tool result this request sends back."""
+        found: list[str] = []
+        for message in self.messages:
+            content = message.get("content") if isinstance(message, dict) else None
+            if isinstance(content, list):
+                found += [
+                    str(block.get("tool_use_id"))
+                    for block in content
+                    if isinstance(block, dict) and block.get("type") == "tool_result"
+                ]
+        return found
+
+
+# --- the server ----------------------------------------------------------------------------------
+
+
+class ScriptedModelServer:
+    """A threaded HTTP server on 127.0.0.1 speaking enough of the Messages API for Claude Code.
+
+    ``scenario`` replies answer the main-conversation requests in order. ``early_output_tokens``
+    puts a reply's whole usage (output tokens included) into ``message_start``: Claude Code's
+    stream-json ``assistant`` lines show the usage of ``message_start`` only (the real API sends
+    the final output count in ``message_delta``), so this makes the lines carry exactly the
+    scenario's numbers. Set it to False to mimic the real API (``output_tokens: 1`` at start).
+    """
+
+    def __init__(
+        self,
+        scenario: Iterable[Reply | Mapping[str, Any]] = (),
+        *,
+        model: str = DEFAULT_MODEL,
+        early_output_tokens: bool = True,
+        compact_reply: Reply | Mapping[str, Any] | None = None,
+        log_path: Path | None = None,
+    ) -> None:
+        self.model = model
+        self.compact_reply = (
+            as_reply(compact_reply)
+            if compact_reply is not None
+            else Reply(text=COMPACT_SUMMARY, usage={"input_tokens": 3000, "output_tokens": 400})
+        )
+        self.early_output_tokens = early_output_tokens
+        self.log_path = log_path
+        self._lock = threading.Lock()
+        self._replies: list[Reply] = [as_reply(item) for item in scenario]
+        self._next = 0
+        self._used_of_next = 0
+        self._requests: list[RecordedRequest] = []
+        self._httpd: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # --- lifecycle ---------------------------------------------------------------------------
+
+    def start(self) -> ScriptedModelServer:
+        if self._httpd is not None:
+            return self
+        handler = type("_BoundHandler", (_Handler,), {"server_ref": self})
+        httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        httpd.daemon_threads = True
+        self._httpd = httpd
+        self._thread = threading.Thread(
+            target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        httpd, self._httpd = self._httpd, None
+        if httpd is None:
+            return
+        httpd.shutdown()
+        httpd.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def __enter__(self) -> ScriptedModelServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def port(self) -> int:
+        if self._httpd is None:
+            raise RuntimeError("the model server is not running: call start() first")
+        return int(self._httpd.server_address[1])
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    # --- scenario and records -----------------------------------------------------------------
+
+    def add(self, *replies: Reply | Mapping[str, Any]) -> None:
+        """Append replies to the scenario (also while the CLI runs)."""
+        with self._lock:
+            self._replies += [as_reply(item) for item in replies]
+
+    @property
+    def remaining(self) -> int:
+        """Scenario replies not used yet."""
+        with self._lock:
+            return len(self._replies) - self._next
+
+    @property
+    def requests(self) -> list[RecordedRequest]:
+        with self._lock:
+            return list(self._requests)
+
+    @property
+    def main_requests(self) -> list[RecordedRequest]:
+        return [r for r in self.requests if r.kind == "main"]
+
+    def cli_env(self, home: Path, *, model: str | None = None) -> dict[str, str]:
+        """Environment for the Claude Code CLI: talk to this server, stay offline and quiet, and
+        read nothing of the user's (``home`` becomes ``HOME`` and holds the CLI's config)."""
+        home = Path(home)
+        (home / ".claude").mkdir(parents=True, exist_ok=True)
+        return {
+            "ANTHROPIC_BASE_URL": self.url,
+            "ANTHROPIC_API_KEY": "sk-ant-test-loopctl",
+            "ANTHROPIC_MODEL": model or self.model,
+            "ANTHROPIC_SMALL_FAST_MODEL": "claude-3-5-haiku-20241022",
+            "HOME": str(home),
+            "CLAUDE_CONFIG_DIR": str(home / ".claude"),
+            "XDG_CONFIG_HOME": str(home / ".config"),
+            "IS_SANDBOX": "1",
+            "DISABLE_AUTOUPDATER": "1",
+            "DISABLE_TELEMETRY": "1",
+            "DISABLE_ERROR_REPORTING": "1",
+            "DISABLE_BUG_COMMAND": "1",
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+            "CLAUDE_CODE_DISABLE_TERMINAL_TITLE": "1",
+            "CLAUDE_CODE_MAX_RETRIES": "0",
+            "NO_PROXY": "127.0.0.1,localhost",
+            "no_proxy": "127.0.0.1,localhost",
+        }
+
+    # --- answering (called from handler threads) -----------------------------------------------
+
+    def _record(self, request: RecordedRequest) -> None:
+        with self._lock:
+            self._requests.append(request)
+        if self.log_path is not None:
+            line = {
+                "method": request.method,
+                "path": request.path,
+                "kind": request.kind,
+                "reply_index": request.reply_index,
+                "status": request.status,
+                "headers": request.headers,
+                "body": request.body,
+            }
+            with self._lock, open(self.log_path, "a", encoding="utf-8") as handle:
+                handle.write(json.dumps(line) + "\n")
+
+    def _take_reply(self) -> tuple[Reply | None, int | None]:
+        """The next scenario reply (None once it is used up) and its index."""
+        with self._lock:
+            if self._next >= len(self._replies):
+                return None, None
+            index = self._next
+            reply = self._replies[index]
+            self._used_of_next += 1
+            if self._used_of_next >= max(1, reply.times):
+                self._next += 1
+                self._used_of_next = 0
+            return reply, index
+
+
+def is_main_request(body: Any) -> bool:
+    """True for a conversation turn (main thread or sub-agent): it offers tools to the model.
+
+    Claude Code's own side requests (titles, summaries, checks with the small model) offer none.
+    """
+    if not isinstance(body, dict):
+        return False
+    offered = body.get("tools")
+    return isinstance(offered, list) and len(offered) > 0
+
+
+def is_compaction_request(body: Any) -> bool:
+    """True for Claude Code's request to summarise the conversation (auto or reactive compaction).
+
+    It offers the usual tools, so it would pass for a main request; its last user message holds
+    the summary instructions.
+    """
+    if not isinstance(body, dict):
+        return False
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages or not isinstance(messages[-1], dict):
+        return False
+    content = messages[-1].get("content")
+    if isinstance(content, str):
+        texts = [content]
+    elif isinstance(content, list):
+        texts = [
+            str(block.get("text", ""))
+            for block in content
+            if isinstance(block, dict) and block.get("type") == "text"
+        ]
+    else:
+        return False
+    return any(marker in text for text in texts for marker in COMPACT_MARKERS)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server_ref: ScriptedModelServer
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Quiet: the requests are recorded instead."""
+
+    # --- plumbing ------------------------------------------------------------------------------
+
+    def _read_body(self) -> Any:
+        try:
+            length = int(self.headers.get("content-length") or 0)
+        except ValueError:
+            length = 0
+        raw = self.rfile.read(length) if length > 0 else b""
+        if not raw:
+            return None
+        try:
+            return json.loads(raw)
+        except ValueError:
+            return None
+
+    def _send_json(
+        self, status: int, payload: Any, headers: Mapping[str, str] | None = None
+    ) -> None:
+        data = json.dumps(payload).encode("utf-8")
+        self.send_response(status)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(data)))
+        self.send_header("request-id", _new_id("req"))
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _recorded(self, body: Any, kind: str, index: int | None = None, status: int = 200) -> None:
+        path = self.path
+        self.server_ref._record(
+            RecordedRequest(
+                method=self.command,
+                path=path,
+                headers={k.lower(): v for k, v in self.headers.items()},
+                body=body,
+                kind=kind,
+                reply_index=index,
+                status=status,
+            )
+        )
+
+    # --- verbs ----------------------------------------------------------------------------------
+
+    def do_GET(self) -> None:
+        self._recorded(None, "other")
+        self._send_json(200, {"data": [], "has_more": False})
+
+    def do_HEAD(self) -> None:
+        self._recorded(None, "other")
+        self.send_response(200)
+        self.send_header("content-length", "0")
+        self.end_headers()
+
+    def do_POST(self) -> None:
+        body = self._read_body()
+        path = self.path.split("?", 1)[0].rstrip("/")
+        if path.endswith("/v1/messages/count_tokens"):
+            self._recorded(body, "count_tokens")
+            self._send_json(200, {"input_tokens": _estimate_tokens(body)})
+            return
+        if not path.endswith("/v1/messages"):
+            self._recorded(body, "other")
+            self._send_json(200, {})
+            return
+        server = self.server_ref
+        stream = isinstance(body, dict) and body.get("stream") is True
+        model = body.get("model") if isinstance(body, dict) else None
+        model = model if isinstance(model, str) and model else server.model
+        if is_compaction_request(body):
+            reply = server.compact_reply
+            self._recorded(body, "compact", status=reply.error.status if reply.error else 200)
+            self._answer(reply, model, stream)
+            return
+        if not is_main_request(body):
+            self._recorded(body, "side")
+            self._answer(
+                Reply(text=DONE_TEXT, usage={"input_tokens": 50, "output_tokens": 2}), model, stream
+            )
+            return
+        taken, index = server._take_reply()
+        reply = taken if taken is not None else Reply(text=DONE_TEXT)
+        if reply.delay_s > 0:
+            time.sleep(reply.delay_s)
+        status = reply.error.status if reply.error is not None else 200
+        self._recorded(body, "main", index, status)
+        self._answer(reply, model, stream)
+
+    # --- answers --------------------------------------------------------------------------------
+
+    def _answer(self, reply: Reply, model: str, stream: bool) -> None:
+        if reply.error is not None:
+            error = reply.error
+            self._send_json(
+                error.status,
+                {
+                    "type": "error",
+                    "error": {"type": error.type, "message": error.message},
+                    "request_id": _new_id("req"),
+                },
+                {"x-should-retry": "false", **error.headers},
+            )
+            return
+        usage = _full_usage(reply.usage)
+        message_id = _new_id("msg")
+        blocks = _content_blocks(reply)
+        if not stream:
+            self._send_json(
+                200,
+                {
+                    "id": message_id,
+                    "type": "message",
+                    "role": "assistant",
+                    "model": model,
+                    "content": blocks,
+                    "stop_reason": reply.resolved_stop_reason(),
+                    "stop_sequence": None,
+                    "usage": usage,
+                },
+            )
+            return
+        self._stream(reply, model, message_id, blocks, usage)
+
+    def _stream(
+        self,
+        reply: Reply,
+        model: str,
+        message_id: str,
+        blocks: list[dict[str, Any]],
+        usage: dict[str, int],
+    ) -> None:
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream; charset=utf-8")
+        self.send_header("cache-control", "no-cache")
+        self.send_header("request-id", _new_id("req"))
+        self.send_header("connection", "close")
+        self.end_headers()
+        self.close_connection = True
+        start_usage = dict(usage)
+        if not self.server_ref.early_output_tokens:
+            start_usage["output_tokens"] = min(1, usage["output_tokens"])
+        for data in _sse_events(reply, model, message_id, blocks, usage, start_usage):
+            self.wfile.write(f"event: {data['type']}\ndata: {json.dumps(data)}\n\n".encode())
+        self.wfile.flush()
+
+
+def _sse_events(
+    reply: Reply,
+    model: str,
+    message_id: str,
+    blocks: list[dict[str, Any]],
+    usage: dict[str, int],
+    start_usage: dict[str, int],
+) -> Iterator[dict[str, Any]]:
+    """The server-sent events of one streamed answer, in the API's order (``type`` names each)."""
+    message: dict[str, Any] = {"id": message_id, "type": "message", "role": "assistant"}
+    message["model"] = model
+    message.update(content=[], stop_reason=None, stop_sequence=None, usage=start_usage)
+    yield {"type": "message_start", "message": message}
+    yield {"type": "ping"}
+    for index, block in enumerate(blocks):
+        if block["type"] == "thinking":
+            start: dict[str, Any] = {"type": "thinking", "thinking": "", "signature": ""}
+            deltas: list[dict[str, Any]] = [
+                {"type": "thinking_delta", "thinking": piece}
+                for piece in _pieces(block["thinking"])
+            ]
+            deltas.append({"type": "signature_delta", "signature": block["signature"]})
+        elif block["type"] == "text":
+            start = {"type": "text", "text": ""}
+            deltas = [{"type": "text_delta", "text": piece} for piece in _pieces(block["text"])]
+        else:
+            start = {"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}
+            encoded = json.dumps(block["input"])
+            half = len(encoded) // 2  # two partial deltas, as the API splits its JSON
+            deltas = [
+                {"type": "input_json_delta", "partial_json": part}
+                for part in (encoded[:half], encoded[half:])
+            ]
+        yield {"type": "content_block_start", "index": index, "content_block": start}
+        for delta in deltas:
+            yield {"type": "content_block_delta", "index": index, "delta": delta}
+        yield {"type": "content_block_stop", "index": index}
+    stop = {"stop_reason": reply.resolved_stop_reason(), "stop_sequence": None}
+    yield {"type": "message_delta", "delta": stop, "usage": usage}
+    yield {"type": "message_stop"}
+
+
+#: The API streams text a few tokens at a time; the server sends pieces of about this many chars.
+DELTA_CHARS = 40
+
+
+def _pieces(words: str) -> list[str]:
+    return [words[i : i + DELTA_CHARS] for i in range(0, len(words), DELTA_CHARS)] or [""]
+
+
+def _content_blocks(reply: Reply) -> list[dict[str, Any]]:
+    blocks: list[dict[str, Any]] = []
+    if reply.thinking is not None:
+        blocks.append(
+            {
+                "type": "thinking",
+                "thinking": reply.thinking,
+                "signature": _signature(reply.thinking),
+            }
+        )
+    if reply.text is not None or not reply.tool_calls:
+        blocks.append({"type": "text", "text": reply.text if reply.text is not None else DONE_TEXT})
+    for call in reply.tool_calls:
+        blocks.append({"type": "tool_use", "id": call.id, "name": call.name, "input": call.input})
+    return blocks
+
+
+def _signature(thinking: str) -> str:
+    """A stand-in for the API's opaque thinking signature (base64, a few hundred bytes)."""
+    seed = hashlib.sha256(thinking.encode("utf-8")).digest()
+    return base64.b64encode(seed * 12).decode("ascii")
+
+
+def _full_usage(given: Mapping[str, int]) -> dict[str, int]:
+    return {
+        "input_tokens": int(given.get("input_tokens", 1200)),
+        "output_tokens": int(given.get("output_tokens", 40)),
+        "cache_creation_input_tokens": int(given.get("cache_creation_input_tokens", 0)),
+        "cache_read_input_tokens": int(given.get("cache_read_input_tokens", 0)),
+    }
+
+
+def _estimate_tokens(body: Any) -> int:
+    """About four characters a token, like the API's own rough figure."""
+    return max(1, len(json.dumps(body)) // 4) if body is not None else 1
