@@ -587,3 +587,52 @@ def test_render_status_tolerates_hand_edited_records(
     assert text.startswith("loop in /x/.loopctl: running (pid 42)")
     assert "goal: fix it…" in text
     assert "warning: error-summary.json" in text
+
+
+OPTION_PLUGIN = """\
+    import attrs
+    from loopctl import RunOption, hookimpl
+
+
+    @attrs.define
+    class Config:
+        speed: str = "normal"
+
+
+    @hookimpl
+    def register_config():
+        return {"opt": Config}
+
+
+    @hookimpl
+    def register_run_options():
+        return [RunOption("--speed", "plugins.opt.speed", help="How fast to go.", choices=("normal", "fast"))]
+
+
+    @hookimpl
+    def on_loop_start(loop):
+        loop.emit("opt.speed", speed=loop.plugin_config("opt").speed)
+"""
+
+
+def test_plugins_add_run_options_that_set_their_config(project: Project, tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    add_plugin(site, "opt", OPTION_PLUGIN)
+    env = clean_env(PYTHONPATH=str(site))
+    use_scenario(project, [[FIX]])
+    base = ("run", "make add work", "--agent", "scripted", "--test-cmd", TEST_CMD, "--json")
+
+    ran = loopctl(*base, "--speed", "fast", cwd=project.path, env=env)
+    assert ran.returncode == 0, ran.stderr
+    events = [json.loads(line) for line in ran.stdout.splitlines()]
+    assert [e["speed"] for e in events if e["type"] == "opt.speed"] == ["fast"]
+
+    bad = loopctl(*base, "--fresh-state", "--speed=warp", cwd=project.path, env=env)
+    assert_usage_error(bad, "--speed", "'warp' is not one of normal, fast")
+    unknown = loopctl(*base, "--fresh-state", "--sped", "fast", cwd=project.path, env=env)
+    assert_usage_error(unknown, "no such option: --sped", "--speed")
+
+    shown = loopctl("run", "--help", cwd=project.path, env=env)
+    assert shown.returncode == 0, shown.stderr
+    assert "Options added by plugins" in shown.stdout
+    assert "--speed" in shown.stdout

@@ -316,6 +316,34 @@ class Loop:
         """Run the test command (or ``command``) again, now, with the run's timeout and limits."""
         return self._engine.run_tests(command)
 
+    @property
+    def last_snapshot(self) -> Snapshot | None:
+        """The working tree as it was after the previous iteration (before this agent turn)."""
+        return self._engine.last_snapshot
+
+    def mark_not_agents_fault(self, reason: str, *, source: str) -> None:
+        """This iteration failed for a reason the agent cannot fix (a flaky test, a broken
+        environment): stuck detection skips it, as it does rate limits and network errors."""
+        record = self._engine.current_record
+        if record is not None:
+            record.annotations["not_agents_fault"] = f"{source}: {reason}"
+            self.emit("loop.not_agents_fault", reason=reason, source=source)
+
+    def repair_original_goal(self, text: str, *, source: str, why: str) -> None:
+        """Put back the user's goal when it was lost or changed outside loopctl (a state file
+        edited on disk, a legacy file without it). Only for guards: the goal is otherwise fixed."""
+        previous = self._engine.state.original_goal
+        if text == previous:
+            return
+        self._engine.state.original_goal = text
+        self.emit(
+            "loop.original_goal_repaired",
+            source=source,
+            why=why,
+            previous_chars=len(previous),
+            chars=len(text),
+        )
+
     def add_report_section(self, title: str, body: str, *, source: str) -> None:
         """Add a section to the run report (``report.md``/``report.json``)."""
         self._engine.report_sections.append(ReportSection(title, body, source))
@@ -366,7 +394,7 @@ class Engine:
         self._events: st.JsonlAppender | None = None
         self._iterations: st.JsonlAppender | None = None
         self._crashes = 0
-        self._last_snapshot: Snapshot | None = None
+        self.last_snapshot: Snapshot | None = None
         self._writer: BackgroundWriter | None = None
         self._opened = False
         self._background = ThreadPoolExecutor(max_workers=1, thread_name_prefix="loopctl-snapshot")
@@ -470,7 +498,7 @@ class Engine:
         if self.state.status != "restarting":
             self.state.status = "running"
         self._write_state()
-        self._last_snapshot = self.workspace.snapshot()
+        self.last_snapshot = self.workspace.snapshot()
         self._opened = True
 
     def _end_orphaned_agent(self) -> None:
@@ -913,8 +941,8 @@ class Engine:
         composed: ComposedPrompt,
         snapshot: Snapshot,
     ) -> IterationRecord:
-        changed = self.workspace.changed_files(self._last_snapshot, snapshot)
-        self._last_snapshot = snapshot
+        changed = self.workspace.changed_files(self.last_snapshot, snapshot)
+        self.last_snapshot = snapshot
         return IterationRecord(
             iteration=iteration,
             generation=self.state.generation,
@@ -1002,7 +1030,10 @@ class Engine:
                 )
         if not self.loaded.config.stuck.enabled:
             return None
-        infrastructure = turn.outcome.error_kind in INFRASTRUCTURE_ERRORS
+        infrastructure = (
+            turn.outcome.error_kind in INFRASTRUCTURE_ERRORS
+            or "not_agents_fault" in record.annotations
+        )
         escalation = self.stuck.observe(
             record, error_lines=test_run.error_lines, infrastructure=infrastructure
         )

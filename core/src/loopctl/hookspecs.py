@@ -16,7 +16,7 @@ Two rules hold for every hook:
 
 The lifecycle of one run, in order:
 
-    add_hookspecs → register_config → register_agents → on_loop_start
+    add_hookspecs → register_config, register_agents, register_run_options → on_loop_start
     ┌→ before_iteration → compose_prompt → (agent runs: on_agent_message …)
     │  → (tests run) → on_failure | on_success → after_iteration → decide
     └─ restart? → on_restart ──┘
@@ -34,7 +34,14 @@ import pluggy
 if TYPE_CHECKING:
     from loopctl.agents.base import AgentAdapter
     from loopctl.engine import Loop, LoopOutcome, Restart
-    from loopctl.model import AgentMessage, Decision, Event, IterationRecord, PromptSection
+    from loopctl.model import (
+        AgentMessage,
+        Decision,
+        Event,
+        IterationRecord,
+        PromptSection,
+        RunOption,
+    )
 
 #: The project name shared by the spec and implementation markers and the entry-point group.
 PROJECT_NAME = "loopctl"
@@ -100,6 +107,23 @@ def register_commands(cli: Any) -> None:
 
     Called only when a command that is not built in is requested or ``--help`` is shown, so a
     plugin's CLI code costs nothing on other commands. Return value: ignored.
+
+    .. versionadded:: 0.1
+    """
+
+
+@hookspec
+def register_run_options() -> list[RunOption] | None:
+    """Add options to ``loopctl run`` and ``loopctl resume`` that set a plugin's config keys.
+
+    Return a list of :class:`~loopctl.model.RunOption`: ``RunOption("--failure-mode",
+    "plugins.failure-classifier.force_mode", help=..., choices=[...])`` makes
+    ``loopctl run … --failure-mode dependency_issue`` a command-line override of that key
+    (it shows in ``loopctl config show`` as coming from the command line), validated against
+    ``choices`` when given and then by the plugin's config class.
+
+    Results: collected from every enabled plugin; a flag claimed twice is an error naming both
+    plugins. The options are listed at the end of ``loopctl run --help``.
 
     .. versionadded:: 0.1
     """

@@ -306,6 +306,19 @@ class PromptSection:
 
 
 @attrs.define(frozen=True)
+class RunOption:
+    """A ``loopctl run``/``resume`` option a plugin adds (``register_run_options``): ``flag``
+    sets the config key ``key`` (a dotted path such as ``plugins.NAME.KEY``)."""
+
+    flag: str
+    key: str
+    help: str = ""
+    metavar: str = "VALUE"
+    #: The values accepted, when the option is an enumeration.
+    choices: tuple[str, ...] | None = None
+
+
+@attrs.define(frozen=True)
 class Event:
     """One line of ``events.jsonl``: a ``type`` such as ``loop.context_usage``, a timestamp, and data."""
 

@@ -95,4 +95,6 @@ def _made_progress(previous: IterationRecord, current: IterationRecord) -> bool:
 def _was_infrastructure(record: IterationRecord) -> bool:
     from loopctl.model import INFRASTRUCTURE_ERRORS
 
-    return record.agent.error_kind in {kind.value for kind in INFRASTRUCTURE_ERRORS}
+    return "not_agents_fault" in record.annotations or record.agent.error_kind in {
+        kind.value for kind in INFRASTRUCTURE_ERRORS
+    }

@@ -195,8 +195,13 @@ def _read_goal(goal: Optional[str], goal_file: Optional[Path]) -> str:
     return goal
 
 
-@app.command("run")
+#: Lets `run` and `resume` take the options plugins add (register_run_options).
+PLUGIN_OPTIONS = {"allow_extra_args": True, "ignore_unknown_options": True}
+
+
+@app.command("run", context_settings=PLUGIN_OPTIONS)
 def run_command(
+    ctx: typer.Context,
     goal: Annotated[
         Optional[str],
         typer.Argument(help="What the agent should achieve, exactly as you would tell it."),
@@ -283,6 +288,7 @@ def run_command(
         },
     )
     workdir = Path.cwd()
+    overrides.update(_plugin_option_overrides(ctx.args, workdir, config))
     if fresh_state:
         _discard_state(_state_dir(workdir, state_dir, config))
     _run_loop(
@@ -341,8 +347,9 @@ def _state_dir(workdir: Path, state_dir: Optional[Path], config: Optional[Path])
     return configured if configured.is_absolute() else workdir / configured
 
 
-@app.command("resume")
+@app.command("resume", context_settings=PLUGIN_OPTIONS)
 def resume_command(
+    ctx: typer.Context,
     state_dir: Annotated[Optional[Path], typer.Option("--state-dir", help=STATE_DIR_HELP)] = None,
     config: Annotated[
         Optional[Path],
@@ -390,6 +397,7 @@ def resume_command(
         session=previous.session_mode or None,
         **{"limits.max_iterations": limit},
     )
+    overrides.update(_plugin_option_overrides(ctx.args, loop_workdir, config_file))
     _run_loop(
         dict(
             workdir=loop_workdir,
@@ -404,6 +412,75 @@ def resume_command(
         ),
         json_output=json_output,
     )
+
+
+def plugin_run_options(workdir: Path, config: Optional[Path]) -> dict[str, Any]:
+    """The options enabled plugins add to run/resume, by flag (register_run_options)."""
+    from loopctl.config import load_config
+    from loopctl.model import RunOption
+    from loopctl.pluginhost import PluginError
+    from loopctl.runner import build_host
+
+    with user_errors():
+        host = build_host(load_config(workdir, config_file=config))
+    options: dict[str, tuple[RunOption, str]] = {}
+    for impl in host.hook.register_run_options.get_hookimpls():
+        for option in impl.function() or ():
+            if not isinstance(option, RunOption):
+                continue
+            if option.flag in options and options[option.flag][1] != impl.plugin_name:
+                with user_errors():
+                    raise PluginError(
+                        f"option {option.flag} is added by both {options[option.flag][1]!r} "
+                        f"and {impl.plugin_name!r}; disable one of them"
+                    )
+            options[option.flag] = (option, impl.plugin_name)
+    return {flag: option for flag, (option, _) in options.items()}
+
+
+def _plugin_option_overrides(
+    args: list[str], workdir: Path, config: Optional[Path]
+) -> dict[str, Any]:
+    """Config overrides from the plugin options among ``args`` (``--flag VALUE`` or
+    ``--flag=VALUE``); anything else is a usage error."""
+    if not args:
+        return {}
+    options = plugin_run_options(workdir, config)
+    overrides: dict[str, Any] = {}
+    rest = list(args)
+    while rest:
+        word = rest.pop(0)
+        flag, has_value, value = word.partition("=")
+        option = options.get(flag)
+        if option is None:
+            known = ", ".join(sorted(options)) or "none"
+            raise fail(f"no such option: {word} (options from plugins: {known}; see --help)")
+        if not has_value:
+            if not rest:
+                raise fail(f"option {flag} needs a value ({option.metavar})")
+            value = rest.pop(0)
+        if option.choices is not None and value not in option.choices:
+            raise fail(f"{flag}: {value!r} is not one of {', '.join(option.choices)}")
+        overrides[option.key] = value
+    return overrides
+
+
+def _describe_plugin_options() -> None:
+    """Add the plugins' run/resume options to those commands' --help."""
+    try:
+        options = plugin_run_options(Path.cwd(), None)
+    except typer.Exit:
+        return
+    if not options:
+        return
+    lines = ["Options added by plugins:"] + [
+        f"  {flag} {option.metavar}  {option.help}"
+        + (f" ({', '.join(option.choices)})" if option.choices else "")
+        for flag, option in sorted(options.items())
+    ]
+    for command in app.registered_commands:
+        if command.name in ("run", "resume"):
+            command.epilog = "\n\n".join(lines)
 
 
 # --- status --------------------------------------------------------------------------------------
@@ -655,6 +732,8 @@ def main(argv: list[str] | None = None) -> int:
     first = next((a for a in args if not a.startswith("-")), None)
     if not {"--version", "-V"} & set(args) and (first is None or first not in builtin):
         _add_plugin_commands()
+    if first in ("run", "resume") and {"--help", "-h"} & set(args):
+        _describe_plugin_options()
     command = typer.main.get_command(app)
     try:
         result = command.main(args=args, prog_name="loopctl", standalone_mode=False)
