@@ -82,6 +82,13 @@ SAMPLES: dict[str, dict[str, Any]] = {
     "loop.completion_vetoed": {"reason": "flaky-detector: passed once in three runs"},
     "loop.completion_signal_missing": {"signal": "LOOPCTL_DONE"},
     "loop.stuck": {"escalation": "nudge", "streak": 3, "fingerprint": "abc"},
+    "loop.not_agents_fault": {"reason": "flaky test t::a", "source": "failure-classifier"},
+    "loop.original_goal_repaired": {
+        "source": "goal-guard",
+        "why": "loop-state.md was edited",
+        "previous_chars": 10,
+        "chars": 20,
+    },
     "loop.failed_approach": {
         "text": "iterations 1-3 kept failing with: KeyError",
         "source": "engine",

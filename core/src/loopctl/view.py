@@ -207,6 +207,12 @@ _DESCRIBERS: dict[str, Callable[[Event, Mapping[str, Any]], str]] = {
         f"(escalation: {_text(d.get('escalation'))})"
     ),
     "loop.failed_approach": lambda e, d: f"noted a failed approach: {_text(d.get('text'))}",
+    "loop.not_agents_fault": lambda e, d: (
+        f"not counted against the agent ({_text(d.get('source'))}): {_text(d.get('reason'))}"
+    ),
+    "loop.original_goal_repaired": lambda e, d: (
+        f"original goal restored by {_text(d.get('source'))}: {_text(d.get('why'))}"
+    ),
     "loop.working_goal_set": lambda e, d: (
         f"working goal updated by {_text(d.get('source'))} ({_count(d.get('chars'))} chars)"
     ),
