@@ -14,8 +14,6 @@ from typing import Any
 
 import pytest
 
-from loopctl.agents.claude import ClaudeAgent
-from loopctl.hookspecs import hookimpl
 from loopctl.testing import Project, RunResult, python_test_cmd, run_loop
 from loopctl.testing import model_server as ms
 
@@ -25,23 +23,6 @@ pytestmark = pytest.mark.e2e
 
 MODEL = "claude-sonnet-4-5"  # a 200k-token window in the model table and in the CLI
 WINDOW = 200_000
-
-
-class ClaudeAdapterPlugin:
-    """Registers the Claude adapter for runs where loopctl's built-in plugin does not (yet)."""
-
-    @hookimpl
-    def register_agents(self) -> list[type[ClaudeAgent]]:
-        return [ClaudeAgent]
-
-
-def adapter_plugins() -> dict[str, object]:
-    from loopctl import builtin
-
-    registered = builtin.register_agents()
-    if any(getattr(cls, "name", None) == "claude" for cls in registered or []):
-        return {}
-    return {"claude-adapter": ClaudeAdapterPlugin()}
 
 
 def usage(context: int, output: int = 500) -> dict[str, int]:
@@ -69,7 +50,6 @@ def run_claude_loop(
         project,
         "Make the failing test in test_calc.py pass by fixing calc.py.",
         agent="claude",
-        plugins=adapter_plugins(),
         test_cmd=python_test_cmd(),
         config={
             "session": session,

@@ -82,7 +82,7 @@ class AiderSettings(AgentSettings):
     files: list[str] = attrs.Factory(list)
     #: ``--edit-format``; None lets aider choose for the model.
     edit_format: str | None = None
-    #: Let aider commit its own edits (loopctl commits each iteration itself).
+    #: Let aider commit its own edits (off: they stay in the working tree for you to review).
     auto_commits: bool = False
 
 
