@@ -751,3 +751,61 @@ def test_load_config_on_any_text_raises_only_config_error(text: str, env_value: 
     else:
         assert isinstance(result.config, LoopctlConfig)
         assert result.file == root / "loopctl.toml"
+
+
+# --- the fast path of `plugins list` reads the plugin switches the same way ----------------------
+
+_NAMES = st.lists(st.sampled_from(["alpha", "beta", "gamma-x"]), max_size=3, unique=True)
+
+
+@settings(
+    max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    file_enable=st.one_of(st.none(), _NAMES),
+    file_disable=_NAMES,
+    file_strict=st.booleans(),
+    env=st.dictionaries(
+        st.sampled_from(
+            [
+                "LOOPCTL_PLUGINS",
+                "LOOPCTL_PLUGINS__ENABLE",
+                "LOOPCTL_PLUGINS__DISABLE",
+                "LOOPCTL_PLUGINS__STRICT",
+                "LOOPCTL_DISABLE_PLUGIN_AUTOLOAD",
+            ]
+        ),
+        st.sampled_from(["", "0", "1", "alpha", "alpha,beta", " beta , gamma-x ", "true", "no"]),
+        max_size=4,
+    ),
+    pyproject=st.booleans(),
+)
+def test_plugin_switches_agree_with_the_typed_config(
+    tmp_path, file_enable, file_disable, file_strict, env, pyproject
+):
+    from loopctl.configfile import plugin_switches
+
+    project = tmp_path / f"p{abs(hash((str(file_enable), str(env), pyproject)))}"
+    project.mkdir(exist_ok=True)
+    lines = ["[tool.loopctl.plugins]" if pyproject else "[plugins]"]
+    if file_enable is not None:
+        lines.append(f"enable = {json.dumps(file_enable)}")
+    lines.append(f"disable = {json.dumps(file_disable)}")
+    lines.append(f"strict = {'true' if file_strict else 'false'}")
+    (project / ("pyproject.toml" if pyproject else "loopctl.toml")).write_text(
+        "\n".join(lines) + "\n"
+    )
+    try:
+        loaded = load_config(project, env=env)
+    except ConfigError:
+        with pytest.raises(ConfigError):
+            plugin_switches(project, env=env)
+        return
+    fast = plugin_switches(project, env=env)
+    plugins = loaded.config.plugins
+    assert fast == {
+        "enable": plugins.enable,
+        "disable": plugins.disable,
+        "strict": plugins.strict,
+        "autoload": loaded.autoload,
+    }

@@ -25,7 +25,6 @@ import math
 import os
 import re
 import reprlib
-import sys
 import types
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -48,10 +47,21 @@ from cattrs.errors import (
 )
 from cattrs.gen import make_dict_structure_fn, mapping_structure_factory
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on Python 3.10 only
-    import tomli as tomllib
+from loopctl.configfile import (
+    ENV_DISABLE_AUTOLOAD,
+    ENV_PLUGINS,
+    ENV_PREFIX,
+    FALSE_WORDS,
+    PYPROJECT_FILE_NAME,
+    PYPROJECT_PREFIX,
+    TRUE_WORDS,
+    ConfigError,
+    display_path,
+    find_config_file,
+    locate,
+    pyproject_section,
+    read_toml,
+)
 
 __all__ = [
     "DEFAULT_MODEL_WINDOWS",
@@ -81,39 +91,15 @@ T = TypeVar("T")
 #: A key path inside a config document: table keys (str) and array indices (int).
 KeyPath = tuple[Union[str, int], ...]
 
-CONFIG_FILE_NAME = "loopctl.toml"
-PYPROJECT_FILE_NAME = "pyproject.toml"
-#: Where the settings live inside ``pyproject.toml``.
-PYPROJECT_PREFIX = "tool.loopctl"
 
-ENV_PREFIX = "LOOPCTL_"
 #: Variables loopctl itself sets for agents and test commands: never config, never warned about.
 NON_CONFIG_ENV_VARS = frozenset({"LOOPCTL_ITERATION", "LOOPCTL_SESSION_ID", "LOOPCTL_RUN_ID"})
-#: Comma-separated plugin allow-list, a short spelling of ``LOOPCTL_PLUGINS__ENABLE``.
-ENV_PLUGINS = "LOOPCTL_PLUGINS"
-#: When set (non-empty, not "0"), only plugins named in the allow-list are loaded.
-ENV_DISABLE_AUTOLOAD = "LOOPCTL_DISABLE_PLUGIN_AUTOLOAD"
 
 #: Hard cap on ``limits.max_restarts``: a loop that needs more restarts is not converging.
 MAX_RESTARTS_CAP = 10
 
-_TRUE_WORDS = frozenset({"1", "true", "yes", "on"})
-_FALSE_WORDS = frozenset({"0", "false", "no", "off"})
-
 
 # --- errors -------------------------------------------------------------------------------------
-
-
-class ConfigError(Exception):
-    """A configuration problem the user has to fix; ``str()`` is the full message.
-
-    Each problem is one line naming its source, the key path and what was wrong;
-    ``problems`` holds the lines one by one.
-    """
-
-    def __init__(self, problems: str | Sequence[str]) -> None:
-        self.problems = [problems] if isinstance(problems, str) else list(problems)
-        super().__init__("\n".join(self.problems))
 
 
 class InvalidFields(ValueError):
@@ -876,9 +862,9 @@ def _from_text(text: str, tp: Any) -> Any:
         return None
     if inner is bool:
         word = text.strip().lower()
-        if word in _TRUE_WORDS:
+        if word in TRUE_WORDS:
             return True
-        if word in _FALSE_WORDS:
+        if word in FALSE_WORDS:
             return False
         raise _Mismatch("a boolean (1/true/yes/on or 0/false/no/off)", text)
     if inner is int:
@@ -920,76 +906,12 @@ class _Layer:
     origin_by_path: dict[KeyPath, str] = attrs.Factory(dict)
 
 
-def _display_path(path: Path, cwd: Path) -> str:
-    try:
-        return str(path.relative_to(cwd))
-    except ValueError:
-        return str(path)
-
-
-def _read_toml(path: Path, display: str) -> dict[str, Any]:
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise ConfigError(f"{display}: cannot read the file: {exc.strerror or exc}") from None
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise ConfigError(f"{display}: not UTF-8 text (bad byte at offset {exc.start})") from None
-    try:
-        return tomllib.loads(text.removeprefix("\ufeff"))
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{display}: invalid TOML: {exc}") from None
-    except RecursionError:
-        raise ConfigError(f"{display}: invalid TOML: nested too deeply") from None
-    except Exception as exc:  # noqa: BLE001 - no input may crash the CLI
-        raise ConfigError(f"{display}: invalid TOML: {exc}") from None
-
-
-def _pyproject_section(document: Mapping[str, Any]) -> tuple[bool, object]:
-    """``(found, value)`` of ``[tool.loopctl]`` in a parsed pyproject.toml."""
-    tool = document.get("tool")
-    if isinstance(tool, Mapping) and "loopctl" in tool:
-        return True, tool["loopctl"]
-    return False, None
-
-
-def find_config_file(start: Path) -> Path | None:
-    """The config file for a project directory, or None.
-
-    Walks up from ``start`` to the filesystem root, stopping after the directory that holds
-    ``.git``. In each directory ``loopctl.toml`` wins, else a ``pyproject.toml`` that has a
-    ``[tool.loopctl]`` table. A pyproject.toml that mentions loopctl but is not valid TOML raises
-    :class:`ConfigError` (its settings would otherwise be silently skipped).
-    """
-    here = Path(os.path.abspath(start))
-    if here.is_file():
-        here = here.parent
-    for directory in (here, *here.parents):
-        candidate = directory / CONFIG_FILE_NAME
-        if candidate.is_file():
-            return candidate
-        pyproject = directory / PYPROJECT_FILE_NAME
-        if pyproject.is_file():
-            try:
-                mentions = b"loopctl" in pyproject.read_bytes()
-            except OSError:
-                mentions = False
-            if mentions:
-                found, _ = _pyproject_section(_read_toml(pyproject, str(pyproject)))
-                if found:
-                    return pyproject
-        if (directory / ".git").exists():
-            break
-    return None
-
-
 def _file_layer(path: Path, cwd: Path, warnings: list[str]) -> _Layer:
-    display = _display_path(path, cwd)
-    document = _read_toml(path, display)
+    display = display_path(path, cwd)
+    document = read_toml(path, display)
     if path.name != PYPROJECT_FILE_NAME:
         return _Layer(document, origin=display, source=display)
-    found, section = _pyproject_section(document)
+    found, section = pyproject_section(document)
     if not found:
         warnings.append(f"{display} has no [{PYPROJECT_PREFIX}] table; using the defaults")
         section = {}
@@ -1263,9 +1185,7 @@ def _load(
     cwd: Path, config_file: Path | None, env: Mapping[str, str], overrides: Mapping[str, Any]
 ) -> LoadedConfig:
     warnings: list[str] = []
-    path = cwd / config_file if config_file is not None else find_config_file(cwd)
-    if config_file is not None and path is not None and not path.exists():
-        raise ConfigError(f"{config_file}: config file not found (given with --config)")
+    path = locate(cwd, config_file)
 
     layers: list[_Layer] = []
     problems: list[str] = []

@@ -1,7 +1,9 @@
 """Commands that must start fast, written without typer or rich.
 
 ``loopctl plugins list`` is typed often and read by scripts; importing typer alone costs about
-100 ms on a small machine, so it is dispatched here straight from :mod:`loopctl.__main__`.
+100 ms on a small machine, so it is dispatched here straight from :mod:`loopctl.__main__`, and
+reads only the plugin switches of the config (:func:`loopctl.configfile.plugin_switches`), not the
+whole typed configuration.
 """
 
 from __future__ import annotations
@@ -12,22 +14,23 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import attrs
-
 
 def plugins_list(*, json_output: bool, config_file: Path | None = None) -> int:
     """Print every installed plugin; disabled plugins are listed but never imported."""
-    from loopctl.config import ConfigError, load_config
+    from loopctl.configfile import ConfigError, plugin_switches
     from loopctl.pluginhost import PluginHost, PluginSelection
 
     try:
-        loaded = load_config(Path.cwd(), config_file=config_file)
+        switches = plugin_switches(Path.cwd(), config_file=config_file)
     except ConfigError as exc:
         for line in str(exc).strip().splitlines():
             print(f"loopctl: error: {line}", file=sys.stderr)
         return 2
     # Listing must show a broken plugin, not die of it, even with plugins.strict = true.
-    host = PluginHost(attrs.evolve(PluginSelection.from_config(loaded), strict=False))
+    selection = PluginSelection(
+        enable=switches["enable"], disable=switches["disable"], autoload=switches["autoload"]
+    )
+    host = PluginHost(selection)
     host.load()
     rows: list[dict[str, Any]] = [
         {
