@@ -17,7 +17,7 @@ nox.options.download_python = "never"
 nox.options.error_on_missing_interpreters = False
 
 SUPPORTED = ("3.10", "3.11", "3.12", "3.13")
-TEST_DEPS = ["pytest>=7.4", "hypothesis>=6.90", "pytest-xdist>=3.5"]
+TEST_DEPS = ["pytest>=7.4", "hypothesis>=6.90", "pytest-xdist>=3.5", "jsonschema>=4.18"]
 
 
 def _find_interpreters() -> list[str]:

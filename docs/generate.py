@@ -81,6 +81,7 @@ def cli_page() -> str:
         ["status"],
         ["demo"],
         ["config", "show"],
+        ["events", "schema"],
         ["plugins", "list"],
         ["agents", "list"],
     ]
@@ -124,7 +125,42 @@ def exit_codes_page() -> str:
     return "\n".join(lines) + "\n"
 
 
+def events_page() -> str:
+    from loopctl.events import CORE_EVENTS
+    from loopctl.pluginhost import PluginHost, PluginSelection
+
+    host = PluginHost(PluginSelection())
+    host.load()
+    declared = host.collect_named("register_event_schemas", "event type")
+    lines = [
+        "# Events",
+        "",
+        "Every line of `events.jsonl` is a JSON object with `type`, `ts` (seconds since the epoch),",
+        "usually `iteration`, and the fields below. `loopctl events schema` prints the JSON Schema",
+        "(draft 2020-12) that every line validates against, including the enabled plugins' events.",
+        "",
+    ]
+    by_plugin = {
+        plugin: {name: spec for name, (spec, owner) in declared.items() if owner == plugin}
+        for _, plugin in declared.values()
+    }
+    groups = [("loopctl", CORE_EVENTS), *sorted(by_plugin.items())]
+    for owner, events in groups:
+        lines += [f"## {owner}", "", "| type | when | fields |", "|---|---|---|"]
+        for name, spec in sorted(events.items()):
+            required = set(spec.get("required", []))
+            fields = ", ".join(
+                f"`{key}`" + ("" if key in required else " (optional)")
+                for key in spec.get("properties", {})
+            )
+            description = spec.get("description", "").replace("|", "\\|")
+            lines.append(f"| `{name}` | {description} | {fields} |")
+        lines.append("")
+    return "\n".join(lines)
+
+
 PAGES: dict[str, Callable[[], str]] = {
+    "events.md": events_page,
     "configuration.md": config_page,
     "hooks.md": hooks_page,
     "cli.md": cli_page,

@@ -129,6 +129,20 @@ def register_run_options() -> list[RunOption] | None:
     """
 
 
+@hookspec
+def register_event_schemas() -> dict[str, dict[str, Any]] | None:
+    """Declare the events the plugin writes, for the published schema of ``events.jsonl``.
+
+    Return ``{"event.type": loopctl.events.event("description", {required fields},
+    {optional fields})}`` with JSON Schema fragments for the fields. ``loopctl events schema``
+    prints the combined schema; tests can validate every line of a run against it.
+
+    Results: collected from every enabled plugin; a type declared twice is an error naming both.
+
+    .. versionadded:: 0.1
+    """
+
+
 # --- the loop lifecycle ------------------------------------------------------------------------
 
 

@@ -41,6 +41,10 @@ config_app = typer.Typer(
 app.add_typer(plugins_app, name="plugins")
 app.add_typer(agents_app, name="agents")
 app.add_typer(config_app, name="config")
+events_app = typer.Typer(
+    help="The events loopctl and its plugins write to events.jsonl.", no_args_is_help=True
+)
+app.add_typer(events_app, name="events")
 
 JSON_HELP = "Print machine-readable JSON instead of text."
 EVENTS_JSON_HELP = "Print every event as one JSON object per line on stdout."
@@ -481,6 +485,21 @@ def _describe_plugin_options() -> None:
     for command in app.registered_commands:
         if command.name in ("run", "resume"):
             command.epilog = "\n\n".join(lines)
+
+
+@events_app.command("schema")
+def events_schema(
+    config: Annotated[Optional[Path], typer.Option("--config", help=CONFIG_HELP)] = None,
+) -> None:
+    """Print the JSON Schema of an events.jsonl line (core events and the enabled plugins')."""
+    from loopctl.config import load_config
+    from loopctl.events import event_schema
+    from loopctl.runner import build_host
+
+    with user_errors():
+        host = build_host(load_config(Path.cwd(), config_file=config))
+        declared = host.collect_named("register_event_schemas", "event type")
+    emit_json(event_schema({name: spec for name, (spec, _plugin) in declared.items()}))
 
 
 # --- status --------------------------------------------------------------------------------------

@@ -1,0 +1,187 @@
+"""The published schema of ``events.jsonl``: every event loopctl writes, and those plugins declare.
+
+Each line is a JSON object with at least ``type`` (string) and ``ts`` (seconds since the epoch),
+usually ``iteration``, and the event's own fields. :data:`CORE_EVENTS` describes the engine's
+events; plugins add theirs through the ``register_event_schemas`` hook. ``loopctl events schema``
+prints the combined JSON Schema (draft 2020-12); events of types nobody declared still validate
+against the common part, so a third-party plugin's events never make a file invalid.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+STR = {"type": "string"}
+INT = {"type": "integer"}
+NUM = {"type": "number"}
+BOOL = {"type": "boolean"}
+OPT_STR = {"type": ["string", "null"]}
+OPT_INT = {"type": ["integer", "null"]}
+OPT_NUM = {"type": ["number", "null"]}
+STR_LIST = {"type": "array", "items": STR}
+
+
+def event(
+    description: str, required: Mapping[str, Any], optional: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """The schema of one event type: its description, required and optional fields."""
+    return {
+        "description": description,
+        "properties": {**required, **(optional or {})},
+        "required": sorted(required),
+    }
+
+
+#: The engine's events, by type.
+CORE_EVENTS: dict[str, dict[str, Any]] = {
+    "loop.start": event(
+        "A run begins.",
+        {
+            "goal": STR,
+            "agent": STR,
+            "test_cmd": STR,
+            "session_mode": STR,
+            "max_iterations": INT,
+            "plugins": STR_LIST,
+        },
+    ),
+    "loop.resume": event(
+        "A run continues from its state files (`loopctl resume`).",
+        {
+            "goal": STR,
+            "agent": STR,
+            "test_cmd": STR,
+            "session_mode": STR,
+            "max_iterations": INT,
+            "plugins": STR_LIST,
+        },
+    ),
+    "loop.warning": event("A config or state problem that did not stop the run.", {"message": STR}),
+    "iteration.start": event("An iteration begins.", {"generation": INT, "session_id": OPT_STR}),
+    "agent.start": event(
+        "The agent turn begins.", {"agent": STR, "prompt_chars": INT, "trimmed": STR_LIST}
+    ),
+    "agent.end": event(
+        "The agent turn ended.",
+        {
+            "outcome": {"enum": ["ok", "error"]},
+            "error_kind": OPT_STR,
+            "message": STR,
+            "tokens": INT,
+            "context_tokens": OPT_INT,
+            "context_window": OPT_INT,
+            "cost_usd": OPT_NUM,
+            "tool_calls": INT,
+            "duration_s": NUM,
+            "interrupted": BOOL,
+        },
+    ),
+    "agent.turn_stopped": event(
+        "A plugin ended the turn at a message boundary.", {"reason": STR, "message": STR}
+    ),
+    "agent.rate_limit_wait": event(
+        "Waiting out a rate limit before retrying the iteration.",
+        {"seconds": NUM, "until": STR, "message": STR},
+    ),
+    "agent.rate_limit_waiting": event("Still waiting out a rate limit.", {"seconds_left": NUM}),
+    "tests.start": event("The test command starts.", {"command": STR}),
+    "tests.end": event(
+        "The test command ended.",
+        {
+            "command": STR,
+            "passed": BOOL,
+            "exit_code": OPT_INT,
+            "timed_out": BOOL,
+            "failing": INT,
+            "failing_tests": STR_LIST,
+            "error_count": INT,
+            "runner": STR,
+            "duration_s": NUM,
+        },
+    ),
+    "iteration.end": event(
+        "The iteration was recorded in iterations.jsonl.",
+        {
+            "tests_passed": BOOL,
+            "failing": INT,
+            "error_fingerprint": STR,
+            "decision": {"enum": ["continue", "restart", "stop"]},
+            "reason": STR,
+            "duration_s": NUM,
+        },
+    ),
+    "loop.stuck": event(
+        "Stuck detection escalated.",
+        {"escalation": {"enum": ["nudge", "restart", "stop"]}, "streak": INT, "fingerprint": STR},
+    ),
+    "loop.failed_approach": event(
+        "An approach was added to the protected list of failed approaches.",
+        {"text": STR, "source": STR},
+    ),
+    "loop.not_agents_fault": event(
+        "An iteration's failure is not counted against the agent.", {"reason": STR, "source": STR}
+    ),
+    "loop.original_goal_repaired": event(
+        "A guard restored the original goal.",
+        {"source": STR, "why": STR, "previous_chars": INT, "chars": INT},
+    ),
+    "loop.working_goal_set": event("A plugin set the working goal.", {"source": STR, "chars": INT}),
+    "loop.iteration_budget_reduced": event(
+        "A plugin lowered the iteration limit.", {"max_iterations": INT, "reason": STR}
+    ),
+    "loop.completion_vetoed": event(
+        "The tests passed but a plugin vetoed completion.", {"reason": STR}
+    ),
+    "loop.completion_signal_missing": event(
+        "The tests passed but the agent did not give the completion signal.", {"signal": OPT_STR}
+    ),
+    "loop.restart": event(
+        "The agent session was restarted.",
+        {"number": INT, "reason": STR, "message": STR, "archive": STR},
+    ),
+    "plugin.error": event(
+        "A plugin's hook raised; it was skipped.",
+        {"plugin": STR, "hook": STR, "error": STR, "traceback": STR},
+    ),
+    "state.write_error": event("A state file could not be written.", {"error": STR}),
+    "loop.end": event(
+        "The run ended.",
+        {
+            "status": STR,
+            "reason": STR,
+            "message": STR,
+            "exit_code": INT,
+            "iterations": INT,
+            "restarts": INT,
+        },
+    ),
+}
+
+
+def event_schema(extra: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, Any]:
+    """The JSON Schema of an events.jsonl line, for the core's events and ``extra`` ones."""
+    events = {**CORE_EVENTS, **(extra or {})}
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": "https://loopctl.invalid/schemas/event.json",
+        "title": "loopctl event (one line of events.jsonl)",
+        "type": "object",
+        "required": ["type", "ts"],
+        "properties": {
+            "type": {"type": "string", "minLength": 1},
+            "ts": {"type": "number"},
+            "iteration": {"type": ["integer", "null"]},
+        },
+        "allOf": [
+            {
+                "if": {"properties": {"type": {"const": name}}, "required": ["type"]},
+                "then": {
+                    "description": spec.get("description", ""),
+                    "properties": dict(spec.get("properties", {})),
+                    "required": list(spec.get("required", [])),
+                },
+            }
+            for name, spec in sorted(events.items())
+        ],
+    }
