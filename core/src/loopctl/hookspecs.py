@@ -178,6 +178,7 @@ def compose_prompt(loop: Loop) -> list[PromptSection] | PromptSection | None:
     gathers the sections of every plugin (its own goal and test-result sections included),
     orders them by descending ``priority``, and fits them into ``prompt.budget_chars`` by
     trimming the lowest-priority unprotected sections first, at line boundaries, with a notice.
+    A section without a ``source`` is attributed to the plugin that returned it.
     Plugins never see or edit each other's text; a plugin that must (to deduplicate, say) can
     implement this hook as a ``wrapper=True`` implementation and rewrite the collected list.
 

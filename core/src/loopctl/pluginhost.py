@@ -202,8 +202,7 @@ class PluginHost:
 
         Public so tests and embedding code can add plugins that are not installed.
         """
-        target = plugin if self.selection.strict else self._isolated(plugin, name)
-        self.pm.register(target, name=name)
+        self.pm.register(self._isolated(plugin, name), name=name)
         if name not in self.infos:
             self.infos[name] = PluginInfo(
                 name=name,
@@ -282,8 +281,9 @@ class PluginHost:
 
     def _isolated(self, plugin: object, plugin_name: str) -> object:
         """A stand-in for ``plugin`` whose hook implementations report exceptions instead of
-        raising them. Wrappers (``wrapper=True``) are passed through unchanged: they must
-        yield exactly once, so they cannot be made to swallow errors safely."""
+        raising them (unless ``strict``), and whose prompt sections name the plugin that wrote
+        them. Wrappers (``wrapper=True``) are passed through unchanged: they must yield exactly
+        once, so they cannot be made to swallow errors safely."""
         proxy = types.SimpleNamespace()
         for attr in dir(plugin):
             opts = self.pm.parse_hookimpl_opts(plugin, attr)
@@ -301,13 +301,19 @@ class PluginHost:
         return proxy
 
     def _guard(self, function: Callable[..., Any], plugin: str, hook: str) -> Callable[..., Any]:
+        attribute = _attribute_sections if hook == "compose_prompt" else None
+        strict = self.selection.strict
+
         @functools.wraps(function)
         def guarded(*args: Any, **kwargs: Any) -> Any:
             try:
-                return function(*args, **kwargs)
+                result = function(*args, **kwargs)
             except Exception as exc:  # noqa: BLE001 - isolation is the point
+                if strict:
+                    raise
                 self.report_failure(plugin, hook, exc)
                 return None
+            return result if attribute is None else attribute(result, plugin)
 
         return guarded
 
@@ -355,6 +361,20 @@ class PluginHost:
                     )
                 found[key] = (value, impl.plugin_name)
         return found
+
+
+def _attribute_sections(result: Any, plugin: str) -> Any:
+    """Fill in ``source`` on the prompt sections a plugin returned without one."""
+    from loopctl.model import PromptSection
+
+    def named(item: Any) -> Any:
+        if isinstance(item, PromptSection) and not item.source:
+            return attrs.evolve(item, source=plugin)
+        return item
+
+    if isinstance(result, (list, tuple)):
+        return [named(item) for item in result]
+    return named(result)
 
 
 def discover_entry_points() -> list[Any]:

@@ -25,7 +25,8 @@ class ComposedPrompt:
 
 
 def _render(section: PromptSection, body: str) -> str:
-    return f"## {section.title}\n\n{body.rstrip()}\n"
+    """The section as markdown; the body exactly as given (a goal keeps its trailing spaces)."""
+    return f"## {section.title}\n\n{body}" + ("" if body.endswith("\n") else "\n")
 
 
 def _keep_whole_lines(body: str, room: int) -> str:

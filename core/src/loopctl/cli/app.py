@@ -188,9 +188,15 @@ def _read_goal(goal: Optional[str], goal_file: Optional[Path]) -> str:
         raise fail("give the goal as an argument or with --goal-file, not both")
     if goal_file is not None:
         try:
-            text = goal_file.read_text(encoding="utf-8", errors="replace")
+            raw = goal_file.read_bytes()  # bytes: CRLF and a final newline stay as written
         except OSError as exc:
             raise fail(f"cannot read --goal-file {goal_file}: {exc.strerror or exc}") from None
+        try:
+            text = raw.decode("utf-8").removeprefix("\ufeff")
+        except UnicodeDecodeError as exc:
+            raise fail(
+                f"--goal-file {goal_file} is not UTF-8 text (bad byte at offset {exc.start})"
+            ) from None
         if not text.strip():
             raise fail(f"--goal-file {goal_file} is empty; write the goal in it")
         return text
