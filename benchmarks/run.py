@@ -12,7 +12,13 @@ sys.path.insert(0, str(Path(__file__).parent))
 from _common import Figure, print_table
 
 #: Each module has figures() -> list[Figure]. Plugins' benchmarks join this list as they land.
-BENCHMARKS = ["bench_startup", "bench_engine", "bench_claude_parser", "bench_goal_guard"]
+BENCHMARKS = [
+    "bench_startup",
+    "bench_engine",
+    "bench_claude_parser",
+    "bench_goal_guard",
+    "bench_context_monitor",
+]
 
 
 def main(names: list[str]) -> int:

@@ -331,3 +331,24 @@ def test_a_corrupt_state_file_is_not_overwritten_by_a_new_run(project):
     with pytest.raises(LoopError, match="--fresh-state"):
         run_loop(project, "goal", turns=[[FIX]])
     assert (state_dir / "loop-state.md").read_text() == "---\nthis is: not: valid\n"
+
+
+def test_a_plugin_can_end_the_turn_mid_stream_and_ask_for_a_restart(project):
+    from loopctl.model import MessageKind
+
+    class Watcher:
+        @hookimpl
+        def on_agent_message(self, loop, message):
+            if message.kind is MessageKind.USAGE and message.usage.context_tokens > 150_000:
+                return Decision.restart("context_exhaustion", "over the hard threshold")
+            return None
+
+    heavy = [{"usage": {"input_tokens": 160_000}}, {"sleep": 30}, FIX]
+    result = run(project, [heavy, [FIX]], plugins={"watcher": Watcher()})
+    assert result.status == "complete"
+    first = result.records[0]["agent"]
+    assert first["interrupted"] is True
+    assert first["interrupt_reason"] == "context_exhaustion"
+    assert result.events_of("agent.turn_stopped")[0]["reason"] == "context_exhaustion"
+    assert [e["reason"] for e in result.events_of("loop.restart")] == ["context_exhaustion"]
+    assert len(result.records) == 2  # the 30 s sleep was cut short, the fix came next session

@@ -188,7 +188,7 @@ def compose_prompt(loop: Loop) -> list[PromptSection] | PromptSection | None:
     """
 
 
-@hookspec
+@hookspec(firstresult=True)
 def on_agent_message(loop: Loop, message: AgentMessage) -> Decision | None:
     """A parsed message arrived from the running agent (called while the agent runs).
 
