@@ -308,7 +308,7 @@ class PluginHost:
         def guarded(*args: Any, **kwargs: Any) -> Any:
             try:
                 result = function(*args, **kwargs)
-            except Exception as exc:  # noqa: BLE001 - isolation is the point
+            except Exception as exc:  # isolation is the point (re-raised when strict)
                 if strict:
                     raise
                 self.report_failure(plugin, hook, exc)
