@@ -298,3 +298,22 @@ def test_choose_mode(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("NO_COLOR")
     monkeypatch.setenv("TERM", "dumb")
     assert choose_mode(json_output=False, stream=FakeTerminal()) == "plain"
+
+
+def test_plugins_event_lines_come_from_their_declared_templates():
+    from loopctl.view import use_event_lines
+
+    use_event_lines(
+        {"demo.usage": "context {percent:.0f}% full ({tokens} tokens)", "demo.quiet": ""}
+    )
+    assert (
+        describe(event("demo.usage", percent=74.6, tokens=150000))
+        == "context 75% full (150000 tokens)"
+    )
+    assert describe(event("demo.usage", tokens=1)).startswith(
+        "demo.usage"
+    )  # bad data: generic line
+    assert describe(event("demo.quiet", anything=1)) == ""
+    stream = io.StringIO()
+    PlainView(stream)(event("demo.quiet", anything=1))
+    assert stream.getvalue() == ""

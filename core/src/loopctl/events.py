@@ -23,14 +23,26 @@ STR_LIST = {"type": "array", "items": STR}
 
 
 def event(
-    description: str, required: Mapping[str, Any], optional: Mapping[str, Any] | None = None
+    description: str,
+    required: Mapping[str, Any],
+    optional: Mapping[str, Any] | None = None,
+    *,
+    line: str | None = None,
 ) -> dict[str, Any]:
-    """The schema of one event type: its description, required and optional fields."""
-    return {
+    """The schema of one event type: its description, required and optional fields.
+
+    ``line`` is how the plain and live views show it: a ``str.format`` template over the
+    event's fields (``"context {percent}% full"``); ``""`` hides it there (it is still written
+    to events.jsonl); None shows the fields as ``key=value``.
+    """
+    spec: dict[str, Any] = {
         "description": description,
         "properties": {**required, **(optional or {})},
         "required": sorted(required),
     }
+    if line is not None:
+        spec["line"] = line
+    return spec
 
 
 #: The engine's events, by type.

@@ -238,14 +238,45 @@ _DESCRIBERS: dict[str, Callable[[Event, Mapping[str, Any]], str]] = {
 }
 
 
+#: Line templates plugins declared for their events (``loopctl.events.event(line=...)``).
+_PLUGIN_LINES: dict[str, str] = {}
+
+
+def use_event_lines(lines: Mapping[str, str]) -> None:
+    """Show plugins' events with the line templates they declared."""
+    _PLUGIN_LINES.update(lines)
+
+
+class _Fields(dict[str, Any]):
+    def __missing__(self, key: str) -> str:
+        return "?"
+
+
 def describe(event: Event) -> str:
-    """One human line for an event; never raises, whatever the event's data holds."""
+    """One human line for an event ("" for an event its plugin hides from the views); never
+    raises, whatever the event's data holds."""
     data = event.data if isinstance(event.data, Mapping) else {}
     describer = _DESCRIBERS.get(event.type)
     if describer is not None:
         try:
             return describer(event, data)
         except Exception:  # noqa: BLE001 - odd data from a plugin: fall back to the generic line
+            pass
+    template = _PLUGIN_LINES.get(event.type)
+    if template is not None:
+        if not template:
+            return ""
+        try:
+            fields = _Fields(
+                {
+                    key: value
+                    if isinstance(value, (int, float)) and not isinstance(value, bool)
+                    else _text(value, "", 200)
+                    for key, value in data.items()
+                }
+            )
+            return _text(template.format_map(fields), "", 500)
+        except (ValueError, KeyError, IndexError, AttributeError):
             pass
     rest = ", ".join(
         f"{_text(key, '', 40)}={_text(value, '', 120)}"
@@ -272,7 +303,9 @@ class PlainView:
             stamp = time.strftime("%H:%M:%S", time.localtime(event.ts))
         except (TypeError, ValueError, OverflowError, OSError):
             stamp = "--:--:--"
-        self._write(f"[{stamp}] {describe(event)}")
+        line = describe(event)
+        if line:
+            self._write(f"[{stamp}] {line}")
 
     def _write(self, line: str) -> None:
         if self.broken:
@@ -368,7 +401,9 @@ class LiveView:
             elif event.type == "loop.end":
                 self.phase = f"ended: {_text(d.get('status'))}"
             if event.type not in QUIET_EVENTS and event.type not in ("tests.start", "agent.start"):
-                self.recent.append(describe(event))
+                line = describe(event)
+                if line:
+                    self.recent.append(line)
         self.live.refresh()
 
     def _render(self) -> RenderableType:

@@ -145,7 +145,7 @@ def _run_loop(
 ) -> None:
     """Prepare the run, check its state directory, run it with a view, exit with its code."""
     from loopctl.runner import prepare
-    from loopctl.view import View, choose_mode, make_view
+    from loopctl.view import View, choose_mode, make_view, use_event_lines
 
     mode = choose_mode(json_output=json_output)
     current: list[View] = []
@@ -156,6 +156,10 @@ def _run_loop(
 
     with user_errors():
         prepared = prepare(on_event=on_event, **prepare_kwargs)
+        declared = prepared.host.collect_named("register_event_schemas", "event type")
+        use_event_lines(
+            {name: spec["line"] for name, (spec, _) in declared.items() if "line" in spec}
+        )
         engine = prepared.engine
         if remember:
             engine.state.extra.update({k: v for k, v in remember.items() if v is not None})

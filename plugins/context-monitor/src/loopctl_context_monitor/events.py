@@ -28,6 +28,7 @@ def event_schemas() -> dict[str, dict[str, Any]]:
             "The fill could not be measured (no usage reported, or an unknown window); once per "
             "restart generation and reason.",
             {"reason": STR, "model": OPT_STR, "agent": OPT_STR, "hint": STR},
+            line="context fill unknown: {reason}",
         ),
         "loop.context_exhaustion_warning": event(
             "The session's context reached the warn threshold.",
@@ -38,14 +39,17 @@ def event_schemas() -> dict[str, dict[str, Any]]:
                 "generation": INT,
                 "action": STR,
             },
+            line="context {percent}% full, over the warn threshold ({threshold}): {action}",
         ),
         "loop.context_hard_limit": event(
             "The context reached the hard threshold mid-turn: the turn is ended at this message.",
             {**_READING, "threshold": NUM, "session": OPT_STR, "generation": INT},
+            line="context {percent}% full mid-turn, over the hard threshold: ending the turn",
         ),
         "loop.context_overflow": event(
             "The agent ran out of context; the engine restarts with a fresh session.",
             {"message": STR, "tokens": OPT_INT, "window": OPT_INT},
+            line="the agent ran out of context: {message}",
         ),
         "loop.context_exhaustion_restart": event(
             "The session was restarted for context exhaustion; the briefing was written.",
@@ -60,6 +64,7 @@ def event_schemas() -> dict[str, dict[str, Any]]:
                 "path": OPT_STR,
                 "archived": OPT_STR,
             },
+            line="fresh session #{number} ({trigger}) with a {briefing_chars}-char briefing ({briefing_source})",
         ),
         "loop.context_baseline_high": event(
             "After a context restart, the fresh session started at or over the warn threshold.",
@@ -77,6 +82,7 @@ def event_schemas() -> dict[str, dict[str, Any]]:
         "loop.context_baseline_too_high": event(
             "Shrinking the briefing cannot help: the loop stops after this iteration.",
             {"baseline": INT, "message": STR},
+            line="{message}",
         ),
         "loop.context_interrupted_turn": event(
             "A turn was cut off; the files it changed are flagged or rolled back.",
@@ -86,6 +92,7 @@ def event_schemas() -> dict[str, dict[str, Any]]:
                 "files": STR_LIST,
                 "count": INT,
             },
+            line="a cut-off turn changed {count} file(s): {action}",
         ),
         "loop.context_rollback": event(
             "The files of a cut-off turn were restored to their pre-turn state.",

@@ -15,6 +15,7 @@ def event_schemas() -> dict[str, dict[str, Any]]:
         "goal_guard.sealed": event(
             "The original goal was sealed for this run (goal-guard/goal.md and guard.json).",
             {"sealed_from": STR, "chars": INT, "sha256": STR, "record": STR},
+            line="goal sealed ({chars} chars)",
         ),
         "goal_guard.violation": event(
             "The original goal was changed, and put back; `source` says where the change came "
@@ -32,6 +33,7 @@ def event_schemas() -> dict[str, dict[str, Any]]:
                 "expected_chars": INT,
                 "expected_sha256": STR,
             },
+            line="the original goal was changed ({source}: {detail}): {action}",
         ),
         "goal_guard.record_repaired": event(
             "One copy of goal-guard's record was damaged and rewritten from the other.",
@@ -50,6 +52,7 @@ def event_schemas() -> dict[str, dict[str, Any]]:
                 "chars": INT,
                 "sha256": STR,
             },
+            line="original goal recovered from a legacy state file ({removed_chars} chars of synthesized notes removed)",
         ),
         "goal_guard.legacy_unrecoverable": event(
             "A legacy state file held no goal to recover.", {"detail": STR}
@@ -63,13 +66,17 @@ def event_schemas() -> dict[str, dict[str, Any]]:
             "budget, its size, and notes dropped over max_notes since the last prompt.",
             {"notes": INT, "shown": INT, "left_out": INT, "chars": INT, "budget_chars": INT},
             {"evicted": INT},
+            line="",
         ),
         "goal_guard.notes_expired": event(
             "Notes were resolved or went stale (and how many were dropped over max_notes).",
             {"resolved": INT, "evicted": INT, "notes": INT, "examples": STR_LIST},
+            line="",
         ),
         "goal_guard.notes_compacted": event(
-            "goal-guard/notes.jsonl was rewritten to hold just the kept notes.", {"notes": INT}
+            "goal-guard/notes.jsonl was rewritten to hold just the kept notes.",
+            {"notes": INT},
+            line="",
         ),
         "goal_guard.working_goal_restored": event(
             "Another plugin set the working goal; goal-guard put back the original goal plus "
