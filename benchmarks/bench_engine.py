@@ -1,6 +1,7 @@
 """Engine overhead per iteration: everything except the agent and the test command.
 
-A loop of 1,000 iterations runs with the ``command`` agent (``true``) and a test command that
+A loop of 1,000 iterations runs with the ``command`` agent (a shell writing one file) and a
+test command that
 always fails after 50 ms (``sleep 0.05; false``), stuck detection off, every installed plugin
 loaded. The engine takes its working-tree snapshot (one ``git status``) while the tests run, as it
 does in real loops; with an instant test command (``false``: the second, informational figure)
@@ -73,7 +74,8 @@ def measure(iterations: int, test_cmd: str) -> tuple[list[float], list[str]]:
             agent="command",
             test_cmd=test_cmd,
             config={
-                "agent_cmd": "true",
+                # The agent changes a file every turn: progress, so no plugin calls it a loop.
+                "agent_cmd": "sh -c 'date +%N > progress.txt'",
                 "limits": {"max_iterations": iterations, "max_agent_crashes": iterations},
                 "stuck": {"enabled": False},
             },

@@ -809,3 +809,26 @@ def test_plugin_switches_agree_with_the_typed_config(
         "strict": plugins.strict,
         "autoload": loaded.autoload,
     }
+
+
+@attrs.define
+class _PluginSettings:
+    strict_mode: bool = False
+    retries: int = 1
+    label: str = "x"
+
+
+def test_plugin_keys_set_on_the_command_line_are_converted_by_their_type(tmp_path):
+    loaded = load_config(
+        tmp_path,
+        env={},
+        overrides={
+            "plugins.demo.strict_mode": "true",
+            "plugins.demo.retries": "4",
+            "plugins.demo.label": "7",
+        },
+    )
+    assert loaded.plugin_section("demo", _PluginSettings) == _PluginSettings(True, 4, "7")
+    bad = load_config(tmp_path, env={}, overrides={"plugins.demo.retries": "many"})
+    with pytest.raises(ConfigError, match=r"plugins\.demo\.retries"):
+        bad.plugin_section("demo", _PluginSettings)

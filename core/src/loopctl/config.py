@@ -1120,10 +1120,37 @@ class LoadedConfig:
         return self._section(("agents", name), self.config.agents.get(name, {}), cls)
 
     def _section(self, where: KeyPath, data: Mapping[str, Any], cls: type[T]) -> T:
+        data = self._typed_command_line_values(where, data, cls)
         result, problems = _try_structure(data, cls)
         if result is not None and not problems:
             return result
         raise ConfigError([self._format(where, problem) for problem in problems])
+
+    def _typed_command_line_values(
+        self, where: KeyPath, data: Mapping[str, Any], cls: type[Any]
+    ) -> Mapping[str, Any]:
+        """A plugin's keys set on the command line (``register_run_options``) arrive as text:
+        convert them by the field's type, as the core's own flags are converted."""
+        if not attrs.has(cls):
+            return data
+        try:
+            attrs.resolve_types(cls)  # plugins' classes may use string annotations
+        except Exception:  # noqa: BLE001 - unresolvable: leave the values to structuring
+            return data
+        converted = dict(data)
+        for field in attrs.fields(cls):
+            value = data.get(field.name)
+            origin = self.origins.get(dotted_path((*where, field.name)))
+            if (
+                isinstance(value, str)
+                and origin == "command line"
+                and _needs_text_conversion(field.type)
+            ):
+                try:
+                    converted[field.name] = _from_text(value, field.type)
+                except _Mismatch:
+                    pass  # structuring reports it, naming the key
+        return converted
 
     def _format(self, where: KeyPath, problem: _Problem) -> str:
         """Name the problem after the source that set the offending key (its origin)."""

@@ -1,0 +1,2406 @@
+"""Build the labelled corpus of real failure output under ``tests/corpus/cases/``.
+
+Every case is made by running a real tool on a small real project: pytest, unittest, mypy, pip
+and uv (against the real package index, for names and versions that do not exist), node, npm
+(against the real npm registry), tsc, cargo and rustc (offline), go (module proxy off), javac
+and Maven (offline); and by running real loopctl loops (the scripted agent, real test commands,
+real git) for the cases that need a history: flaky tests, infinite loops, context exhaustion.
+Flaky tests really flip: they depend on ``random`` or the clock, and the generator runs them
+until it has seen both outcomes.
+
+Each case directory holds ``case.json`` (label, tool, command, tool version, description), the
+output (``logs/N.log`` in iteration order, maybe ``rerun.log``) or a loop's state directory
+(``state/``), and ``workdir/``: the project's own small files, so the classifier can tell the
+project's modules from packages. Absolute paths of the temporary project are replaced by
+``{WORKDIR}``; the accuracy script puts them back.
+
+Usage: ``python scripts/generate_corpus.py [--only PREFIX] [--keep]`` (needs node, npm, cargo,
+go, java/mvn and network access to PyPI and npm for some cases; a case whose tool is missing is
+skipped and reported, and existing cases are kept).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import random
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+CORPUS = HERE.parent / "tests" / "corpus" / "cases"
+TOOLS = Path(os.environ.get("FC_TOOLS", "/tmp/fc-tools"))
+PY = sys.executable
+MAX_LOG = 200_000
+SKIP_COPY = {"node_modules", "target", ".git", ".loopctl", "__pycache__", ".mypy_cache", ".venv"}
+SKIP_COPY |= {".pytest_cache", "package-lock.json", "Cargo.lock", "go.sum", "loopctl.toml"}
+
+
+class Skip(Exception):
+    """A tool this case needs is not installed."""
+
+
+class Case:
+    def __init__(self, case_id: str, label: str, tool: str, description: str) -> None:
+        self.id, self.label, self.tool, self.description = case_id, label, tool, description
+        self.tmp = Path(tempfile.mkdtemp(prefix="fc-corpus-"))
+        self.workdir = self.tmp / "project"
+        self.workdir.mkdir()
+        self.logs: list[str] = []
+        self.rerun: str | None = None
+        self.same_code = False
+        self.commands: list[str] = []
+        self.state: Path | None = None
+        self.versions: dict[str, str] = {}
+        self.last_exit = 0
+
+    def write(self, relative: str, text: str) -> None:
+        path = self.workdir / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+
+    def sh(self, command: str, *, env: dict[str, str] | None = None, timeout: float = 300) -> str:
+        done = subprocess.run(
+            command,
+            shell=True,
+            cwd=self.workdir,
+            capture_output=True,
+            timeout=timeout,
+            env={**os.environ, "NO_COLOR": "1", "FORCE_COLOR": "0", **(env or {})},
+        )
+        self.last_exit = done.returncode
+        return (done.stdout + done.stderr).decode("utf-8", errors="replace")
+
+    def run(self, command: str, *, passes: bool = False, **kwargs: Any) -> str:
+        """Run the case's test command and keep its output as the next iteration's log; a run
+        expected to fail that passes is a broken case (a package that is installed after all)."""
+        self.commands.append(command)
+        out = self.sh(command, **kwargs)
+        if self.last_exit == 0 and not passes:
+            raise Skip(f"`{command}` passed, but the case needs it to fail")
+        self.logs.append(out)
+        return out
+
+    def need(self, tool: str, version_cmd: str) -> None:
+        if shutil.which(tool) is None and not Path(tool).exists():
+            raise Skip(f"{tool} is not installed")
+        self.versions[tool] = self.sh(version_cmd).strip().splitlines()[0][:100]
+
+
+CASES: list[tuple[str, str, str, str, Callable[[Case], None]]] = []
+#: Cases written after the rules were frozen and never used to tune them (``--heldout``).
+HELDOUT: list[tuple[str, str, str, str, Callable[[Case], None]]] = []
+HELDOUT_DIR = HERE.parent / "tests" / "corpus" / "heldout"
+
+
+def case(
+    case_id: str, label: str, tool: str, description: str, *, heldout: bool = False
+) -> Callable[..., Any]:
+    def register(function: Callable[[Case], None]) -> Callable[[Case], None]:
+        (HELDOUT if heldout else CASES).append((case_id, label, tool, description, function))
+        return function
+
+    return register
+
+
+def py_version(c: Case) -> None:
+    c.versions["python"] = sys.version.split()[0]
+    c.versions["pytest"] = c.sh(f"{PY} -m pytest --version").strip()
+
+
+PYTEST = f"{PY} -m pytest -q -p no:cacheprovider"
+UNITTEST = f"{PY} -m unittest"
+
+# --- Python code errors -------------------------------------------------------------------------
+
+
+@case("py-assert", "code_error", "pytest", "an assertion fails: wrong arithmetic")
+def _(c: Case) -> None:
+    py_version(c)
+    c.write("calc.py", "def add(a, b):\n    return a - b\n")
+    c.write("test_calc.py", "from calc import add\n\ndef test_add():\n    assert add(2, 3) == 5\n")
+    c.run(PYTEST)
+
+
+@case("py-typeerror", "code_error", "pytest", "a call with the wrong number of arguments")
+def _(c: Case) -> None:
+    py_version(c)
+    c.write("shop/__init__.py", "")
+    c.write("shop/cart.py", "def total(items, tax):\n    return sum(items) * (1 + tax)\n")
+    c.write(
+        "tests/test_cart.py",
+        "from shop.cart import total\n\ndef test_total():\n    assert total([1, 2]) == 3\n",
+    )
+    c.run(PYTEST)
+
+
+@case("py-attributeerror", "code_error", "pytest", "AttributeError on None")
+def _(c: Case) -> None:
+    py_version(c)
+    c.write(
+        "users.py",
+        "def find(name):\n    return None\n\ndef email(name):\n    return find(name).email\n",
+    )
+    c.write(
+        "test_users.py",
+        "from users import email\n\ndef test_email():\n    assert email('ann') == 'ann@x.org'\n",
+    )
+    c.run(PYTEST)
+
+
+@case("py-nameerror", "code_error", "pytest", "an undefined name")
+def _(c: Case) -> None:
+    py_version(c)
+    c.write("report.py", "def render(rows):\n    return '\\n'.join(fmt(r) for r in rows)\n")
+    c.write(
+        "test_report.py",
+        "from report import render\n\ndef test_render():\n    assert render([1]) == '1'\n",
+    )
+    c.run(PYTEST)
+
+
+@case("py-syntaxerror", "code_error", "pytest", "a syntax error in the module under test")
+def _(c: Case) -> None:
+    py_version(c)
+    c.write("parse.py", "def parse(text)\n    return text.split(',')\n")
+    c.write(
+        "test_parse.py",
+        "from parse import parse\n\ndef test_parse():\n    assert parse('a,b') == ['a', 'b']\n",
+    )
+    c.run(PYTEST)
+
+
+@case("py-indentation", "code_error", "unittest", "an indentation error")
+def _(c: Case) -> None:
+    py_version(c)
+    c.write("geo.py", "def area(w, h):\n  x = w\n    return x * h\n")
+    c.write(
+        "test_geo.py",
+        "import unittest\nfrom geo import area\n\nclass T(unittest.TestCase):\n"
+        "    def test_area(self):\n        self.assertEqual(area(2, 3), 6)\n",
+    )
+    c.run(f"{UNITTEST} discover -q")
+
+
+@case("py-keyerror", "code_error", "pytest", "a KeyError from a missing config key")
+def _(c: Case) -> None:
+    py_version(c)
+    c.write("settings.py", "DEFAULTS = {'host': 'x'}\n\ndef port():\n    return DEFAULTS['port']\n")
+    c.write(
+        "test_settings.py",
+        "from settings import port\n\ndef test_port():\n    assert port() == 80\n",
+    )
+    c.run(PYTEST)
+
+
+@case("py-own-submodule", "code_error", "pytest", "a missing module of the project's own package")
+def _(c: Case) -> None:
+    py_version(c)
+    c.write("billing/__init__.py", "")
+    c.write(
+        "billing/invoice.py",
+        "from billing.rates import vat\n\ndef gross(n):\n    return n * (1 + vat())\n",
+    )
+    c.write(
+        "tests/test_invoice.py",
+        "from billing.invoice import gross\n\ndef test_gross():\n    assert gross(100) == 120\n",
+    )
+    c.run(PYTEST)
+
+
+@case("py-own-helper", "code_error", "pytest", "a test imports a helper module the agent renamed")
+def _(c: Case) -> None:
+    py_version(c)
+    c.write("app/__init__.py", "")
+    c.write("app/core.py", "def double(x):\n    return 2 * x\n")
+    c.write("tests/helpers_new.py", "def sample():\n    return 21\n")
+    c.write(
+        "tests/test_core.py",
+        "from app.core import double\nfrom helpers import sample\n\ndef test_double():\n    assert double(sample()) == 42\n",
+    )
+    c.run(PYTEST)
+
+
+@case("py-own-cannot-import", "code_error", "pytest", "importing a name the project's module lacks")
+def _(c: Case) -> None:
+    py_version(c)
+    c.write("store/__init__.py", "")
+    c.write("store/models.py", "class Item:\n    pass\n")
+    c.write(
+        "test_store.py",
+        "from store.models import Item, Order\n\ndef test_order():\n    assert Order\n",
+    )
+    c.run(PYTEST)
+
+
+@case(
+    "py-third-party-bad-name",
+    "code_error",
+    "pytest",
+    "a name that an installed package does not have (a made-up API)",
+)
+def _(c: Case) -> None:
+    py_version(c)
+    c.write(
+        "test_api.py",
+        "from attrs import define_everything\n\ndef test_x():\n    assert define_everything\n",
+    )
+    c.run(PYTEST)
+
+
+@case(
+    "py-conn-refused",
+    "code_error",
+    "pytest",
+    "a client test against a service that is never started (deterministic ECONNREFUSED)",
+)
+def _(c: Case) -> None:
+    py_version(c)
+    c.write(
+        "test_client.py",
+        "import socket\n\ndef test_ping():\n    s = socket.create_connection(('127.0.0.1', 1), timeout=1)\n    s.close()\n",
+    )
+    c.run(PYTEST)
+
+
+@case(
+    "py-port-in-use",
+    "code_error",
+    "pytest",
+    "a test binds a port the module already holds (deterministic EADDRINUSE)",
+)
+def _(c: Case) -> None:
+    py_version(c)
+    c.write(
+        "server.py",
+        "import socket\nHOLD = socket.socket()\nHOLD.bind(('127.0.0.1', 0))\nHOLD.listen()\nPORT = HOLD.getsockname()[1]\n\n"
+        "def start():\n    s = socket.socket()\n    s.bind(('127.0.0.1', PORT))\n    return s\n",
+    )
+    c.write("test_server.py", "from server import start\n\ndef test_start():\n    assert start()\n")
+    c.run(PYTEST)
+
+
+@case("py-timeout", "code_error", "pytest", "a deterministic TimeoutError raised by the code")
+def _(c: Case) -> None:
+    py_version(c)
+    c.write(
+        "jobs.py", "def wait(job):\n    raise TimeoutError(f'job {job} did not finish in 30 s')\n"
+    )
+    c.write(
+        "test_jobs.py", "from jobs import wait\n\ndef test_wait():\n    assert wait('a') is None\n"
+    )
+    c.run(PYTEST)
+
+
+@case("py-fixture-missing", "code_error", "pytest", "a test asks for a fixture that does not exist")
+def _(c: Case) -> None:
+    py_version(c)
+    c.write("test_db.py", "def test_rows(database):\n    assert database.rows() == []\n")
+    c.run(PYTEST)
+
+
+@case(
+    "py-message-mentions-module",
+    "code_error",
+    "pytest",
+    "a test of an error formatter whose expected text mentions a missing module",
+)
+def _(c: Case) -> None:
+    py_version(c)
+    c.write("fmt.py", "def explain(name):\n    return f\"No module named '{name}'\"\n")
+    c.write(
+        "test_fmt.py",
+        "from fmt import explain\n\ndef test_explain():\n"
+        "    assert explain('yaml') == \"ModuleNotFoundError: No module named 'yaml' (pip install pyyaml)\"\n",
+    )
+    c.run(PYTEST)
+
+
+@case("py-unittest-assert", "code_error", "unittest", "a unittest assertion fails")
+def _(c: Case) -> None:
+    py_version(c)
+    c.write("slug.py", "def slug(s):\n    return s.lower()\n")
+    c.write(
+        "test_slug.py",
+        "import unittest\nfrom slug import slug\n\nclass SlugTest(unittest.TestCase):\n"
+        "    def test_spaces(self):\n        self.assertEqual(slug('A B'), 'a-b')\n"
+        "    def test_lower(self):\n        self.assertEqual(slug('AB'), 'ab')\n",
+    )
+    c.run(f"{UNITTEST} discover -v")
+
+
+@case(
+    "py-unittest-own-import",
+    "code_error",
+    "unittest",
+    "unittest: the project's module is missing a submodule",
+)
+def _(c: Case) -> None:
+    py_version(c)
+    c.write("inventory/__init__.py", "")
+    c.write(
+        "test_stock.py",
+        "import unittest\nfrom inventory.stock import total\n\nclass T(unittest.TestCase):\n"
+        "    def test_total(self):\n        self.assertEqual(total([]), 0)\n",
+    )
+    c.run(f"{UNITTEST} discover -q")
+
+
+@case("py-mypy-type", "code_error", "mypy", "mypy: incompatible types")
+def _(c: Case) -> None:
+    c.versions["mypy"] = c.sh(f"{PY} -m mypy --version").strip()
+    c.write(
+        "app.py", "def count(xs: list[int]) -> int:\n    return len(xs)\n\nn: str = count([1])\n"
+    )
+    c.run(f"{PY} -m mypy --no-incremental app.py")
+
+
+@case(
+    "py-mypy-own-missing",
+    "code_error",
+    "mypy",
+    "mypy: a missing module of the project's own package",
+)
+def _(c: Case) -> None:
+    c.versions["mypy"] = c.sh(f"{PY} -m mypy --version").strip()
+    c.write("pkg/__init__.py", "")
+    c.write("pkg/main.py", "from pkg.helpers import run\n\nrun()\n")
+    c.run(f"{PY} -m mypy --no-incremental pkg")
+
+
+@case("py-script-zerodiv", "code_error", "python", "a plain script fails with ZeroDivisionError")
+def _(c: Case) -> None:
+    py_version(c)
+    c.write("check.py", "def mean(xs):\n    return sum(xs) / len(xs)\n\nassert mean([]) == 0\n")
+    c.run(f"{PY} check.py")
+
+
+@case("py-recursion", "code_error", "pytest", "unbounded recursion")
+def _(c: Case) -> None:
+    py_version(c)
+    c.write("tree.py", "def depth(n):\n    return 1 + depth(n)\n")
+    c.write(
+        "test_tree.py", "from tree import depth\n\ndef test_depth():\n    assert depth(3) == 3\n"
+    )
+    c.run(PYTEST)
+
+
+@case("py-many-failures", "code_error", "pytest", "ten parametrised failures")
+def _(c: Case) -> None:
+    py_version(c)
+    c.write("conv.py", "def c2f(c):\n    return c * 9 / 5\n")
+    c.write(
+        "test_conv.py",
+        "import pytest\nfrom conv import c2f\n\n@pytest.mark.parametrize('c', range(10))\n"
+        "def test_c2f(c):\n    assert c2f(c) == c * 9 / 5 + 32\n",
+    )
+    c.run(PYTEST)
+
+
+@case("py-hypothesis", "code_error", "pytest+hypothesis", "a property test finds a counterexample")
+def _(c: Case) -> None:
+    py_version(c)
+    c.write(
+        "enc.py",
+        "def encode(s):\n    return s.encode('ascii')\n\ndef decode(b):\n    return b.decode('ascii')\n",
+    )
+    c.write(
+        "test_enc.py",
+        "from hypothesis import given, strategies as st\nfrom enc import encode, decode\n\n"
+        "@given(st.text())\ndef test_roundtrip(s):\n    assert decode(encode(s)) == s\n",
+    )
+    c.run(PYTEST)
+
+
+@case("py-doctest", "code_error", "pytest", "a doctest fails")
+def _(c: Case) -> None:
+    py_version(c)
+    c.write(
+        "words.py",
+        'def title(s):\n    """\n    >>> title(\'hello world\')\n    \'Hello World\'\n    """\n    return s.capitalize()\n',
+    )
+    c.run(f"{PYTEST} --doctest-modules words.py")
+
+
+# --- Python dependency issues ---------------------------------------------------------------------
+
+
+@case(
+    "py-dep-pytest", "dependency_issue", "pytest", "a test imports a package that is not installed"
+)
+def _(c: Case) -> None:
+    py_version(c)
+    c.write(
+        "test_feed.py",
+        "import feedparser_nonexistent_xyz\n\ndef test_feed():\n    assert feedparser_nonexistent_xyz\n",
+    )
+    c.run(PYTEST)
+
+
+@case(
+    "py-dep-in-module",
+    "dependency_issue",
+    "pytest",
+    "the module under test imports a third-party package that is not installed",
+)
+def _(c: Case) -> None:
+    py_version(c)
+    c.write("app/__init__.py", "")
+    c.write("app/http.py", "import requests\n\ndef get(url):\n    return requests.get(url).text\n")
+    c.write("tests/test_http.py", "from app.http import get\n\ndef test_get():\n    assert get\n")
+    c.run(PYTEST)
+
+
+@case("py-dep-unittest", "dependency_issue", "unittest", "unittest: a third-party import fails")
+def _(c: Case) -> None:
+    py_version(c)
+    c.write(
+        "test_yaml.py",
+        "import unittest\nimport xmltodict\n\nclass T(unittest.TestCase):\n    def test_load(self):\n"
+        "        self.assertEqual(xmltodict.parse('<a>1</a>'), {'a': '1'})\n",
+    )
+    c.run(f"{UNITTEST} discover -q")
+
+
+@case(
+    "py-dep-script", "dependency_issue", "python", "a script's third-party submodule import fails"
+)
+def _(c: Case) -> None:
+    py_version(c)
+    c.write("main.py", "from numpy_nonexistent_xyz.linalg import norm\nprint(norm([3, 4]))\n")
+    c.run(f"{PY} main.py")
+
+
+@case(
+    "pip-no-distribution",
+    "dependency_issue",
+    "pip",
+    "pip: a requirement that does not exist on PyPI",
+)
+def _(c: Case) -> None:
+    c.versions["pip"] = c.sh(f"{PY} -m pip --version").strip()[:60]
+    c.write("requirements.txt", "loopctl-corpus-nonexistent-package-xyz==1.0\n")
+    c.run(f"{PY} -m pip install --dry-run --no-cache-dir -r requirements.txt && {PYTEST}")
+
+
+@case(
+    "pip-no-version",
+    "dependency_issue",
+    "pip",
+    "pip: a version of a real package that does not exist",
+)
+def _(c: Case) -> None:
+    c.versions["pip"] = c.sh(f"{PY} -m pip --version").strip()[:60]
+    c.run(f"{PY} -m pip install --dry-run --no-cache-dir 'attrs==999.0.0'")
+
+
+@case("pip-conflict", "dependency_issue", "pip", "pip: two requirements that cannot both hold")
+def _(c: Case) -> None:
+    c.versions["pip"] = c.sh(f"{PY} -m pip --version").strip()[:60]
+    c.write("requirements.txt", "attrs==23.1.0\nattrs==23.2.0\n")
+    c.run(f"{PY} -m pip install --dry-run --no-cache-dir -r requirements.txt")
+
+
+@case("uv-no-solution", "dependency_issue", "uv", "uv: a requirement that is not in the registry")
+def _(c: Case) -> None:
+    uv = TOOLS / "uvenv" / "bin" / "uv"
+    c.need(str(uv), f"{uv} --version")
+    c.write(
+        "pyproject.toml",
+        "[project]\nname = 'demo'\nversion = '0.1.0'\nrequires-python = '>=3.10'\ndependencies = ['loopctl-corpus-nonexistent-xyz>=1']\n",
+    )
+    c.run(f"{uv} lock --no-cache", env={"UV_PYTHON": PY})
+
+
+@case("uv-conflict", "dependency_issue", "uv", "uv: conflicting version constraints")
+def _(c: Case) -> None:
+    uv = TOOLS / "uvenv" / "bin" / "uv"
+    c.need(str(uv), f"{uv} --version")
+    c.write(
+        "pyproject.toml",
+        "[project]\nname = 'demo'\nversion = '0.1.0'\nrequires-python = '>=3.10'\ndependencies = ['attrs<20', 'attrs>=23']\n",
+    )
+    c.run(f"{uv} lock --no-cache", env={"UV_PYTHON": PY})
+
+
+@case("mypy-missing-stubs", "dependency_issue", "mypy", "mypy: library stubs are not installed")
+def _(c: Case) -> None:
+    c.versions["mypy"] = c.sh(f"{PY} -m mypy --version").strip()
+    c.write(
+        "fetch.py", "import requests\n\ndef get(u: str) -> str:\n    return requests.get(u).text\n"
+    )
+    c.run(f"{PY} -m mypy --no-incremental fetch.py")
+
+
+@case(
+    "mypy-missing-package",
+    "dependency_issue",
+    "mypy",
+    "mypy: a third-party package is not installed",
+)
+def _(c: Case) -> None:
+    c.versions["mypy"] = c.sh(f"{PY} -m mypy --version").strip()
+    c.write("plot.py", "import matplotlib_nonexistent_xyz as m\n\nm.show()\n")
+    c.run(f"{PY} -m mypy --no-incremental plot.py")
+
+
+@case("py-shared-library", "dependency_issue", "python", "a system library is missing")
+def _(c: Case) -> None:
+    py_version(c)
+    c.write(
+        "test_native.py",
+        "import ctypes\n\ndef test_lib():\n    assert ctypes.CDLL('libloopctlcorpusxyz.so.1')\n",
+    )
+    c.run(PYTEST)
+
+
+@case("py-metadata-missing", "dependency_issue", "python", "a distribution's metadata is missing")
+def _(c: Case) -> None:
+    py_version(c)
+    c.write(
+        "version.py",
+        "from importlib.metadata import version\nprint(version('loopctl-corpus-nonexistent-xyz'))\n",
+    )
+    c.run(f"{PY} version.py")
+
+
+@case("sh-runner-missing", "dependency_issue", "sh", "the test runner is not installed")
+def _(c: Case) -> None:
+    c.write("test_x.py", "def test_x():\n    pass\n")
+    c.run("nose2-loopctl-corpus -v")
+
+
+# --- JavaScript and TypeScript ---------------------------------------------------------------------
+
+NODE_TEST = "node --test"
+
+
+def node_version(c: Case) -> None:
+    c.need("node", "node --version")
+
+
+@case("node-assert", "code_error", "node --test", "a strictEqual assertion fails")
+def _(c: Case) -> None:
+    node_version(c)
+    c.write("sum.js", "exports.sum = (a, b) => a - b;\n")
+    c.write(
+        "sum.test.js",
+        "const test = require('node:test');\nconst assert = require('node:assert');\nconst { sum } = require('./sum');\ntest('sum', () => { assert.strictEqual(sum(2, 3), 5); });\n",
+    )
+    c.run(NODE_TEST)
+
+
+@case("node-typeerror", "code_error", "node --test", "x is not a function")
+def _(c: Case) -> None:
+    node_version(c)
+    c.write("api.js", "exports.client = { fetch: 1 };\n")
+    c.write(
+        "api.test.js",
+        "const test = require('node:test');\nconst { client } = require('./api');\ntest('fetch', () => { client.fetch('/x'); });\n",
+    )
+    c.run(NODE_TEST)
+
+
+@case("node-referenceerror", "code_error", "node --test", "an undefined variable")
+def _(c: Case) -> None:
+    node_version(c)
+    c.write("cart.js", "exports.total = (items) => items.reduce((a, b) => a + b, tax);\n")
+    c.write(
+        "cart.test.js",
+        "const test = require('node:test');\nconst assert = require('node:assert');\nconst { total } = require('./cart');\ntest('total', () => { assert.equal(total([1]), 1); });\n",
+    )
+    c.run(NODE_TEST)
+
+
+@case(
+    "node-own-module", "code_error", "node --test", "require of a project file that does not exist"
+)
+def _(c: Case) -> None:
+    node_version(c)
+    c.write("lib/index.js", "const { fmt } = require('./format');\nexports.show = (x) => fmt(x);\n")
+    c.write(
+        "index.test.js",
+        "const test = require('node:test');\nconst { show } = require('./lib/index');\ntest('show', () => { show(1); });\n",
+    )
+    c.run(NODE_TEST)
+
+
+@case(
+    "node-esm-own", "code_error", "node", "an ES module imports a project file that does not exist"
+)
+def _(c: Case) -> None:
+    node_version(c)
+    c.write("package.json", '{"type": "module"}\n')
+    c.write("main.js", "import { parse } from './parser.js';\nconsole.log(parse('x'));\n")
+    c.run("node main.js")
+
+
+@case("node-syntax", "code_error", "node --test", "a syntax error")
+def _(c: Case) -> None:
+    node_version(c)
+    c.write("util.js", "exports.f = (x) => { return x +; };\n")
+    c.write(
+        "util.test.js",
+        "const test = require('node:test');\nconst { f } = require('./util');\ntest('f', () => f(1));\n",
+    )
+    c.run(NODE_TEST)
+
+
+@case(
+    "node-npm-test-fails",
+    "code_error",
+    "npm test",
+    "npm test runs failing tests (npm reports the script failed)",
+)
+def _(c: Case) -> None:
+    node_version(c)
+    c.versions["npm"] = c.sh("npm --version").strip()
+    c.write(
+        "package.json", '{"name": "demo", "version": "1.0.0", "scripts": {"test": "node --test"}}\n'
+    )
+    c.write("clamp.js", "exports.clamp = (x, lo, hi) => Math.max(x, lo);\n")
+    c.write(
+        "clamp.test.js",
+        "const test = require('node:test');\nconst assert = require('node:assert');\nconst { clamp } = require('./clamp');\ntest('clamp', () => { assert.strictEqual(clamp(9, 0, 5), 5); });\n",
+    )
+    c.run("npm test")
+
+
+@case(
+    "node-message-mentions-module",
+    "code_error",
+    "node --test",
+    "a test's expected text mentions a missing module",
+)
+def _(c: Case) -> None:
+    node_version(c)
+    c.write("explain.js", "exports.explain = (m) => `missing ${m}`;\n")
+    c.write(
+        "explain.test.js",
+        "const test = require('node:test');\nconst assert = require('node:assert');\nconst { explain } = require('./explain');\ntest('explain', () => { assert.strictEqual(explain('lodash'), \"Cannot find module 'lodash'\"); });\n",
+    )
+    c.run(NODE_TEST)
+
+
+def tsc(c: Case) -> str:
+    binary = TOOLS / "node_modules" / ".bin" / "tsc"
+    c.need(str(binary), f"{binary} --version")
+    return str(binary)
+
+
+@case("tsc-type", "code_error", "tsc", "a type error")
+def _(c: Case) -> None:
+    binary = tsc(c)
+    c.write(
+        "app.ts",
+        "function area(w: number, h: number): number { return w * h; }\nconst a: string = area(2, 3);\nconsole.log(a);\n",
+    )
+    c.run(f"{binary} --noEmit --strict app.ts")
+
+
+@case("tsc-own-missing", "code_error", "tsc", "an import of a project file that does not exist")
+def _(c: Case) -> None:
+    binary = tsc(c)
+    c.write("src/app.ts", "import { router } from './routes';\nconsole.log(router);\n")
+    c.run(f"{binary} --noEmit --strict src/app.ts")
+
+
+@case("tsc-arg-type", "code_error", "tsc", "an argument of the wrong type")
+def _(c: Case) -> None:
+    binary = tsc(c)
+    c.write(
+        "user.ts",
+        "interface User { id: number; name: string }\nfunction greet(u: User) { return u.name; }\ngreet({ id: '1', name: 'a' });\n",
+    )
+    c.run(f"{binary} --noEmit --strict user.ts")
+
+
+@case(
+    "node-dep-require",
+    "dependency_issue",
+    "node --test",
+    "require of a package that is not installed",
+)
+def _(c: Case) -> None:
+    node_version(c)
+    c.write(
+        "pad.js", "const pad = require('left-pad-loopctl-corpus');\nexports.p = (s) => pad(s, 4);\n"
+    )
+    c.write(
+        "pad.test.js",
+        "const test = require('node:test');\nconst { p } = require('./pad');\ntest('p', () => p('a'));\n",
+    )
+    c.run(NODE_TEST)
+
+
+@case(
+    "node-dep-esm",
+    "dependency_issue",
+    "node",
+    "an ES module imports a package that is not installed",
+)
+def _(c: Case) -> None:
+    node_version(c)
+    c.write("package.json", '{"type": "module"}\n')
+    c.write("main.js", "import chalk from 'chalk';\nconsole.log(chalk.red('x'));\n")
+    c.run("node main.js")
+
+
+@case(
+    "npm-e404",
+    "dependency_issue",
+    "npm",
+    "npm install of a package that does not exist in the registry",
+)
+def _(c: Case) -> None:
+    node_version(c)
+    c.versions["npm"] = c.sh("npm --version").strip()
+    c.write(
+        "package.json",
+        '{"name": "demo", "version": "1.0.0", "dependencies": {"loopctl-corpus-nonexistent-xyz": "^1.0.0"}}\n',
+    )
+    c.run("npm install --no-audit --no-fund && npm test")
+
+
+@case("npm-etarget", "dependency_issue", "npm", "npm install of a version that does not exist")
+def _(c: Case) -> None:
+    node_version(c)
+    c.versions["npm"] = c.sh("npm --version").strip()
+    c.write(
+        "package.json",
+        '{"name": "demo", "version": "1.0.0", "dependencies": {"left-pad": "999.0.0"}}\n',
+    )
+    c.run("npm install --no-audit --no-fund")
+
+
+@case("npm-eresolve", "dependency_issue", "npm", "npm: conflicting peer dependencies")
+def _(c: Case) -> None:
+    node_version(c)
+    c.versions["npm"] = c.sh("npm --version").strip()
+    c.write(
+        "package.json",
+        '{"name": "demo", "version": "1.0.0", "dependencies": {"react": "17.0.2", "react-dom": "18.2.0"}}\n',
+    )
+    c.run("npm install --no-audit --no-fund --dry-run")
+
+
+@case("npm-ci-no-lock", "dependency_issue", "npm", "npm ci without a lock file")
+def _(c: Case) -> None:
+    node_version(c)
+    c.versions["npm"] = c.sh("npm --version").strip()
+    c.write(
+        "package.json",
+        '{"name": "demo", "version": "1.0.0", "dependencies": {"left-pad": "1.3.0"}}\n',
+    )
+    c.run("npm ci --no-audit --no-fund")
+
+
+@case("tsc-dep-missing", "dependency_issue", "tsc", "an import of a package that is not installed")
+def _(c: Case) -> None:
+    binary = tsc(c)
+    c.write("app.ts", "import _ from 'lodash';\nconsole.log(_.chunk([1, 2], 1));\n")
+    c.run(f"{binary} --noEmit --strict --esModuleInterop app.ts")
+
+
+@case(
+    "tsc-dep-no-types",
+    "dependency_issue",
+    "tsc",
+    "a package without type declarations (@types missing)",
+)
+def _(c: Case) -> None:
+    binary = tsc(c)
+    c.write(
+        "node_modules/tinycolor-corpus/package.json",
+        '{"name": "tinycolor-corpus", "version": "1.0.0", "main": "index.js"}\n',
+    )
+    c.write("node_modules/tinycolor-corpus/index.js", "module.exports = (s) => s;\n")
+    c.write("app.ts", "import color from 'tinycolor-corpus';\nconsole.log(color('red'));\n")
+    c.run(f"{binary} --noEmit --strict --esModuleInterop app.ts")
+
+
+@case(
+    "sh-jest-missing", "dependency_issue", "npm test", "npm test needs jest, which is not installed"
+)
+def _(c: Case) -> None:
+    node_version(c)
+    c.write("package.json", '{"name": "demo", "version": "1.0.0", "scripts": {"test": "jest"}}\n')
+    c.run("npm test")
+
+
+# --- Rust -------------------------------------------------------------------------------------------
+
+CARGO_TOML = '[package]\nname = "demo"\nversion = "0.1.0"\nedition = "2021"\n\n[dependencies]\n'
+
+
+def cargo(c: Case) -> None:
+    c.need("cargo", "cargo --version")
+
+
+@case("cargo-assert", "code_error", "cargo test", "an assert_eq! fails")
+def _(c: Case) -> None:
+    cargo(c)
+    c.write("Cargo.toml", CARGO_TOML)
+    c.write(
+        "src/lib.rs",
+        "pub fn add(a: i32, b: i32) -> i32 { a - b }\n\n#[cfg(test)]\nmod tests {\n    #[test]\n    fn adds() { assert_eq!(super::add(2, 3), 5); }\n}\n",
+    )
+    c.run("cargo test --offline --quiet")
+
+
+@case("cargo-mismatched", "code_error", "cargo test", "mismatched types (E0308)")
+def _(c: Case) -> None:
+    cargo(c)
+    c.write("Cargo.toml", CARGO_TOML)
+    c.write("src/lib.rs", "pub fn name() -> String { 42 }\n")
+    c.run("cargo test --offline --quiet")
+
+
+@case(
+    "cargo-own-module",
+    "code_error",
+    "cargo test",
+    "an import of the crate's own module that does not exist",
+)
+def _(c: Case) -> None:
+    cargo(c)
+    c.write("Cargo.toml", CARGO_TOML)
+    c.write("src/lib.rs", "use crate::parser::parse;\n\npub fn run() -> i32 { parse() }\n")
+    c.run("cargo test --offline --quiet")
+
+
+@case("cargo-borrow", "code_error", "cargo build", "a borrow-checker error")
+def _(c: Case) -> None:
+    cargo(c)
+    c.write("Cargo.toml", CARGO_TOML)
+    c.write(
+        "src/lib.rs",
+        "pub fn f() -> usize {\n    let mut v = vec![1];\n    let first = &v[0];\n    v.push(2);\n    *first\n}\n",
+    )
+    c.run("cargo build --offline --quiet")
+
+
+@case("cargo-panic", "code_error", "cargo test", "a test panics on unwrap of None")
+def _(c: Case) -> None:
+    cargo(c)
+    c.write("Cargo.toml", CARGO_TOML)
+    c.write(
+        "src/lib.rs",
+        "pub fn first(v: &[i32]) -> Option<i32> { v.first().copied() }\n\n#[cfg(test)]\nmod tests {\n    #[test]\n    fn empty() { assert_eq!(super::first(&[]).unwrap(), 0); }\n}\n",
+    )
+    c.run("cargo test --offline --quiet")
+
+
+@case(
+    "cargo-dep-offline",
+    "dependency_issue",
+    "cargo",
+    "a crate the manifest asks for cannot be fetched",
+)
+def _(c: Case) -> None:
+    cargo(c)
+    c.write("Cargo.toml", CARGO_TOML + 'serde = "1"\n')
+    c.write("src/lib.rs", "pub fn f() {}\n")
+    c.run("cargo test --offline --quiet", env={"CARGO_HOME": str(c.tmp / "cargo-home")})
+
+
+@case(
+    "rust-unlinked-crate",
+    "dependency_issue",
+    "cargo",
+    "the code uses a crate Cargo.toml does not declare",
+)
+def _(c: Case) -> None:
+    cargo(c)
+    c.write("Cargo.toml", CARGO_TOML)
+    c.write(
+        "src/lib.rs",
+        "use rand::Rng;\n\npub fn roll() -> u8 { rand::thread_rng().gen_range(1..7) }\n",
+    )
+    c.run("cargo build --offline --quiet")
+
+
+@case("cargo-path-dep", "dependency_issue", "cargo", "a path dependency is missing")
+def _(c: Case) -> None:
+    cargo(c)
+    c.write("Cargo.toml", CARGO_TOML + 'utils = { path = "../utils" }\n')
+    c.write("src/lib.rs", "pub fn f() {}\n")
+    c.run("cargo build --offline --quiet")
+
+
+# --- Go ---------------------------------------------------------------------------------------------
+
+GO_ENV = {"GOPROXY": "off", "GOFLAGS": "-mod=mod", "GOTOOLCHAIN": "local"}
+
+
+def go(c: Case) -> None:
+    c.need("go", "go version")
+    c.write("go.mod", "module example.com/demo\n\ngo 1.19\n")
+
+
+@case("go-test-fail", "code_error", "go test", "t.Errorf in a test")
+def _(c: Case) -> None:
+    go(c)
+    c.write("sum.go", "package demo\n\nfunc Sum(a, b int) int { return a - b }\n")
+    c.write(
+        "sum_test.go",
+        'package demo\n\nimport "testing"\n\nfunc TestSum(t *testing.T) {\n\tif got := Sum(2, 3); got != 5 {\n\t\tt.Errorf("Sum(2, 3) = %d, want 5", got)\n\t}\n}\n',
+    )
+    c.run("go test ./...", env={**GO_ENV, "GOCACHE": str(c.tmp / "gocache")})
+
+
+@case("go-undefined", "code_error", "go test", "an undefined name")
+def _(c: Case) -> None:
+    go(c)
+    c.write("calc.go", "package demo\n\nfunc Double(x int) int { return times(x, 2) }\n")
+    c.run("go test ./...", env={**GO_ENV, "GOCACHE": str(c.tmp / "gocache")})
+
+
+@case(
+    "go-own-package",
+    "code_error",
+    "go build",
+    "an import of the module's own package that does not exist",
+)
+def _(c: Case) -> None:
+    go(c)
+    c.write(
+        "main.go",
+        'package main\n\nimport "example.com/demo/internal/store"\n\nfunc main() { store.Open() }\n',
+    )
+    c.run("go build ./...", env={**GO_ENV, "GOCACHE": str(c.tmp / "gocache")})
+
+
+@case("go-dep-missing", "dependency_issue", "go build", "an import no required module provides")
+def _(c: Case) -> None:
+    go(c)
+    c.write(
+        "main.go",
+        'package main\n\nimport "github.com/pkg/errors"\n\nfunc main() { _ = errors.New("x") }\n',
+    )
+    c.run(
+        "go vet ./...",
+        env={"GOPROXY": "off", "GOTOOLCHAIN": "local", "GOCACHE": str(c.tmp / "gocache")},
+    )
+
+
+@case("go-dep-lookup", "dependency_issue", "go build", "a required module cannot be downloaded")
+def _(c: Case) -> None:
+    go(c)
+    c.write(
+        "go.mod", "module example.com/demo\n\ngo 1.19\n\nrequire github.com/google/uuid v1.6.0\n"
+    )
+    c.write(
+        "main.go",
+        'package main\n\nimport "github.com/google/uuid"\n\nfunc main() { _ = uuid.New() }\n',
+    )
+    c.run(
+        "go build ./...",
+        env={**GO_ENV, "GOCACHE": str(c.tmp / "gocache"), "GOPATH": str(c.tmp / "gopath")},
+    )
+
+
+# --- Java -------------------------------------------------------------------------------------------
+
+
+@case("javac-type", "code_error", "javac", "incompatible types")
+def _(c: Case) -> None:
+    c.need("javac", "javac -version")
+    c.write(
+        "src/App.java",
+        'public class App {\n  public static void main(String[] a) {\n    int n = "x";\n  }\n}\n',
+    )
+    c.run("javac -d out src/App.java")
+
+
+@case("javac-symbol", "code_error", "javac", "cannot find symbol")
+def _(c: Case) -> None:
+    c.need("javac", "javac -version")
+    c.write(
+        "src/App.java",
+        "public class App {\n  public static void main(String[] a) {\n    System.out.println(total(3));\n  }\n}\n",
+    )
+    c.run("javac -d out src/App.java")
+
+
+@case(
+    "javac-dep", "dependency_issue", "javac", "an import of a library that is not on the class path"
+)
+def _(c: Case) -> None:
+    c.need("javac", "javac -version")
+    c.write(
+        "src/App.java",
+        'import org.apache.commons.lang3.StringUtils;\n\npublic class App {\n  public static void main(String[] a) {\n    System.out.println(StringUtils.capitalize("x"));\n  }\n}\n',
+    )
+    c.run("javac -d out src/App.java")
+
+
+@case(
+    "mvn-offline-dep",
+    "dependency_issue",
+    "mvn",
+    "Maven cannot resolve a dependency (offline, empty local repository)",
+)
+def _(c: Case) -> None:
+    c.need("mvn", "mvn -v")
+    c.write(
+        "pom.xml",
+        "<project><modelVersion>4.0.0</modelVersion><groupId>x</groupId><artifactId>demo</artifactId>"
+        "<version>1</version><dependencies><dependency><groupId>org.apache.commons</groupId>"
+        "<artifactId>commons-lang3</artifactId><version>3.14.0</version></dependency></dependencies></project>\n",
+    )
+    c.write("src/main/java/App.java", "public class App {}\n")
+    c.run(f"mvn -o -q -B -Dmaven.repo.local={c.tmp / 'm2'} test")
+
+
+# --- flaky tests (real flips) -----------------------------------------------------------------------
+
+RANDOM_TEST = (
+    "import random\n\ndef test_sample():\n    assert random.random() < 0.5, 'unlucky draw'\n"
+)
+
+
+def until_both(c: Case, command: str, *, first: str, then: str, limit: int = 60) -> None:
+    """Run ``command`` until its output has failed (``first``) and then passed (``then``)."""
+    outputs: list[tuple[bool, str]] = []
+    for _ in range(limit):
+        out = c.sh(command)
+        passed = _passed(out)
+        outputs.append((passed, out))
+        want_first = first == "pass"
+        seen_first = [o for p, o in outputs if p == want_first]
+        if (
+            seen_first
+            and passed == (then == "pass")
+            and len(outputs) > 1
+            and outputs[-2][0] == want_first
+        ):
+            c.logs.extend([outputs[-2][1], outputs[-1][1]])
+            c.commands.append(command)
+            return
+    raise Skip(f"never saw {first} then {then} in {limit} runs")
+
+
+def _passed(out: str) -> bool:
+    low = out.lower()
+    return ("failed" not in low and "error" not in low and "fail " not in low) and (
+        " passed" in low or "\nok" in low or "pass " in low or "test result: ok" in low
+    )
+
+
+@case(
+    "flaky-pytest-history",
+    "test_flakiness",
+    "pytest",
+    "a random test failed, then passed on the same code",
+)
+def _(c: Case) -> None:
+    py_version(c)
+    c.write("test_random.py", RANDOM_TEST)
+    c.same_code = True
+    until_both(c, PYTEST, first="fail", then="pass")
+
+
+@case("flaky-pytest-rerun", "test_flakiness", "pytest", "a timing test failed; pytest --lf passed")
+def _(c: Case) -> None:
+    py_version(c)
+    c.write(
+        "test_timing.py",
+        "import random, time\n\ndef test_fast_enough():\n    start = time.perf_counter()\n"
+        "    time.sleep(random.choice([0.0, 0.0, 0.05]))\n    assert time.perf_counter() - start < 0.03, 'too slow'\n",
+    )
+    cmd = f"{PY} -m pytest -q"
+    for _ in range(60):
+        out = c.sh(cmd)
+        if not _passed(out):
+            again = c.sh(cmd + " --lf")
+            if _passed(again):
+                c.logs.append(out)
+                c.rerun = again
+                c.commands.append(cmd)
+                return
+    raise Skip("no fail-then-pass")
+
+
+@case(
+    "flaky-unittest-rerun",
+    "test_flakiness",
+    "unittest",
+    "a random unittest failed, then passed on rerun",
+)
+def _(c: Case) -> None:
+    py_version(c)
+    c.write(
+        "test_dice.py",
+        "import random, unittest\n\nclass Dice(unittest.TestCase):\n    def test_roll(self):\n        self.assertLess(random.randint(1, 6), 4)\n",
+    )
+    cmd = f"{UNITTEST} discover -v"
+    for _ in range(60):
+        out = c.sh(cmd)
+        if "FAILED" in out:
+            again = c.sh(f"{UNITTEST} test_dice.Dice.test_roll -v")
+            if "OK" in again and "FAILED" not in again:
+                c.logs.append(out)
+                c.rerun = again
+                c.commands.append(cmd)
+                return
+    raise Skip("no fail-then-pass")
+
+
+@case(
+    "flaky-node-rerun",
+    "test_flakiness",
+    "node --test",
+    "a random node test failed, then passed on rerun",
+)
+def _(c: Case) -> None:
+    node_version(c)
+    c.write(
+        "coin.test.js",
+        "const test = require('node:test');\nconst assert = require('node:assert');\ntest('coin', () => { assert.ok(Math.random() < 0.5, 'tails'); });\n",
+    )
+    for _ in range(60):
+        out = c.sh(NODE_TEST)
+        if "# fail 1" in out:
+            again = c.sh(NODE_TEST)
+            if "# fail 0" in again:
+                c.logs.append(out)
+                c.rerun = again
+                c.commands.append(NODE_TEST)
+                return
+    raise Skip("no fail-then-pass")
+
+
+@case(
+    "flaky-port",
+    "test_flakiness",
+    "pytest",
+    "a test binds a fixed port another process held; the rerun passed",
+)
+def _(c: Case) -> None:
+    py_version(c)
+    import socket
+
+    holder = socket.socket()
+    holder.bind(("127.0.0.1", 0))
+    port = holder.getsockname()[1]
+    holder.listen()
+    c.write(
+        "test_srv.py",
+        f"import socket\n\ndef test_listen():\n    s = socket.socket()\n    s.bind(('127.0.0.1', {port}))\n    s.close()\n",
+    )
+    c.logs.append(c.sh(PYTEST))
+    holder.close()
+    c.rerun = c.sh(PYTEST)
+    c.commands.append(PYTEST)
+
+
+@case(
+    "flaky-cargo-rerun",
+    "test_flakiness",
+    "cargo test",
+    "a clock-based Rust test failed, then passed on rerun",
+)
+def _(c: Case) -> None:
+    cargo(c)
+    c.write("Cargo.toml", CARGO_TOML)
+    c.write(
+        "src/lib.rs",
+        '#[cfg(test)]\nmod tests {\n    #[test]\n    fn even_nanos() {\n        let n = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos();\n        assert!(n % 2 == 0, "odd nanos {}", n);\n    }\n}\n',
+    )
+    c.sh("cargo test --offline --quiet")
+    for _ in range(40):
+        out = c.sh("cargo test --offline --quiet")
+        if "FAILED" in out:
+            again = c.sh("cargo test --offline --quiet")
+            if "test result: ok" in again:
+                c.logs.append(out)
+                c.rerun = again
+                c.commands.append("cargo test --offline --quiet")
+                return
+    raise Skip("no fail-then-pass")
+
+
+@case(
+    "flaky-go-history",
+    "test_flakiness",
+    "go test",
+    "a clock-based Go test failed, then passed on the same code",
+)
+def _(c: Case) -> None:
+    go(c)
+    c.write(
+        "clock_test.go",
+        'package demo\n\nimport (\n\t"testing"\n\t"time"\n)\n\nfunc TestEven(t *testing.T) {\n\tif time.Now().Nanosecond()%2 != 0 {\n\t\tt.Fatal("odd nanosecond")\n\t}\n}\n',
+    )
+    env = {**GO_ENV, "GOCACHE": str(c.tmp / "gocache")}
+    c.same_code = True
+    for _ in range(40):
+        out = c.sh("go test -count=1 ./...", env=env)
+        if "FAIL" in out:
+            again = c.sh("go test -count=1 ./...", env=env)
+            if "FAIL" not in again and "ok" in again:
+                c.logs += [out, again]
+                c.commands.append("go test -count=1 ./...")
+                return
+    raise Skip("no fail-then-pass")
+
+
+@case("flaky-pytest-three", "test_flakiness", "pytest", "fail, pass, fail on the same code")
+def _(c: Case) -> None:
+    py_version(c)
+    c.write("test_random.py", RANDOM_TEST)
+    c.same_code = True
+    seen: list[tuple[bool, str]] = []
+    for _ in range(80):
+        out = c.sh(PYTEST)
+        seen.append((_passed(out), out))
+        tail = [p for p, _ in seen[-3:]]
+        if tail == [False, True, False]:
+            c.logs += [o for _, o in seen[-3:]]
+            c.commands.append(PYTEST)
+            return
+    raise Skip("no fail-pass-fail")
+
+
+# negatives for flakiness: confirmation attempts that fail
+
+
+@case(
+    "flaky-neg-rerun-fails", "code_error", "pytest", "a deterministic failure whose rerun fails too"
+)
+def _(c: Case) -> None:
+    py_version(c)
+    c.write("test_det.py", "def test_det():\n    assert sorted([3, 1, 2]) == [3, 2, 1]\n")
+    c.logs.append(c.sh(PYTEST))
+    c.rerun = c.sh(PYTEST)
+    c.commands.append(PYTEST)
+
+
+@case(
+    "flaky-neg-port-rerun-fails",
+    "code_error",
+    "pytest",
+    "EADDRINUSE that is deterministic: the rerun fails the same way",
+)
+def _(c: Case) -> None:
+    py_version(c)
+    c.write(
+        "test_bind.py",
+        "import socket\n\ndef test_bind():\n    a = socket.socket(); a.bind(('127.0.0.1', 0)); a.listen()\n    b = socket.socket(); b.bind(a.getsockname())\n",
+    )
+    c.logs.append(c.sh(PYTEST))
+    c.rerun = c.sh(PYTEST)
+    c.commands.append(PYTEST)
+
+
+@case(
+    "flaky-neg-code-changed",
+    "code_error",
+    "pytest",
+    "pass, then fail after a code change (the agent broke it)",
+)
+def _(c: Case) -> None:
+    py_version(c)
+    c.write("m.py", "def f():\n    return 1\n")
+    c.write("test_m.py", "from m import f\n\ndef test_f():\n    assert f() == 1\n")
+    c.run(PYTEST, passes=True)
+    c.write("m.py", "def f():\n    return 2\n")
+    c.run(PYTEST)
+
+
+@case(
+    "flaky-neg-timeout-rerun-fails", "code_error", "node --test", "a test that times out every time"
+)
+def _(c: Case) -> None:
+    node_version(c)
+    c.write(
+        "slow.test.js",
+        "const test = require('node:test');\ntest('slow', { timeout: 100 }, async () => { await new Promise((r) => setTimeout(r, 1000)); });\n",
+    )
+    c.logs.append(c.sh(NODE_TEST))
+    c.rerun = c.sh(NODE_TEST)
+    c.commands.append(NODE_TEST)
+
+
+# --- repeated failures from raw logs -----------------------------------------------------------------
+
+
+@case("loop-logs-pytest", "infinite_loop", "pytest", "the same failure in three runs")
+def _(c: Case) -> None:
+    py_version(c)
+    c.write("calc.py", "def mul(a, b):\n    return a + b\n")
+    c.write("test_calc.py", "from calc import mul\n\ndef test_mul():\n    assert mul(3, 4) == 12\n")
+    for _ in range(3):
+        c.run(PYTEST)
+
+
+@case("loop-logs-cargo", "infinite_loop", "cargo", "the same compile error in three runs")
+def _(c: Case) -> None:
+    cargo(c)
+    c.write("Cargo.toml", CARGO_TOML)
+    c.write("src/lib.rs", 'pub fn n() -> u8 { "x" }\n')
+    for _ in range(3):
+        c.run("cargo build --offline --quiet")
+
+
+@case("loop-logs-node", "infinite_loop", "node --test", "the same failure in four runs")
+def _(c: Case) -> None:
+    node_version(c)
+    c.write("v.js", "exports.valid = (s) => s.length > 3;\n")
+    c.write(
+        "v.test.js",
+        "const test = require('node:test');\nconst assert = require('node:assert');\nconst { valid } = require('./v');\ntest('short', () => { assert.strictEqual(valid('abc'), true); });\n",
+    )
+    for _ in range(4):
+        c.run(NODE_TEST)
+
+
+@case("loop-neg-progress", "code_error", "pytest", "three runs, each fixing one more test")
+def _(c: Case) -> None:
+    py_version(c)
+    c.write(
+        "test_steps.py",
+        "import os\n\ndef test_a():\n    assert os.path.exists('a')\n\ndef test_b():\n    assert os.path.exists('b')\n\ndef test_c():\n    assert os.path.exists('c')\n",
+    )
+    c.run(PYTEST)
+    c.write("a", "")
+    c.run(PYTEST)
+    c.write("b", "")
+    c.run(PYTEST)
+
+
+@case("loop-neg-different", "code_error", "pytest", "three runs with three different failures")
+def _(c: Case) -> None:
+    py_version(c)
+    c.write("test_x.py", "def test_x():\n    assert 1 == 2\n")
+    c.run(PYTEST)
+    c.write("test_x.py", "def test_x():\n    raise KeyError('k')\n")
+    c.run(PYTEST)
+    c.write("test_x.py", "def test_x():\n    return undefined_name\n")
+    c.run(PYTEST)
+
+
+@case("loop-neg-two", "code_error", "pytest", "the same failure twice only (below the window)")
+def _(c: Case) -> None:
+    py_version(c)
+    c.write("test_y.py", "def test_y():\n    assert 'a' * 2 == 'aaa'\n")
+    c.run(PYTEST)
+    c.run(PYTEST)
+
+
+# --- real loops (state directories) ----------------------------------------------------------------
+
+
+def loop_case(
+    c: Case,
+    files: dict[str, str],
+    turns: Sequence[Sequence[dict[str, Any]]],
+    *,
+    test_cmd: str | None = None,
+    config: dict[str, Any] | None = None,
+) -> None:
+    from loopctl.testing import make_project, python_test_cmd, run_loop
+
+    c.versions["loopctl"] = __import__("loopctl").__version__
+    shutil.rmtree(c.workdir)
+    project = make_project(c.workdir)
+    for name, text in files.items():
+        project.write(name, text)
+    project.commit("corpus project")
+    result = run_loop(
+        project,
+        "make the tests pass",
+        turns=turns,
+        test_cmd=test_cmd or python_test_cmd(),
+        config=config or {},
+    )
+    c.commands.append(f"loopctl run (scripted agent), ended {result.status}")
+    c.state = result.state_dir
+
+
+CALC = {
+    "calc.py": "def add(a, b):\n    return a - b\n",
+    "test_calc.py": "import unittest\nfrom calc import add\n\nclass T(unittest.TestCase):\n"
+    "    def test_add(self):\n        self.assertEqual(add(1, 2), 3)\n",
+}
+
+
+@case(
+    "state-loop-stuck",
+    "infinite_loop",
+    "loopctl",
+    "the agent changes nothing; the engine's stuck detection stops the loop",
+)
+def _(c: Case) -> None:
+    loop_case(c, CALC, [[{"say": "The code looks right to me."}]])
+
+
+@case(
+    "state-loop-window",
+    "infinite_loop",
+    "loopctl",
+    "three identical failures with no change (stopped at max_iterations 3)",
+)
+def _(c: Case) -> None:
+    loop_case(
+        c,
+        CALC,
+        [[{"say": "Running the tests again."}, {"run": "true"}]],
+        config={"limits": {"max_iterations": 3}},
+    )
+
+
+@case(
+    "state-loop-oscillate",
+    "infinite_loop",
+    "loopctl",
+    "the agent flips the code between two wrong versions",
+)
+def _(c: Case) -> None:
+    a = {"write": "calc.py", "content": "def add(a, b):\n    return a * b\n"}
+    b = {"write": "calc.py", "content": "def add(a, b):\n    return a - b  # fixed\n"}
+    turns = [[a], [b], [a], [b]]
+    loop_case(
+        c,
+        {**CALC, "calc.py": "def add(a, b):\n    return a * b\n"},
+        turns,
+        config={"limits": {"max_iterations": 4}, "stuck": {"enabled": False}},
+    )
+
+
+@case(
+    "state-loop-churn",
+    "infinite_loop",
+    "loopctl",
+    "the agent edits a comment each time; the failure never changes",
+)
+def _(c: Case) -> None:
+    turns = [[{"write": "notes.txt", "content": f"attempt {i}\n"}] for i in range(1, 8)]
+    loop_case(c, CALC, turns, config={"limits": {"max_iterations": 7}, "stuck": {"enabled": False}})
+
+
+@case(
+    "state-loop-pytest-stuck",
+    "infinite_loop",
+    "loopctl",
+    "pytest suite, the agent only talks; stuck",
+)
+def _(c: Case) -> None:
+    files = {
+        "text.py": "def words(s):\n    return s.split(',')\n",
+        "test_text.py": "from text import words\n\ndef test_words():\n    assert words('a b') == ['a', 'b']\n",
+    }
+    loop_case(
+        c,
+        files,
+        [[{"say": "Let me think about it."}]],
+        test_cmd=f"{PY} -m pytest -q -p no:cacheprovider",
+        config={"limits": {"max_iterations": 4}},
+    )
+
+
+@case(
+    "state-neg-progress",
+    "code_error",
+    "loopctl",
+    "the agent fixes one test per iteration; still failing at the end",
+)
+def _(c: Case) -> None:
+    files = {
+        "m.py": "def a():\n    return 0\n\ndef b():\n    return 0\n\ndef c():\n    return 0\n",
+        "test_m.py": "import unittest\nimport m\n\nclass T(unittest.TestCase):\n    def test_a(self):\n        self.assertEqual(m.a(), 1)\n"
+        "    def test_b(self):\n        self.assertEqual(m.b(), 1)\n    def test_c(self):\n        self.assertEqual(m.c(), 1)\n",
+    }
+    turns = [
+        [{"replace": "m.py", "old": "def a():\n    return 0", "new": "def a():\n    return 1"}],
+        [{"replace": "m.py", "old": "def b():\n    return 0", "new": "def b():\n    return 1"}],
+        [{"say": "next"}],
+    ]
+    loop_case(c, files, turns, config={"limits": {"max_iterations": 2}})
+
+
+@case(
+    "state-neg-new-error",
+    "code_error",
+    "loopctl",
+    "each iteration's change causes a different failure",
+)
+def _(c: Case) -> None:
+    turns = [
+        [{"write": "calc.py", "content": "def add(a, b):\n    return a * b\n"}],
+        [{"write": "calc.py", "content": "def add(a, b):\n    return a + c\n"}],
+        [{"write": "calc.py", "content": "def add(a, b)\n    return a + b\n"}],
+    ]
+    loop_case(c, CALC, turns, config={"limits": {"max_iterations": 3}})
+
+
+FLAKY_FILES = {
+    "test_coin.py": "import random, unittest\n\nclass Coin(unittest.TestCase):\n    def test_heads(self):\n        self.assertLess(random.random(), 0.5)\n\n    def test_sum(self):\n        self.assertEqual(1 + 1, 2)\n",
+}
+
+
+@case(
+    "state-flaky-pass",
+    "test_flakiness",
+    "loopctl",
+    "a random test fails, the agent changes nothing, it passes: a flaky pass",
+)
+def _(c: Case) -> None:
+    for _ in range(30):
+        loop_case(
+            c,
+            FLAKY_FILES,
+            [[{"say": "I did not change anything."}]],
+            config={"limits": {"max_iterations": 6}, "stuck": {"enabled": False}},
+        )
+        assert c.state is not None
+        rows = [
+            json.loads(line) for line in (c.state / "iterations.jsonl").read_text().splitlines()
+        ]
+        if len(rows) >= 2 and rows[-1]["tests_passed"] and not rows[-2]["tests_passed"]:
+            return
+        c.workdir.mkdir(exist_ok=True)
+    raise Skip("the random test never failed first")
+
+
+@case(
+    "state-flaky-flip-back",
+    "test_flakiness",
+    "loopctl",
+    "a random test passes, then fails on the same code (completion signal missing kept the loop going)",
+)
+def _(c: Case) -> None:
+    for _ in range(30):
+        loop_case(
+            c,
+            FLAKY_FILES,
+            [[{"say": "Nothing to change."}]],
+            config={
+                "limits": {"max_iterations": 4},
+                "stuck": {"enabled": False},
+                "completion_signal": "NEVER-SAID",
+            },
+        )
+        assert c.state is not None
+        rows = [
+            json.loads(line) for line in (c.state / "iterations.jsonl").read_text().splitlines()
+        ]
+        for end in range(len(rows), 1, -1):
+            if not rows[end - 1]["tests_passed"] and rows[end - 2]["tests_passed"]:
+                lines = (c.state / "iterations.jsonl").read_text().splitlines()[:end]
+                (c.state / "iterations.jsonl").write_text("\n".join(lines) + "\n")
+                return
+        c.workdir.mkdir(exist_ok=True)
+    raise Skip("never saw pass then fail")
+
+
+@case(
+    "state-context-overflow",
+    "context_exhaustion",
+    "loopctl",
+    "the agent runs out of context in its first turn",
+)
+def _(c: Case) -> None:
+    loop_case(
+        c,
+        CALC,
+        [
+            [
+                {"say": "Reading everything."},
+                {"error": "context_overflow", "message": "Prompt is too long"},
+            ]
+        ],
+        config={"limits": {"max_iterations": 1}},
+    )
+
+
+@case(
+    "state-context-late",
+    "context_exhaustion",
+    "loopctl",
+    "three normal failing iterations, then the context overflows",
+)
+def _(c: Case) -> None:
+    turns = [
+        [{"write": "calc.py", "content": "def add(a, b):\n    return a * b\n"}],
+        [{"write": "calc.py", "content": "def add(a, b):\n    return b - a\n"}],
+        [{"write": "calc.py", "content": "def add(a, b):\n    return a ** b\n"}],
+        [
+            {"say": "Let me re-read the whole repository."},
+            {
+                "error": "context_overflow",
+                "message": "input length and `max_tokens` exceed context limit: 198000 + 8192 > 200000",
+            },
+        ],
+    ]
+    loop_case(c, CALC, turns, config={"limits": {"max_iterations": 4}})
+
+
+@case(
+    "state-context-restarts",
+    "context_exhaustion",
+    "loopctl",
+    "the context overflows in every session",
+)
+def _(c: Case) -> None:
+    loop_case(
+        c,
+        CALC,
+        [
+            [
+                {
+                    "error": "context_overflow",
+                    "message": "Your input exceeds the context window of this model.",
+                }
+            ]
+        ],
+        config={"limits": {"max_iterations": 3}},
+    )
+
+
+@case(
+    "state-context-tests-pass",
+    "context_exhaustion",
+    "loopctl",
+    "the agent overflows after fixing the code: the tests pass, the turn did not",
+)
+def _(c: Case) -> None:
+    turns = [
+        [
+            {"replace": "calc.py", "old": "a - b", "new": "a + b"},
+            {
+                "error": "context_overflow",
+                "message": "prompt is too long: 201000 tokens > 200000 maximum",
+            },
+        ]
+    ]
+    loop_case(c, CALC, turns, config={"limits": {"max_iterations": 1}})
+
+
+@case(
+    "state-neg-rate-limit",
+    "code_error",
+    "loopctl",
+    "an agent network error; the code is still wrong",
+)
+def _(c: Case) -> None:
+    turns = [
+        [{"write": "calc.py", "content": "def add(a, b):\n    return a * b\n"}],
+        [{"error": "network", "message": "connection reset by peer"}],
+    ]
+    loop_case(c, CALC, turns, config={"limits": {"max_iterations": 2}})
+
+
+@case(
+    "state-dep",
+    "dependency_issue",
+    "loopctl",
+    "the agent adds an import of a package that is not installed",
+)
+def _(c: Case) -> None:
+    turns = [
+        [
+            {
+                "write": "calc.py",
+                "content": "import numpy_loopctl_corpus as np\n\ndef add(a, b):\n    return int(np.add(a, b))\n",
+            }
+        ]
+    ]
+    loop_case(c, CALC, turns, config={"limits": {"max_iterations": 2}})
+
+
+@case(
+    "state-own-module",
+    "code_error",
+    "loopctl",
+    "the agent imports a project module it has not written yet",
+)
+def _(c: Case) -> None:
+    files = {**CALC, "mathlib/__init__.py": ""}
+    turns = [
+        [
+            {
+                "write": "calc.py",
+                "content": "from mathlib.ops import plus\n\ndef add(a, b):\n    return plus(a, b)\n",
+            }
+        ]
+    ]
+    loop_case(c, files, turns, config={"limits": {"max_iterations": 2}})
+
+
+# --- the held-out set: written after the rules were frozen, never used to tune them -----------
+
+H = {"heldout": True}
+
+
+@case("h-py-param", "code_error", "pytest", "parametrised ids, two of four fail", **H)
+def _(c: Case) -> None:
+    py_version(c)
+    c.write("roman.py", "def roman(n):\n    return 'I' * n\n")
+    c.write(
+        "test_roman.py",
+        "import pytest\nfrom roman import roman\n\n@pytest.mark.parametrize('n,r', [(1, 'I'), (2, 'II'), (4, 'IV'), (5, 'V')])\ndef test_roman(n, r):\n    assert roman(n) == r\n",
+    )
+    c.run(PYTEST)
+
+
+@case("h-py-setup-error", "code_error", "unittest", "an error in setUp", **H)
+def _(c: Case) -> None:
+    py_version(c)
+    c.write(
+        "test_db.py",
+        "import unittest\n\nclass T(unittest.TestCase):\n    def setUp(self):\n        self.rows = open('rows.csv').read().split()\n    def test_count(self):\n        self.assertEqual(len(self.rows), 2)\n",
+    )
+    c.run(f"{UNITTEST} discover -v")
+
+
+@case(
+    "h-py-own-typo", "code_error", "pytest", "an import of the project's package with a typo", **H
+)
+def _(c: Case) -> None:
+    py_version(c)
+    c.write("app/__init__.py", "")
+    c.write("app/services.py", "def ping():\n    return 'pong'\n")
+    c.write(
+        "tests/test_ping.py",
+        "from app.servces import ping\n\ndef test_ping():\n    assert ping() == 'pong'\n",
+    )
+    c.run(PYTEST)
+
+
+@case("h-py-unicode", "code_error", "python", "a UnicodeDecodeError in a script", **H)
+def _(c: Case) -> None:
+    py_version(c)
+    (c.workdir / "data.bin").write_bytes(b"\xff\xfe\x00abc")
+    c.write("load.py", "text = open('data.bin', encoding='utf-8').read()\nprint(len(text))\n")
+    c.run(f"{PY} load.py")
+
+
+@case(
+    "h-py-conn-reset",
+    "code_error",
+    "pytest",
+    "a server that always closes the connection (deterministic)",
+    **H,
+)
+def _(c: Case) -> None:
+    py_version(c)
+    c.write(
+        "test_reset.py",
+        "import socket, threading\n\ndef serve(s):\n    conn, _ = s.accept()\n    conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b'\\x01\\x00\\x00\\x00\\x00\\x00\\x00\\x00')\n    conn.close()\n\ndef test_fetch():\n    s = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen()\n    threading.Thread(target=serve, args=(s,)).start()\n    c = socket.create_connection(s.getsockname())\n    c.sendall(b'x')\n    import time; time.sleep(0.2)\n    assert c.recv(10) == b'ok'\n",
+    )
+    c.run(PYTEST)
+
+
+@case(
+    "h-py-timeout-words",
+    "code_error",
+    "pytest",
+    "an assertion whose message talks about a timeout",
+    **H,
+)
+def _(c: Case) -> None:
+    py_version(c)
+    c.write("cfg.py", "def timeout():\n    return 10\n")
+    c.write(
+        "test_cfg.py",
+        "from cfg import timeout\n\ndef test_timeout():\n    assert timeout() == 30, 'request timed out default should be 30 s'\n",
+    )
+    c.run(PYTEST)
+
+
+@case(
+    "h-pip-then-fail", "code_error", "pip+pytest", "a successful install, then a failing test", **H
+)
+def _(c: Case) -> None:
+    py_version(c)
+    c.write("requirements.txt", "attrs\n")
+    c.write("test_a.py", "import attrs\n\ndef test_a():\n    assert attrs.__title__ == 'cattrs'\n")
+    c.run(f"{PY} -m pip install -r requirements.txt && {PYTEST}")
+
+
+@case("h-node-throw", "code_error", "node --test", "a custom error thrown by the code", **H)
+def _(c: Case) -> None:
+    node_version(c)
+    c.write(
+        "acct.js",
+        "class Overdraft extends Error {}\nexports.withdraw = (b, n) => { if (n > b) throw new Overdraft('balance too low'); return b - n; };\n",
+    )
+    c.write(
+        "acct.test.js",
+        "const test = require('node:test');\nconst assert = require('node:assert');\nconst { withdraw } = require('./acct');\ntest('withdraw', () => { assert.strictEqual(withdraw(5, 10), 0); });\n",
+    )
+    c.run(NODE_TEST)
+
+
+@case(
+    "h-node-own-json",
+    "code_error",
+    "node --test",
+    "require of a project JSON file that does not exist",
+    **H,
+)
+def _(c: Case) -> None:
+    node_version(c)
+    c.write(
+        "cfg.test.js",
+        "const test = require('node:test');\nconst cfg = require('./config.json');\ntest('cfg', () => {});\n",
+    )
+    c.run(NODE_TEST)
+
+
+@case("h-tsc-property", "code_error", "tsc", "a property that does not exist (TS2339)", **H)
+def _(c: Case) -> None:
+    binary = tsc(c)
+    c.write("pt.ts", "interface P { x: number }\nconst p: P = { x: 1 };\nconsole.log(p.y);\n")
+    c.run(f"{binary} --noEmit --strict pt.ts")
+
+
+@case("h-npm-warn-then-fail", "code_error", "npm test", "npm warnings, then a failing test", **H)
+def _(c: Case) -> None:
+    node_version(c)
+    c.write(
+        "package.json", '{"name": "demo", "version": "1.0.0", "scripts": {"test": "node --test"}}\n'
+    )
+    c.write(
+        "a.test.js",
+        "const test = require('node:test');\nconst assert = require('node:assert');\ntest('a', () => { assert.deepStrictEqual([1, 2], [2, 1]); });\n",
+    )
+    c.run("npm test")
+
+
+@case(
+    "h-cargo-should-panic",
+    "code_error",
+    "cargo test",
+    "a should_panic test that does not panic",
+    **H,
+)
+def _(c: Case) -> None:
+    cargo(c)
+    c.write("Cargo.toml", CARGO_TOML)
+    c.write(
+        "src/lib.rs",
+        "pub fn div(a: i32, b: i32) -> i32 { if b == 0 { 0 } else { a / b } }\n\n#[cfg(test)]\nmod tests {\n    #[test]\n    #[should_panic]\n    fn by_zero() { super::div(1, 0); }\n}\n",
+    )
+    c.run("cargo test --offline --quiet")
+
+
+@case("h-go-nil", "code_error", "go test", "a nil pointer dereference", **H)
+def _(c: Case) -> None:
+    go(c)
+    c.write(
+        "n.go",
+        "package demo\n\ntype Node struct{ Next *Node; V int }\n\nfunc Last(n *Node) int { for n.Next != nil { n = n.Next }; return n.V }\n",
+    )
+    c.write(
+        "n_test.go",
+        'package demo\n\nimport "testing"\n\nfunc TestLast(t *testing.T) { if Last(nil) != 0 { t.Fail() } }\n',
+    )
+    c.run("go test ./...", env={**GO_ENV, "GOCACHE": str(c.tmp / "gocache")})
+
+
+@case("h-mypy-arg", "code_error", "mypy", "mypy: an argument of the wrong type", **H)
+def _(c: Case) -> None:
+    c.versions["mypy"] = c.sh(f"{PY} -m mypy --version").strip()
+    c.write("m.py", "def greet(name: str) -> str:\n    return 'hi ' + name\n\ngreet(3)\n")
+    c.run(f"{PY} -m mypy --no-incremental m.py")
+
+
+@case("h-javac-syntax", "code_error", "javac", "a missing semicolon", **H)
+def _(c: Case) -> None:
+    c.need("javac", "javac -version")
+    c.write("src/A.java", "public class A {\n  int x = 1\n}\n")
+    c.run("javac -d out src/A.java")
+
+
+@case("h-py-dep-pandas", "dependency_issue", "pytest", "the module under test needs pandas", **H)
+def _(c: Case) -> None:
+    py_version(c)
+    c.write("report.py", "import pandas as pd\n\ndef table(rows):\n    return pd.DataFrame(rows)\n")
+    c.write(
+        "test_report.py",
+        "from report import table\n\ndef test_table():\n    assert len(table([{'a': 1}])) == 1\n",
+    )
+    c.run(PYTEST)
+
+
+@case(
+    "h-py-dep-submodule",
+    "dependency_issue",
+    "python",
+    "a submodule of a package that is not installed",
+    **H,
+)
+def _(c: Case) -> None:
+    py_version(c)
+    c.write("parse.py", "from lxml import etree\nprint(etree.fromstring('<a/>').tag)\n")
+    c.run(f"{PY} parse.py")
+
+
+@case(
+    "h-pytest-plugin-missing",
+    "dependency_issue",
+    "pytest",
+    "pytest asked for a plugin that is not installed",
+    **H,
+)
+def _(c: Case) -> None:
+    py_version(c)
+    c.write("test_a.py", "def test_a():\n    pass\n")
+    c.run(f"{PYTEST} -p pytest_randomly_loopctl_corpus")
+
+
+@case("h-pip-specifier", "dependency_issue", "pip", "pip: a specifier no release satisfies", **H)
+def _(c: Case) -> None:
+    c.versions["pip"] = c.sh(f"{PY} -m pip --version").strip()[:60]
+    c.run(f"{PY} -m pip install --dry-run --no-cache-dir 'attrs<0.1'")
+
+
+@case(
+    "h-uv-pip-compile",
+    "dependency_issue",
+    "uv",
+    "uv pip compile of a name that does not exist",
+    **H,
+)
+def _(c: Case) -> None:
+    uv = TOOLS / "uvenv" / "bin" / "uv"
+    c.need(str(uv), f"{uv} --version")
+    c.write("requirements.in", "loopctl-heldout-nonexistent-xyz\n")
+    c.run(f"{uv} pip compile --no-cache requirements.in", env={"UV_PYTHON": PY})
+
+
+@case(
+    "h-mypy-missing-sub",
+    "dependency_issue",
+    "mypy",
+    "mypy: a submodule of a package that is not installed",
+    **H,
+)
+def _(c: Case) -> None:
+    c.versions["mypy"] = c.sh(f"{PY} -m mypy --version").strip()
+    c.write("k.py", "from kafka_heldout_xyz.consumer import Consumer\n\nConsumer()\n")
+    c.run(f"{PY} -m mypy --no-incremental k.py")
+
+
+@case(
+    "h-npm-scoped-404",
+    "dependency_issue",
+    "npm",
+    "npm install of a scoped package that does not exist",
+    **H,
+)
+def _(c: Case) -> None:
+    node_version(c)
+    c.versions["npm"] = c.sh("npm --version").strip()
+    c.run("npm install --no-audit --no-fund --no-save @loopctl-heldout/nonexistent-xyz")
+
+
+@case(
+    "h-node-scoped-esm",
+    "dependency_issue",
+    "node",
+    "an ES module imports a scoped package that is not installed",
+    **H,
+)
+def _(c: Case) -> None:
+    node_version(c)
+    c.write("package.json", '{"type": "module"}\n')
+    c.write("main.js", "import { z } from '@zod-heldout/core';\nconsole.log(z);\n")
+    c.run("node main.js")
+
+
+@case(
+    "h-tsc-scoped",
+    "dependency_issue",
+    "tsc",
+    "an import of a scoped package that is not installed",
+    **H,
+)
+def _(c: Case) -> None:
+    binary = tsc(c)
+    c.write("main.ts", "import { Component } from '@angular/core';\nconsole.log(Component);\n")
+    c.run(f"{binary} --noEmit --strict main.ts")
+
+
+@case(
+    "h-rust-serde",
+    "dependency_issue",
+    "cargo",
+    "the code derives serde traits without the dependency",
+    **H,
+)
+def _(c: Case) -> None:
+    cargo(c)
+    c.write("Cargo.toml", CARGO_TOML)
+    c.write(
+        "src/lib.rs", "use serde::Serialize;\n\n#[derive(Serialize)]\npub struct P { pub x: i32 }\n"
+    )
+    c.run("cargo build --offline --quiet")
+
+
+@case(
+    "h-cargo-tokio",
+    "dependency_issue",
+    "cargo",
+    "a dependency with features cannot be fetched offline",
+    **H,
+)
+def _(c: Case) -> None:
+    cargo(c)
+    c.write("Cargo.toml", CARGO_TOML + 'tokio = { version = "1", features = ["full"] }\n')
+    c.write("src/main.rs", "fn main() {}\n")
+    c.run("cargo build --offline --quiet", env={"CARGO_HOME": str(c.tmp / "cargo-home")})
+
+
+@case(
+    "h-go-xtext",
+    "dependency_issue",
+    "go build",
+    "an import of golang.org/x/text with no go.mod entry",
+    **H,
+)
+def _(c: Case) -> None:
+    go(c)
+    c.write(
+        "main.go",
+        'package main\n\nimport "golang.org/x/text/language"\n\nfunc main() { _ = language.English }\n',
+    )
+    c.run(
+        "go build ./...",
+        env={"GOPROXY": "off", "GOTOOLCHAIN": "local", "GOCACHE": str(c.tmp / "gocache")},
+    )
+
+
+@case(
+    "h-javac-gson",
+    "dependency_issue",
+    "javac",
+    "an import of Gson without it on the class path",
+    **H,
+)
+def _(c: Case) -> None:
+    c.need("javac", "javac -version")
+    c.write(
+        "src/J.java", "import com.google.gson.Gson;\n\npublic class J { Gson g = new Gson(); }\n"
+    )
+    c.run("javac -d out src/J.java")
+
+
+@case(
+    "h-flaky-hashseed",
+    "test_flakiness",
+    "pytest",
+    "a test that depends on set order flips with the hash seed",
+    **H,
+)
+def _(c: Case) -> None:
+    py_version(c)
+    c.write(
+        "test_order.py",
+        "def test_first():\n    assert next(iter({'apple', 'banana', 'cherry'})) == 'apple'\n",
+    )
+    c.same_code = True
+    until_both(c, PYTEST, first="fail", then="pass")
+
+
+@case(
+    "h-flaky-node-clock",
+    "test_flakiness",
+    "node --test",
+    "a clock-based node test failed; the rerun passed",
+    **H,
+)
+def _(c: Case) -> None:
+    node_version(c)
+    c.write(
+        "t.test.js",
+        "const test = require('node:test');\nconst assert = require('node:assert');\ntest('even ms', () => { assert.strictEqual(Date.now() % 2, 0); });\n",
+    )
+    for _ in range(60):
+        out = c.sh(NODE_TEST)
+        if "# fail 1" in out:
+            again = c.sh(NODE_TEST)
+            if "# fail 0" in again:
+                c.logs.append(out)
+                c.rerun = again
+                c.commands.append(NODE_TEST)
+                return
+    raise Skip("no fail-then-pass")
+
+
+@case(
+    "h-flaky-unittest-history",
+    "test_flakiness",
+    "unittest",
+    "pass, fail on the same code (a random sample)",
+    **H,
+)
+def _(c: Case) -> None:
+    py_version(c)
+    c.write(
+        "test_s.py",
+        "import random, unittest\n\nclass S(unittest.TestCase):\n    def test_sample(self):\n        self.assertIn(random.choice('abc'), 'ab')\n",
+    )
+    c.same_code = True
+    until_both(c, f"{UNITTEST} discover -v", first="pass", then="fail")
+
+
+@case(
+    "h-flaky-state-node",
+    "test_flakiness",
+    "loopctl",
+    "a loop on a flaky node test: fails, then passes with no change",
+    **H,
+)
+def _(c: Case) -> None:
+    files = {
+        "c.test.js": "const test = require('node:test');\nconst assert = require('node:assert');\ntest('coin', () => { assert.ok(Math.random() < 0.5); });\n"
+    }
+    for _ in range(30):
+        loop_case(
+            c,
+            files,
+            [[{"say": "no change"}]],
+            test_cmd="node --test",
+            config={"limits": {"max_iterations": 6}, "stuck": {"enabled": False}},
+        )
+        assert c.state is not None
+        rows = [
+            json.loads(line) for line in (c.state / "iterations.jsonl").read_text().splitlines()
+        ]
+        if len(rows) >= 2 and rows[-1]["tests_passed"] and not rows[-2]["tests_passed"]:
+            return
+        c.workdir.mkdir(exist_ok=True)
+    raise Skip("never failed first")
+
+
+@case(
+    "h-flaky-neg-rerun-fails",
+    "code_error",
+    "node --test",
+    "a deterministic node failure whose rerun fails too",
+    **H,
+)
+def _(c: Case) -> None:
+    node_version(c)
+    c.write(
+        "d.test.js",
+        "const test = require('node:test');\nconst assert = require('node:assert');\ntest('d', () => { assert.strictEqual([3, 1].sort()[0], 3); });\n",
+    )
+    c.logs.append(c.sh(NODE_TEST))
+    c.rerun = c.sh(NODE_TEST)
+    c.commands.append(NODE_TEST)
+
+
+@case("h-loop-logs-go", "infinite_loop", "go test", "the same go failure in three runs", **H)
+def _(c: Case) -> None:
+    go(c)
+    c.write("s.go", "package demo\n\nfunc Sq(x int) int { return x + x }\n")
+    c.write(
+        "s_test.go",
+        'package demo\n\nimport "testing"\n\nfunc TestSq(t *testing.T) { if Sq(3) != 9 { t.Errorf("Sq(3) = %d", Sq(3)) } }\n',
+    )
+    for _ in range(3):
+        c.run("go test -count=1 ./...", env={**GO_ENV, "GOCACHE": str(c.tmp / "gocache")})
+
+
+@case("h-loop-logs-tsc", "infinite_loop", "tsc", "the same type error in four runs", **H)
+def _(c: Case) -> None:
+    binary = tsc(c)
+    c.write("v.ts", "const n: number = 'seven';\nconsole.log(n);\n")
+    for _ in range(4):
+        c.run(f"{binary} --noEmit --strict v.ts")
+
+
+@case(
+    "h-state-same-fix",
+    "infinite_loop",
+    "loopctl",
+    "the agent writes the same wrong fix every iteration",
+    **H,
+)
+def _(c: Case) -> None:
+    turns = [[{"write": "calc.py", "content": "def add(a, b):\n    return a * b\n"}]]
+    loop_case(c, CALC, turns, config={"limits": {"max_iterations": 4}, "stuck": {"enabled": False}})
+
+
+@case(
+    "h-state-context-gemini", "context_exhaustion", "loopctl", "an overflow in Gemini's words", **H
+)
+def _(c: Case) -> None:
+    turns = [
+        [
+            {
+                "error": "context_overflow",
+                "message": "The input token count (1048577) exceeds the maximum number of tokens allowed (1048576).",
+            }
+        ]
+    ]
+    loop_case(c, CALC, turns, config={"limits": {"max_iterations": 1}})
+
+
+@case(
+    "h-state-context-words",
+    "context_exhaustion",
+    "loopctl",
+    "an unclassified agent error whose words say the context is full",
+    **H,
+)
+def _(c: Case) -> None:
+    turns = [
+        [
+            {
+                "error": "crashed",
+                "message": "This model's maximum context length is 128000 tokens. However, your messages resulted in 131072 tokens.",
+            }
+        ]
+    ]
+    loop_case(c, CALC, turns, config={"limits": {"max_iterations": 1}})
+
+
+@case(
+    "h-state-neg-timeout",
+    "code_error",
+    "loopctl",
+    "the agent's turn timed out; the code is still wrong",
+    **H,
+)
+def _(c: Case) -> None:
+    turns = [[{"error": "timeout", "message": "the agent did not finish in 1800 s"}]]
+    loop_case(c, CALC, turns, config={"limits": {"max_iterations": 1}})
+
+
+# --- writing the corpus -------------------------------------------------------------------------------
+
+
+#: Where packages came from is this machine's business, not the corpus's: URLs and local package
+#: mirrors are replaced by placeholders (no rule looks at them).
+HOSTS = (
+    (re.compile(r"(?:https?|file)://[^\s'\")\]]+"), "{URL}"),
+    (re.compile(r"(Looking in links: ).*"), r"\1{LOCAL}"),
+    (re.compile(r"\bcrates\.io\b"), "{CRATE_REGISTRY}"),
+)
+
+
+def _clean(text: str, c: Case) -> str:
+    text = text.replace(str(c.workdir), "{WORKDIR}").replace(str(c.tmp), "{TMP}")
+    for pattern, placeholder in HOSTS:
+        text = pattern.sub(placeholder, text)
+    if len(text) > MAX_LOG:
+        text = (
+            text[:20_000]
+            + f"\n... [{len(text) - MAX_LOG} characters omitted] ...\n"
+            + text[-(MAX_LOG - 20_000) :]
+        )
+    return text
+
+
+def _copy_tree(source: Path, target: Path, c: Case) -> None:
+    for path in sorted(source.rglob("*")):
+        relative = path.relative_to(source)
+        if any(part in SKIP_COPY for part in relative.parts) or not path.is_file():
+            continue
+        if path.stat().st_size > 100_000:
+            continue
+        destination = target / relative
+        destination.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            destination.write_text(_clean(path.read_text(encoding="utf-8"), c), encoding="utf-8")
+        except UnicodeDecodeError:
+            continue
+
+
+def _copy_state(source: Path, target: Path, c: Case) -> None:
+    keep = (
+        "iterations.jsonl",
+        "events.jsonl",
+        "error-summary.json",
+        "loop-state.md",
+        "progress.md",
+    )
+    for path in sorted(source.rglob("*")):
+        relative = path.relative_to(source)
+        if not path.is_file():
+            continue
+        if path.name in keep or path.name.endswith(".tests.log"):
+            destination = target / relative
+            destination.parent.mkdir(parents=True, exist_ok=True)
+            destination.write_text(
+                _clean(path.read_text(encoding="utf-8", errors="replace"), c), encoding="utf-8"
+            )
+
+
+def save(c: Case, root: Path = CORPUS) -> Path:
+    target = root / c.id
+    shutil.rmtree(target, ignore_errors=True)
+    target.mkdir(parents=True)
+    meta = {
+        "id": c.id,
+        "label": c.label,
+        "tool": c.tool,
+        "description": c.description,
+        "kind": "state" if c.state else "logs",
+        "same_code": c.same_code,
+        "commands": [_clean(cmd, c) for cmd in c.commands],
+        "versions": c.versions,
+        "generated": dt.date.today().isoformat(),
+        "platform": sys.platform,
+    }
+    if c.state is not None:
+        _copy_state(c.state, target / "state", c)
+    else:
+        for index, text in enumerate(c.logs, 1):
+            (target / "logs").mkdir(exist_ok=True)
+            (target / "logs" / f"{index}.log").write_text(_clean(text, c), encoding="utf-8")
+        if c.rerun is not None:
+            (target / "rerun.log").write_text(_clean(c.rerun, c), encoding="utf-8")
+    _copy_tree(c.workdir, target / "workdir", c)
+    (target / "case.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
+    return target
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--only", default="", help="only cases whose id starts with this")
+    parser.add_argument("--keep", action="store_true", help="keep the temporary projects")
+    parser.add_argument("--heldout", action="store_true", help="make the held-out set instead")
+    args = parser.parse_args(argv)
+    random.seed()
+    made, skipped = 0, []
+    registry, root = (HELDOUT, HELDOUT_DIR) if args.heldout else (CASES, CORPUS)
+    for case_id, label, tool, description, build in registry:
+        if not case_id.startswith(args.only):
+            continue
+        c = Case(case_id, label, tool, description)
+        try:
+            build(c)
+            if not c.logs and c.state is None:
+                raise Skip("the case produced no output")
+            save(c, root)
+            made += 1
+            print(f"made    {case_id:34} {label}")
+        except Skip as why:
+            skipped.append(case_id)
+            print(f"skipped {case_id:34} {why}")
+        finally:
+            if not args.keep:
+                shutil.rmtree(c.tmp, ignore_errors=True)
+    print(f"{made} cases written to {root}; {len(skipped)} skipped")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,90 @@
+"""loopctl-failure-classifier: name why a loop is failing, change strategy, and let other plugins
+add classifiers.
+
+The names custom classifiers use are importable from here (loaded on first use, so importing
+the plugin module stays cheap): :class:`Evidence`, :class:`Classification`, :class:`FailureMode`,
+:class:`RecoveryStrategy`, :class:`Verdict`, the mode constants, and :func:`classify`.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+if TYPE_CHECKING:
+    from loopctl_failure_classifier.classify import classify
+    from loopctl_failure_classifier.model import (
+        BUILTIN_MODES,
+        BUILTIN_PRIORITY,
+        CODE_ERROR,
+        CONTEXT_EXHAUSTION,
+        DEFAULT_CUSTOM_PRIORITY,
+        DEPENDENCY_ISSUE,
+        INFINITE_LOOP,
+        TEST_FLAKINESS,
+        Classification,
+        Evidence,
+        FailureMode,
+        RecoveryStrategy,
+        Rerun,
+        Verdict,
+    )
+    from loopctl_failure_classifier.offline import classify_offline
+    from loopctl_failure_classifier.recovery import strategy
+
+_MODEL_NAMES = (
+    "BUILTIN_MODES",
+    "BUILTIN_PRIORITY",
+    "CODE_ERROR",
+    "CONTEXT_EXHAUSTION",
+    "DEFAULT_CUSTOM_PRIORITY",
+    "DEPENDENCY_ISSUE",
+    "INFINITE_LOOP",
+    "TEST_FLAKINESS",
+    "Classification",
+    "Evidence",
+    "FailureMode",
+    "RecoveryStrategy",
+    "Rerun",
+    "Verdict",
+)
+_LAZY = {
+    **{name: "loopctl_failure_classifier.model" for name in _MODEL_NAMES},
+    "classify": "loopctl_failure_classifier.classify",
+    "classify_offline": "loopctl_failure_classifier.offline",
+    "strategy": "loopctl_failure_classifier.recovery",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module_name = _LAZY.get(name)
+    if module_name is None:
+        raise AttributeError(f"module 'loopctl_failure_classifier' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module_name), name)
+    globals()[name] = value
+    return value
+
+
+__all__ = [
+    "BUILTIN_MODES",
+    "BUILTIN_PRIORITY",
+    "CODE_ERROR",
+    "CONTEXT_EXHAUSTION",
+    "DEFAULT_CUSTOM_PRIORITY",
+    "DEPENDENCY_ISSUE",
+    "INFINITE_LOOP",
+    "TEST_FLAKINESS",
+    "Classification",
+    "Evidence",
+    "FailureMode",
+    "RecoveryStrategy",
+    "Rerun",
+    "Verdict",
+    "__version__",
+    "classify",
+    "classify_offline",
+    "strategy",
+]

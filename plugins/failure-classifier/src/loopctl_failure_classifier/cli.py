@@ -1,0 +1,155 @@
+"""``loopctl classify``: name why a loop failed, from its state directory or from raw logs."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import attrs
+import typer
+
+from loopctl_failure_classifier.classify import FAILURE_MODE_FILE, write_failure_mode
+from loopctl_failure_classifier.config import PLUGIN_NAME, FailureClassifierConfig
+from loopctl_failure_classifier.offline import OfflineResult, classify_offline
+
+HELP = (
+    "Classify why a loop is failing: dependency_issue, test_flakiness, infinite_loop, "
+    "context_exhaustion, code_error (or a custom mode), with the evidence, the classifier that "
+    "decided, and the recovery strategy to apply to the next `loopctl run`."
+)
+
+
+def _environment(workdir: Path) -> tuple[Any, FailureClassifierConfig, int, list[str]]:
+    """The plugin host (for custom classifiers), this plugin's config and the restart limit;
+    a broken config or plugin setup degrades to the built-in classifiers, with a warning."""
+    warnings: list[str] = []
+    config = FailureClassifierConfig()
+    max_restarts = 3
+    host = None
+    try:
+        from loopctl.config import load_config
+        from loopctl.runner import build_host
+
+        loaded = load_config(workdir)
+        max_restarts = loaded.config.limits.max_restarts
+        host = build_host(loaded)
+        try:
+            section = loaded.plugin_section(PLUGIN_NAME, FailureClassifierConfig)
+            config = attrs.evolve(section, force_mode=None)
+        except Exception as exc:  # noqa: BLE001 - classify with the defaults instead
+            warnings.append(f"[plugins.{PLUGIN_NAME}] ignored: {exc}")
+    except Exception as exc:  # noqa: BLE001 - the built-in classifiers still work
+        warnings.append(f"custom classifiers unavailable: {exc}")
+    return host, config, max_restarts, warnings
+
+
+def render(result: OfflineResult, failures: list[str]) -> str:
+    verdict, recovery = result.verdict, result.recovery
+    lines = [
+        f"mode:        {verdict.mode}",
+        f"confidence:  {verdict.confidence:.2f}",
+        f"detector:    {verdict.detector}",
+        "evidence:",
+        *[f"  - {line}" for line in verdict.evidence],
+        "recovery:",
+        f"  action:      {recovery.action}",
+        f"  args:        {' '.join(recovery.args) or '(none)'}",
+        f"  description: {recovery.description}",
+        f"  max_retries_override: {recovery.max_retries_override}",
+    ]
+    others = [c for c in verdict.candidates[1:] if c.detector != "builtin.default"]
+    if others:
+        lines.append("also considered:")
+        lines += [
+            f"  - {c.mode} ({c.detector}, priority {c.priority}, confidence {c.confidence:.2f})"
+            for c in others
+        ]
+    problems = [*result.evidence.problems, *result.problems, *verdict.rejected, *failures]
+    if problems:
+        lines.append("problems:")
+        lines += [f"  - {p}" for p in problems]
+    return "\n".join(lines) + "\n"
+
+
+def add_classify_command(cli: Any) -> None:
+    @cli.command("classify", help=HELP)  # type: ignore[untyped-decorator]
+    def classify_command(
+        artifacts_dir: Annotated[
+            Optional[Path],
+            typer.Argument(
+                help="A loop's state directory (default: .loopctl); ignored with --log.",
+                show_default=False,
+            ),
+        ] = None,
+        log: Annotated[
+            Optional[list[Path]],
+            typer.Option("--log", help="A test log; repeat for several runs, in iteration order."),
+        ] = None,
+        rerun_log: Annotated[
+            Optional[Path],
+            typer.Option("--rerun-log", help="The log of re-running the last log's failing tests."),
+        ] = None,
+        same_code: Annotated[
+            bool,
+            typer.Option("--same-code", help="The logs come from the same, unchanged code."),
+        ] = False,
+        workdir: Annotated[
+            Optional[Path],
+            typer.Option(
+                "--workdir",
+                help="The project directory (tells its own modules from packages; default: the "
+                "one the state records, or the current directory with --log).",
+            ),
+        ] = None,
+        json_output: Annotated[
+            bool, typer.Option("--json", help="Print machine-readable JSON instead of text.")
+        ] = False,
+        write: Annotated[
+            bool,
+            typer.Option("--write", help=f"Also write {FAILURE_MODE_FILE} into ARTIFACTS_DIR."),
+        ] = False,
+    ) -> int:
+        logs = list(log or [])
+        target = artifacts_dir or Path(".loopctl")
+        if not logs and not target.is_dir():
+            print(
+                f"loopctl: error: {target} is not a loop state directory; give one, or raw test "
+                "logs with --log FILE",
+                file=sys.stderr,
+            )
+            return 2
+        missing = [p for p in [*logs, *([rerun_log] if rerun_log else [])] if not p.is_file()]
+        if missing:
+            print(f"loopctl: error: no such log file: {missing[0]}", file=sys.stderr)
+            return 2
+        host, config, max_restarts, warnings = _environment(Path.cwd())
+        for warning in warnings:
+            print(f"loopctl: warning: {warning}", file=sys.stderr)
+        before = len(host.failures) if host is not None else 0
+        result = classify_offline(
+            state_dir=None if logs else target,
+            logs=logs,
+            rerun_log=rerun_log,
+            same_code=same_code,
+            workdir=workdir or (Path.cwd() if logs else None),
+            hook=host.hook if host is not None else None,
+            config=config,
+            max_restarts=max_restarts,
+        )
+        failures = []
+        if host is not None:
+            failures = [
+                f"classifier {f.plugin!r} failed and was skipped: {f.error}"
+                for f in host.failures[before:]
+            ]
+        if write and not logs:
+            write_failure_mode(target, result.verdict, result.recovery.to_json())
+        if json_output:
+            data = result.to_json()
+            data["problems"] = [*data["problems"], *failures]
+            print(json.dumps(data, indent=2, ensure_ascii=False))
+        else:
+            sys.stdout.write(render(result, failures))
+        return 0

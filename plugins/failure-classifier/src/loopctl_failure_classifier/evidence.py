@@ -1,0 +1,333 @@
+"""Gathering :class:`~.model.Evidence`: from a running loop, from a loop's state directory, or
+from raw test logs given in iteration order. Every input is optional and every reader is
+forgiving: what is missing or unreadable becomes a line in ``Evidence.problems`` (and so in the
+``code_error`` verdict's evidence), never an exception.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from loopctl import records
+from loopctl import state as st
+from loopctl.fingerprint import fingerprint
+from loopctl.model import IterationRecord, TestRun, ToolCall
+from loopctl.testoutput import extract
+from loopctl_failure_classifier.detectors import ANNOTATION
+from loopctl_failure_classifier.model import Evidence, Rerun
+
+if TYPE_CHECKING:
+    from loopctl.engine import Loop
+
+#: Recent events looked at (the current iteration's and the last restarts').
+EVENTS_TAIL = 500
+#: At most this much of a log file is read (its tail, where the verdict of a run is printed).
+MAX_LOG_BYTES = 16 * 1024 * 1024
+#: A shell command that installs something: the environment changes under the same code.
+_INSTALL = re.compile(
+    r"\b(?:pip3?|uv|poetry|pipenv|pdm|conda|npm|npx|yarn|pnpm|bun|cargo|go|apt|apt-get|brew|gem"
+    r"|bundle|composer|mvn|gradle)\b[^\n]*\b(?:install|add|get|sync|ci|update|upgrade|fetch"
+    r"|download)\b"
+)
+_RESTART_DIR = re.compile(r"restart-(\d+)\Z")
+
+
+def ran_installs(tool_calls: Iterable[ToolCall]) -> bool:
+    """Did the agent run an install command (``pip install``, ``npm ci``, …) this turn?"""
+    return any(_INSTALL.search(call.key_input or "") for call in tool_calls)
+
+
+def _read_tail(path: Path, limit: int = MAX_LOG_BYTES) -> str:
+    with open(path, "rb") as stream:
+        size = stream.seek(0, 2)
+        stream.seek(max(0, size - limit))
+        return stream.read().decode("utf-8", errors="replace")
+
+
+def _events_tail(state_dir: Path) -> tuple[dict[str, Any], ...]:
+    return tuple(st.tail_jsonl(state_dir / st.EVENTS_FILE, EVENTS_TAIL))
+
+
+def restart_archives(
+    state_dir: Path, events: Sequence[Mapping[str, Any]]
+) -> tuple[tuple[int, str, int | None], ...]:
+    """``(number, reason, error_count)`` for each ``restart-N/`` archive, oldest first."""
+    reasons = {
+        event.get("number"): str(event.get("reason", ""))
+        for event in events
+        if event.get("type") == "loop.restart"
+    }
+    found: list[tuple[int, str, int | None]] = []
+    try:
+        entries = list(state_dir.iterdir())
+    except OSError:
+        return ()
+    for entry in entries:
+        match = _RESTART_DIR.match(entry.name)
+        if not match or not entry.is_dir():
+            continue
+        number = int(match.group(1))
+        reason = reasons.get(number, "")
+        if not reason:
+            try:
+                archived = st.read_loop_state(entry / st.LOOP_STATE_FILE)
+                reason = str(archived.extra.get("restart_reason", ""))
+            except (st.StateError, OSError, ValueError):
+                reason = ""
+        try:
+            summary = st.read_error_summary(entry / st.ERROR_SUMMARY_FILE)
+            count = summary["error_count"] if summary else None
+        except (st.StateError, OSError):
+            count = None
+        found.append((number, reason, count))
+    return tuple(sorted(found))
+
+
+def _rerun_from(annotation: Mapping[str, Any]) -> Rerun | None:
+    raw = annotation.get("rerun")
+    if not isinstance(raw, Mapping):
+        return None
+    try:
+        return Rerun(
+            command=str(raw.get("command", "")),
+            passed=bool(raw.get("passed")),
+            exit_code=raw.get("exit_code") if isinstance(raw.get("exit_code"), int) else None,
+            ran_tests=bool(raw.get("ran_tests")),
+            failing_tests=tuple(str(t) for t in raw.get("failing_tests", ()) or ()),
+        )
+    except (TypeError, ValueError):
+        return None
+
+
+# --- from a running loop ----------------------------------------------------------------------------
+
+
+def from_loop(
+    loop: Loop,
+    record: IterationRecord,
+    test_run: TestRun | None,
+    *,
+    rerun: Rerun | None = None,
+    environment_changed: bool = False,
+) -> Evidence:
+    """The evidence for the iteration that just ended (``record``, not yet in the history)."""
+    history = tuple(loop.history)
+    if not history or history[-1] is not record:
+        history = (*history, record)
+    turn = loop.last_turn
+    problems: list[str] = []
+    if test_run is None:
+        problems.append("no test run for this iteration")
+    try:
+        events = _events_tail(loop.state_dir)
+        restarts = restart_archives(loop.state_dir, events) if loop.generation else ()
+    except (OSError, ValueError) as exc:
+        events, restarts = (), ()
+        problems.append(f"events unreadable: {exc}")
+    return Evidence(
+        iteration=record.iteration,
+        output=test_run.output if test_run else "",
+        error_lines=tuple(test_run.error_lines) if test_run else (),
+        failing_tests=tuple(test_run.failing_tests) if test_run else (),
+        runner=test_run.runner if test_run else "generic",
+        test_command=test_run.command if test_run else "",
+        exit_code=test_run.exit_code if test_run else None,
+        timed_out=bool(test_run and test_run.timed_out),
+        tests_passed=bool(test_run and test_run.passed),
+        history=history,
+        agent_error_kind=record.agent.error_kind,
+        agent_message=(turn.outcome.message if turn is not None else record.agent.message)[:2000],
+        events=events,
+        restarts=restarts,
+        rerun=rerun,
+        workdir=loop.workdir,
+        state_dir=loop.state_dir,
+        environment_changed=environment_changed,
+        problems=tuple(problems),
+    )
+
+
+# --- from a state directory ---------------------------------------------------------------------------
+
+
+def _find_test_log(state_dir: Path, iteration: int) -> Path | None:
+    name = f"iteration-{iteration:04d}.tests.log"
+    candidates = [state_dir / st.LOGS_DIR / name]
+    try:
+        archives = sorted(
+            (p for p in state_dir.iterdir() if _RESTART_DIR.match(p.name)),
+            key=lambda p: int(p.name.split("-")[1]),
+            reverse=True,
+        )
+    except OSError:
+        archives = []
+    candidates += [archive / st.LOGS_DIR / name for archive in archives]
+    return next((c for c in candidates if c.is_file()), None)
+
+
+def from_state_dir(state_dir: Path, *, workdir: Path | None = None) -> Evidence:
+    """The evidence for the last iteration recorded in a loop's state directory."""
+    state_dir = Path(state_dir)
+    problems: list[str] = []
+    if not state_dir.is_dir():
+        return Evidence(problems=(f"{state_dir} is not a directory (no loop state to read)",))
+    test_cmd = status = reason = ""
+    try:
+        loop_state = st.read_loop_state(state_dir / st.LOOP_STATE_FILE)
+        test_cmd, status = loop_state.test_cmd, loop_state.status
+        reason = str(loop_state.extra.get("restart_reason") or loop_state.reason or "")
+        if workdir is None and loop_state.workdir and Path(loop_state.workdir).is_dir():
+            workdir = Path(loop_state.workdir)
+    except FileNotFoundError:
+        problems.append(f"{st.LOOP_STATE_FILE} is missing")
+    except (st.StateError, OSError, ValueError) as exc:
+        problems.append(f"{st.LOOP_STATE_FILE} is unreadable: {exc}")
+    read = st.read_jsonl(state_dir / st.ITERATIONS_FILE)
+    problems.extend(read.problems[:5])
+    history: list[IterationRecord] = []
+    for raw in read.records:
+        try:
+            history.append(records.structure_record(raw))
+        except ValueError as exc:
+            problems.append(f"{st.ITERATIONS_FILE}: skipped a record ({str(exc)[:200]})")
+    summary: dict[str, Any] | None = None
+    try:
+        summary = st.read_error_summary(state_dir / st.ERROR_SUMMARY_FILE)
+        if summary is None:
+            problems.append(f"{st.ERROR_SUMMARY_FILE} is missing")
+    except (st.StateError, OSError) as exc:
+        problems.append(f"{st.ERROR_SUMMARY_FILE} is malformed: {exc}")
+    if not history:
+        problems.append(f"{st.ITERATIONS_FILE} has no iteration records")
+    events = _events_tail(state_dir)
+    current = history[-1] if history else None
+    iteration = current.iteration if current else int((summary or {}).get("iteration", 0))
+    output = ""
+    log = _find_test_log(state_dir, iteration) if iteration else None
+    if log is not None:
+        try:
+            output = _read_tail(log)
+        except OSError as exc:
+            problems.append(f"{log.name} is unreadable: {exc}")
+    extraction = extract(output) if output else None
+    if summary is not None and (summary.get("iteration") == iteration or current is None):
+        error_lines: Sequence[str] = summary["error_lines"]
+    else:
+        error_lines = extraction.error_lines if extraction else ()
+    annotation = current.annotations.get(ANNOTATION) if current else None
+    annotation = annotation if isinstance(annotation, Mapping) else {}
+    failing = current.failing_tests if current else (extraction.failing_tests if extraction else [])
+    return Evidence(
+        iteration=iteration,
+        output=output,
+        error_lines=tuple(error_lines),
+        failing_tests=tuple(failing),
+        runner=extraction.runner if extraction else "generic",
+        test_command=test_cmd or str((summary or {}).get("test_cmd", "")),
+        exit_code=current.test_exit_code if current else None,
+        tests_passed=bool(current and current.tests_passed),
+        history=tuple(history),
+        agent_error_kind=current.agent.error_kind if current else None,
+        agent_message=current.agent.message if current else "",
+        events=events,
+        restarts=restart_archives(state_dir, events),
+        rerun=_rerun_from(annotation),
+        workdir=workdir,
+        state_dir=state_dir,
+        environment_changed=bool(annotation.get("environment_changed")),
+        loop_status=status,
+        loop_reason=reason,
+        problems=tuple(problems),
+    )
+
+
+# --- from raw logs -------------------------------------------------------------------------------------
+
+#: The tree hash given to every log's record with ``same_code``: the code did not change.
+SAME_CODE = "same-code"
+
+
+#: Closing lines of a passing run, for runners whose extraction reports no pass count.
+_PASS_LINE = re.compile(
+    r"^(?:ok\s+\S+.*|OK(?: \(.*\))?|test result: ok\..*|# fail 0|.*\b\d+ passed\b.*)\s*$",
+    re.MULTILINE,
+)
+
+
+def _log_passed(text: str) -> bool:
+    """Did this raw log's run pass? Only when it shows no failure and some sign of passing."""
+    extraction = extract(text)
+    if extraction.error_lines or extraction.failing_tests or extraction.failed_count:
+        return False
+    if (extraction.passed_count or 0) > 0:
+        return True
+    return _PASS_LINE.search(text[-4000:]) is not None
+
+
+def record_from_log(iteration: int, text: str, *, same_code: bool) -> IterationRecord:
+    extraction = extract(text)
+    passed = _log_passed(text)
+    return IterationRecord(
+        iteration=iteration,
+        tests_passed=passed,
+        test_exit_code=0 if passed else 1,
+        error_count=0 if passed else len(extraction.error_lines),
+        error_fingerprint="" if passed else fingerprint(extraction.error_lines),
+        failing_tests=[] if passed else list(extraction.failing_tests),
+        tree_hash=SAME_CODE if same_code else None,
+    )
+
+
+def from_logs(
+    logs: Sequence[str],
+    *,
+    same_code: bool = False,
+    rerun_log: str | None = None,
+    workdir: Path | None = None,
+    agent_error_kind: str | None = None,
+    agent_message: str = "",
+    problems: Sequence[str] = (),
+) -> Evidence:
+    """The evidence for the last of ``logs``, one test run's output each, in iteration order.
+
+    ``same_code`` says the runs were made on unchanged code (reruns), which is what lets a pass
+    after a failure count as flakiness. ``rerun_log`` is the output of re-running the last run's
+    failing tests with no change.
+    """
+    if not logs:
+        return Evidence(workdir=workdir, problems=(*problems, "no test log given"))
+    history = tuple(
+        record_from_log(index, text, same_code=same_code) for index, text in enumerate(logs, 1)
+    )
+    output = logs[-1]
+    extraction = extract(output)
+    current = history[-1]
+    rerun = None
+    if rerun_log is not None:
+        again = extract(rerun_log)
+        passed = _log_passed(rerun_log)
+        rerun = Rerun(
+            command="(rerun log)",
+            passed=passed,
+            exit_code=0 if passed else 1,
+            ran_tests=(again.passed_count or 0) + (again.failed_count or 0) > 0,
+            failing_tests=tuple(again.failing_tests),
+        )
+    return Evidence(
+        iteration=current.iteration,
+        output=output,
+        error_lines=tuple(extraction.error_lines),
+        failing_tests=tuple(extraction.failing_tests),
+        runner=extraction.runner,
+        exit_code=current.test_exit_code,
+        tests_passed=current.tests_passed,
+        history=history,
+        agent_error_kind=agent_error_kind,
+        agent_message=agent_message,
+        rerun=rerun,
+        workdir=workdir,
+        problems=tuple(problems),
+    )

@@ -1,0 +1,102 @@
+"""Classifying outside a loop: a finished (or running) loop's state directory, or raw test logs.
+This is what ``loopctl classify`` and the accuracy measurement call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from loopctl_failure_classifier.classify import (
+    Classifier,
+    classify,
+    forced_verdict,
+    hook_classifiers,
+    hook_modes,
+)
+from loopctl_failure_classifier.config import FailureClassifierConfig
+from loopctl_failure_classifier.detectors import Settings
+from loopctl_failure_classifier.evidence import MAX_LOG_BYTES, from_logs, from_state_dir
+from loopctl_failure_classifier.model import Evidence, FailureMode, RecoveryStrategy, Verdict
+from loopctl_failure_classifier.recovery import strategy
+
+
+@attrs.frozen
+class OfflineResult:
+    verdict: Verdict
+    recovery: RecoveryStrategy
+    evidence: Evidence
+    #: Custom modes refused, classifiers that failed: reported, never fatal.
+    problems: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        data = self.verdict.to_json()
+        data["recovery"] = self.recovery.to_json()
+        data["problems"] = [*self.evidence.problems, *self.problems, *self.verdict.rejected]
+        return data
+
+
+def read_log(path: Path) -> tuple[str, str | None]:
+    """A log's text (its last 16 MB), or ``("", why)`` when it cannot be read."""
+    try:
+        with open(path, "rb") as stream:
+            size = stream.seek(0, 2)
+            stream.seek(max(0, size - MAX_LOG_BYTES))
+            return stream.read().decode("utf-8", errors="replace"), None
+    except OSError as exc:
+        return "", f"{path}: cannot read it ({exc.strerror or exc})"
+
+
+def classify_offline(
+    *,
+    state_dir: Path | None = None,
+    logs: Sequence[Path] = (),
+    rerun_log: Path | None = None,
+    same_code: bool = False,
+    workdir: Path | None = None,
+    hook: Any = None,
+    config: FailureClassifierConfig | None = None,
+    max_restarts: int = 3,
+) -> OfflineResult:
+    """Classify a state directory (when ``logs`` is empty) or ``logs`` in iteration order."""
+    config = config or FailureClassifierConfig()
+    problems: list[str] = []
+    if logs:
+        texts = []
+        for path in logs:
+            text, why = read_log(path)
+            texts.append(text)
+            if why:
+                problems.append(why)
+        rerun_text = None
+        if rerun_log is not None:
+            rerun_text, why = read_log(rerun_log)
+            if why:
+                problems.append(why)
+                rerun_text = None
+        evidence = from_logs(
+            texts, same_code=same_code, rerun_log=rerun_text, workdir=workdir, problems=problems
+        )
+        problems = []
+    else:
+        evidence = from_state_dir(state_dir or Path(".loopctl"), workdir=workdir)
+    classifiers: list[Classifier] = []
+    modes: dict[str, FailureMode] = {}
+    if hook is not None:
+        classifiers = hook_classifiers(hook)
+        modes, refused = hook_modes(hook)
+        problems.extend(f"custom mode refused: {p}" for p in refused)
+    if config.force_mode:
+        verdict = forced_verdict(config.force_mode, evidence, source="force_mode")
+    else:
+        verdict = classify(
+            evidence,
+            classifiers=classifiers,
+            settings=Settings(loop_window=config.loop_window),
+            min_confidence=config.min_confidence,
+        )
+    recovery = strategy(verdict.mode, modes, max_restarts=max_restarts)
+    return OfflineResult(verdict, recovery, evidence, tuple(problems))

@@ -1,0 +1,117 @@
+"""The failure-classifier plugin's hook implementations.
+
+Kept cheap to import (``loopctl plugins list`` imports every enabled plugin): everything heavy
+is imported inside the hooks, and the work lives in :mod:`loopctl_failure_classifier.runtime`.
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import TYPE_CHECKING, Any
+
+from loopctl.hookspecs import hookimpl
+
+if TYPE_CHECKING:
+    import pluggy
+
+    from loopctl.engine import Loop, LoopOutcome
+    from loopctl.model import IterationRecord, PromptSection, RunOption
+
+PLUGIN_NAME = "failure-classifier"
+
+#: The plugin managers this module was registered with (the latest one answers
+#: ``register_run_options``, which has no other way to see the custom modes).
+_MANAGERS: list[weakref.ref[Any]] = []
+
+
+@hookimpl
+def add_hookspecs(pluginmanager: pluggy.PluginManager) -> None:
+    from loopctl_failure_classifier import hookspecs
+
+    pluginmanager.add_hookspecs(hookspecs)
+    _MANAGERS[:] = [ref for ref in _MANAGERS if ref() is not None]
+    _MANAGERS.append(weakref.ref(pluginmanager))
+
+
+@hookimpl
+def register_config() -> dict[str, type]:
+    from loopctl_failure_classifier.config import FailureClassifierConfig
+
+    return {PLUGIN_NAME: FailureClassifierConfig}
+
+
+@hookimpl
+def register_event_schemas() -> dict[str, dict[str, Any]]:
+    from loopctl_failure_classifier.events import event_schemas
+
+    return event_schemas()
+
+
+@hookimpl
+def register_run_options() -> list[RunOption]:
+    from loopctl.model import RunOption
+    from loopctl_failure_classifier.classify import hook_modes
+    from loopctl_failure_classifier.model import BUILTIN_MODES
+
+    modes = list(BUILTIN_MODES)
+    manager = _MANAGERS[-1]() if _MANAGERS else None
+    if manager is not None:
+        modes += sorted(hook_modes(manager.hook)[0])
+    return [
+        RunOption(
+            "--failure-mode",
+            f"plugins.{PLUGIN_NAME}.force_mode",
+            help="Treat every failure as this mode (for testing a recovery; skips classification)",
+            metavar="MODE",
+            choices=tuple(modes),
+        )
+    ]
+
+
+@hookimpl
+def register_commands(cli: Any) -> None:
+    from loopctl_failure_classifier.cli import add_classify_command
+
+    add_classify_command(cli)
+
+
+@hookimpl
+def on_loop_start(loop: Loop) -> None:
+    from loopctl_failure_classifier import runtime
+
+    runtime.start(loop)
+
+
+@hookimpl
+def on_failure(loop: Loop, record: IterationRecord) -> None:
+    from loopctl_failure_classifier import runtime
+
+    runtime.diagnose(loop, record, passed=False)
+
+
+@hookimpl
+def on_success(loop: Loop, record: IterationRecord) -> None:
+    from loopctl_failure_classifier import runtime
+
+    runtime.diagnose(loop, record, passed=True)
+
+
+@hookimpl
+def after_iteration(loop: Loop, record: IterationRecord) -> Any:
+    from loopctl_failure_classifier import runtime
+
+    return runtime.recover(loop, record)
+
+
+@hookimpl
+def compose_prompt(loop: Loop) -> list[PromptSection]:
+    from loopctl_failure_classifier import runtime
+
+    return runtime.prompt_sections(loop)
+
+
+@hookimpl
+def on_loop_end(loop: Loop, outcome: LoopOutcome) -> None:
+    from loopctl_failure_classifier import runtime
+
+    runtime.report(loop, outcome)

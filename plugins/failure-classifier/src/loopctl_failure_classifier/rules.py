@@ -1,0 +1,516 @@
+"""The signatures of dependency failures across ecosystems, and the scanner that finds them.
+
+Logs can be many megabytes, so nothing here runs a regular expression over the whole text.
+Every rule belongs to one *anchor*, a short literal that any line the rule matches contains.
+The scanner looks for each anchor with ``str.find`` (a fast C search), takes the line around
+each hit, and only then runs that anchor's few precompiled rules on that one line. There is no
+giant alternation: Python's ``re`` tries every branch at every position, which is what makes a
+single pattern of a hundred alternatives crawl at well under a megabyte per second.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator, Sequence
+
+import attrs
+
+#: Lines longer than this are cut before a rule looks at them (the signature comes early).
+LINE_CHARS = 2000
+#: Lines looked at per anchor from the start of the text, and again from its end backwards when
+#: the start already had that many (a log that says "module" a million times stays cheap; the
+#: decisive lines of a test run are at its start or its end).
+HITS_PER_ANCHOR = 64
+
+
+@attrs.frozen
+class Rule:
+    """One signature: ``pattern`` is searched in lines that contain ``anchor``.
+
+    ``locality`` names the check that tells the project's own code from a third-party package
+    for the captured ``pkg`` (python_module, node_module, rust_crate, go_package, java_package,
+    command); None when the signature is about third-party packages by nature.
+    """
+
+    name: str
+    ecosystem: str
+    anchor: str
+    pattern: re.Pattern[str]
+    confidence: float
+    locality: str | None = None
+    description: str = ""
+    #: False for signatures the core's extraction always puts among the decisive error lines
+    #: (exception lines, compiler errors): they are only looked for there, which spares a
+    #: whole-log search for their anchor.
+    full_scan: bool = True
+
+
+def _rule(
+    name: str,
+    ecosystem: str,
+    anchor: str,
+    pattern: str,
+    confidence: float,
+    locality: str | None = None,
+    description: str = "",
+    *,
+    full_scan: bool = True,
+) -> Rule:
+    compiled = re.compile(pattern)
+    return Rule(name, ecosystem, anchor, compiled, confidence, locality, description, full_scan)
+
+
+# The patterns are searched (not matched) in one line; they are specific enough that a test
+# printing an ordinary sentence does not trip them, and anchored to the tool's own wording.
+DEPENDENCY_RULES: tuple[Rule, ...] = (
+    # --- Python -------------------------------------------------------------------------------
+    _rule(
+        "python.module_not_found",
+        "python",
+        "odule",
+        r"^(?:E\s+)?(?:[\w.]+\.)?(?:ModuleNotFoundError|ImportError): "
+        r"No module named '?(?P<pkg>[A-Za-z_][\w.]*)'?",
+        0.9,
+        "python_module",
+        "a Python import failed: the module is not installed",
+    ),
+    _rule(
+        "python.package_metadata",
+        "python",
+        "ackage",
+        r"PackageNotFoundError: (?:No package metadata was found for )?(?P<pkg>[\w.-]+)",
+        0.85,
+    ),
+    _rule(
+        "python.distribution_not_found",
+        "python",
+        "istribution",
+        r"DistributionNotFound: The '(?P<pkg>[^']+)' distribution was not found",
+        0.9,
+    ),
+    _rule(
+        "pip.no_matching_distribution",
+        "python",
+        "istribution",
+        r"^(?:ERROR: )?No matching distribution found for (?P<pkg>\S+)",
+        0.95,
+        None,
+        "pip found no version of a requirement",
+    ),
+    _rule(
+        "pip.conflicting_dependencies",
+        "python",
+        "ackage",
+        r"these package versions have conflicting dependencies",
+        0.95,
+    ),
+    _rule(
+        "pip.wheel_build_failed",
+        "python",
+        "wheel",
+        r"(?:Failed building wheel for|Could not build wheels for|ERROR: Failed to build) "
+        r"(?P<pkg>[\w.-]+)",
+        0.85,
+        full_scan=False,
+    ),
+    _rule(
+        "uv.no_solution",
+        "python",
+        "olv",
+        r"No solution found when resolving dependencies",
+        0.95,
+    ),
+    _rule(
+        "uv.not_in_registry",
+        "python",
+        "ackage",
+        r"Because (?P<pkg>[\w.-]+) was not found in the package registry",
+        0.95,
+    ),
+    _rule(
+        "poetry.solver",
+        "python",
+        "olv",
+        r"(?:SolverProblemError|version solving failed)",
+        0.95,
+    ),
+    _rule(
+        "mypy.missing_stubs",
+        "python",
+        "stubs",
+        r"Library stubs not installed for \"(?P<pkg>[\w.]+)\"",
+        0.8,
+        None,
+        "mypy needs type stubs that are not installed",
+        full_scan=False,
+    ),
+    _rule(
+        "mypy.missing_module",
+        "python",
+        "odule",
+        r"Cannot find implementation or library stub for module named \"(?P<pkg>[\w.]+)\"",
+        0.85,
+        "python_module",
+    ),
+    _rule(
+        "system.shared_library",
+        "system",
+        "shared object",
+        r"(?P<pkg>lib[\w.+-]*\.so[\w.]*): cannot open shared object file",
+        0.85,
+        full_scan=False,
+    ),
+    # --- JavaScript / TypeScript --------------------------------------------------------------
+    _rule(
+        "node.cannot_find_module",
+        "node",
+        "odule",
+        r"(?:^|Error(?: \[ERR_\w+\])?: |error TS(?:2307|2792): )Cannot find module '(?P<pkg>[^']+)'",
+        0.9,
+        "node_module",
+        "a JavaScript or TypeScript import names a package that is not installed",
+    ),
+    _rule(
+        "node.cannot_find_package",
+        "node",
+        "ackage",
+        r"(?:^|Error(?: \[ERR_\w+\])?: )Cannot find package '(?P<pkg>[^']+)'",
+        0.9,
+        "node_module",
+    ),
+    _rule(
+        "tsc.missing_declarations",
+        "node",
+        "odule",
+        r"Could not find a declaration file for module '(?P<pkg>[^']+)'",
+        0.8,
+        "node_module",
+    ),
+    _rule(
+        "bundler.cannot_resolve",
+        "node",
+        "odule",
+        r"Module not found: Error: Can't resolve '(?P<pkg>[^']+)'",
+        0.85,
+        "node_module",
+    ),
+    _rule(
+        "bundler.resolve_import",
+        "node",
+        "olv",
+        r"(?:failed to resolve import|Could not resolve) \"(?P<pkg>[^\"]+)\"",
+        0.85,
+        "node_module",
+    ),
+    _rule(
+        "npm.error_code",
+        "node",
+        "npm ",
+        r"npm (?:ERR!|error) code (?P<code>E404|ERESOLVE|ETARGET|ENOTFOUND|EAI_AGAIN|EINTEGRITY"
+        r"|ENOVERSIONS|E403|ENOENT|ECONNREFUSED|ETIMEDOUT|ECONNRESET|ENETUNREACH|EUNSUPPORTEDPROTOCOL"
+        r"|ENOLOCK|EBADPLATFORM|EPEERINVALID)\b",
+        0.95,
+        None,
+        "npm could not install or resolve the dependencies",
+    ),
+    _rule(
+        "npm.not_found",
+        "node",
+        "npm ",
+        r"npm (?:ERR!|error) 404 +(?:Not Found|'(?P<pkg>[^']+)' is not in)",
+        0.95,
+    ),
+    _rule(
+        "npm.resolve",
+        "node",
+        "npm ",
+        r"npm (?:ERR!|error) (?:ERESOLVE|Could not resolve dependency|Conflicting peer dependency"
+        r"|missing: (?P<pkg>\S+))",
+        0.9,
+    ),
+    _rule(
+        "npm.missing_lock",
+        "node",
+        "npm ",
+        r"npm (?:ERR!|error) (?:The `npm ci` command can only install with an existing"
+        r"|`npm ci` can only install packages when your package\.json and package-lock)",
+        0.9,
+    ),
+    _rule(
+        "yarn.package_not_found",
+        "node",
+        "ackage",
+        r"error Couldn't find package \"(?P<pkg>[^\"]+)\"",
+        0.9,
+    ),
+    _rule(
+        "pnpm.install",
+        "node",
+        "ERR_PNPM",
+        r"ERR_PNPM_(?:NO_MATCHING_VERSION|FETCH_404|PEER_DEP_ISSUES|NO_VERSIONS|OUTDATED_LOCKFILE"
+        r"|LOCKFILE_MISSING_DEPENDENCY|NO_OFFLINE_TARBALL|META_FETCH_FAIL|FETCH_4\d\d)",
+        0.9,
+        full_scan=False,
+    ),
+    # --- Rust ---------------------------------------------------------------------------------
+    _rule(
+        "cargo.no_matching_package",
+        "rust",
+        "ackage",
+        r"no matching package (?:named|found)(?: `(?P<pkg>[\w-]+)`)?",
+        0.95,
+        None,
+        "cargo cannot find a crate the manifest asks for",
+    ),
+    _rule(
+        "cargo.failed_get",
+        "rust",
+        "ackage",
+        r"failed to (?:get|select a version for|load source for dependency) `(?P<pkg>[\w-]+)`",
+        0.9,
+    ),
+    _rule(
+        "cargo.select_version",
+        "rust",
+        "olv",
+        r"failed to select a version for|failed to resolve patches",
+        0.9,
+    ),
+    _rule(
+        "rust.unlinked_crate",
+        "rust",
+        "odule",
+        r"(?:unlinked crate|undeclared crate or module|unresolved module or unlinked crate) "
+        r"`(?P<pkg>\w+)`",
+        0.9,
+        "rust_crate",
+        "the code uses a crate that Cargo.toml does not declare",
+    ),
+    _rule(
+        "rust.missing_extern_crate",
+        "rust",
+        "crate",
+        r"can't find crate for `(?P<pkg>\w+)`",
+        0.9,
+        "rust_crate",
+        full_scan=False,
+    ),
+    # --- Go -----------------------------------------------------------------------------------
+    _rule(
+        "go.no_required_module",
+        "go",
+        "odule",
+        r"no required module provides package (?P<pkg>[\w./~-]+)"
+        r"|cannot find module providing package (?P<pkg2>[\w./~-]+)"
+        r"|missing go\.sum entry for module providing package (?P<pkg3>[\w./~-]+)",
+        0.9,
+        "go_package",
+        "a Go import is not provided by any module in go.mod",
+    ),
+    _rule(
+        "go.module_lookup",
+        "go",
+        "odule",
+        r"module lookup disabled by GOPROXY|verifying module: checksum mismatch"
+        r"|updates to go\.mod needed",
+        0.9,
+    ),
+    _rule(
+        "go.not_in_std",
+        "go",
+        "ackage",
+        r"package (?P<pkg>[\w./~-]+) is not in (?:std|GOROOT)",
+        0.8,
+        "go_package",
+    ),
+    # --- JVM ----------------------------------------------------------------------------------
+    _rule(
+        "javac.package_missing",
+        "java",
+        "ackage",
+        r"error: package (?P<pkg>[\w.]+) does not exist",
+        0.85,
+        "java_package",
+    ),
+    _rule(
+        "maven.resolve",
+        "java",
+        "olv",
+        r"Could not resolve dependencies for project|could not be resolved: |"
+        r"or one of its dependencies could not be resolved",
+        0.95,
+    ),
+    _rule(
+        "gradle.resolve",
+        "java",
+        "olv",
+        r"Could not resolve all (?:files|dependencies|artifacts) for configuration",
+        0.95,
+    ),
+    # --- others -------------------------------------------------------------------------------
+    _rule(
+        "composer.resolve",
+        "php",
+        "olv",
+        r"Your requirements could not be resolved to an installable set of packages",
+        0.95,
+    ),
+    _rule(
+        "nuget.unable_to_find",
+        "dotnet",
+        "ackage",
+        r"error NU1101: Unable to find package (?P<pkg>[\w.-]+)",
+        0.95,
+    ),
+    _rule(
+        "shell.command_not_found",
+        "shell",
+        "not found",
+        r"^(?:/(?:usr/)?bin/)?(?:ba|da|z)?sh: (?:line )?\d*:? ?(?P<pkg>[\w.@/+-]+): "
+        r"(?:command )?not found|^(?:zsh: )?command not found: (?P<pkg2>[\w.@/+-]+)",
+        0.8,
+        "command",
+        "the test command needs a tool that is not installed",
+    ),
+)
+
+#: Timing, port and connection signatures: supporting evidence of flakiness, never enough alone.
+FLAKY_SIGNATURES: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
+    (name, anchor, re.compile(pattern))
+    for name, anchor, pattern in (
+        ("port in use", "in use", r"[Aa]ddress already in use|\[Errno 98\]"),
+        ("port in use", "EADDRINUSE", r"EADDRINUSE"),
+        ("connection refused", "efused", r"ECONNREFUSED|Connection refused|ConnectionRefused"),
+        ("connection reset", "eset", r"ECONNRESET|Connection reset|ConnectionResetError"),
+        (
+            "timeout",
+            "ime",
+            r"TimeoutError|[Tt]imed out|[Tt]imeout of \d+ ?ms exceeded|deadline exceeded"
+            r"|ETIMEDOUT|TimeoutExpired",
+        ),
+        ("flaky marker", "RERUN", r"\bRERUN\b"),
+    )
+)
+
+
+@attrs.frozen
+class Hit:
+    """A line where a rule matched."""
+
+    rule: Rule
+    line: str
+    pkg: str | None
+
+
+def _anchors(rules: Iterable[Rule]) -> dict[str, tuple[Rule, ...]]:
+    grouped: dict[str, list[Rule]] = {}
+    for rule in rules:
+        grouped.setdefault(rule.anchor, []).append(rule)
+    return {anchor: tuple(group) for anchor, group in grouped.items()}
+
+
+_BY_ANCHOR = _anchors(DEPENDENCY_RULES)
+_FULL_SCAN = _anchors(rule for rule in DEPENDENCY_RULES if rule.full_scan)
+
+
+def _package(match: re.Match[str]) -> str | None:
+    groups = match.groupdict()
+    for key in ("pkg", "pkg2", "pkg3"):
+        value = groups.get(key)
+        if value:
+            return value
+    return None
+
+
+_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)")
+
+
+def match_line(line: str, rules: Sequence[Rule]) -> Iterator[Hit]:
+    """The rules of ``rules`` that match ``line`` (already known to hold their anchor)."""
+    text = line[:LINE_CHARS]
+    if "\x1b" in text:
+        text = _ANSI.sub("", text)
+    text = text.strip()
+    for rule in rules:
+        found = rule.pattern.search(text)
+        if found is not None:
+            yield Hit(rule, text, _package(found))
+
+
+def _lines_with(text: str, anchor: str, start: int, limit: int) -> Iterator[tuple[int, str]]:
+    """Up to ``limit`` lines of ``text`` from ``start`` on that contain ``anchor``."""
+    position = text.find(anchor, start)
+    count = 0
+    while position != -1 and count < limit:
+        begin = text.rfind("\n", 0, position) + 1
+        end = text.find("\n", position)
+        if end == -1:
+            end = len(text)
+        yield begin, text[begin : min(end, begin + LINE_CHARS)]
+        count += 1
+        position = text.find(anchor, end)
+
+
+def _last_lines_with(text: str, anchor: str, limit: int) -> Iterator[tuple[int, str]]:
+    """Up to ``limit`` lines that contain ``anchor``, from the end of ``text`` backwards."""
+    position = text.rfind(anchor)
+    count = 0
+    while position != -1 and count < limit:
+        begin = text.rfind("\n", 0, position) + 1
+        end = text.find("\n", position)
+        if end == -1:
+            end = len(text)
+        yield begin, text[begin : min(end, begin + LINE_CHARS)]
+        count += 1
+        position = text.rfind(anchor, 0, begin)
+
+
+def scan(text: str, lines: Sequence[str] = (), rules: Sequence[Rule] | None = None) -> list[Hit]:
+    """Every dependency signature in ``lines`` (the decisive error lines, checked in full) and in
+    ``text`` (a whole log, checked anchor by anchor), in order, each line at most once."""
+    by_anchor = _BY_ANCHOR if rules is None else _anchors(rules)
+    full_scan = _FULL_SCAN if rules is None else _anchors(r for r in rules if r.full_scan)
+    hits: list[Hit] = []
+    seen: set[str] = set()
+    for line in lines:
+        for anchor, group in by_anchor.items():
+            if anchor in line:
+                for hit in match_line(line, group):
+                    if hit.line not in seen:
+                        seen.add(hit.line)
+                        hits.append(hit)
+    if not text:
+        return hits
+    found: list[tuple[int, Hit]] = []
+    for anchor, group in full_scan.items():
+        first = text.find(anchor)
+        if first == -1:
+            continue
+        starts: set[int] = set()
+        for begin, line in _lines_with(text, anchor, first, HITS_PER_ANCHOR):
+            starts.add(begin)
+            found.extend((begin, hit) for hit in match_line(line, group))
+        if len(starts) >= HITS_PER_ANCHOR:  # a noisy anchor: the end of the log counts too
+            for begin, line in _last_lines_with(text, anchor, HITS_PER_ANCHOR):
+                if begin in starts:
+                    break
+                found.extend((begin, hit) for hit in match_line(line, group))
+    found.sort(key=lambda item: item[0])
+    for _, hit in found:
+        if hit.line not in seen:
+            seen.add(hit.line)
+            hits.append(hit)
+    return hits
+
+
+def flaky_signatures(lines: Iterable[str]) -> list[tuple[str, str]]:
+    """``(signature, line)`` for each timing/port/connection signature in ``lines``."""
+    found: list[tuple[str, str]] = []
+    names: set[str] = set()
+    for line in lines:
+        text = line[:LINE_CHARS]
+        for name, anchor, pattern in FLAKY_SIGNATURES:
+            if name not in names and anchor in text and pattern.search(text):
+                names.add(name)
+                found.append((name, text.strip()))
+    return found

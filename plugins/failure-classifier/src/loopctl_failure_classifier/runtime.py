@@ -1,0 +1,637 @@
+"""The plugin at work inside a loop: diagnose each failed iteration (``on_failure``), apply the
+mode's recovery (``after_iteration``), and tell the agent what changed (``compose_prompt``).
+
+Per-run memory (how often each recovery was applied, the flaky tests found, notes for the next
+prompt) lives in ``loop-state.md`` through ``loop.set_value``, so it survives ``loopctl resume``.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from loopctl.model import Decision, PromptSection, StopStatus
+from loopctl_failure_classifier import detectors
+from loopctl_failure_classifier.classify import (
+    Classifier,
+    arbitrate,
+    classify,
+    forced_verdict,
+    hook_classifiers,
+    hook_modes,
+    write_failure_mode,
+)
+from loopctl_failure_classifier.config import PLUGIN_NAME, FailureClassifierConfig
+from loopctl_failure_classifier.detectors import ANNOTATION, Notes, Settings
+from loopctl_failure_classifier.evidence import from_loop, ran_installs
+from loopctl_failure_classifier.model import (
+    BUILTIN_MODES,
+    BUILTIN_PRIORITY,
+    CODE_ERROR,
+    CONTEXT_EXHAUSTION,
+    DEPENDENCY_ISSUE,
+    INFINITE_LOOP,
+    TEST_FLAKINESS,
+    Evidence,
+    FailureMode,
+    Rerun,
+    Verdict,
+)
+from loopctl_failure_classifier.recovery import (
+    detect_reinstall_command,
+    run_command,
+    strategy,
+)
+from loopctl_failure_classifier.rerun import confirmation, rerun_command
+
+if TYPE_CHECKING:
+    from loopctl.engine import Loop, LoopOutcome
+    from loopctl.model import IterationRecord, TestRun
+
+#: The ``loop.set_value`` key of this plugin's memory.
+MEMORY = "failure_classifier"
+#: Exit codes of a shell that could not run the command at all: no point in a rerun.
+_CANNOT_RUN = (126, 127)
+
+
+@attrs.define
+class Pending:
+    """The diagnosis of the iteration in flight, waiting for ``after_iteration``."""
+
+    iteration: int
+    verdict: Verdict
+    evidence: Evidence
+    annotation: dict[str, Any]
+    flaky_pass: bool = False
+
+
+@attrs.define
+class RunState:
+    config: FailureClassifierConfig
+    modes: dict[str, FailureMode]
+    classifiers: list[Classifier]
+    force_mode: str | None = None
+    pending: Pending | None = None
+    started: bool = False
+
+
+_RUNS: weakref.WeakKeyDictionary[Any, RunState] = weakref.WeakKeyDictionary()
+
+
+def _config(loop: Loop) -> FailureClassifierConfig:
+    try:
+        config = loop.plugin_config(PLUGIN_NAME)
+    except KeyError:  # registered without its config hook (an embedding test, say)
+        return FailureClassifierConfig()
+    return config if isinstance(config, FailureClassifierConfig) else FailureClassifierConfig()
+
+
+def _state(loop: Loop) -> RunState:
+    state = _RUNS.get(loop)
+    if state is None:
+        modes, _ = hook_modes(loop.hook)
+        config = _config(loop)
+        state = RunState(
+            config=config,
+            modes=modes,
+            classifiers=hook_classifiers(loop.hook),
+            force_mode=config.force_mode,
+        )
+        _RUNS[loop] = state
+    return state
+
+
+def _memory(loop: Loop) -> dict[str, Any]:
+    value = loop.get_value(MEMORY)
+    memory = dict(value) if isinstance(value, Mapping) else {}
+    recoveries = memory.get("recoveries")
+    memory["recoveries"] = dict(recoveries) if isinstance(recoveries, Mapping) else {}
+    for key in ("flaky_tests", "notes"):
+        if not isinstance(memory.get(key), list):
+            memory[key] = []
+    return memory
+
+
+def _save(loop: Loop, memory: dict[str, Any]) -> None:
+    loop.set_value(MEMORY, memory)
+
+
+# --- on_loop_start ---------------------------------------------------------------------------------
+
+
+def start(loop: Loop) -> None:
+    state = _state(loop)
+    if state.started:
+        return
+    state.started = True
+    _, problems = hook_modes(loop.hook)
+    for problem in problems:
+        loop.emit("failure_classifier.warning", message=f"custom failure mode refused: {problem}")
+    forced = state.config.force_mode
+    if forced is not None:
+        known = (*BUILTIN_MODES, *state.modes)
+        if forced not in known:
+            state.force_mode = None
+            loop.emit(
+                "failure_classifier.warning",
+                message=f"force_mode {forced!r} is not a known failure mode "
+                f"({', '.join(known)}); classifying normally",
+            )
+        else:
+            loop.emit(
+                "loop.failure_mode_forced",
+                mode=forced,
+                message="--failure-mode is for testing recoveries: every failure is treated as "
+                f"{forced} without classification",
+            )
+
+
+# --- on_failure / on_success ------------------------------------------------------------------------
+
+
+def _settings(config: FailureClassifierConfig) -> Settings:
+    return Settings(loop_window=config.loop_window)
+
+
+def _should_rerun(
+    config: FailureClassifierConfig, test_run: TestRun | None, evidence: Evidence
+) -> bool:
+    if not config.rerun_failed_tests or test_run is None or test_run.passed:
+        return False
+    if test_run.timed_out or test_run.exit_code is None or test_run.exit_code in _CANNOT_RUN:
+        return False
+    if not test_run.failing_tests:  # a build or collection error: not where flakiness lives
+        return False
+    if _already_confirmed(evidence):
+        return False
+    preliminary = detectors.builtin_classifications(evidence, _settings(config))
+    best = min(preliminary, key=lambda c: (-c.priority, -c.confidence))
+    # a missing package or a dead agent will not pass on a rerun: do not spend one
+    return not (best.mode in (DEPENDENCY_ISSUE, CONTEXT_EXHAUSTION) and best.priority >= 200)
+
+
+def _already_confirmed(evidence: Evidence) -> bool:
+    """An earlier iteration failed the same way on the same code and its rerun failed too:
+    another rerun would most likely only repeat that (and a stuck loop would pay for it)."""
+    current = evidence.current
+    if current is None or not current.tree_hash:
+        return False
+    for previous in reversed(evidence.history[:-1]):
+        if (
+            previous.tree_hash != current.tree_hash
+            or previous.error_fingerprint != current.error_fingerprint
+        ):
+            return False
+        annotation = previous.annotations.get(ANNOTATION)
+        rerun = annotation.get("rerun") if isinstance(annotation, Mapping) else None
+        if isinstance(rerun, Mapping) and rerun.get("passed") is False:
+            return True
+    return False
+
+
+def _rerun(loop: Loop, config: FailureClassifierConfig, test_run: TestRun) -> Rerun | None:
+    planned = rerun_command(
+        test_run.command, test_run.failing_tests, test_run.runner, config.rerun_cmd
+    )
+    if planned is None:
+        return None
+    command, how = planned
+    run = loop.run_tests(command)
+    _keep_logs(loop, test_run, run)
+    rerun = confirmation(run)
+    loop.emit(
+        "failure_classifier.rerun",
+        command=command,
+        how=how,
+        passed=rerun.passed,
+        ran_tests=rerun.ran_tests,
+        exit_code=rerun.exit_code,
+        failing_tests=list(rerun.failing_tests[:20]),
+        duration_s=rerun.duration_s,
+    )
+    return rerun
+
+
+def _keep_logs(loop: Loop, original: TestRun, rerun: TestRun) -> None:
+    """``loop.run_tests`` writes the iteration's test log; put the original back and keep the
+    rerun's output beside it, so the log still shows what the iteration's tests said."""
+    logs = loop.state_dir / "logs"
+    stem = f"iteration-{loop.iteration:04d}"
+    for name, text in (
+        (f"{stem}.rerun.tests.log", rerun.output),
+        (f"{stem}.tests.log", original.output),
+    ):
+        try:
+            (logs / name).write_text(text, encoding="utf-8", errors="replace")
+        except OSError:
+            pass
+
+
+def diagnose(loop: Loop, record: IterationRecord, *, passed: bool) -> None:
+    state = _state(loop)
+    config = state.config
+    test_run = loop.last_test_run
+    turn = loop.last_turn
+    installs = bool(turn is not None and ran_installs(turn.tool_calls))
+    annotation: dict[str, Any] = {"environment_changed": True} if installs else {}
+    if installs:
+        loop.annotate(ANNOTATION, annotation)
+    evidence = from_loop(loop, record, test_run, environment_changed=installs)
+    if passed:
+        _diagnose_pass(loop, state, evidence, annotation)
+        return
+    if state.force_mode is not None:
+        verdict = forced_verdict(state.force_mode, evidence, source="--failure-mode")
+    else:
+        if test_run is not None and _should_rerun(config, test_run, evidence):
+            rerun = _rerun(loop, config, test_run)
+            if rerun is not None:
+                evidence = attrs.evolve(evidence, rerun=rerun)
+                annotation["rerun"] = attrs.asdict(rerun)
+        verdict = classify(
+            evidence,
+            classifiers=state.classifiers,
+            settings=_settings(config),
+            min_confidence=config.min_confidence,
+        )
+        for problem in verdict.rejected:
+            loop.emit("failure_classifier.warning", message=f"classification skipped: {problem}")
+    _record_verdict(loop, state, verdict, evidence, annotation)
+
+
+def _diagnose_pass(
+    loop: Loop, state: RunState, evidence: Evidence, annotation: dict[str, Any]
+) -> None:
+    """A pass on the very code that just failed is a flaky pass, not a success."""
+    if evidence.environment_changed:
+        return
+    found = detectors.detect_test_flakiness(evidence, Notes())
+    if found is None:
+        return
+    verdict = arbitrate([found], iteration=evidence.iteration)
+    if not state.config.flaky_pass_completes:
+        loop.veto_completion(
+            "the tests passed on the same code that failed before (flaky)", source=PLUGIN_NAME
+        )
+    _record_verdict(loop, state, verdict, evidence, annotation, flaky_pass=True)
+
+
+def _record_verdict(
+    loop: Loop,
+    state: RunState,
+    verdict: Verdict,
+    evidence: Evidence,
+    annotation: dict[str, Any],
+    *,
+    flaky_pass: bool = False,
+) -> None:
+    annotation.update(
+        mode=verdict.mode,
+        confidence=round(verdict.confidence, 3),
+        detector=verdict.detector,
+    )
+    if flaky_pass:
+        annotation["flaky_pass"] = True
+    loop.annotate(ANNOTATION, annotation)
+    plan = strategy(verdict.mode, state.modes, max_restarts=loop.config.limits.max_restarts)
+    try:
+        write_failure_mode(loop.state_dir, verdict, plan.to_json())
+    except OSError as exc:
+        loop.emit("failure_classifier.warning", message=f"cannot write failure-mode.json: {exc}")
+    loop.emit(
+        "loop.failure_classified",
+        mode=verdict.mode,
+        confidence=round(verdict.confidence, 3),
+        detector=verdict.detector,
+        evidence=list(verdict.evidence[:5]),
+        forced=verdict.forced,
+        flaky_pass=flaky_pass,
+        candidates=[
+            {"mode": c.mode, "detector": c.detector, "confidence": round(c.confidence, 3)}
+            for c in verdict.candidates[:6]
+        ],
+    )
+    state.pending = Pending(evidence.iteration, verdict, evidence, annotation, flaky_pass)
+
+
+# --- after_iteration: recovery ---------------------------------------------------------------------
+
+
+def recover(loop: Loop, record: IterationRecord) -> Decision | None:
+    state = _state(loop)
+    pending, state.pending = state.pending, None
+    if pending is None or pending.iteration != record.iteration:
+        return None
+    verdict = pending.verdict
+    mode = verdict.mode
+    memory = _memory(loop)
+    declared = state.modes.get(mode)
+    limit = state.config.recovery_limit(mode, declared.max_recoveries if declared else None)
+    count = int(memory["recoveries"].get(mode, 0))
+    if limit > 0 and count >= limit:
+        message = (
+            f"the {mode} recovery was already applied {count} time(s), the limit for one run; "
+            f"last evidence: {verdict.evidence[0] if verdict.evidence else 'none'}"
+        )
+        loop.emit("failure_classifier.recovery_limit", mode=mode, applied=count, limit=limit)
+        pending.annotation["recovery"] = "stop"
+        return Decision.stop(mode, message[:1000])
+    memory["recoveries"][mode] = count + 1
+    handler = _HANDLERS.get(mode, _recover_custom)
+    decision, action, details = handler(loop, state, pending, memory)
+    pending.annotation["recovery"] = action
+    _save(loop, memory)
+    loop.emit(
+        "loop.recovery_applied",
+        mode=mode,
+        action=action,
+        attempt=count + 1,
+        limit=limit or None,
+        decision=decision.action.value if decision else "continue",
+        **details,
+    )
+    return decision
+
+
+Handled = tuple[Decision | None, str, dict[str, Any]]
+
+
+def _note(memory: dict[str, Any], iteration: int, title: str, body: str, priority: int) -> None:
+    notes = [n for n in memory["notes"] if isinstance(n, Mapping) and n.get("title") != title]
+    notes.append({"for": iteration + 1, "title": title, "body": body[:4000], "priority": priority})
+    memory["notes"] = notes[-8:]
+
+
+def _recover_code_error(
+    loop: Loop, state: RunState, pending: Pending, memory: dict[str, Any]
+) -> Handled:
+    return None, "standard_retry", {}
+
+
+def _recover_flakiness(
+    loop: Loop, state: RunState, pending: Pending, memory: dict[str, Any]
+) -> Handled:
+    evidence = pending.evidence
+    if pending.flaky_pass:
+        flipped, _ = detectors.history_flips(evidence.history)
+        tests = flipped
+    else:
+        tests = list(evidence.failing_tests)
+    known = [t for t in memory["flaky_tests"] if isinstance(t, str)]
+    for test in tests[:20]:
+        if test not in known:
+            known.append(test)
+    memory["flaky_tests"] = known[-50:]
+    details: dict[str, Any] = {"flaky_tests": tests[:20]}
+    if not pending.flaky_pass:
+        loop.mark_not_agents_fault(
+            f"flaky test(s): {', '.join(tests[:5]) or 'the test command'}", source=PLUGIN_NAME
+        )
+        if evidence.error_lines:  # the rerun passed, so the prompt's test section is empty
+            body = (
+                "The tests failed as below, then passed when re-run with no code change: "
+                "a flaky failure, not caused by your change.\n\n"
+                + "\n".join(f"    {line}" for line in evidence.error_lines[:10])
+            )
+            _note(memory, pending.iteration, "Flaky Failure", body, 70)
+    rerun = evidence.rerun
+    passed_now = pending.flaky_pass or bool(rerun and rerun.passed and rerun.ran_tests)
+    if passed_now and state.config.flaky_pass_completes:
+        message = f"the tests pass (flaky: {', '.join(tests[:5]) or 'the test command'})"
+        return Decision.stop(StopStatus.COMPLETE.value, message), "accept_flaky_pass", details
+    return None, "rerun_tests" if rerun else "quarantine_note", details
+
+
+def _recover_dependency(
+    loop: Loop, state: RunState, pending: Pending, memory: dict[str, Any]
+) -> Handled:
+    config = state.config
+    evidence = pending.evidence
+    ecosystems = detectors.ecosystems_of(evidence)
+    if config.reinstall_cmd:
+        planned: tuple[str, str] | None = (config.reinstall_cmd, "configured reinstall_cmd")
+    else:
+        planned = detect_reinstall_command(loop.workdir, ecosystems)
+    details: dict[str, Any] = {"ecosystems": ecosystems}
+    lines = list(pending.verdict.evidence[:5])
+    body = [
+        "The tests fail because a dependency is missing or cannot be resolved, not because of "
+        "the logic. The signatures:",
+        *[f"    {line}" for line in lines],
+        "",
+        "Declare the package in the project's manifest (requirements, pyproject.toml, "
+        "package.json, Cargo.toml, go.mod, …) with a version that exists, or fix the version "
+        "constraint; do not work around the import in the code.",
+    ]
+    action = "reinstall_deps"
+    if planned is None:
+        details["reinstall"] = "no reinstall command found (set reinstall_cmd)"
+        action = "dependency_note"
+    elif not config.run_reinstall:
+        details["reinstall"] = f"not run: set run_reinstall = true to run `{planned[0]}`"
+        action = "dependency_note"
+    else:
+        command, because = planned
+        result = run_command(command, loop.workdir, config.recovery_timeout_s)
+        _write_recovery_log(loop, "reinstall", result.output or result.error)
+        pending.annotation["environment_changed"] = True
+        details.update(
+            command=command,
+            because=because,
+            exit_code=result.exit_code,
+            timed_out=result.timed_out,
+            duration_s=result.duration_s,
+            output_tail=result.tail(1500),
+        )
+        verdict_word = "succeeded" if result.ok else f"failed (exit code {result.exit_code})"
+        body.append(f"\nloopctl ran `{command}` ({because}); it {verdict_word}.")
+    _note(memory, pending.iteration, "Dependency Problem", "\n".join(body), 88)
+    return None, action, details
+
+
+def _write_recovery_log(loop: Loop, kind: str, text: str) -> None:
+    path: Path = loop.state_dir / "logs" / f"iteration-{loop.iteration:04d}.{kind}.log"
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8", errors="replace")
+    except OSError:
+        pass
+
+
+def _approach(pending: Pending) -> str:
+    run = detectors.failed_run(pending.evidence.history)
+    if not run:
+        return f"the approach of iteration {pending.iteration}: {pending.verdict.evidence[0]}"
+    files: list[str] = []
+    for record in run:
+        files.extend(f for f in record.changed_files if f not in files)
+    what = f"changing {', '.join(files[:5])}" if files else "making no code change"
+    failure = pending.evidence.error_lines[0] if pending.evidence.error_lines else ""
+    failure = failure or detectors._failure_words(run[-1])
+    return (
+        f"iterations {run[0].iteration}-{run[-1].iteration}: {what}; the tests kept failing "
+        f"with: {failure[:300]}"
+    )
+
+
+def _recover_loop(loop: Loop, state: RunState, pending: Pending, memory: dict[str, Any]) -> Handled:
+    approach = _approach(pending)
+    loop.add_failed_approach(approach, source=PLUGIN_NAME)
+    cut = loop.remaining_iterations - state.config.loop_max_remaining
+    if cut > 0:
+        loop.reduce_iteration_budget(cut, reason=INFINITE_LOOP)
+    body = (
+        "The last iterations repeated one approach and failed the same way each time:\n\n"
+        f"    {approach}\n\n"
+        "That approach does not work; repeating it will not either. Step back: re-read the "
+        "failing test and the code it exercises, state a different hypothesis for the cause, "
+        "and try a substantially different fix."
+    )
+    _note(memory, pending.iteration, "Change Strategy", body, 92)
+    details = {"approach": approach[:500], "iterations_cut": max(0, cut)}
+    message = f"infinite loop: {approach[:300]}"
+    return Decision.restart(INFINITE_LOOP, message), "reduce_and_redirect", details
+
+
+def _monitor_present(loop: Loop, evidence: Evidence) -> bool:
+    if any(str(e.get("type", "")).startswith("loop.context_") for e in evidence.events):
+        return True
+    try:
+        loop.plugin_config("context-monitor")
+    except Exception:  # noqa: BLE001 - any failure means "not there"
+        return False
+    return True
+
+
+def _recover_context(
+    loop: Loop, state: RunState, pending: Pending, memory: dict[str, Any]
+) -> Handled:
+    monitor = _monitor_present(loop, pending.evidence)
+    if not monitor:
+        body = (
+            f"The previous session ran out of context in iteration {pending.iteration} and was "
+            "restarted. Keep this session lean: read only the files and line ranges you need, "
+            "do not print long outputs or whole large files, and make small, focused changes. "
+            "The goal, the failing tests and the approaches that did not work are in this prompt."
+        )
+        _note(memory, pending.iteration, "Fresh Session After Context Exhaustion", body, 75)
+    details = {"briefing": "context monitor" if monitor else "failure classifier note"}
+    message = pending.verdict.evidence[0] if pending.verdict.evidence else "context exhausted"
+    return Decision.restart(CONTEXT_EXHAUSTION, message[:500]), "restart_compressed", details
+
+
+def _recover_custom(
+    loop: Loop, state: RunState, pending: Pending, memory: dict[str, Any]
+) -> Handled:
+    mode = state.modes.get(pending.verdict.mode)
+    if mode is None:  # a classifier named a mode nobody declared: the standard retry
+        return None, "standard_retry", {"note": "the mode has no declared recovery"}
+    details: dict[str, Any] = {"declared_by": mode.source}
+    if mode.prompt:
+        evidence = "\n".join(f"    {line}" for line in pending.verdict.evidence[:5])
+        _note(
+            memory,
+            pending.iteration,
+            f"Failure Mode: {mode.name}",
+            f"{mode.prompt}\n\nEvidence:\n{evidence}" if evidence else mode.prompt,
+            86,
+        )
+    if mode.command:
+        if state.config.run_custom_recovery_commands:
+            result = run_command(mode.command, loop.workdir, state.config.recovery_timeout_s)
+            _write_recovery_log(loop, mode.name, result.output or result.error)
+            details.update(
+                command=mode.command,
+                exit_code=result.exit_code,
+                timed_out=result.timed_out,
+                output_tail=result.tail(1500),
+            )
+        else:
+            details["command"] = (
+                f"not run: set run_custom_recovery_commands = true to run `{mode.command}`"
+            )
+    if mode.not_agents_fault:
+        loop.mark_not_agents_fault(f"{mode.name} (declared by {mode.source})", source=PLUGIN_NAME)
+    decision = Decision.restart(mode.name, mode.description) if mode.restart else None
+    return decision, mode.action, details
+
+
+_HANDLERS = {
+    CODE_ERROR: _recover_code_error,
+    TEST_FLAKINESS: _recover_flakiness,
+    DEPENDENCY_ISSUE: _recover_dependency,
+    INFINITE_LOOP: _recover_loop,
+    CONTEXT_EXHAUSTION: _recover_context,
+}
+
+
+# --- compose_prompt ---------------------------------------------------------------------------------
+
+
+def prompt_sections(loop: Loop) -> list[PromptSection]:
+    memory = _memory(loop)
+    sections: list[PromptSection] = []
+    for note in memory["notes"]:
+        if isinstance(note, Mapping) and note.get("for") == loop.iteration:
+            sections.append(
+                PromptSection(
+                    str(note.get("title", "Failure Classifier")),
+                    str(note.get("body", "")),
+                    priority=int(note.get("priority", 80)),
+                )
+            )
+    flaky = [t for t in memory["flaky_tests"] if isinstance(t, str)]
+    if flaky:
+        sections.append(
+            PromptSection(
+                "Flaky Tests",
+                "These tests failed and then passed with no code change, so they are flaky:\n"
+                + "\n".join(f"- {t}" for t in flaky[:20])
+                + "\n\nA failure of one of them is not caused by your change. If the goal needs "
+                "them reliably green, make them deterministic (fixed seeds, no real clocks, "
+                "ports or shared state); do not change the code under test to chase a flake.",
+                priority=80,
+            )
+        )
+    stale = [
+        n for n in memory["notes"] if isinstance(n, Mapping) and n.get("for", 0) > loop.iteration
+    ]
+    if len(stale) != len(memory["notes"]):
+        memory["notes"] = stale
+        _save(loop, memory)
+    return sections
+
+
+# --- on_loop_end ------------------------------------------------------------------------------------
+
+
+def report(loop: Loop, outcome: LoopOutcome) -> None:
+    rows = []
+    for record in loop.history:
+        value = record.annotations.get(ANNOTATION)
+        if isinstance(value, Mapping) and value.get("mode"):
+            rows.append((record.iteration, value))
+    _RUNS.pop(loop, None)
+    if not rows:
+        return
+    memory = _memory(loop)
+    lines = ["| iteration | mode | confidence | detector | recovery |", "|---|---|---|---|---|"]
+    for iteration, value in rows[-30:]:
+        lines.append(
+            f"| {iteration} | {value.get('mode')} | {value.get('confidence')} | "
+            f"{value.get('detector')} | {value.get('recovery', '')} |"
+        )
+    applied = ", ".join(f"{k}: {v}" for k, v in sorted(memory["recoveries"].items())) or "none"
+    lines += ["", f"Recoveries applied: {applied}."]
+    if memory["flaky_tests"]:
+        lines.append("Flaky tests: " + ", ".join(map(str, memory["flaky_tests"][:20])) + ".")
+    if outcome.reason in memory["recoveries"] and outcome.reason not in ("complete",):
+        lines.append(f"The loop stopped because the {outcome.reason} recovery reached its limit.")
+    loop.add_report_section("Failure classification", "\n".join(lines), source=PLUGIN_NAME)
+
+
+__all__ = ["BUILTIN_PRIORITY", "diagnose", "prompt_sections", "recover", "report", "start"]

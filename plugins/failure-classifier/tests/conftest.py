@@ -1,0 +1,3 @@
+"""The corpus holds real projects with deliberately failing tests: never collect them."""
+
+collect_ignore = ["corpus"]

@@ -1,0 +1,3 @@
+use crate::parser::parse;
+
+pub fn run() -> i32 { parse() }

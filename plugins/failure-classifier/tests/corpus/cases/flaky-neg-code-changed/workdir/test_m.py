@@ -1,0 +1,4 @@
+from m import f
+
+def test_f():
+    assert f() == 1

@@ -1,0 +1,2 @@
+def test_det():
+    assert sorted([3, 1, 2]) == [3, 2, 1]

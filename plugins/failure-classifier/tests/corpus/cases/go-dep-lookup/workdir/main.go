@@ -1,0 +1,5 @@
+package main
+
+import "github.com/google/uuid"
+
+func main() { _ = uuid.New() }

@@ -1,0 +1,5 @@
+package main
+
+import "github.com/pkg/errors"
+
+func main() { _ = errors.New("x") }

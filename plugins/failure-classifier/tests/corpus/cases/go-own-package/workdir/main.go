@@ -1,0 +1,5 @@
+package main
+
+import "example.com/demo/internal/store"
+
+func main() { store.Open() }

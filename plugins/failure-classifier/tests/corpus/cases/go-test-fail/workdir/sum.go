@@ -1,0 +1,3 @@
+package demo
+
+func Sum(a, b int) int { return a - b }

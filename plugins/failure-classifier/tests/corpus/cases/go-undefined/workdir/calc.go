@@ -1,0 +1,3 @@
+package demo
+
+func Double(x int) int { return times(x, 2) }

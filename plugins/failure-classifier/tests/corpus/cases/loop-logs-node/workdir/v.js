@@ -1,0 +1,1 @@
+exports.valid = (s) => s.length > 3;

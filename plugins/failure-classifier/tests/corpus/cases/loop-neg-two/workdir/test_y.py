@@ -1,0 +1,2 @@
+def test_y():
+    assert 'a' * 2 == 'aaa'

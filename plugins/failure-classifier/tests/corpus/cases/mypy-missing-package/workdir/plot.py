@@ -1,0 +1,3 @@
+import matplotlib_nonexistent_xyz as m
+
+m.show()

@@ -1,0 +1,4 @@
+import requests
+
+def get(u: str) -> str:
+    return requests.get(u).text

@@ -1,0 +1,2 @@
+import chalk from 'chalk';
+console.log(chalk.red('x'));

@@ -1,0 +1,2 @@
+import { parse } from './parser.js';
+console.log(parse('x'));

@@ -1,0 +1,1 @@
+exports.explain = (m) => `missing ${m}`;

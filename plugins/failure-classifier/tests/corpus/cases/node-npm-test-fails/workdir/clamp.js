@@ -1,0 +1,1 @@
+exports.clamp = (x, lo, hi) => Math.max(x, lo);

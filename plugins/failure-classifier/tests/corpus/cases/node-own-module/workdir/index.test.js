@@ -1,0 +1,3 @@
+const test = require('node:test');
+const { show } = require('./lib/index');
+test('show', () => { show(1); });

@@ -1,0 +1,2 @@
+const { fmt } = require('./format');
+exports.show = (x) => fmt(x);

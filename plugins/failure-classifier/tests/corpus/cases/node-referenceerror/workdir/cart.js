@@ -1,0 +1,1 @@
+exports.total = (items) => items.reduce((a, b) => a + b, tax);

@@ -1,0 +1,3 @@
+const test = require('node:test');
+const { f } = require('./util');
+test('f', () => f(1));

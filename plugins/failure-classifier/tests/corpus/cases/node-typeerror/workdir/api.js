@@ -1,0 +1,1 @@
+exports.client = { fetch: 1 };

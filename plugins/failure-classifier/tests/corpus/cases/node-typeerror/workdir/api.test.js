@@ -1,0 +1,3 @@
+const test = require('node:test');
+const { client } = require('./api');
+test('fetch', () => { client.fetch('/x'); });

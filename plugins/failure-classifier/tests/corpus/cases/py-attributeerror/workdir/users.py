@@ -1,0 +1,6 @@
+def find(name):
+    return None
+
+
+def email(name):
+    return find(name).email

@@ -1,0 +1,5 @@
+import requests
+
+
+def get(url):
+    return requests.get(url).text

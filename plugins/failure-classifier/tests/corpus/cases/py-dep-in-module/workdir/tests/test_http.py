@@ -1,0 +1,5 @@
+from app.http import get
+
+
+def test_get():
+    assert get

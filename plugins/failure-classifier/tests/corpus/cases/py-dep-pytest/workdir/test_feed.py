@@ -1,0 +1,5 @@
+import feedparser_nonexistent_xyz
+
+
+def test_feed():
+    assert feedparser_nonexistent_xyz

@@ -1,0 +1,2 @@
+from numpy_nonexistent_xyz.linalg import norm
+print(norm([3, 4]))

@@ -1,0 +1,6 @@
+def title(s):
+    """
+    >>> title('hello world')
+    'Hello World'
+    """
+    return s.capitalize()

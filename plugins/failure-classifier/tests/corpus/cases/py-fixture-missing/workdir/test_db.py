@@ -1,0 +1,2 @@
+def test_rows(database):
+    assert database.rows() == []

@@ -1,0 +1,6 @@
+def encode(s):
+    return s.encode("ascii")
+
+
+def decode(b):
+    return b.decode("ascii")

@@ -1,0 +1,3 @@
+def area(w, h):
+  x = w
+    return x * h

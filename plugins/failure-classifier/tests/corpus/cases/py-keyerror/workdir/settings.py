@@ -1,0 +1,5 @@
+DEFAULTS = {"host": "x"}
+
+
+def port():
+    return DEFAULTS["port"]

@@ -1,0 +1,5 @@
+from settings import port
+
+
+def test_port():
+    assert port() == 80

@@ -1,0 +1,2 @@
+def c2f(c):
+    return c * 9 / 5

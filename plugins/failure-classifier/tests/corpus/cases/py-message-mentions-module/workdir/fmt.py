@@ -1,0 +1,2 @@
+def explain(name):
+    return f"No module named '{name}'"

@@ -1,0 +1,5 @@
+from fmt import explain
+
+
+def test_explain():
+    assert explain("yaml") == "ModuleNotFoundError: No module named 'yaml' (pip install pyyaml)"

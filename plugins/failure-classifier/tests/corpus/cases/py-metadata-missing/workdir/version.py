@@ -1,0 +1,2 @@
+from importlib.metadata import version
+print(version('loopctl-corpus-nonexistent-xyz'))

@@ -1,0 +1,3 @@
+from pkg.helpers import run
+
+run()

@@ -1,0 +1,5 @@
+from store.models import Item, Order
+
+
+def test_order():
+    assert Order

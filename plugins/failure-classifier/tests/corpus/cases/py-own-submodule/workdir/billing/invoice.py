@@ -1,0 +1,5 @@
+from billing.rates import vat
+
+
+def gross(n):
+    return n * (1 + vat())

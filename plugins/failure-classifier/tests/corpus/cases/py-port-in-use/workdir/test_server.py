@@ -1,0 +1,5 @@
+from server import start
+
+
+def test_start():
+    assert start()

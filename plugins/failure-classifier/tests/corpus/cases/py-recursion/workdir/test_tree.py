@@ -1,0 +1,5 @@
+from tree import depth
+
+
+def test_depth():
+    assert depth(3) == 3

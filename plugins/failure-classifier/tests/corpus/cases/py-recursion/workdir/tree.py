@@ -1,0 +1,2 @@
+def depth(n):
+    return 1 + depth(n)

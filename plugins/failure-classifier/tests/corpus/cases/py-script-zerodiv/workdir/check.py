@@ -1,0 +1,5 @@
+def mean(xs):
+    return sum(xs) / len(xs)
+
+
+assert mean([]) == 0

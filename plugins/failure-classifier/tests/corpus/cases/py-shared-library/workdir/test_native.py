@@ -1,0 +1,4 @@
+import ctypes
+
+def test_lib():
+    assert ctypes.CDLL('libloopctlcorpusxyz.so.1')

@@ -1,0 +1,2 @@
+def total(items, tax):
+    return sum(items) * (1 + tax)

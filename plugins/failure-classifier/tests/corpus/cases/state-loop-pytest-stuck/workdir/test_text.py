@@ -1,0 +1,4 @@
+from text import words
+
+def test_words():
+    assert words('a b') == ['a', 'b']

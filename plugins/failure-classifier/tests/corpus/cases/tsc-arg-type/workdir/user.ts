@@ -1,0 +1,3 @@
+interface User { id: number; name: string }
+function greet(u: User) { return u.name; }
+greet({ id: '1', name: 'a' });

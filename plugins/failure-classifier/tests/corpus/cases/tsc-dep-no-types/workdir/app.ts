@@ -1,0 +1,2 @@
+import color from 'tinycolor-corpus';
+console.log(color('red'));

@@ -1,0 +1,2 @@
+import { router } from './routes';
+console.log(router);

@@ -1,0 +1,2 @@
+def test_first():
+    assert next(iter({'apple', 'banana', 'cherry'})) == 'apple'

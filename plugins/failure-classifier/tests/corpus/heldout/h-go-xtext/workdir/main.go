@@ -1,0 +1,5 @@
+package main
+
+import "golang.org/x/text/language"
+
+func main() { _ = language.English }

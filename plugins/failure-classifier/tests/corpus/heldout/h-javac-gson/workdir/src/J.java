@@ -1,0 +1,3 @@
+import com.google.gson.Gson;
+
+public class J { Gson g = new Gson(); }

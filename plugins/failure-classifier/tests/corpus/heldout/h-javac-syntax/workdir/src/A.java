@@ -1,0 +1,3 @@
+public class A {
+  int x = 1
+}

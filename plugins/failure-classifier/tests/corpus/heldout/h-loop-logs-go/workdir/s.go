@@ -1,0 +1,3 @@
+package demo
+
+func Sq(x int) int { return x + x }

@@ -1,0 +1,2 @@
+const n: number = 'seven';
+console.log(n);

@@ -1,0 +1,4 @@
+def greet(name: str) -> str:
+    return 'hi ' + name
+
+greet(3)

@@ -1,0 +1,3 @@
+from kafka_heldout_xyz.consumer import Consumer
+
+Consumer()

@@ -1,0 +1,3 @@
+const test = require('node:test');
+const cfg = require('./config.json');
+test('cfg', () => {});

@@ -1,0 +1,4 @@
+import attrs
+
+def test_a():
+    assert attrs.__title__ == 'cattrs'

@@ -1,0 +1,2 @@
+from lxml import etree
+print(etree.fromstring('<a/>').tag)

@@ -1,0 +1,4 @@
+from app.servces import ping
+
+def test_ping():
+    assert ping() == 'pong'

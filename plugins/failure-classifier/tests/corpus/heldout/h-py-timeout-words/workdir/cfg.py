@@ -1,0 +1,2 @@
+def timeout():
+    return 10

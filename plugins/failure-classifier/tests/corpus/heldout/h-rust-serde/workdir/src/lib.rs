@@ -1,0 +1,4 @@
+use serde::Serialize;
+
+#[derive(Serialize)]
+pub struct P { pub x: i32 }

@@ -1,0 +1,2 @@
+import { Component } from '@angular/core';
+console.log(Component);

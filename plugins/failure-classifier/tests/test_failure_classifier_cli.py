@@ -1,0 +1,106 @@
+"""``loopctl classify`` and ``--failure-mode``, through the real command line (a subprocess)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from failure_classifier_testkit import (
+    PYTEST_ASSERT_LOG,
+    make_state,
+    pytest_import_error_log,
+    record,
+)
+
+
+def loopctl(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LOOPCTL_")}
+    env["LOOPCTL_PLUGINS"] = "failure-classifier"
+    return subprocess.run(
+        [sys.executable, "-m", "loopctl", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def test_classify_a_state_dir_as_text_and_json(tmp_path: Path) -> None:
+    state = make_state(
+        tmp_path,
+        [record(1), record(2), record(3)],
+        error_lines=["AssertionError: 1 != 2"],
+        log=PYTEST_ASSERT_LOG,
+    )
+    text = loopctl("classify", str(state), cwd=tmp_path)
+    assert text.returncode == 0, text.stderr
+    assert "mode:        infinite_loop" in text.stdout
+    assert "detector:    builtin.loop" in text.stdout
+    assert "action:      reduce_and_redirect" in text.stdout
+    assert "args:        --max-iterations 10" in text.stdout
+    data = json.loads(loopctl("classify", str(state), "--json", cwd=tmp_path).stdout)
+    assert data["mode"] == "infinite_loop"
+    assert data["recovery"] == {
+        "mode": "infinite_loop",
+        "action": "reduce_and_redirect",
+        "args": ["--max-iterations", "10"],
+        "description": data["recovery"]["description"],
+        "max_retries_override": 1,
+    }
+    assert not (state / "failure-mode.json").exists()
+    assert loopctl("classify", str(state), "--write", cwd=tmp_path).returncode == 0
+    assert json.loads((state / "failure-mode.json").read_text("utf-8"))["mode"] == "infinite_loop"
+
+
+def test_classify_raw_logs_in_iteration_order(tmp_path: Path) -> None:
+    first = tmp_path / "1.log"
+    first.write_text(pytest_import_error_log("httpx_missing"), encoding="utf-8")
+    data = json.loads(loopctl("classify", "--log", str(first), "--json", cwd=tmp_path).stdout)
+    assert data["mode"] == "dependency_issue"
+    assert data["recovery"]["action"] == "reinstall_deps"
+    (tmp_path / "httpx_missing").mkdir()
+    (tmp_path / "httpx_missing" / "__init__.py").write_text("")
+    own = json.loads(loopctl("classify", "--log", str(first), "--json", cwd=tmp_path).stdout)
+    assert own["mode"] == "code_error"
+    assert "project's own code" in own["evidence"][0]
+
+
+def test_classify_logs_from_the_same_code_finds_the_flip(tmp_path: Path) -> None:
+    failed, passed = tmp_path / "a.log", tmp_path / "b.log"
+    failed.write_text(PYTEST_ASSERT_LOG, encoding="utf-8")
+    passed.write_text("tests/test_x.py .\n1 passed in 0.01s\n", encoding="utf-8")
+    args = ["classify", "--log", str(passed), "--log", str(failed), "--json"]
+    assert json.loads(loopctl(*args, cwd=tmp_path).stdout)["mode"] == "code_error"
+    data = json.loads(loopctl(*args, "--same-code", cwd=tmp_path).stdout)
+    assert data["mode"] == "test_flakiness"
+    rerun = json.loads(
+        loopctl(
+            "classify", "--log", str(failed), "--rerun-log", str(passed), "--json", cwd=tmp_path
+        ).stdout
+    )
+    assert rerun["mode"] == "test_flakiness"
+    assert rerun["confidence"] >= 0.95
+
+
+def test_classify_usage_errors(tmp_path: Path) -> None:
+    missing_dir = loopctl("classify", str(tmp_path / "nope"), cwd=tmp_path)
+    assert missing_dir.returncode == 2
+    assert "not a loop state directory" in missing_dir.stderr
+    missing_log = loopctl("classify", "--log", str(tmp_path / "x.log"), cwd=tmp_path)
+    assert missing_log.returncode == 2
+    assert "no such log file" in missing_log.stderr
+
+
+def test_failure_mode_option_is_validated_against_the_known_modes(tmp_path: Path) -> None:
+    (tmp_path / "loopctl.toml").write_text('agent = "scripted"\ntest_cmd = "false"\n')
+    bad = loopctl("run", "goal", "--failure-mode", "sideways", cwd=tmp_path)
+    assert bad.returncode == 2
+    assert "--failure-mode: 'sideways' is not one of" in bad.stderr
+    assert "dependency_issue" in bad.stderr
+    help_text = loopctl("run", "--help", cwd=tmp_path).stdout
+    assert "--failure-mode MODE" in help_text

@@ -1,0 +1,418 @@
+"""Whole loops with the plugin: the real engine, the scripted agent as a subprocess, real test
+commands, real git. Each test checks what the loop did because of the classification."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from failure_classifier_testkit import PLUGIN_NAME, events_of
+
+from loopctl import hookimpl
+from loopctl.testing import Project
+from loopctl_failure_classifier import plugin
+
+CALC = "def add(a, b):\n    return a - b\n"
+CALC_TEST = (
+    "import unittest\nfrom calc import add\n\nclass T(unittest.TestCase):\n"
+    "    def test_add(self):\n        self.assertEqual(add(1, 2), 3)\n"
+)
+
+
+def flaky_test(counter: Path) -> str:
+    """A test that fails on odd runs and passes on even ones: a real flip on unchanged code
+    (the counter lives outside the project, so the working tree never changes)."""
+    return (
+        "import unittest\nfrom pathlib import Path\n\nC = Path(" + repr(str(counter)) + ")\n\n"
+        "class T(unittest.TestCase):\n"
+        "    def test_stable(self):\n        self.assertTrue(True)\n\n"
+        "    def test_flaky(self):\n"
+        "        n = int(C.read_text()) if C.exists() else 0\n"
+        "        C.write_text(str(n + 1))\n"
+        "        self.assertEqual(n % 2, 1, 'odd runs fail')\n"
+    )
+
+
+def run(run_loop: Any, turns: list[list[dict[str, Any]]], **kwargs: Any) -> Any:
+    plugins = {PLUGIN_NAME: plugin, **kwargs.pop("extra_plugins", {})}
+    config = {"limits": {"max_iterations": 6}, **kwargs.pop("config", {})}
+    return run_loop("make the tests pass", turns=turns, plugins=plugins, config=config, **kwargs)
+
+
+def prompt(result: Any, iteration: int) -> str:
+    """The prompt of ``iteration``, in logs/ or in the restart archive it was moved to."""
+    (path,) = result.state_dir.rglob(f"iteration-{iteration:04d}.prompt.md")
+    return path.read_text("utf-8")
+
+
+def prompts(result: Any) -> str:
+    return "\n".join(p.read_text("utf-8") for p in sorted(result.state_dir.rglob("*.prompt.md")))
+
+
+# --- dependency issues ---------------------------------------------------------------------------
+
+
+def test_a_missing_package_stops_the_loop_after_its_recoveries(
+    loopctl_project: Project, run_loop: Any
+) -> None:
+    loopctl_project.write("test_app.py", "import yaml_loopctl_missing\n" + CALC_TEST)
+    loopctl_project.write("calc.py", CALC)
+    loopctl_project.commit("tests")
+    result = run(run_loop, [[{"say": "hmm"}]])
+    assert result.status == "plugin"
+    assert result.outcome.reason == "dependency_issue"
+    classified = events_of(result, "loop.failure_classified")
+    assert [e["mode"] for e in classified] == ["dependency_issue"] * 3
+    applied = events_of(result, "loop.recovery_applied")
+    assert [e["attempt"] for e in applied] == [1, 2]
+    assert "run_reinstall" in applied[0]["reinstall"] or "no reinstall" in applied[0]["reinstall"]
+    assert "Dependency Problem" in prompt(result, 2)
+    assert "yaml_loopctl_missing" in prompt(result, 2)
+    assert not events_of(result, "failure_classifier.rerun")  # a missing package needs no rerun
+
+
+def test_reinstall_runs_only_when_opted_in_and_is_logged(
+    loopctl_project: Project, run_loop: Any
+) -> None:
+    # The "reinstall" creates the missing module, as `pip install -r requirements.txt` would.
+    loopctl_project.write("requirements.txt", "yaml-loopctl-missing\n")
+    loopctl_project.write("test_app.py", "import yaml_loopctl_missing\n" + CALC_TEST)
+    loopctl_project.write("calc.py", "def add(a, b):\n    return a + b\n")
+    loopctl_project.write(".gitignore", ".loopctl/\n__pycache__/\nsite/\n")
+    loopctl_project.commit("tests")
+    site = loopctl_project.path / "site"
+    install = "mkdir -p site && echo 'installed' && touch site/yaml_loopctl_missing.py"
+    test_cmd = f"PYTHONPATH=site {sys.executable} -m unittest -q"
+    result = run(
+        run_loop,
+        [[{"say": "waiting for the dependency"}]],
+        test_cmd=test_cmd,
+        config={"plugins": {PLUGIN_NAME: {"run_reinstall": True, "reinstall_cmd": install}}},
+    )
+    assert result.status == "complete"
+    (applied,) = events_of(result, "loop.recovery_applied")
+    assert applied["command"] == install
+    assert applied["exit_code"] == 0
+    assert "installed" in applied["output_tail"]
+    assert (site / "yaml_loopctl_missing.py").exists()
+    log = result.state_dir / "logs" / "iteration-0001.reinstall.log"
+    assert "installed" in log.read_text("utf-8")
+
+
+def test_reinstall_command_is_detected_from_the_lock_files(tmp_path: Path) -> None:
+    from loopctl_failure_classifier.recovery import detect_reinstall_command
+
+    (tmp_path / "package-lock.json").write_text("{}")
+    (tmp_path / "requirements.txt").write_text("attrs\n")
+    assert detect_reinstall_command(tmp_path, ["python"])[0] == (
+        "python -m pip install -r requirements.txt"
+    )
+    assert detect_reinstall_command(tmp_path, ["node"])[0] == "npm ci"
+    assert detect_reinstall_command(tmp_path, [])[0] == "npm ci"
+    (tmp_path / "uv.lock").write_text("")
+    assert detect_reinstall_command(tmp_path, ["python"])[0] == "uv sync"
+    assert detect_reinstall_command(tmp_path, ["rust"]) is None
+    assert detect_reinstall_command(None) is None
+
+
+# --- flakiness -----------------------------------------------------------------------------------
+
+
+def test_a_flaky_failure_is_confirmed_by_rerun_and_named_in_the_next_prompt(
+    loopctl_project: Project, run_loop: Any, tmp_path: Path
+) -> None:
+    loopctl_project.write("test_app.py", flaky_test(tmp_path / "counter"))
+    loopctl_project.commit("tests")
+    result = run(
+        run_loop, [[{"say": "nothing to change"}]], config={"limits": {"max_iterations": 2}}
+    )
+    (rerun, *_) = events_of(result, "failure_classifier.rerun")
+    assert rerun["passed"]
+    assert rerun["ran_tests"]
+    assert rerun["command"].endswith("-m unittest test_app.T.test_flaky")
+    classified = events_of(result, "loop.failure_classified")[0]
+    assert classified["mode"] == "test_flakiness"
+    assert classified["confidence"] >= 0.95
+    assert result.records[0]["annotations"]["not_agents_fault"].startswith(PLUGIN_NAME)
+    assert result.status == "max_iterations"  # a pass on rerun is not a success by default
+    assert "test_app.T.test_flaky" in prompt(result, 2).split("## Flaky Tests")[1]
+    assert "odd runs fail" in prompt(result, 2).split("## Flaky Failure")[1]
+    logs = result.state_dir / "logs"
+    assert "odd runs fail" in (logs / "iteration-0001.tests.log").read_text("utf-8")
+    assert "OK" in (logs / "iteration-0001.rerun.tests.log").read_text("utf-8")
+
+
+def test_a_pass_on_rerun_completes_only_when_configured(
+    loopctl_project: Project, run_loop: Any, tmp_path: Path
+) -> None:
+    loopctl_project.write("test_app.py", flaky_test(tmp_path / "counter"))
+    loopctl_project.commit("tests")
+    result = run(
+        run_loop,
+        [[{"say": "nothing to change"}]],
+        config={"plugins": {PLUGIN_NAME: {"flaky_pass_completes": True}}},
+    )
+    assert result.status == "complete"
+    assert result.outcome.message.startswith("the tests pass (flaky: test_app.T.test_flaky")
+    assert events_of(result, "loop.recovery_applied")[0]["action"] == "accept_flaky_pass"
+
+
+def test_a_pass_on_the_same_code_after_a_failure_is_a_flaky_pass_not_a_success(
+    loopctl_project: Project, run_loop: Any, tmp_path: Path
+) -> None:
+    loopctl_project.write("test_app.py", flaky_test(tmp_path / "counter"))
+    loopctl_project.commit("tests")
+    result = run(
+        run_loop,
+        [[{"say": "nothing to change"}]],
+        config={
+            "limits": {"max_iterations": 2},
+            "plugins": {PLUGIN_NAME: {"rerun_failed_tests": False}},
+        },
+    )
+    modes = [
+        (e["iteration"], e["mode"], e["flaky_pass"])
+        for e in events_of(result, "loop.failure_classified")
+    ]
+    assert modes == [(1, "code_error", False), (2, "test_flakiness", True)]
+    assert events_of(result, "loop.completion_vetoed")
+    assert result.status == "max_iterations"
+
+
+def test_flakiness_recoveries_are_limited(
+    loopctl_project: Project, run_loop: Any, tmp_path: Path
+) -> None:
+    loopctl_project.write("test_app.py", flaky_test(tmp_path / "counter"))
+    loopctl_project.commit("tests")
+    result = run(
+        run_loop,
+        [[{"say": "nothing"}]],
+        config={"plugins": {PLUGIN_NAME: {"max_recoveries": {"test_flakiness": 1}}}},
+    )
+    assert result.status == "plugin"
+    assert result.outcome.reason == "test_flakiness"
+    assert events_of(result, "failure_classifier.recovery_limit")[0]["limit"] == 1
+    assert len(result.records) == 2
+    report = (result.state_dir / "report.md").read_text("utf-8")
+    assert "Failure classification" in report
+    assert "test_app.T.test_flaky" in report
+
+
+# --- infinite loops ------------------------------------------------------------------------------
+
+
+def test_an_infinite_loop_names_the_failed_approach_cuts_the_budget_and_restarts(
+    loopctl_project: Project, run_loop: Any
+) -> None:
+    loopctl_project.write("calc.py", CALC)
+    loopctl_project.write("test_calc.py", CALC_TEST)
+    loopctl_project.commit("code")
+    result = run(
+        run_loop,
+        [[{"say": "it looks fine"}]],
+        config={"limits": {"max_iterations": 30}, "stuck": {"enabled": False}},
+    )
+    loop_events = [
+        e for e in events_of(result, "loop.failure_classified") if e["mode"] == "infinite_loop"
+    ]
+    assert loop_events[0]["iteration"] == 3
+    (restart, *_) = events_of(result, "loop.restart")
+    assert restart["reason"] == "infinite_loop"
+    assert restart["iteration"] == 3
+    budget = events_of(result, "loop.iteration_budget_reduced")[0]
+    assert budget["max_iterations"] == 3 + 10
+    approach = events_of(result, "loop.failed_approach")[0]["text"]
+    assert approach.startswith("iterations 1-3: making no code change")
+    after = prompt(result, 4)
+    assert "## Change Strategy" in after
+    assert "iterations 1-3" in after
+    assert "## Approaches That Did Not Work" in after
+    assert result.outcome.reason == "infinite_loop"  # the third time: the limit of 2 is spent
+
+
+# --- context exhaustion ---------------------------------------------------------------------------
+
+
+def test_context_exhaustion_restarts_with_a_lean_briefing(
+    loopctl_project: Project, run_loop: Any
+) -> None:
+    loopctl_project.write("calc.py", CALC)
+    loopctl_project.write("test_calc.py", CALC_TEST)
+    loopctl_project.commit("code")
+    turns = [
+        [
+            {"say": "reading everything"},
+            {"error": "context_overflow", "message": "Prompt is too long"},
+        ],
+        [{"replace": "calc.py", "old": "a - b", "new": "a + b"}],
+    ]
+    result = run(run_loop, turns)
+    assert result.status == "complete"
+    (classified,) = events_of(result, "loop.failure_classified")
+    assert classified["mode"] == "context_exhaustion"
+    assert classified["detector"] == "builtin.context"
+    assert events_of(result, "loop.restart")[0]["reason"] == "context_exhaustion"
+    assert "## Fresh Session After Context Exhaustion" in prompt(result, 2)
+    assert (result.state_dir / "restart-1").is_dir()
+
+
+# --- the override ----------------------------------------------------------------------------------
+
+
+def test_failure_mode_override_skips_classification(
+    loopctl_project: Project, run_loop: Any
+) -> None:
+    loopctl_project.write("calc.py", CALC)
+    loopctl_project.write("test_calc.py", CALC_TEST)
+    loopctl_project.commit("code")
+    result = run(
+        run_loop,
+        [[{"say": "hi"}]],
+        config={
+            "limits": {"max_iterations": 2},
+            "plugins": {PLUGIN_NAME: {"force_mode": "infinite_loop"}},
+        },
+    )
+    assert events_of(result, "loop.failure_mode_forced")[0]["mode"] == "infinite_loop"
+    classified = events_of(result, "loop.failure_classified")
+    assert classified[0]["forced"]
+    assert classified[0]["detector"] == "override"
+    assert events_of(result, "loop.restart")[0]["reason"] == "infinite_loop"
+    saved = json.loads((result.state_dir / "failure-mode.json").read_text("utf-8"))
+    assert saved["mode"] == "infinite_loop"
+    assert saved["forced"] is True
+
+
+def test_an_unknown_forced_mode_is_reported_and_ignored(
+    loopctl_project: Project, run_loop: Any
+) -> None:
+    loopctl_project.write("calc.py", CALC)
+    loopctl_project.write("test_calc.py", CALC_TEST)
+    loopctl_project.commit("code")
+    result = run(
+        run_loop,
+        [[{"say": "hi"}]],
+        config={
+            "limits": {"max_iterations": 1},
+            "plugins": {PLUGIN_NAME: {"force_mode": "lint_failure"}},
+        },
+    )
+    warning = events_of(result, "failure_classifier.warning")[0]["message"]
+    assert "lint_failure" in warning
+    assert "not a known failure mode" in warning
+    assert events_of(result, "loop.failure_classified")[0]["mode"] == "code_error"
+
+
+# --- custom classifiers ------------------------------------------------------------------------------
+
+
+class MigrationClassifier:
+    """A third-party classifier as a plain object: a custom mode with its own recovery."""
+
+    @hookimpl
+    def register_failure_modes(self) -> dict[str, Any]:
+        return {
+            "migration_pending": {
+                "description": "Apply the pending migrations",
+                "action": "apply_migrations",
+                "prompt": "Run the migrations before changing code.",
+                "command": "touch migrated.flag",
+                "not_agents_fault": True,
+                "max_recoveries": 1,
+            }
+        }
+
+    @hookimpl
+    def classify_failure(self, evidence: Any) -> Any:
+        if any("unapplied migration" in line for line in evidence.error_lines):
+            return {
+                "mode": "migration_pending",
+                "confidence": 0.9,
+                "evidence": ["unapplied migration"],
+            }
+        return None
+
+
+class BrokenClassifier:
+    @hookimpl
+    def classify_failure(self, evidence: Any) -> Any:
+        raise RuntimeError("classifier bug")
+
+
+MIGRATION_TEST = (
+    "import unittest\n\nclass T(unittest.TestCase):\n    def test_db(self):\n"
+    "        self.fail('there is 1 unapplied migration')\n"
+)
+
+
+@pytest.mark.parametrize("opt_in", [False, True])
+def test_a_custom_mode_and_its_declared_recovery(
+    loopctl_project: Project, run_loop: Any, opt_in: bool
+) -> None:
+    loopctl_project.write("test_db.py", MIGRATION_TEST)
+    loopctl_project.write(".gitignore", ".loopctl/\n__pycache__/\nmigrated.flag\n")
+    loopctl_project.commit("code")
+    result = run(
+        run_loop,
+        [[{"say": "hi"}]],
+        extra_plugins={"migrations": MigrationClassifier(), "broken": BrokenClassifier()},
+        config={"plugins": {PLUGIN_NAME: {"run_custom_recovery_commands": opt_in}}},
+    )
+    classified = events_of(result, "loop.failure_classified")
+    assert classified[0]["mode"] == "migration_pending"
+    assert classified[0]["detector"] == "migrations"
+    errors = [e for e in events_of(result, "plugin.error") if e["hook"] == "classify_failure"]
+    assert errors
+    assert errors[0]["plugin"] == "broken"
+    applied = events_of(result, "loop.recovery_applied")[0]
+    assert applied["action"] == "apply_migrations"
+    assert applied["declared_by"] == "migrations"
+    assert (loopctl_project.path / "migrated.flag").exists() is opt_in
+    assert "Run the migrations" in prompt(result, 2)
+    assert result.records[0]["annotations"]["not_agents_fault"]
+    assert result.outcome.reason == "migration_pending"  # stopped after its one recovery
+
+
+def test_a_broken_classifier_is_skipped_and_the_built_ins_still_decide(
+    loopctl_project: Project, run_loop: Any
+) -> None:
+    loopctl_project.write("test_app.py", "import yaml_loopctl_missing\n")
+    loopctl_project.commit("code")
+    result = run(
+        run_loop,
+        [[{"say": "hi"}]],
+        extra_plugins={"broken": BrokenClassifier()},
+        config={"limits": {"max_iterations": 1}},
+    )
+    assert events_of(result, "loop.failure_classified")[0]["mode"] == "dependency_issue"
+    (error,) = [e for e in events_of(result, "plugin.error") if e["hook"] == "classify_failure"]
+    assert "classifier bug" in error["error"]
+
+
+def test_a_higher_priority_custom_classification_overrides_a_built_in(
+    loopctl_project: Project, run_loop: Any
+) -> None:
+    class Vendored:
+        @hookimpl
+        def classify_failure(self, evidence: Any) -> Any:
+            return {
+                "mode": "code_error",
+                "confidence": 0.8,
+                "priority": 350,
+                "evidence": ["vendored"],
+            }
+
+    loopctl_project.write("test_app.py", "import yaml_loopctl_missing\n")
+    loopctl_project.commit("code")
+    result = run(
+        run_loop,
+        [[{"say": "hi"}]],
+        extra_plugins={"vendored": Vendored()},
+        config={"limits": {"max_iterations": 1}},
+    )
+    classified = events_of(result, "loop.failure_classified")[0]
+    assert (classified["mode"], classified["detector"]) == ("code_error", "vendored")
+    assert [c["mode"] for c in classified["candidates"]][:2] == ["code_error", "dependency_issue"]

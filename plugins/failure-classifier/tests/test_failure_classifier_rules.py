@@ -1,0 +1,274 @@
+"""The signatures, the scanner, the own-code checks, arbitration, the rerun command, and
+property tests: nothing fed by outside input may raise."""
+
+from __future__ import annotations
+
+import string
+from pathlib import Path
+from typing import Any
+
+import pytest
+from failure_classifier_testkit import record
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from loopctl.model import TestRun
+from loopctl_failure_classifier import rules
+from loopctl_failure_classifier.classify import arbitrate, classify, run_custom
+from loopctl_failure_classifier.evidence import from_logs, from_state_dir
+from loopctl_failure_classifier.locality import Locality
+from loopctl_failure_classifier.model import Classification, Evidence, FailureMode
+from loopctl_failure_classifier.rerun import confirmation, rerun_command
+
+FAST = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@pytest.mark.parametrize(
+    ("line", "rule"),
+    [
+        ("E   ModuleNotFoundError: No module named 'httpx'", "python.module_not_found"),
+        ("ImportError: No module named yaml", "python.module_not_found"),
+        ("ERROR: No matching distribution found for nothing==1.0", "pip.no_matching_distribution"),
+        (
+            "ERROR: Cannot install a==1 and a==2 because these package versions have conflicting dependencies.",
+            "pip.conflicting_dependencies",
+        ),
+        ("  × No solution found when resolving dependencies:", "uv.no_solution"),
+        ("SolverProblemError", "poetry.solver"),
+        ("Error: Cannot find module 'lodash'", "node.cannot_find_module"),
+        (
+            "src/a.ts(1,15): error TS2307: Cannot find module 'zod' or its corresponding type declarations.",
+            "node.cannot_find_module",
+        ),
+        (
+            "Error [ERR_MODULE_NOT_FOUND]: Cannot find package 'chalk' imported from /a/main.js",
+            "node.cannot_find_package",
+        ),
+        ("npm error code E404", "npm.error_code"),
+        ("npm ERR! code ERESOLVE", "npm.error_code"),
+        ("npm error code ETARGET", "npm.error_code"),
+        ("ERR_PNPM_NO_MATCHING_VERSION  No matching version found for left-pad@99", "pnpm.install"),
+        ("error: no matching package named `serde` found", "cargo.no_matching_package"),
+        ("  |     ^^^^ use of unresolved module or unlinked crate `rand`", "rust.unlinked_crate"),
+        (
+            "main.go:5:2: no required module provides package github.com/pkg/errors; to add it:",
+            "go.no_required_module",
+        ),
+        (
+            "App.java:1: error: package org.apache.commons.lang3 does not exist",
+            "javac.package_missing",
+        ),
+        (
+            "[ERROR] Failed to execute goal on project x: Could not resolve dependencies for project a:b:jar:1",
+            "maven.resolve",
+        ),
+        ("sh: 1: jest: not found", "shell.command_not_found"),
+        (
+            "\x1b[31mERROR: No matching distribution found for x\x1b[0m",
+            "pip.no_matching_distribution",
+        ),
+    ],
+)
+def test_each_signature_is_recognised(line: str, rule: str) -> None:
+    hits = rules.scan("", [line])
+    assert [h.rule.name for h in hits] == [rule]
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "E       AssertionError: assert \"Cannot find module 'x'\" == ''",
+        "+ 'Cannot find module \\'lodash\\''",
+        "npm error code 1",
+        "npm ERR! code ELIFECYCLE",
+        "E   assert 'No module named x' in message",
+        "npm warn ERESOLVE overriding peer dependency",
+        "FAILED tests/test_x.py::test_resolution - AssertionError",
+    ],
+)
+def test_ordinary_failure_lines_are_not_dependency_signatures(line: str) -> None:
+    assert rules.scan(line + "\n", [line]) == []
+
+
+def test_the_scanner_finds_a_signature_deep_in_a_noisy_log() -> None:
+    noise = "tests/test_mod.py::test_module_%d PASSED\n"  # "odule" on every line: a noisy anchor
+    text = (
+        "".join(noise % i for i in range(50_000))
+        + "E   ModuleNotFoundError: No module named 'zz'\n"
+    )
+    hits = rules.scan(text)
+    assert [h.pkg for h in hits] == ["zz"]
+
+
+def test_locality_tells_the_projects_own_code_from_packages(tmp_path: Path) -> None:
+    (tmp_path / "billing").mkdir()
+    (tmp_path / "billing" / "__init__.py").write_text("")
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "routes.ts").write_text("")
+    (tmp_path / "go.mod").write_text("module example.com/shop\n")
+    (tmp_path / "node_modules" / "left").mkdir(parents=True)
+    (tmp_path / "node_modules" / "left" / "index.py").write_text("")
+    where = Locality(tmp_path)
+    assert where.is_own("python_module", "billing.rates")[0]
+    assert not where.is_own("python_module", "requests")[0]
+    assert not where.is_own("python_module", "left")[0]  # vendored directories are skipped
+    assert where.is_own("python_module", "biling")[0]  # a typo of the project's module
+    assert where.is_own("node_module", "./util")[0]
+    assert where.is_own("node_module", "@/x")[0]
+    assert where.is_own("node_module", "routes")[0]
+    assert not where.is_own("node_module", "lodash")[0]
+    assert where.is_own("go_package", "example.com/shop/internal/db")[0]
+    assert not where.is_own("go_package", "github.com/pkg/errors")[0]
+    assert where.is_own("rust_crate", "crate")[0]
+    assert not where.is_own("rust_crate", "rand")[0]
+    assert where.is_own("command", "./run.sh")[0]
+    assert not where.is_own("command", "jest")[0]
+    assert not Locality(None).is_own("python_module", "x")[0]
+
+
+def test_arbitration_orders_by_priority_then_confidence_then_name() -> None:
+    candidates = [
+        Classification("code_error", 0.6, detector="builtin.default", priority=0),
+        Classification("lint_failure", 0.7, detector="zeta", priority=250),
+        Classification("lint_failure", 0.9, detector="beta", priority=250),
+        Classification("test_flakiness", 0.99, detector="builtin.flakiness", priority=200),
+    ]
+    verdict = arbitrate(candidates)
+    assert (verdict.mode, verdict.detector) == ("lint_failure", "beta")
+    tie = [
+        Classification("a_mode", 0.8, detector="zeta", priority=250),
+        Classification("b_mode", 0.8, detector="alpha", priority=250),
+    ]
+    assert arbitrate(tie).detector == arbitrate(list(reversed(tie))).detector == "alpha"
+
+
+def test_custom_answers_are_validated_and_bad_ones_reported() -> None:
+    def good(evidence: Evidence) -> Any:
+        return {"mode": "lint_failure", "confidence": 0.8, "evidence": ["E501"]}
+
+    def low(evidence: Evidence) -> Any:
+        return Classification("lint_failure", 0.2)
+
+    def weird(evidence: Evidence) -> Any:
+        return [{"mode": "Bad Mode", "confidence": 1}, {"mode": "x_y", "confidence": 7}, 42]
+
+    def boom(evidence: Evidence) -> Any:
+        raise ValueError("nope")
+
+    found, rejected = run_custom(
+        [("good", good), ("low", low), ("weird", weird), ("boom", boom)],
+        Evidence(),
+        min_confidence=0.5,
+    )
+    assert [(c.mode, c.detector) for c in found] == [("lint_failure", "good")]
+    assert len(rejected) == 4
+    assert rejected[-1].startswith("boom: raised ValueError")
+
+
+def test_custom_mode_declarations_are_validated() -> None:
+    mode, _why = FailureMode.coerce(
+        "lint_failure", {"action": "autofix", "max_recoveries": 2}, source="x"
+    )
+    assert mode is not None
+    assert mode.source == "x"
+    assert mode.strategy().action == "autofix"
+    assert FailureMode.coerce("lint", {"colour": "red"}, source="x")[0] is None
+    assert FailureMode.coerce("Bad", {}, source="x")[0] is None
+    assert FailureMode.coerce("lint", "nope", source="x")[0] is None
+
+
+def test_the_rerun_command_targets_the_failing_tests() -> None:
+    assert rerun_command("pytest -q", ["t.py::a"], "pytest")[0] == "pytest -q --lf"
+    assert rerun_command("cd x && pytest -q", ["t.py::a"], "pytest")[0] == "cd x && pytest -q"
+    assert rerun_command("python -m unittest discover -q", ["m.T.a"], "unittest")[0] == (
+        "python -m unittest m.T.a"
+    )
+    assert rerun_command("python -m unittest discover -s tests", ["m.T.a"], "unittest")[0] == (
+        "python -m unittest discover -s tests"
+    )
+    assert rerun_command("npm test", ["x"], "node")[0] == "npm test"
+    assert rerun_command("pytest", ["a b"], "pytest", "pytest {tests}")[0] == "pytest 'a b'"
+    assert rerun_command("pytest", [], "pytest", "pytest {tests}") is None
+
+
+def test_a_rerun_that_ran_nothing_confirms_nothing() -> None:
+    nothing = TestRun("pytest --lf", 5, output="no tests ran in 0.01s\n")
+    assert not confirmation(nothing).ran_tests
+    ran = TestRun("pytest --lf", 0, output="tests/t.py .\n1 passed in 0.01s\n")
+    assert confirmation(ran).ran_tests
+    assert confirmation(ran).passed
+
+
+# --- property tests: outside input never raises ------------------------------------------------------
+
+lines = st.text(alphabet=string.printable + "éλ→\x1b", max_size=120)
+logs = st.lists(lines, max_size=30).map("\n".join)
+keys = st.sampled_from(["mode", "confidence", "evidence", "priority", "detector", "x"])
+values = st.one_of(
+    st.none(), st.integers(), st.floats(), st.text(max_size=20), st.lists(st.text(max_size=5))
+)
+
+
+@FAST
+@given(text=logs, extra=st.lists(lines, max_size=5))
+def test_scanning_never_raises(text: str, extra: list[str]) -> None:
+    for hit in rules.scan(text, extra):
+        assert hit.line
+
+
+@FAST
+@given(
+    texts=st.lists(logs, max_size=4),
+    same=st.booleans(),
+    rerun=st.one_of(st.none(), logs),
+    message=lines,
+)
+def test_classifying_arbitrary_logs_never_raises(
+    texts: list[str], same: bool, rerun: str | None, message: str
+) -> None:
+    evidence = from_logs(texts, same_code=same, rerun_log=rerun, agent_message=message)
+    verdict = classify(evidence)
+    assert verdict.mode
+    assert 0.0 <= verdict.confidence <= 1.0
+    assert verdict.evidence
+
+
+@FAST
+@given(answers=st.lists(st.dictionaries(keys, values, max_size=5), max_size=4))
+def test_arbitrary_custom_answers_never_raise(answers: list[dict[str, Any]]) -> None:
+    found, _ = run_custom([("p", lambda evidence: answers)], Evidence(), min_confidence=0.0)
+    for classification in found:
+        assert 0.0 <= classification.confidence <= 1.0
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    iterations=st.text(max_size=300),
+    summary=st.text(max_size=200),
+    events=st.text(max_size=200),
+    loop_state=st.text(max_size=200),
+)
+def test_classifying_a_garbled_state_dir_never_raises(
+    tmp_path_factory: pytest.TempPathFactory,
+    iterations: str,
+    summary: str,
+    events: str,
+    loop_state: str,
+) -> None:
+    state = tmp_path_factory.mktemp("state")
+    (state / "iterations.jsonl").write_text(iterations, encoding="utf-8")
+    (state / "error-summary.json").write_text(summary, encoding="utf-8")
+    (state / "events.jsonl").write_text(events, encoding="utf-8")
+    (state / "loop-state.md").write_text(loop_state, encoding="utf-8")
+    evidence = from_state_dir(state)
+    assert classify(evidence).mode
+
+
+def test_history_records_with_odd_annotations_are_tolerated() -> None:
+    history = (
+        record(1, annotations={"failure_classifier": "not a mapping"}),
+        record(2, annotations={"failure_classifier": {"rerun": [1, 2]}}),
+    )
+    assert classify(Evidence(iteration=2, history=history)).mode == "code_error"
