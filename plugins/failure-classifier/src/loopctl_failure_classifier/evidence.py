@@ -6,7 +6,9 @@ forgiving: what is missing or unreadable becomes a line in ``Evidence.problems``
 
 from __future__ import annotations
 
+import json
 import re
+from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -49,6 +51,35 @@ def _read_tail(path: Path, limit: int = MAX_LOG_BYTES) -> str:
 
 def _events_tail(state_dir: Path) -> tuple[dict[str, Any], ...]:
     return tuple(st.tail_jsonl(state_dir / st.EVENTS_FILE, EVENTS_TAIL))
+
+
+class EventTail:
+    """The last events of a running loop's events.jsonl, read incrementally: each call parses
+    only the lines appended since the previous one, so the cost does not grow with the run."""
+
+    def __init__(self, path: Path, keep: int = EVENTS_TAIL) -> None:
+        self.path = path
+        self.offset = 0
+        self.events: deque[dict[str, Any]] = deque(maxlen=keep)
+
+    def read(self) -> tuple[dict[str, Any], ...]:
+        with open(self.path, "rb") as stream:
+            size = stream.seek(0, 2)
+            if size < self.offset:  # a new file: start over
+                self.offset = 0
+                self.events.clear()
+            stream.seek(self.offset)
+            chunk = stream.read()
+        end = chunk.rfind(b"\n") + 1  # only whole lines; a line being written waits
+        for raw in chunk[:end].splitlines():
+            try:
+                value = json.loads(raw)
+            except ValueError:
+                continue
+            if isinstance(value, dict):
+                self.events.append(value)
+        self.offset += end
+        return tuple(self.events)
 
 
 def restart_archives(
@@ -112,8 +143,10 @@ def from_loop(
     *,
     rerun: Rerun | None = None,
     environment_changed: bool = False,
+    events: EventTail | None = None,
 ) -> Evidence:
-    """The evidence for the iteration that just ended (``record``, not yet in the history)."""
+    """The evidence for the iteration that just ended (``record``, not yet in the history).
+    ``events`` keeps the event tail between iterations (read from the file otherwise)."""
     history = tuple(loop.history)
     if not history or history[-1] is not record:
         history = (*history, record)
@@ -122,10 +155,10 @@ def from_loop(
     if test_run is None:
         problems.append("no test run for this iteration")
     try:
-        events = _events_tail(loop.state_dir)
-        restarts = restart_archives(loop.state_dir, events) if loop.generation else ()
+        recent = events.read() if events is not None else _events_tail(loop.state_dir)
+        restarts = restart_archives(loop.state_dir, recent) if loop.generation else ()
     except (OSError, ValueError) as exc:
-        events, restarts = (), ()
+        recent, restarts = (), ()
         problems.append(f"events unreadable: {exc}")
     return Evidence(
         iteration=record.iteration,
@@ -140,7 +173,7 @@ def from_loop(
         history=history,
         agent_error_kind=record.agent.error_kind,
         agent_message=(turn.outcome.message if turn is not None else record.agent.message)[:2000],
-        events=events,
+        events=recent,
         restarts=restarts,
         rerun=rerun,
         workdir=loop.workdir,

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from loopctl import state as st
 from loopctl.model import Decision, PromptSection, StopStatus
 from loopctl_failure_classifier import detectors
 from loopctl_failure_classifier.classify import (
@@ -27,7 +28,7 @@ from loopctl_failure_classifier.classify import (
 )
 from loopctl_failure_classifier.config import PLUGIN_NAME, FailureClassifierConfig
 from loopctl_failure_classifier.detectors import ANNOTATION, Notes, Settings
-from loopctl_failure_classifier.evidence import from_loop, ran_installs
+from loopctl_failure_classifier.evidence import EventTail, from_loop, ran_installs
 from loopctl_failure_classifier.model import (
     BUILTIN_MODES,
     BUILTIN_PRIORITY,
@@ -77,6 +78,7 @@ class RunState:
     force_mode: str | None = None
     pending: Pending | None = None
     started: bool = False
+    events: EventTail | None = None
 
 
 _RUNS: weakref.WeakKeyDictionary[Any, RunState] = weakref.WeakKeyDictionary()
@@ -240,7 +242,9 @@ def diagnose(loop: Loop, record: IterationRecord, *, passed: bool) -> None:
     annotation: dict[str, Any] = {"environment_changed": True} if installs else {}
     if installs:
         loop.annotate(ANNOTATION, annotation)
-    evidence = from_loop(loop, record, test_run, environment_changed=installs)
+    if state.events is None:
+        state.events = EventTail(loop.state_dir / st.EVENTS_FILE)
+    evidence = from_loop(loop, record, test_run, environment_changed=installs, events=state.events)
     if passed:
         _diagnose_pass(loop, state, evidence, annotation)
         return
