@@ -17,6 +17,7 @@ of one ``true`` process spawn, the unit the agent and tests spans are made of.
 
 from __future__ import annotations
 
+import os
 import statistics
 import sys
 import tempfile
@@ -67,6 +68,8 @@ def overheads(marks: list[tuple[str, int | None, float]]) -> list[float]:
 
 def measure(iterations: int, test_cmd: str) -> tuple[list[float], list[str]]:
     with tempfile.TemporaryDirectory(prefix="loopctl-bench-") as tmp:
+        # the context-errors plugin's per-user failure memory: a private one for the benchmark
+        os.environ["XDG_DATA_HOME"] = tmp
         project = make_project(Path(tmp) / "project")
         project.write("app.py", "x = 1\n")
         project.commit("app")

@@ -329,3 +329,14 @@ def sandbox(tmp_path: Path) -> Iterator[Sandbox]:
         yield box
     finally:
         box.cleanup()
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _private_failure_memory(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Loops in these tests may load installed plugins; keep the context-errors plugin's
+    per-user failure memory out of the real home (XDG_DATA_HOME survives LOOPCTL_* stripping)."""
+    import os
+
+    home = tmp_path_factory.mktemp("xdg-data")
+    os.environ["XDG_DATA_HOME"] = str(home)
+    os.environ["LOOPCTL_FAILURE_MEMORY"] = str(home / "failures.sqlite3")

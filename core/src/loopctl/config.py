@@ -93,7 +93,15 @@ KeyPath = tuple[Union[str, int], ...]
 
 
 #: Variables loopctl itself sets for agents and test commands: never config, never warned about.
-NON_CONFIG_ENV_VARS = frozenset({"LOOPCTL_ITERATION", "LOOPCTL_SESSION_ID", "LOOPCTL_RUN_ID"})
+NON_CONFIG_ENV_VARS = frozenset(
+    {
+        "LOOPCTL_ITERATION",
+        "LOOPCTL_SESSION_ID",
+        "LOOPCTL_RUN_ID",
+        # read by first-party plugins (the context-errors failure memory's location)
+        "LOOPCTL_FAILURE_MEMORY",
+    }
+)
 
 #: Hard cap on ``limits.max_restarts``: a loop that needs more restarts is not converging.
 MAX_RESTARTS_CAP = 10

@@ -1,0 +1,52 @@
+"""The plugin's settings: ``[plugins.context-errors]`` in loopctl.toml (or pyproject.toml)."""
+
+from __future__ import annotations
+
+import attrs
+
+from loopctl.config import InvalidFields
+
+
+@attrs.define(kw_only=True)
+class ContextErrorsConfig:
+    """Every field has a default, so the section is optional."""
+
+    #: Use the failure memory shared across projects (set false to keep nothing).
+    memory: bool = True
+    #: Where the memory lives; "" means LOOPCTL_FAILURE_MEMORY or the XDG default, "off" turns
+    #: it off. The environment variable, when set, wins over this key.
+    memory_path: str = ""
+    #: Hard limit on one memory query, seconds (the seed's 5 s).
+    memory_timeout_s: float = 5.0
+    #: Stored failures kept at most (the oldest go first, at the end of a run).
+    memory_max_records: int = 200_000
+    #: How many similar past failures a report shows.
+    max_similar: int = 3
+    #: Write context-error-<stage>.md into the state directory.
+    save_reports: bool = True
+    #: Size budget of the "Historical Context" prompt section, characters.
+    prompt_budget_chars: int = 1500
+    #: Priority of that section (the goal is 100, the last test run 70).
+    prompt_priority: int = 60
+    #: The project's name in the memory; "" means the working directory's name.
+    project: str = ""
+    #: The issue the run works on (``#42`` or a URL), shown in reports.
+    issue: str = ""
+
+    def __attrs_post_init__(self) -> None:
+        problems: list[tuple[tuple[str, ...], str]] = []
+        if not 0 < self.memory_timeout_s <= 60:
+            problems.append((("memory_timeout_s",), "must be more than 0 and at most 60"))
+        if self.memory_max_records < 100:
+            problems.append((("memory_max_records",), "must be at least 100"))
+        if not 0 <= self.max_similar <= 10:
+            problems.append((("max_similar",), "must be between 0 and 10"))
+        if self.prompt_budget_chars < 200:
+            problems.append((("prompt_budget_chars",), "must be at least 200"))
+        if not 0 <= self.prompt_priority <= 100:
+            problems.append((("prompt_priority",), "must be between 0 and 100"))
+        if problems:
+            raise InvalidFields(problems)
+
+
+__all__ = ["ContextErrorsConfig"]

@@ -1,0 +1,491 @@
+"""What the plugin does inside a loop; :mod:`loopctl_context_errors.plugin` calls in here.
+
+On a failed iteration: judge the suggestions made after the previous failure (did the tests
+they were about pass?), categorize the failure, ask the failure memory for similar ones, write
+``context-error-<stage>.md``, store the failure, record the new suggestions, and keep a small
+summary for the next prompt's "Historical Context" section. On a passing iteration: resolve
+what is outstanding and teach the memory what fixed it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import time
+import uuid
+from functools import partial
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from loopctl_context_errors import events
+from loopctl_context_errors.categories import Categorization, Rule, RuleSet, categorize
+from loopctl_context_errors.config import ContextErrorsConfig
+from loopctl_context_errors.ledger import Ledger, SuggestionSet, judge
+from loopctl_context_errors.memory import (
+    BACKGROUND,
+    FailureMemory,
+    QueryOutcome,
+    resolve_memory_path,
+    signature_of,
+)
+from loopctl_context_errors.redact import redact
+from loopctl_context_errors.report import ErrorReport, build_report, render_markdown
+
+if TYPE_CHECKING:
+    from loopctl.engine import Loop, LoopOutcome
+    from loopctl.model import IterationRecord, PromptSection
+
+NAME = "context-errors"
+RUN_ID_KEY = "context_errors.run_id"
+LAST_KEY = "context_errors.last"
+OUTSTANDING_KEY = "context_errors.outstanding"
+PROMPT_TITLE = "Historical Context"
+
+_STAGE_CHARS = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def sanitize_stage(stage: str) -> str:
+    """A stage name safe as part of a file name: ``context-error-<this>.md``."""
+    cleaned = _STAGE_CHARS.sub("-", str(stage)).strip(".-_")[:64]
+    return cleaned or "stage"
+
+
+def report_path(state_dir: Path, stage: str) -> Path:
+    return Path(state_dir) / f"context-error-{sanitize_stage(stage)}.md"
+
+
+def settings(loop: Loop) -> ContextErrorsConfig:
+    try:
+        config = loop.plugin_config(NAME)
+    except KeyError:  # registered without its config hook (a test harness): the defaults
+        return ContextErrorsConfig()
+    return config if isinstance(config, ContextErrorsConfig) else ContextErrorsConfig()
+
+
+def run_id(loop: Loop) -> str:
+    """This run's id in the memory (kept in loop-state.md, so a resume keeps it)."""
+    value = loop.get_value(RUN_ID_KEY)
+    if not isinstance(value, str) or not value:
+        value = uuid.uuid4().hex[:16]
+        loop.set_value(RUN_ID_KEY, value)
+    return value
+
+
+def memory_for(config: ContextErrorsConfig) -> FailureMemory | None:
+    if not config.memory:
+        return None
+    path = resolve_memory_path(config.memory_path)
+    return None if path is None else FailureMemory(path, timeout_s=config.memory_timeout_s)
+
+
+def rules_for(loop: Loop) -> RuleSet:
+    """The built-in rules plus those other plugins return from ``context_errors_rules``."""
+    hook = getattr(loop.hook, "context_errors_rules", None)
+    extra: list[Rule] = []
+    if hook is not None:
+        taken: set[str] = set()
+        from loopctl_context_errors.categories import BUILTIN_RULES
+
+        taken.update(rule.name for rule in BUILTIN_RULES)
+        for result in hook() or []:
+            for rule in result if isinstance(result, (list, tuple)) else [result]:
+                if isinstance(rule, Rule) and rule.name not in taken:
+                    taken.add(rule.name)
+                    extra.append(rule)
+    return RuleSet.with_extra(extra) if extra else RuleSet.with_extra([])
+
+
+def _project(loop: Loop, config: ContextErrorsConfig) -> str:
+    return config.project or Path(loop.workdir).name
+
+
+def _changed_since(loop: Loop, iteration: int | None, record: IterationRecord) -> list[str]:
+    files: dict[str, None] = {}
+    for past in loop.history:
+        if iteration is None or past.iteration > iteration:
+            files.update(dict.fromkeys(past.changed_files))
+    files.update(dict.fromkeys(record.changed_files))
+    return list(files)[:50]
+
+
+def _outstanding(loop: Loop) -> list[SuggestionSet]:
+    """The suggestion sets not judged yet, kept in loop-state.md (so a resume keeps them and
+    judging never has to read the growing ledger)."""
+    value = loop.get_value(OUTSTANDING_KEY)
+    if not isinstance(value, list):
+        return []
+    sets = []
+    for item in value:
+        if isinstance(item, dict) and item.get("id"):
+            sets.append(
+                SuggestionSet(
+                    id=str(item["id"]),
+                    iteration=item.get("iteration"),
+                    stage=str(item.get("stage", "")),
+                    category=str(item.get("category", "")),
+                    rule=str(item.get("rule", "")),
+                    actions=[a for a in item.get("actions") or [] if isinstance(a, dict)],
+                    failing_tests=[str(t) for t in item.get("failing_tests") or []],
+                    failure_id=item.get("failure_id"),
+                    signature=str(item.get("signature") or ""),
+                )
+            )
+    return sets
+
+
+def _judge(
+    loop: Loop,
+    record: IterationRecord,
+    memory: FailureMemory | None,
+    *,
+    tests_passed: bool,
+) -> None:
+    """Resolve every outstanding suggestion set against this iteration's test run."""
+    pending = _outstanding(loop)
+    if not pending:
+        return
+    ledger = _ledger(loop)
+    for entry in pending:
+        verdict = judge(entry, tests_passed=tests_passed, failing_now=list(record.failing_tests))
+        ledger.mark_resolved(entry.id, verdict, iteration=loop.iteration)
+        loop.emit(
+            events.SUGGESTION_RESOLVED,
+            suggestion_id=entry.id,
+            resolved=True,
+            effective=verdict.effective,
+            reason=verdict.reason,
+            stage=entry.stage,
+            category=entry.category,
+            suggested_at_iteration=entry.iteration,
+            passed_tests=[redact(t)[:500] for t in verdict.passed_tests][:20],
+            still_failing=[redact(t)[:500] for t in verdict.still_failing][:20],
+        )
+        if memory is None:
+            continue
+        BACKGROUND.submit(
+            partial(memory.record_suggestion_outcome, entry.keys, effective=verdict.effective)
+        )
+        if verdict.effective and entry.signature:
+            own = [a for a in entry.actions if a.get("source") != "memory"] or entry.actions
+            first = own[0].get("text", "") if own else ""
+            files = _changed_since(loop, entry.iteration, record)
+            took = (loop.iteration - entry.iteration) if entry.iteration else None
+            summary = (
+                f"resolved at iteration {loop.iteration}"
+                + (f", {took} iteration(s) after it was reported" if took else "")
+                + f" ({verdict.reason})"
+            )
+            BACKGROUND.submit(
+                partial(
+                    memory.record_fix_for,
+                    entry.signature,
+                    run_id(loop),
+                    files=files,
+                    suggestion=first,
+                    summary=summary,
+                )
+            )
+    loop.set_value(OUTSTANDING_KEY, [])
+
+
+#: Each running loop's ledger, kept open between appends (closed when the loop ends).
+_LEDGERS: dict[str, Ledger] = {}
+
+
+def _ledger(loop: Loop) -> Ledger:
+    key = str(loop.state_dir)
+    ledger = _LEDGERS.get(key)
+    if ledger is None:
+        ledger = _LEDGERS[key] = Ledger(loop.state_dir, keep_open=True)
+    return ledger
+
+
+#: Lines of the test output the in-loop report carries (the whole log is in logs/ anyway).
+REPORT_EXCERPT_LINES = 80
+#: Similar-failure answers already fetched in this process, by (run, signature).
+_SIMILAR: dict[tuple[str, str], QueryOutcome] = {}
+
+
+def _similar(
+    memory: FailureMemory | None, found: Categorization, rid: str, limit: int
+) -> QueryOutcome:
+    """The memory's answer for this failure; a failure repeated within the run reuses it."""
+    if memory is None:
+        return QueryOutcome(status="disabled")
+    signature, _ = signature_of(found.decisive_lines)
+    key = (rid, signature)
+    cached = _SIMILAR.get(key)
+    if cached is not None and signature:
+        return cached
+    outcome = memory.query_similar(
+        found.decisive_lines, limit=limit, category=found.category.value, exclude_run=rid
+    )
+    if outcome.status in ("ok", "missing"):
+        if len(_SIMILAR) > 256:
+            _SIMILAR.clear()
+        _SIMILAR[key] = outcome
+    return outcome
+
+
+def _write_report(path: Path, text: str) -> bool:
+    """Replace the report file atomically. No fsync: it is rewritten on every failure, and a
+    power cut at worst leaves the previous report."""
+    temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        temp.write_text(text, encoding="utf-8")
+        os.replace(temp, path)
+    except OSError:
+        with contextlib.suppress(OSError):
+            temp.unlink()
+        return False
+    return True
+
+
+def _failure_input(loop: Loop) -> tuple[str, str, list[str] | None, list[str], str | None]:
+    """(stage, text, decisive lines, failing tests, runner) of what failed this iteration."""
+    test_run = loop.last_test_run
+    if test_run is not None and not test_run.passed:
+        return (
+            "tests",
+            test_run.output,
+            list(test_run.error_lines) or None,
+            list(test_run.failing_tests),
+            test_run.runner,
+        )
+    turn = loop.last_turn
+    if turn is None:
+        return "agent", "", None, [], None
+    text = "\n".join(
+        part for part in (turn.outcome.message, turn.stderr_tail, turn.final_text[-2000:]) if part
+    )
+    return "agent", text, None, [], None
+
+
+def handle_failure(loop: Loop, record: IterationRecord) -> ErrorReport:
+    started = time.perf_counter()
+    config = settings(loop)
+    memory = memory_for(config)
+    rid = run_id(loop)
+    _judge(loop, record, memory, tests_passed=record.tests_passed)
+
+    stage, text, decisive, failing, runner = _failure_input(loop)
+    found: Categorization = categorize(
+        text, decisive_lines=decisive, rules=rules_for(loop), runner=runner
+    )
+    signature, _ = signature_of(found.decisive_lines)
+    report = build_report(
+        text,
+        stage=stage,
+        iteration=loop.iteration,
+        goal=loop.original_goal,
+        issue=config.issue,
+        failing_tests=failing,
+        memory=memory,
+        max_similar=config.max_similar,
+        exclude_run=rid,
+        categorization=found,
+        similar=_similar(memory, found, rid, config.max_similar),
+        excerpt_lines=REPORT_EXCERPT_LINES,
+    )
+    path: Path | None = None
+    if config.save_reports:  # written off the loop's path; flushed when the loop ends
+        path = report_path(loop.state_dir, stage)
+        BACKGROUND.submit(partial(_write_report, path, render_markdown(report)))
+    if memory is not None and signature:
+        decisive_lines, category, rule = found.decisive_lines, found.category.value, found.rule_name
+        project, project_path = _project(loop, config), str(loop.workdir)
+        BACKGROUND.submit(
+            partial(
+                memory.record_failure,
+                decisive=decisive_lines,
+                category=category,
+                rule=rule,
+                stage=stage,
+                project=project,
+                project_path=project_path,
+                run_id=rid,
+            )
+        )
+    loop.emit(
+        events.CONTEXT_GENERATED,
+        stage=report.stage[:100],
+        category=report.category.value,
+        rule=report.rule,
+        signature=report.signature,
+        runner=report.runner[:50],
+        decisive_lines=[line[:500] for line in report.decisive_lines[:8]],
+        failing=len(failing),
+        similar_count=len(report.similar),
+        fixed_similar_count=sum(1 for s in report.similar if s.record.fixed),
+        actions_count=len(report.suggestions),
+        memory_status=report.memory_status,
+        memory_ms=report.memory_ms,
+        report_path=str(path) if path is not None else None,
+        duration_ms=round((time.perf_counter() - started) * 1000, 3),
+    )
+    suggestion_id = f"{rid[:8]}-{loop.iteration:04d}-{sanitize_stage(stage)}"
+    actions = [s.to_json() for s in report.suggestions]
+    entry = _ledger(loop).record_suggestion(
+        suggestion_id,
+        category=report.category.value,
+        stage=report.stage,
+        actions=actions,
+        iteration=loop.iteration,
+        rule=report.rule,
+        failing_tests=failing,
+        signature=signature,
+    )
+    loop.set_value(
+        OUTSTANDING_KEY,
+        [
+            {
+                "id": entry.id,
+                "iteration": entry.iteration,
+                "stage": entry.stage,
+                "category": entry.category,
+                "rule": entry.rule,
+                "actions": entry.actions,
+                "failing_tests": entry.failing_tests,
+                "signature": entry.signature,
+            }
+        ],
+    )
+    loop.emit(
+        events.SUGGESTION_RECORDED,
+        suggestion_id=suggestion_id,
+        stage=report.stage[:100],
+        category=report.category.value,
+        rule=report.rule,
+        actions=[s.text[:1000] for s in report.suggestions],
+        action_keys=[s.key[:200] for s in report.suggestions],
+        failing_tests=[t[:500] for t in report.failing_tests[:20]],
+        signature=signature,
+    )
+    loop.annotate(
+        "context_errors",
+        {
+            "category": report.category.value,
+            "rule": report.rule,
+            "signature": report.signature,
+            "suggestion_id": suggestion_id,
+        },
+    )
+    loop.set_value(LAST_KEY, _prompt_summary(report, suggestion_id, path))
+    return report
+
+
+def _prompt_summary(report: ErrorReport, suggestion_id: str, path: Path | None) -> dict[str, Any]:
+    similar = []
+    for item in report.similar:
+        record = item.record
+        head = record.decisive[-1] if record.decisive else ""
+        fix = (
+            f"fixed by changing {', '.join(record.fix_files[:4]) or 'the code'}"
+            + (f" after: {record.fix_suggestion}" if record.fix_suggestion else "")
+            if record.fixed
+            else "not fixed yet"
+        )
+        where = f" in {record.project}" if record.project else ""
+        similar.append(redact(f"{item.match}{where}: {head[:160]} — {fix}")[:400])
+    return {
+        "iteration": report.iteration,
+        "stage": report.stage,
+        "category": report.category.value,
+        "rule": report.rule,
+        "matched_line": report.matched_line[:300],
+        "similar": similar,
+        "actions": [s.text for s in report.suggestions],
+        "suggestion_id": suggestion_id,
+        "report_path": str(path) if path is not None else "",
+    }
+
+
+def historical_context(loop: Loop) -> PromptSection | None:
+    """The "Historical Context" section, on iterations after a failure, within its budget."""
+    last = loop.get_value(LAST_KEY)
+    if not isinstance(last, dict) or not last.get("category"):
+        return None
+    from loopctl.model import PromptSection
+
+    config = settings(loop)
+    lines = [
+        f"The last failure ({last.get('stage', 'tests')}, iteration {last.get('iteration')}) "
+        f"was categorized {last['category']} by rule {last.get('rule', 'none')}.",
+    ]
+    if last.get("matched_line"):
+        lines.append(f"Decisive line: {last['matched_line']}")
+    if last.get("similar"):
+        lines += ["", "Similar past failures and their fixes:"]
+        lines += [f"- {text}" for text in last["similar"]]
+    if last.get("actions"):
+        lines += ["", "Suggested actions:"]
+        lines += [f"{i}. {text}" for i, text in enumerate(last["actions"], 1)]
+    if last.get("report_path"):
+        lines += ["", f"Full report: {last['report_path']}"]
+    body = _fit(lines, config.prompt_budget_chars)
+    return PromptSection(PROMPT_TITLE, redact(body), priority=config.prompt_priority, source=NAME)
+
+
+def _fit(lines: list[str], budget: int) -> str:
+    """Whole lines, in order, within ``budget`` characters (a long line is cut with …)."""
+    kept: list[str] = []
+    used = 0
+    for line in lines:
+        room = budget - used - 1
+        if room <= 0:
+            break
+        if len(line) > room:
+            if room > 40:
+                kept.append(line[: room - 1] + "…")
+            break
+        kept.append(line)
+        used += len(line) + 1
+    return "\n".join(kept).strip()
+
+
+def handle_success(loop: Loop, record: IterationRecord) -> None:
+    config = settings(loop)
+    _judge(loop, record, memory_for(config), tests_passed=True)
+    loop.set_value(LAST_KEY, None)
+
+
+def handle_loop_end(loop: Loop, outcome: LoopOutcome) -> None:
+    config = settings(loop)
+    BACKGROUND.flush(config.memory_timeout_s)  # the last report and memory writes land first
+    ledger = _LEDGERS.pop(str(loop.state_dir), None)
+    if ledger is not None:
+        ledger.close()
+    entries = Ledger(loop.state_dir).entries()
+    if entries:
+        by_category: dict[str, int] = {}
+        for entry in entries:
+            by_category[entry.category] = by_category.get(entry.category, 0) + 1
+        judged = [e for e in entries if e.resolved]
+        effective = sum(1 for e in judged if e.effective)
+        lines = [
+            f"Failures reported: {len(entries)} ("
+            + ", ".join(f"{k} {v}" for k, v in sorted(by_category.items()))
+            + ")",
+            f"Suggestion sets judged: {len(judged)}, effective: {effective}"
+            f"{'' if len(judged) == len(entries) else f', outstanding: {len(entries) - len(judged)}'}",
+            f"Latest report: {report_path(loop.state_dir, entries[-1].stage).name}",
+        ]
+        loop.add_report_section("Context Errors", "\n".join(lines), source=NAME)
+    memory = memory_for(config)
+    if memory is not None:
+        memory.enforce_cap(config.memory_max_records)
+    for key in [key for key in _SIMILAR if key[0] == loop.get_value(RUN_ID_KEY)]:
+        _SIMILAR.pop(key, None)
+
+
+__all__ = [
+    "handle_failure",
+    "handle_loop_end",
+    "handle_success",
+    "historical_context",
+    "report_path",
+    "rules_for",
+    "run_id",
+    "sanitize_stage",
+]

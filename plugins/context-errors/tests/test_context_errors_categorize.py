@@ -1,0 +1,235 @@
+"""The categorizer: precedence, decisive lines, plugin rules, robustness."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from context_errors_testkit import corpus_cases, corpus_text
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from loopctl_context_errors.categories import (
+    BUILTIN_RULES,
+    CATEGORY_MEANING,
+    DEFAULT_RULES,
+    LINE_CHARS,
+    Category,
+    Rule,
+    RuleSet,
+    Tier,
+    categorize,
+)
+
+PYTEST_OUTPUT = """\
+============================= test session starts ==============================
+collected 2 items
+
+test_calc.py F.                                                          [100%]
+
+=================================== FAILURES ===================================
+___________________________________ test_add ___________________________________
+
+    def test_add():
+>       assert add(2, 3) == 5
+E       assert -1 == 5
+E        +  where -1 = add(2, 3)
+
+test_calc.py:4: AssertionError
+=========================== short test summary info ============================
+FAILED test_calc.py::test_add - assert -1 == 5
+========================= 1 failed, 1 passed in 0.03s ==========================
+"""
+
+
+def test_every_real_category_has_rules_and_a_meaning() -> None:
+    covered = {rule.category for rule in BUILTIN_RULES}
+    assert covered >= set(Category) - {Category.UNKNOWN}
+    assert set(CATEGORY_MEANING) == set(Category)
+
+
+def test_builtin_rules_are_in_tier_order_with_unique_names() -> None:
+    tiers = [int(rule.tier) for rule in BUILTIN_RULES]
+    assert tiers == sorted(tiers)
+    names = [rule.name for rule in BUILTIN_RULES]
+    assert len(names) == len(set(names))
+    assert all(rule.description for rule in BUILTIN_RULES)
+
+
+def test_pytest_assertion_names_rule_and_decisive_lines() -> None:
+    found = categorize(PYTEST_OUTPUT)
+    assert found.category is Category.ASSERTION_FAILURE
+    assert found.rule_name == "assertion.pytest"
+    assert found.matched_line == "E       assert -1 == 5"
+    assert "E        +  where -1 = add(2, 3)" in found.decisive_lines
+    assert found.source == "decisive"
+    assert found.runner == "pytest"
+
+
+def test_overriding_rule_beats_an_earlier_cause() -> None:
+    text = (
+        "Traceback (most recent call last):\n"
+        '  File "a.py", line 1, in <module>\n'
+        "FileNotFoundError: [Errno 2] No such file or directory: 'x'\n"
+        "later: MemoryError\n"
+    )
+    found = categorize(text)
+    assert found.category is Category.MEMORY_ERROR
+    assert found.rule_name == "memory.out-of-memory"
+
+
+def test_cause_tier_beats_an_earlier_symptom() -> None:
+    # mypy reports the knock-on type complaint first; the missing attribute is the cause.
+    lines = [
+        'app.py:4: error: Returning Any from function declared to return "str"  [no-any-return]',
+        'app.py:4: error: Module has no attribute "get_home"  [attr-defined]',
+    ]
+    found = categorize("\n".join(lines))
+    assert found.category is Category.FUNCTION_ERROR
+    assert found.rule_name == "mypy.missing-name"
+    assert found.matched_line == lines[1]
+
+
+def test_earliest_line_wins_within_a_tier() -> None:
+    text = "ModuleNotFoundError: No module named 'yaml'\nPermissionError: [Errno 13] denied\n"
+    found = categorize(text, decisive_lines=text.splitlines())
+    assert found.category is Category.RESOURCE_ERROR
+    found = categorize(text, decisive_lines=list(reversed(text.splitlines())))
+    assert found.category is Category.FILE_ACCESS
+
+
+def test_on_one_line_the_first_rule_in_order_wins() -> None:
+    found = categorize("TypeError: fetch failed")
+    assert (found.category, found.rule_name) == (Category.NETWORK_ERROR, "network.fetch-failed")
+    found = categorize("AttributeError: 'NoneType' object has no attribute 'group'")
+    assert (found.category, found.rule_name) == (Category.TYPE_ERROR, "type.null-dereference")
+
+
+def test_decisive_lines_outrank_the_rest_of_the_output() -> None:
+    text = "INFO retrying after Connection refused\nAssertionError: 1 != 2\n"
+    found = categorize(text, decisive_lines=["AssertionError: 1 != 2"])
+    assert found.category is Category.ASSERTION_FAILURE
+    assert found.source == "decisive"
+    # without decisive lines, the cause in the output is found
+    found = categorize(text, decisive_lines=[])
+    assert found.category is Category.NETWORK_ERROR
+    assert found.source == "output"
+
+
+def test_the_cause_of_a_wrapped_error_is_decisive() -> None:
+    text = (
+        "AbortError: The operation was aborted\n    at x (y.js:1:1) {\n  code: 'ABORT_ERR',\n"
+        "  [cause]: DOMException [TimeoutError]: The operation was aborted due to timeout\n}\n"
+    )
+    found = categorize(text)
+    assert found.category is Category.TIMEOUT
+    assert found.matched_line.startswith("[cause]:")
+
+
+def test_loopctl_test_command_timeout_overrides() -> None:
+    decisive = ["loopctl: the test command timed out after 5 s", "E   assert 1 == 2"]
+    found = categorize("", decisive_lines=decisive)
+    assert found.category is Category.TIMEOUT
+    assert found.rule_name == "loopctl.test-command-timeout"
+
+
+def test_weak_uncategorized_exception_is_unknown_and_named() -> None:
+    found = categorize(
+        "Traceback (most recent call last):\n  File \"a.py\", line 2\nKeyError: 'pear'\n"
+    )
+    assert found.category is Category.UNKNOWN
+    assert found.rule_name == "exception.uncategorized"
+    assert found.matched_line == "KeyError: 'pear'"
+
+
+def test_nothing_recognisable_gives_unknown_with_the_last_lines() -> None:
+    found = categorize("building\nchecking release\nversion tag missing\n")
+    assert found.category is Category.UNKNOWN
+    assert found.rule is None
+    assert found.rule_name == "none"
+    assert found.decisive_lines[-1] == "version tag missing"
+
+
+def test_ansi_colour_codes_are_ignored() -> None:
+    found = categorize("\x1b[31mE       \x1b[1mAssertionError\x1b[0m: boom\n")
+    assert found.category is Category.ASSERTION_FAILURE
+    assert "\x1b" not in found.matched_line
+
+
+def test_plugin_rules_run_before_builtins_of_their_tier() -> None:
+    lock = Rule(
+        "terraform.state-lock",
+        "RESOURCE_ERROR",
+        r"Error acquiring the state lock",
+        needles=("state lock",),
+        tier=1,
+        description="another run holds the state lock",
+    )
+    rules = RuleSet.with_extra([lock])
+    found = categorize("Error: Error acquiring the state lock\nTimeoutError: x\n", rules=rules)
+    assert found.rule_name == "terraform.state-lock"
+    assert found.category is Category.RESOURCE_ERROR
+    assert rules.rules.index(lock) < [r.name for r in rules.rules].index("timeout.timed-out")
+    # the default rules are untouched
+    assert categorize("Error acquiring the state lock").rule_name != "terraform.state-lock"
+
+
+def test_rule_validation_names_the_problem() -> None:
+    with pytest.raises(ValueError, match="lowercase"):
+        Rule("x", "UNKNOWN", "X", needles=("Upper",))
+    with pytest.raises(ValueError, match="unique"):
+        RuleSet([BUILTIN_RULES[0], BUILTIN_RULES[0]])
+    with pytest.raises(ValueError):
+        Rule("x", "NOT_A_CATEGORY", "x", needles=("x",))
+
+
+def test_needles_only_save_time_on_the_whole_corpus() -> None:
+    """Every rule tried on every line gives the same answers as the needle-filtered scan."""
+    exhaustive = RuleSet(BUILTIN_RULES, use_needles=False)
+    for case in corpus_cases():
+        text = corpus_text(case)
+        fast, slow = categorize(text), categorize(text, rules=exhaustive)
+        assert (fast.category, fast.rule_name) == (slow.category, slow.rule_name), case["id"]
+
+
+def test_combined_prefilter_matches_per_rule_search() -> None:
+    for tier in Tier:
+        combined = DEFAULT_RULES.combined[tier]
+        assert combined is not None
+        for case in corpus_cases()[:80]:
+            for line in corpus_text(case).splitlines()[:60]:
+                any_rule = any(p.search(line) for _, p in DEFAULT_RULES.by_tier[tier])
+                assert bool(combined.search(line)) == any_rule
+
+
+def test_a_huge_single_line_is_cheap() -> None:
+    text = "x" * 5_000_000 + " TypeError: bad\n"
+    started = time.perf_counter()
+    found = categorize(text)
+    assert time.perf_counter() - started < 2.0
+    assert found.category in set(Category)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.text(max_size=3000),
+    st.one_of(st.none(), st.lists(st.text(max_size=200), max_size=10)),
+)
+def test_categorize_never_raises_and_bounds_its_evidence(
+    text: str, decisive: list[str] | None
+) -> None:
+    found = categorize(text, decisive_lines=decisive)
+    assert isinstance(found.category, Category)
+    assert len(found.decisive_lines) <= 8
+    assert all(len(line) <= LINE_CHARS for line in found.decisive_lines)
+    assert len(found.matched_line) <= LINE_CHARS
+    assert (found.rule is None) == (found.rule_name == "none")
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.sampled_from(corpus_cases()), st.text(alphabet="abc \n", max_size=500))
+def test_noise_before_a_real_failure_does_not_change_its_category(
+    case: dict[str, str], noise: str
+) -> None:
+    text = corpus_text(case)
+    assert categorize(noise + "\n" + text).category == categorize(text).category

@@ -1,0 +1,135 @@
+"""`loopctl errors …` and `loopctl memory …`, run as real subprocesses."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from loopctl_context_errors.categories import categorize
+from loopctl_context_errors.memory import FailureMemory
+
+LOG = (
+    "Traceback (most recent call last):\n"
+    '  File "/app/main.py", line 3, in <module>\n'
+    "ModuleNotFoundError: No module named 'yaml_tools'\n"
+)
+
+
+def loopctl(*args: str, cwd: Path, stdin: str = "") -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k != "LOOPCTL_PLUGINS"}
+    env["NO_COLOR"] = "1"
+    env["LOOPCTL_PLUGINS"] = "context-errors"  # allow-list: other installed plugins stay out
+    return subprocess.run(
+        [sys.executable, "-m", "loopctl", *args],
+        cwd=cwd, input=stdin, capture_output=True, text=True, env=env, timeout=60,
+    )  # fmt: skip
+
+
+@pytest.fixture
+def log_file(tmp_path: Path) -> Path:
+    path = tmp_path / "build.log"
+    path.write_text(LOG, encoding="utf-8")
+    return path
+
+
+def test_report_json(tmp_path: Path, log_file: Path, private_memory: Path) -> None:
+    done = loopctl("errors", "report", str(log_file), "--format", "json", "--stage", "ci",
+                   cwd=tmp_path)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    assert data["category"] == "RESOURCE_ERROR"
+    assert data["rule"] == "resource.missing-python-module"
+    assert data["decisive_lines"][-1] == "ModuleNotFoundError: No module named 'yaml_tools'"
+    assert data["stage"] == "ci"
+    assert 2 <= len(data["suggested_actions"]) <= 4
+    assert data["similar_failures"] == []
+    assert data["memory"]["status"] == "missing"
+    assert not private_memory.exists()  # reporting reads the memory, never creates it
+
+
+def test_report_terminal_and_github_from_stdin(tmp_path: Path) -> None:
+    done = loopctl("errors", "report", "-", cwd=tmp_path, stdin=LOG)
+    assert done.returncode == 0, done.stderr
+    assert "== What Failed ==" in done.stdout
+    assert "RESOURCE_ERROR" in done.stdout
+    done = loopctl("errors", "report", "--format", "github", cwd=tmp_path, stdin=LOG)
+    assert done.returncode == 0
+    assert "<details>" in done.stdout
+    assert "#### Suggested Actions" in done.stdout
+
+
+def test_user_errors_are_one_line_and_exit_2(tmp_path: Path) -> None:
+    done = loopctl("errors", "report", str(tmp_path / "nope.log"), cwd=tmp_path)
+    assert done.returncode == 2
+    assert done.stderr.startswith("loopctl: error: ")
+    assert "no such file" in done.stderr
+    done = loopctl("errors", "report", "-", "--format", "xml", cwd=tmp_path, stdin=LOG)
+    assert done.returncode == 2
+    assert "--format" in done.stderr
+    done = loopctl("memory", "prune", cwd=tmp_path)
+    assert done.returncode == 2
+    assert "--older-than" in done.stderr
+
+
+def test_similar_stats_search_prune(tmp_path: Path, log_file: Path, private_memory: Path) -> None:
+    memory = FailureMemory(private_memory)
+    found = categorize(LOG)
+    failure = memory.record_failure(
+        decisive=found.decisive_lines, category=found.category.value, project="demo"
+    )
+    assert failure is not None
+    memory.record_fix(failure, files=["requirements.txt"], suggestion="install it")
+
+    done = loopctl("errors", "similar", str(log_file), "--json", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    assert data["similar_failures"][0]["fix_files"] == ["requirements.txt"]
+    assert data["similar_failures"][0]["match"] == "exact"
+
+    done = loopctl("errors", "report", str(log_file), "--format", "json", cwd=tmp_path)
+    assert json.loads(done.stdout)["suggested_actions"][0]["source"] == "memory"
+
+    done = loopctl("memory", "stats", "--json", cwd=tmp_path)
+    stats = json.loads(done.stdout)
+    assert stats["failures"] == 1
+    assert stats["fixed"] == 1
+    assert stats["path"] == str(private_memory)
+    done = loopctl("memory", "stats", cwd=tmp_path)
+    assert "failures: 1" in done.stdout
+
+    done = loopctl("memory", "search", "No", "module", "named", "yaml_tools", "--json",
+                   cwd=tmp_path)  # fmt: skip
+    assert json.loads(done.stdout)["results"][0]["project"] == "demo"
+
+    done = loopctl("memory", "prune", "--keep", "0", "--dry-run", "--json", cwd=tmp_path)
+    assert json.loads(done.stdout) == {
+        "path": str(private_memory), "deleted": 0, "matched": 1, "dry_run": True,
+    }  # fmt: skip
+    done = loopctl("memory", "prune", "--keep", "0", cwd=tmp_path)
+    assert "deleted 1" in done.stdout
+    assert FailureMemory(private_memory).stats()["failures"] == 0
+
+
+def test_memory_flag_and_off(tmp_path: Path, log_file: Path) -> None:
+    other = tmp_path / "other.sqlite3"
+    FailureMemory(other).record_failure(decisive=["ValueError: x_1"], category="UNKNOWN")
+    done = loopctl("memory", "stats", "--json", "--memory", str(other), cwd=tmp_path)
+    assert json.loads(done.stdout)["failures"] == 1
+    done = loopctl("memory", "stats", "--memory", "off", cwd=tmp_path)
+    assert done.returncode == 2
+    assert "off" in done.stderr
+
+
+def test_rules_lists_the_precedence(tmp_path: Path) -> None:
+    done = loopctl("errors", "rules", "--json", cwd=tmp_path)
+    rules = json.loads(done.stdout)
+    assert rules[0]["tier_name"] == "override"
+    assert [r["precedence"] for r in rules] == list(range(1, len(rules) + 1))
+    assert {"name": "file.not-found", "category": "FILE_ACCESS"}.items() <= next(
+        r for r in rules if r["name"] == "file.not-found"
+    ).items()

@@ -1,0 +1,91 @@
+"""Accuracy on the labelled corpus of real tool output (targets: >= 90 %, UNKNOWN <= 5 %)."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+from context_errors_testkit import CORPUS, DOCS_PAGE, PLUGIN_ROOT, corpus_cases, corpus_manifest
+
+from loopctl_context_errors.categories import Category
+
+CATEGORY_NAMES = {c.value for c in Category}
+
+
+def _accuracy_script() -> ModuleType:
+    path = PLUGIN_ROOT / "scripts" / "accuracy.py"
+    spec = importlib.util.spec_from_file_location("context_errors_accuracy", path)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def scores() -> tuple[object, object]:
+    dev, holdout = _accuracy_script().evaluate()
+    return dev, holdout
+
+
+def test_corpus_is_real_generated_output_with_provenance() -> None:
+    manifest = corpus_manifest()
+    assert manifest["generated_by"] == "tests/corpus/generate.py"
+    assert {"python", "node", "cargo", "javac", "jest", "tsc"} <= set(manifest["tools"])
+    cases = corpus_cases()
+    assert len(cases) >= 200
+    tools = {case["tool"] for case in cases}
+    assert {"python", "pytest", "unittest", "mypy", "ruff", "node", "node-test", "jest", "tsc",
+            "npm", "cargo", "rustc", "java", "shell"} <= tools  # fmt: skip
+    for case in cases:
+        assert case["label"] in CATEGORY_NAMES, case["id"]
+        assert case["command"], case["id"]
+        assert case["exit_code"] != 0, f"{case['id']} did not fail"
+        assert (CORPUS / case["file"]).is_file(), case["id"]
+    # every category occurs, and the holdout covers most of them
+    assert {case["label"] for case in cases} == CATEGORY_NAMES
+    holdout = {case["label"] for case in cases if case["id"].startswith("h-")}
+    assert len(holdout) >= 9
+
+
+def test_accuracy_and_unknown_rate_meet_the_targets(scores: tuple) -> None:  # type: ignore[type-arg]
+    dev, holdout = scores
+    for part in (dev, holdout):
+        assert part.total > 50
+        assert part.accuracy >= 0.90, (part.name, part.misses())
+        assert part.unknown_rate <= 0.05, (part.name, part.misses())
+
+
+def test_confusion_matrix_accounts_for_every_case(scores: tuple) -> None:  # type: ignore[type-arg]
+    dev, _ = scores
+    matrix = dev.confusion()
+    assert sum(sum(row.values()) for row in matrix.values()) == dev.total
+    assert sum(matrix[c][c] for c in matrix) == dev.correct
+
+
+def test_docs_page_shows_the_current_numbers(scores: tuple) -> None:  # type: ignore[type-arg]
+    if not DOCS_PAGE.exists():
+        pytest.skip("the docs page is not part of this checkout")
+    script = _accuracy_script()
+    block = script.render_block(*scores)
+    assert script.docs_block(DOCS_PAGE) == block, (
+        "docs/plugins/context-errors.md is stale: run plugins/context-errors/scripts/accuracy.py"
+    )
+
+
+def test_generator_defines_every_case_in_the_manifest() -> None:
+    text = (CORPUS / "generate.py").read_text(encoding="utf-8")
+    for case in corpus_cases():
+        assert f'"{case["id"]}"' in text, case["id"]
+
+
+def test_case_logs_are_not_empty_where_tools_speak() -> None:
+    silent = {"sh-unknown-grep"}  # grep -q says nothing by design
+    for case in corpus_cases():
+        if case["id"] in silent:
+            continue
+        assert Path(CORPUS / case["file"]).read_text(encoding="utf-8").strip(), case["id"]

@@ -1,0 +1,66 @@
+"""suggestions.jsonl: append-only records, and the effectiveness verdict."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from loopctl_context_errors.ledger import Ledger, SuggestionSet, judge
+
+ACTIONS = [
+    {"text": "check the path", "source": "category", "key": "category:FILE_ACCESS:check-path"},
+    {"text": "re-run", "source": "stage", "key": "stage:tests"},
+]
+
+
+def _set(tests: list[str]) -> SuggestionSet:
+    return SuggestionSet("s1", 1, "tests", "FILE_ACCESS", "file.not-found", ACTIONS, tests)
+
+
+def test_effective_only_when_its_failing_tests_pass() -> None:
+    about = ["t.py::a", "t.py::b"]
+    assert judge(_set(about), tests_passed=True, failing_now=[]).effective
+    verdict = judge(_set(about), tests_passed=False, failing_now=["t.py::c"])
+    assert (verdict.effective, verdict.reason) == (True, "its_tests_pass")
+    verdict = judge(_set(about), tests_passed=False, failing_now=["t.py::b", "t.py::c"])
+    assert (verdict.effective, verdict.reason) == (False, "still_failing")
+    assert verdict.still_failing == ["t.py::b"]
+    # a run that names no failing tests (a collection error) proves nothing
+    assert not judge(_set(about), tests_passed=False, failing_now=[]).effective
+    # a suggestion about no named test needs the whole run to pass
+    assert not judge(_set([]), tests_passed=False, failing_now=["x"]).effective
+    assert judge(_set([]), tests_passed=True, failing_now=[]).effective
+
+
+def test_resolution_appends_and_never_rewrites(tmp_path: Path) -> None:
+    ledger = Ledger(tmp_path)
+    ledger.record_suggestion(
+        "s1", category="FILE_ACCESS", stage="tests", actions=ACTIONS, failing_tests=["a"]
+    )
+    ledger.record_suggestion("s2", category="TYPE_ERROR", stage="tests", actions=ACTIONS)
+    before = ledger.path.read_bytes()
+    done = ledger.resolve_outstanding(tests_passed=False, failing_now=["b"], iteration=2)
+    after = ledger.path.read_bytes()
+    assert after.startswith(before)
+    assert [(entry.id, verdict.effective) for entry, verdict in done] == [
+        ("s1", True),
+        ("s2", False),
+    ]
+    assert ledger.outstanding() == []
+    # resolving again changes nothing: already-resolved sets are left alone
+    assert ledger.resolve_outstanding(tests_passed=True, failing_now=[]) == []
+    assert ledger.path.read_bytes() == after
+    entries = {entry.id: entry for entry in ledger.entries()}
+    assert entries["s1"].effective is True
+    assert entries["s2"].effective is False
+    assert entries["s1"].keys == ["category:FILE_ACCESS:check-path", "stage:tests"]
+
+
+def test_missing_and_torn_files_are_tolerated(tmp_path: Path) -> None:
+    ledger = Ledger(tmp_path / "nowhere")
+    assert ledger.entries() == []
+    assert ledger.outstanding() == []
+    ledger = Ledger(tmp_path)
+    ledger.record_suggestion("s1", category="UNKNOWN", stage="tests", actions=ACTIONS)
+    with ledger.path.open("ab") as handle:
+        handle.write(b'{"kind": "resolution", "id": "s1", "eff')  # a crash mid-write
+    assert [entry.id for entry in ledger.outstanding()] == ["s1"]

@@ -1,0 +1,258 @@
+"""The plugin in real loops: reports, the ledger, the prompt section, the memory, events."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import loopctl_context_errors.plugin as plugin
+from loopctl import hookimpl
+from loopctl.testing import make_project, run_loop
+from loopctl_context_errors.categories import Rule
+from loopctl_context_errors.events import EVENT_TYPES, validate
+from loopctl_context_errors.runtime import report_path, sanitize_stage
+
+PLUGINS = {"context-errors": plugin}
+CALC_TEST = (
+    "import unittest\nfrom calc import add, mul\n\n"
+    "class CalcTest(unittest.TestCase):\n"
+    "    def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n\n"
+    "    def test_mul(self):\n        self.assertEqual(mul(2, 3), 6)\n"
+)
+FIX_ADD = {"replace": "calc.py", "old": "a - b", "new": "a + b"}
+FIX_MUL = {"replace": "calc.py", "old": "a + b + 0", "new": "a * b"}
+
+
+def _calc_project(path: Path, *, mul_broken: bool = False):  # type: ignore[no-untyped-def]
+    project = make_project(path)
+    mul = "a + b + 0" if mul_broken else "a * b"
+    project.write(
+        "calc.py", f"def add(a, b):\n    return a - b\n\ndef mul(a, b):\n    return {mul}\n"
+    )
+    project.write("test_calc.py", CALC_TEST)
+    project.commit("calc")
+    return project
+
+
+def _events(state_dir: Path, prefix: str = "") -> list[dict[str, Any]]:
+    lines = (state_dir / "events.jsonl").read_text(encoding="utf-8").splitlines()
+    events = [json.loads(line) for line in lines if line.strip()]
+    return [e for e in events if e["type"].startswith(prefix)]
+
+
+def test_failure_then_fix_reports_resolves_and_remembers(
+    tmp_path: Path, private_memory: Path
+) -> None:
+    project = _calc_project(tmp_path / "shop")
+    result = run_loop(project, "make the tests pass", turns=[[{"say": "looking"}], [FIX_ADD]],
+                      plugins=PLUGINS)  # fmt: skip
+    assert result.status == "complete"
+    state = result.state_dir
+
+    report = (state / "context-error-tests.md").read_text(encoding="utf-8")
+    for section in ("What Failed", "Why", "Similar Past Issues", "Suggested Actions"):
+        assert f"## {section}" in report
+    assert "ASSERTION_FAILURE" in report
+    assert "AssertionError: -1 != 5" in report
+    assert "Iteration: 1" in report
+    assert "make the tests pass" in report
+
+    generated = result.events_of("error.context_generated")
+    assert len(generated) == 1
+    assert generated[0]["category"] == "ASSERTION_FAILURE"
+    assert generated[0]["rule"] == "assertion.failed"
+    assert generated[0]["report_path"] == str(state / "context-error-tests.md")
+    recorded = result.events_of("suggestion.recorded")
+    resolved = result.events_of("suggestion.resolved")
+    assert [r["suggestion_id"] for r in resolved] == [recorded[0]["suggestion_id"]]
+    assert resolved[0]["effective"] is True
+    assert resolved[0]["reason"] == "tests_pass"
+
+    ledger = [json.loads(x) for x in (state / "suggestions.jsonl").read_text().splitlines()]
+    assert [entry["kind"] for entry in ledger] == ["suggestion", "resolution"]
+    assert 2 <= len(ledger[0]["actions"]) <= 4
+    assert ledger[0]["failing_tests"] == ["test_calc.CalcTest.test_add"]
+
+    prompt = (state / "logs" / "iteration-0002.prompt.md").read_text(encoding="utf-8")
+    assert "## Historical Context" in prompt
+    assert "ASSERTION_FAILURE" in prompt
+    assert "Suggested actions:" in prompt
+    first_prompt = (state / "logs" / "iteration-0001.prompt.md").read_text(encoding="utf-8")
+    assert "Historical Context" not in first_prompt
+
+    annotations = result.records[0]["annotations"]["context_errors"]
+    assert annotations["category"] == "ASSERTION_FAILURE"
+    assert "Context Errors" in json.dumps(result.report())
+
+    conn = sqlite3.connect(private_memory)
+    row = conn.execute(
+        "SELECT project, category, fix_files, fix_suggestion FROM failures"
+    ).fetchone()
+    assert row[0] == "shop"
+    assert row[1] == "ASSERTION_FAILURE"
+    assert json.loads(row[2]) == ["calc.py"]
+    assert row[3]
+    stats = conn.execute("SELECT sum(shown), sum(effective) FROM suggestion_stats").fetchone()
+    assert stats[0] == stats[1]
+    assert stats[0] >= 2
+
+    for event in _events(state):
+        if event["type"] in EVENT_TYPES:
+            assert validate(event) == [], event
+
+    # another project, the same failure: the report and the prompt bring the earlier fix
+    other = _calc_project(tmp_path / "crm")
+    second = run_loop(other, "make the tests pass", turns=[[{"say": "hm"}], [FIX_ADD]],
+                      plugins=PLUGINS)  # fmt: skip
+    report = (second.state_dir / "context-error-tests.md").read_text(encoding="utf-8")
+    assert "[exact 1.00]" in report
+    assert "in shop" in report
+    assert "calc.py" in report
+    prompt = (second.state_dir / "logs" / "iteration-0002.prompt.md").read_text(encoding="utf-8")
+    assert "fixed by changing calc.py" in prompt
+    actions = second.events_of("suggestion.recorded")[0]["actions"]
+    assert actions[0].startswith("A matching failure in shop was fixed by changing calc.py")
+
+
+def test_effective_only_when_the_tests_it_was_about_pass(tmp_path: Path) -> None:
+    project = _calc_project(tmp_path / "p", mul_broken=True)
+    result = run_loop(project, "fix both", turns=[[{"say": "x"}], [FIX_MUL], [FIX_ADD]],
+                      plugins=PLUGINS)  # fmt: skip
+    assert result.status == "complete"
+    recorded = result.events_of("suggestion.recorded")
+    resolved = {r["suggestion_id"]: r for r in result.events_of("suggestion.resolved")}
+    assert len(recorded) == 2
+    first, second = recorded
+    assert sorted(first["failing_tests"]) == [
+        "test_calc.CalcTest.test_add",
+        "test_calc.CalcTest.test_mul",
+    ]
+    # iteration 2 fixed mul only: the first set was about add too, so it did not work
+    assert resolved[first["suggestion_id"]]["effective"] is False
+    assert resolved[first["suggestion_id"]]["still_failing"] == ["test_calc.CalcTest.test_add"]
+    assert resolved[second["suggestion_id"]]["effective"] is True
+    assert resolved[second["suggestion_id"]]["suggested_at_iteration"] == 2
+
+
+def test_plugin_rules_from_the_hook(tmp_path: Path) -> None:
+    class LockRules:
+        @hookimpl
+        def context_errors_rules(self) -> list[Rule]:
+            return [
+                Rule(
+                    "demo.add-mismatch",
+                    "TYPE_ERROR",
+                    r"-1 != 5",
+                    needles=("!=",),
+                    tier=1,
+                    description="the demo's own rule",
+                ),
+                Rule("assertion.failed", "UNKNOWN", r".", needles=("a",)),  # taken: ignored
+            ]
+
+    project = _calc_project(tmp_path / "p")
+    result = run_loop(project, "fix", turns=[[{"say": "x"}], [FIX_ADD]],
+                      plugins={**PLUGINS, "lock-rules": LockRules()})  # fmt: skip
+    generated = result.events_of("error.context_generated")[0]
+    assert (generated["rule"], generated["category"]) == ("demo.add-mismatch", "TYPE_ERROR")
+
+
+def test_memory_off_by_config_and_by_environment(
+    tmp_path: Path, private_memory: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project = _calc_project(tmp_path / "p")
+    result = run_loop(project, "fix", turns=[[{"say": "x"}], [FIX_ADD]], plugins=PLUGINS,
+                      config={"plugins": {"context-errors": {"memory": False}}})  # fmt: skip
+    assert result.events_of("error.context_generated")[0]["memory_status"] == "disabled"
+    assert not private_memory.exists()
+    monkeypatch.setenv("LOOPCTL_FAILURE_MEMORY", "off")
+    project = _calc_project(tmp_path / "q")
+    result = run_loop(project, "fix", turns=[[{"say": "x"}], [FIX_ADD]], plugins=PLUGINS)
+    assert result.events_of("error.context_generated")[0]["memory_status"] == "disabled"
+    assert not private_memory.exists()
+
+
+def test_config_errors_name_the_key(tmp_path: Path) -> None:
+    from loopctl.config import ConfigError
+
+    project = _calc_project(tmp_path / "p")
+    with pytest.raises(ConfigError, match=r"plugins\.context-errors\.memory_timeout_s"):
+        run_loop(project, "fix", turns=[[{"say": "x"}]], plugins=PLUGINS,
+                 config={"plugins": {"context-errors": {"memory_timeout_s": 0}}})  # fmt: skip
+
+
+def test_prompt_section_keeps_its_budget(tmp_path: Path) -> None:
+    project = _calc_project(tmp_path / "p")
+    result = run_loop(
+        project, "fix", turns=[[{"say": "x"}], [FIX_ADD]], plugins=PLUGINS,
+        config={"plugins": {"context-errors": {"prompt_budget_chars": 200}}},
+    )  # fmt: skip
+    prompt = (result.state_dir / "logs" / "iteration-0002.prompt.md").read_text(encoding="utf-8")
+    section = prompt.split("## Historical Context\n\n", 1)[1].split("\n## ", 1)[0]
+    assert 0 < len(section.strip()) <= 200
+
+
+def test_secrets_in_test_output_never_reach_state_or_memory(
+    tmp_path: Path, private_memory: Path
+) -> None:
+    secret = "ghp_" + "Zq9" * 12
+    project = make_project(tmp_path / "p")
+    project.write(
+        "test_api.py",
+        "import unittest\n\nclass ApiTest(unittest.TestCase):\n"
+        "    def test_call(self):\n"
+        f"        self.assertEqual('Authorization: Bearer {secret}', 'ok')\n",
+    )
+    project.commit("api")
+    result = run_loop(project, f"call the API with {secret}", turns=[[{"say": "x"}]],
+                      plugins=PLUGINS, config={"limits": {"max_iterations": 1}})  # fmt: skip
+    assert result.events_of("error.context_generated")
+    written = [
+        (result.state_dir / "context-error-tests.md").read_text(encoding="utf-8"),
+        (result.state_dir / "suggestions.jsonl").read_text(encoding="utf-8"),
+        json.dumps([e for e in _events(result.state_dir) if e["type"] in EVENT_TYPES]),
+        json.dumps(sqlite3.connect(private_memory).execute("SELECT * FROM failures").fetchall()),
+    ]
+    for text in written:
+        assert secret not in text
+    assert "[REDACTED]" in written[0]
+
+
+def test_an_agent_failure_is_reported_as_its_own_stage(tmp_path: Path) -> None:
+    project = make_project(tmp_path / "p")
+    project.write("test_ok.py", "import unittest\n\nclass T(unittest.TestCase):\n"
+                  "    def test_ok(self):\n        pass\n")  # fmt: skip
+    project.commit("ok")
+    result = run_loop(
+        project, "do it",
+        turns=[[{"error": "network", "message": "ECONNRESET: socket hang up", "once": True}],
+               [{"say": "done"}]],
+        plugins=PLUGINS,
+    )  # fmt: skip
+    generated = result.events_of("error.context_generated")
+    assert generated
+    assert generated[0]["stage"] == "agent"
+    assert generated[0]["category"] == "NETWORK_ERROR"
+    assert (result.state_dir / "context-error-agent.md").exists()
+
+
+@pytest.mark.parametrize(
+    ("stage", "name"),
+    [
+        ("tests", "tests"),
+        ("../../etc/passwd", "etc-passwd"),
+        ("build: lint & type", "build-lint-type"),
+        ("", "stage"),
+        ("....", "stage"),
+        ("x" * 200, "x" * 64),
+    ],
+)
+def test_stage_names_are_safe_file_names(tmp_path: Path, stage: str, name: str) -> None:
+    assert sanitize_stage(stage) == name
+    path = report_path(tmp_path, stage)
+    assert path.parent == tmp_path
+    assert path.name == f"context-error-{name}.md"

@@ -1,0 +1,260 @@
+"""The failure memory: a real SQLite/FTS5 store in tmp_path (never the user's)."""
+
+from __future__ import annotations
+
+import sqlite3
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import loopctl_context_errors
+from loopctl_context_errors.memory import (
+    ENV_MEMORY,
+    FailureMemory,
+    close_all,
+    default_memory_path,
+    resolve_memory_path,
+    signature_of,
+)
+
+FILE_ERROR = [
+    "FileNotFoundError: [Errno 2] No such file or directory: '/srv/app/config/settings.json'"
+]
+
+
+def _store(path: Path, **kwargs: object) -> FailureMemory:
+    return FailureMemory(path, **kwargs)  # type: ignore[arg-type]
+
+
+def test_the_tests_never_see_the_users_memory(private_memory: Path, tmp_path: Path) -> None:
+    assert resolve_memory_path() == private_memory
+    assert str(default_memory_path()).startswith(str(tmp_path))
+
+
+def test_location_precedence(tmp_path: Path) -> None:
+    env = {"XDG_DATA_HOME": str(tmp_path / "xdg")}
+    assert default_memory_path(env) == tmp_path / "xdg" / "loopctl" / "failures.sqlite3"
+    assert default_memory_path({}) == Path.home() / ".local/share/loopctl/failures.sqlite3"
+    assert resolve_memory_path("", env) == default_memory_path(env)
+    assert resolve_memory_path(str(tmp_path / "cfg.db"), env) == tmp_path / "cfg.db"
+    env[ENV_MEMORY] = str(tmp_path / "env.db")
+    assert resolve_memory_path(str(tmp_path / "cfg.db"), env) == tmp_path / "env.db"
+    assert resolve_memory_path("", {ENV_MEMORY: "off"}) is None
+    assert resolve_memory_path("OFF", {}) is None
+
+
+def test_missing_store_answers_empty_and_creates_nothing(tmp_path: Path) -> None:
+    memory = _store(tmp_path / "absent" / "f.sqlite3")
+    outcome = memory.query_similar(FILE_ERROR)
+    assert (outcome.results, outcome.status) == ([], "missing")
+    assert not (tmp_path / "absent").exists()
+    assert memory.stats()["failures"] == 0
+    assert memory.suggestion_stats(["x"]) == {}
+
+
+def test_signature_ignores_noise_but_not_the_error() -> None:
+    a, _ = signature_of(["Error at 2024-05-01T10:00:00Z in /tmp/run-1/app.py line 12: 0xdeadbeef"])
+    b, _ = signature_of(["Error at 2025-01-09T11:11:11Z in /home/x/app.py line 99: 0x1234abcd"])
+    c, _ = signature_of(
+        ["Error at 2024-05-01T10:00:00Z in /tmp/run-1/other.py line 12: 0xdeadbeef"]
+    )
+    assert a == b != c
+    assert signature_of([]) == ("", [])
+
+
+def test_exact_then_similar_then_fix(tmp_path: Path) -> None:
+    memory = _store(tmp_path / "f.sqlite3")
+    first = memory.record_failure(
+        decisive=FILE_ERROR, category="FILE_ACCESS", rule="file.not-found", stage="tests",
+        project="shop", run_id="run-a",
+    )  # fmt: skip
+    assert first is not None
+    other = memory.record_failure(
+        decisive=["FileNotFoundError: [Errno 2] No such file or directory: 'data/users.csv'"],
+        category="FILE_ACCESS", rule="file.not-found", stage="tests", project="crm", run_id="run-b",
+    )  # fmt: skip
+    memory.record_failure(
+        decisive=["KeyError: 'price'"], category="UNKNOWN", project="shop", run_id="run-c"
+    )
+    assert memory.record_fix(first, files=["config/settings.json"], suggestion="create it")
+    outcome = memory.query_similar(
+        ["FileNotFoundError: [Errno 2] No such file or directory: '/other/config/settings.json'"],
+        category="FILE_ACCESS",
+    )
+    assert outcome.status == "ok"
+    assert [item.match for item in outcome.results][:1] == ["exact"]
+    assert outcome.results[0].record.id == first
+    assert outcome.results[0].record.fix_files == ["config/settings.json"]
+    assert outcome.results[0].record.fix_suggestion == "create it"
+    assert [item.record.id for item in outcome.results[1:]] == [other]
+    assert outcome.results[1].match == "similar"
+    assert 0 < outcome.results[1].score < 1
+    # the failure's own run is not "the past"
+    mine = memory.query_similar(FILE_ERROR, exclude_run="run-a")
+    assert first not in [item.record.id for item in mine.results]
+
+
+def test_a_repeat_within_one_run_is_counted_not_duplicated(tmp_path: Path) -> None:
+    memory = _store(tmp_path / "f.sqlite3")
+    ids = {
+        memory.record_failure(decisive=FILE_ERROR, category="FILE_ACCESS", run_id="r")
+        for _ in range(3)
+    }
+    assert len(ids) == 1
+    assert memory.stats()["failures"] == 1
+    assert memory.stats()["occurrences"] == 3
+    memory.record_failure(decisive=FILE_ERROR, category="FILE_ACCESS", run_id="r2")
+    assert memory.stats()["failures"] == 2
+
+
+def test_deadline_gives_empty_answer_not_an_error(tmp_path: Path) -> None:
+    memory = _store(tmp_path / "f.sqlite3")
+    memory.record_failure(decisive=FILE_ERROR, category="FILE_ACCESS")
+    outcome = memory.query_similar(FILE_ERROR, timeout_s=0)
+    assert (outcome.results, outcome.status) == ([], "timeout")
+
+
+def test_a_locked_store_is_skipped_within_the_timeout(tmp_path: Path) -> None:
+    path = tmp_path / "f.sqlite3"
+    memory = _store(path, timeout_s=0.5)
+    memory.record_failure(decisive=FILE_ERROR, category="FILE_ACCESS")
+    # another loop is writing: readers go on (WAL), a second writer gives up in time
+    writer = sqlite3.connect(path, isolation_level=None)
+    writer.execute("BEGIN IMMEDIATE")
+    try:
+        assert memory.query_similar(FILE_ERROR).status == "ok"
+        started = time.monotonic()
+        assert memory.record_failure(decisive=["ValueError: x"], category="UNKNOWN") is None
+        assert time.monotonic() - started < 2.0
+    finally:
+        writer.execute("ROLLBACK")
+        writer.close()
+    # a process holding the file exclusively: the query answers "nothing" within the timeout
+    close_all()
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("PRAGMA locking_mode=EXCLUSIVE")
+    holder.execute("BEGIN EXCLUSIVE")
+    holder.execute("INSERT INTO suggestion_stats (key) VALUES ('lock')")
+    try:
+        started = time.monotonic()
+        outcome = memory.query_similar(FILE_ERROR)
+        assert time.monotonic() - started < 2.0
+        assert outcome.results == []
+        assert outcome.status in ("locked", "timeout")
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert memory.query_similar(FILE_ERROR).status == "ok"
+
+
+def test_a_corrupt_store_never_raises(tmp_path: Path) -> None:
+    path = tmp_path / "f.sqlite3"
+    path.write_bytes(b"this is not a database" * 100)
+    memory = _store(path)
+    assert memory.query_similar(FILE_ERROR).status == "error"
+    assert memory.record_failure(decisive=FILE_ERROR, category="FILE_ACCESS") is None
+    assert memory.record_fix(1, files=["a"]) is False
+    assert memory.enforce_cap(100) == 0
+    assert loopctl_context_errors.query_similar_failures("boom", memory=memory) == []
+
+
+def test_wal_mode_and_private_file(tmp_path: Path) -> None:
+    path = tmp_path / "f.sqlite3"
+    _store(path).record_failure(decisive=FILE_ERROR, category="FILE_ACCESS")
+    mode = sqlite3.connect(path).execute("PRAGMA journal_mode").fetchone()[0]
+    assert mode == "wal"
+    assert path.stat().st_mode & 0o077 == 0
+
+
+def test_prune_and_cap(tmp_path: Path) -> None:
+    memory = _store(tmp_path / "f.sqlite3")
+    now = time.time()
+    for i in range(150):
+        memory.record_failure(
+            decisive=[f"ValueError: case_{i} failed"], category="UNKNOWN",
+            project="old" if i < 50 else "new", now=now - (200 if i < 50 else 10) * 86400 - i,
+        )  # fmt: skip
+    assert memory.prune(older_than_days=100, dry_run=True) == 50
+    assert memory.stats()["failures"] == 150
+    assert memory.prune(project="old") == 50
+    assert memory.stats()["failures"] == 100
+    assert memory.prune(keep=80) == 20
+    assert memory.enforce_cap(100) == 0  # within the cap (plus its 10 % slack)
+    for i in range(40):
+        memory.record_failure(decisive=[f"ValueError: extra_{i}"], category="UNKNOWN")
+    assert memory.enforce_cap(100) == 20
+    assert memory.stats()["failures"] == 100
+    # the word index followed the deletions: rare words of deleted rows are gone
+    conn = sqlite3.connect(tmp_path / "f.sqlite3")
+    assert conn.execute("SELECT count(*) FROM token_df WHERE term = 'case_0'").fetchone()[0] == 0
+    assert conn.execute("INSERT INTO failures_fts(failures_fts) VALUES('integrity-check')")
+
+
+def test_suggestion_effectiveness_counts(tmp_path: Path) -> None:
+    memory = _store(tmp_path / "f.sqlite3")
+    assert memory.record_suggestion_outcome(["a", "b"], effective=True)
+    assert memory.record_suggestion_outcome(["a"], effective=False)
+    assert memory.suggestion_stats(["a", "b", "c"]) == {"a": (2, 1), "b": (1, 1)}
+
+
+WRITER = textwrap.dedent(
+    """
+    import sys
+    from pathlib import Path
+    from loopctl_context_errors.memory import FailureMemory
+
+    path, worker, count = Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+    memory = FailureMemory(path, timeout_s=20)
+    stored = 0
+    for i in range(count):
+        line = f"AssertionError: worker_{worker} case_{i} expected 3 got 4"
+        if memory.record_failure(decisive=[line], category="ASSERTION_FAILURE", run_id=f"w{worker}"):
+            stored += 1
+        memory.query_similar([line])
+    print(stored)
+    """
+)
+
+
+def test_several_processes_write_at_once(tmp_path: Path) -> None:
+    path = tmp_path / "shared" / "failures.sqlite3"
+    workers, count = 4, 40
+    processes = [
+        subprocess.Popen(
+            [sys.executable, "-c", WRITER, str(path), str(w), str(count)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for w in range(workers)
+    ]
+    results = [p.communicate(timeout=120) for p in processes]
+    assert all(p.returncode == 0 for p in processes), [err for _, err in results]
+    assert sum(int(out) for out, _ in results) == workers * count
+    memory = FailureMemory(path)
+    assert memory.stats()["failures"] == workers * count
+    conn = sqlite3.connect(path)
+    conn.execute("INSERT INTO failures_fts(failures_fts) VALUES('integrity-check')")
+    assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    found = memory.query_similar(["AssertionError: worker_2 case_7 expected 3 got 4"])
+    assert found.results
+    assert found.results[0].match == "exact"
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.text(max_size=300), max_size=6), st.text(max_size=50))
+def test_store_and_query_accept_any_text(tmp_path_factory: pytest.TempPathFactory,
+                                         lines: list[str], stage: str) -> None:  # fmt: skip
+    memory = FailureMemory(tmp_path_factory.mktemp("mem") / "f.sqlite3")
+    memory.record_failure(decisive=lines, category="UNKNOWN", stage=stage, project=stage)
+    outcome = memory.query_similar(lines)
+    assert outcome.status in ("ok", "missing")
+    if signature_of(lines)[0]:
+        assert outcome.results
+        assert outcome.results[0].match == "exact"
