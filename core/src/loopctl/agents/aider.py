@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import contextlib
 import re
-import shlex
 import shutil
 import tempfile
 from collections import deque
@@ -103,7 +102,7 @@ class AiderAgent(AgentAdapter):
 
     def invocation(self, request: TurnRequest) -> Invocation:
         settings = self._settings()
-        argv = self._program()
+        argv = self.program()
         scratch = Path(tempfile.mkdtemp(prefix="loopctl-aider-"))
         message_file = scratch / "message.md"
         message_file.write_text(request.prompt, encoding="utf-8", errors="replace")
@@ -137,17 +136,6 @@ class AiderAgent(AgentAdapter):
             model=settings.model,
             env=dict(settings.env),
         )
-
-    def _program(self) -> list[str]:
-        command = self.settings.command
-        if not command or not command.strip():
-            return ["aider"]
-        try:
-            return shlex.split(command)
-        except ValueError as exc:
-            raise ValueError(
-                f"[agents.aider] command = {command!r} is not a valid command line ({exc})"
-            ) from None
 
 
 class AiderParser(StreamParser):

@@ -12,6 +12,7 @@ without touching loopctl. Each has a ``settings_class``: its ``[agents.NAME]`` c
 from __future__ import annotations
 
 import abc
+import shlex
 import shutil
 import subprocess
 from collections.abc import Callable, Mapping
@@ -113,6 +114,19 @@ class AgentAdapter(abc.ABC):
     @abc.abstractmethod
     def new_parser(self) -> StreamParser:
         """A fresh parser for one turn's output."""
+
+    def program(self) -> list[str]:
+        """The command line to start: ``[agents.NAME] command`` split like a shell would, or
+        the adapter's executable. Raises ValueError naming the setting when it cannot be split."""
+        command = self.settings.command
+        if not command or not command.strip():
+            return [self.executable or self.name]
+        try:
+            return shlex.split(command)
+        except ValueError as exc:
+            raise ValueError(
+                f"[agents.{self.name}] command = {command!r} is not a valid command line ({exc})"
+            ) from None
 
     def resolved_executable(self) -> str | None:
         """The full path of the executable this adapter would run, or None if it is not found."""

@@ -114,7 +114,7 @@ class CodexAgent(AgentAdapter):
                 f"[agents.codex] sandbox = {settings.sandbox!r} is not a Codex sandbox mode; use "
                 f"one of: {', '.join(SANDBOX_MODES)}"
             )
-        argv = self._program()
+        argv = self.program()
         argv.append("exec")
         if request.session_id:
             argv.append("resume")
@@ -155,17 +155,6 @@ class CodexAgent(AgentAdapter):
             model=settings.model,
             env=dict(settings.env),
         )
-
-    def _program(self) -> list[str]:
-        command = self.settings.command
-        if not command or not command.strip():
-            return ["codex"]
-        try:
-            return shlex.split(command)
-        except ValueError as exc:
-            raise ValueError(
-                f"[agents.codex] command = {command!r} is not a valid command line ({exc})"
-            ) from None
 
 
 def codex_home(env: Mapping[str, str] | None = None) -> Path:

@@ -27,7 +27,6 @@ recorded for the same working directory.
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
@@ -127,7 +126,7 @@ class GeminiAgent(AgentAdapter):
                 f"[agents.gemini] approval_mode = {settings.approval_mode!r} is not a Gemini CLI "
                 f"approval mode; use one of: {', '.join(APPROVAL_MODES)}"
             )
-        argv = self._program()
+        argv = self.program()
         argv += ["--prompt", "", "--output-format", "stream-json"]
         argv += ["--approval-mode", settings.approval_mode]
         if settings.skip_trust:
@@ -154,17 +153,6 @@ class GeminiAgent(AgentAdapter):
             model=settings.model,
             env=dict(settings.env),
         )
-
-    def _program(self) -> list[str]:
-        command = self.settings.command
-        if not command or not command.strip():
-            return ["gemini"]
-        try:
-            return shlex.split(command)
-        except ValueError as exc:
-            raise ValueError(
-                f"[agents.gemini] command = {command!r} is not a valid command line ({exc})"
-            ) from None
 
 
 class GeminiParser(StreamParser):
