@@ -13,6 +13,7 @@ import hashlib
 import os
 import shutil
 import subprocess
+import time
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -25,6 +26,8 @@ SKIP_DIRS = frozenset(
 MAX_SCANNED_FILES = 20_000
 #: Files larger than this are fingerprinted by size and mtime instead of their content.
 MAX_HASHED_BYTES = 2 * 1024 * 1024
+#: Without git, files modified this recently are compared by content, not by their times.
+RACY_WINDOW_NS = 5_000_000_000
 _GIT_ENV = {"GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C"}
 
 
@@ -100,6 +103,8 @@ class Workspace:
     #: Paths (relative to root) never reported as changes: the state directory, typically.
     ignore: tuple[str, ...] = ()
     is_git: bool = attrs.field(init=False)
+    #: Without git: path -> ((size, mtime_ns), content hash) from earlier snapshots.
+    _hashes: dict[str, tuple[tuple[int, int], str]] = attrs.field(init=False, factory=dict)
 
     def __attrs_post_init__(self) -> None:
         self.is_git = (
@@ -158,6 +163,10 @@ class Workspace:
 
     def _scan(self) -> tuple[None, dict[str, str]]:
         files: dict[str, str] = {}
+        # Files are compared by content, hashed once and reused while their size and mtime stay
+        # put. File times tick coarsely (a few ms), so a same-size edit right after a snapshot can
+        # keep its mtime: recently modified files are always hashed again (git's "racy" rule).
+        racy_since = time.time_ns() - RACY_WINDOW_NS
         for dirpath, dirnames, filenames in os.walk(self.root):
             dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS)
             for name in filenames:
@@ -167,7 +176,15 @@ class Workspace:
                 except OSError:
                     continue
                 relative = os.path.relpath(path, self.root)
-                files[relative] = f"{st.st_size}:{st.st_mtime_ns}"
+                if st.st_size > MAX_HASHED_BYTES:
+                    files[relative] = f"size:{st.st_size}:mtime:{st.st_mtime_ns}"
+                    continue
+                stamp = (st.st_size, st.st_mtime_ns)
+                cached = self._hashes.get(relative)
+                if cached is None or cached[0] != stamp or st.st_mtime_ns >= racy_since:
+                    cached = (stamp, _fingerprint(Path(path)))
+                    self._hashes[relative] = cached
+                files[relative] = cached[1]
                 if len(files) >= MAX_SCANNED_FILES:
                     return None, files
         return None, self._filter_dict(files)

@@ -1,0 +1,47 @@
+"""Change detection in the working tree, with git and without."""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+
+from loopctl.workspace import Workspace, parse_porcelain_v2
+
+
+@pytest.mark.parametrize("use_git", [True, False], ids=["git", "no-git"])
+def test_a_same_size_edit_right_after_a_snapshot_is_seen(tmp_path, use_git):
+    if use_git:
+        subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    (tmp_path / "calc.py").write_text("return a - b\n")
+    workspace = Workspace(tmp_path)
+    before = workspace.snapshot()
+    (tmp_path / "calc.py").write_text("return a + b\n")  # same size, same clock tick
+    after = workspace.snapshot()
+    assert after.tree_hash != before.tree_hash
+    assert workspace.changed_files(before, after) == ["calc.py"]
+    assert workspace.changed_files(after, workspace.snapshot()) == []  # nothing changed since
+
+
+def test_the_ignored_state_dir_never_counts_as_a_change(tmp_path):
+    workspace = Workspace(tmp_path, ignore=(".loopctl",))
+    before = workspace.snapshot()
+    (tmp_path / ".loopctl").mkdir()
+    (tmp_path / ".loopctl" / "events.jsonl").write_text("{}\n")
+    assert workspace.changed_files(before, workspace.snapshot()) == []
+
+
+def test_porcelain_v2_parsing_handles_renames_and_spaces():
+    output = "\0".join(
+        [
+            "# branch.oid 0123abcd",
+            "1 .M N... 100644 100644 100644 aaa bbb dir/a file.py",
+            "2 R. N... 100644 100644 100644 aaa bbb R100 new name.py",
+            "old name.py",
+            "? untracked.txt",
+            "",
+        ]
+    )
+    head, paths = parse_porcelain_v2(output)
+    assert head == "0123abcd"
+    assert paths == ["dir/a file.py", "new name.py", "untracked.txt"]
