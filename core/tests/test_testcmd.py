@@ -94,7 +94,7 @@ def _write_failing_project(root: Path) -> None:
 
 
             def test_fine():
-                assert True
+                assert add(1, 1) == 3
             """
         )
     )
