@@ -45,3 +45,16 @@ def test_porcelain_v2_parsing_handles_renames_and_spaces():
     head, paths = parse_porcelain_v2(output)
     assert head == "0123abcd"
     assert paths == ["dir/a file.py", "new name.py", "untracked.txt"]
+
+
+def test_a_directory_its_enclosing_repository_ignores_is_not_git(tmp_path):
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    (tmp_path / ".gitignore").write_text("scratch/\n")
+    project = tmp_path / "scratch" / "project"
+    project.mkdir(parents=True)
+    (project / "calc.py").write_text("x = 1\n")
+    workspace = Workspace(project)
+    assert workspace.is_git is False
+    before = workspace.snapshot()
+    (project / "calc.py").write_text("x = 2\n")
+    assert workspace.changed_files(before, workspace.snapshot()) == ["calc.py"]

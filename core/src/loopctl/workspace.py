@@ -110,6 +110,13 @@ class Workspace:
         self.is_git = (
             bool(shutil.which("git")) and _git(self.root, "rev-parse", "--git-dir") is not None
         )
+        if self.is_git:
+            # A directory that an enclosing repository ignores (a scratch dir under .nox/, say)
+            # is not tracked by it: git status would never show its changes.
+            prefix = (_git(self.root, "rev-parse", "--show-prefix") or "").strip()
+            top = (_git(self.root, "rev-parse", "--show-toplevel") or "").strip()
+            if prefix and top and _git(Path(top), "check-ignore", "-q", prefix) is not None:
+                self.is_git = False
 
     def head(self) -> str | None:
         if not self.is_git:
