@@ -490,10 +490,10 @@ class Engine:
         except BaseException:
             self._lock.release()
             raise
-        self._events = st.JsonlAppender(self.state_dir / "events.jsonl")
-        self._iterations = st.JsonlAppender(self.state_dir / "iterations.jsonl")
+        self._events = st.JsonlAppender(self.state_dir / st.EVENTS_FILE)
+        self._iterations = st.JsonlAppender(self.state_dir / st.ITERATIONS_FILE)
         self._writer = BackgroundWriter()
-        (self.state_dir / "logs").mkdir(exist_ok=True)
+        (self.state_dir / st.LOGS_DIR).mkdir(exist_ok=True)
         self.state.pid = os.getpid()
         if self.state.status != "restarting":
             self.state.status = "running"
@@ -507,7 +507,7 @@ class Engine:
         from loopctl.agents.supervisor import end_orphaned_group
 
         try:
-            recorded = st.read_loop_state(self.state_dir / "loop-state.md").extra.get(
+            recorded = st.read_loop_state(self.state_dir / st.LOOP_STATE_FILE).extra.get(
                 "agent_process"
             )
         except st.StateError:
@@ -522,7 +522,7 @@ class Engine:
             )
 
     def _start_new_run(self) -> None:
-        state_file = self.state_dir / "loop-state.md"
+        state_file = self.state_dir / st.LOOP_STATE_FILE
         if state_file.exists():
             try:
                 old = st.read_loop_state(state_file).status
@@ -536,17 +536,17 @@ class Engine:
                     "with `loopctl resume`, or start over with --fresh-state"
                 )
             for name in (
-                "events.jsonl",
-                "iterations.jsonl",
-                "error-summary.json",
-                "context-summary.md",
+                st.EVENTS_FILE,
+                st.ITERATIONS_FILE,
+                st.ERROR_SUMMARY_FILE,
+                st.CONTEXT_SUMMARY_FILE,
             ):
                 (self.state_dir / name).unlink(missing_ok=True)
         self.state.start_commit = self.workspace.head()
         self.state.started_at = round(time.time(), 3)
 
     def _load_previous_run(self) -> None:
-        state_file = self.state_dir / "loop-state.md"
+        state_file = self.state_dir / st.LOOP_STATE_FILE
         if not state_file.exists():
             raise LoopError(f"nothing to resume: {state_file} does not exist")
         self.state = st.read_loop_state(state_file)
@@ -554,7 +554,7 @@ class Engine:
             raise LoopError(
                 f"the loop in {self.state_dir} is complete; start a new one with `loopctl run`"
             )
-        read = st.read_jsonl(self.state_dir / "iterations.jsonl")
+        read = st.read_jsonl(self.state_dir / st.ITERATIONS_FILE)
         self.loaded.warnings.extend(read.problems)
         for raw in read.records:
             try:
@@ -759,7 +759,9 @@ class Engine:
         self.host.hook.before_iteration(loop=self.loop)
 
         composed = self._compose_prompt()
-        _write_log(self.state_dir / "logs" / f"iteration-{iteration:04d}.prompt.md", composed.text)
+        _write_log(
+            self.state_dir / st.LOGS_DIR / f"iteration-{iteration:04d}.prompt.md", composed.text
+        )
         self.emit(
             "agent.start",
             agent=self.agent.name,
@@ -885,7 +887,7 @@ class Engine:
             "LOOPCTL_ITERATION": str(iteration),
             "LOOPCTL_STATE_DIR": str(self.state_dir),
         }
-        transcript = self.state_dir / "logs" / f"iteration-{iteration:04d}.agent.jsonl"
+        transcript = self.state_dir / st.LOGS_DIR / f"iteration-{iteration:04d}.agent.jsonl"
         try:
             return run_turn(
                 self.agent,
@@ -914,7 +916,7 @@ class Engine:
             output_limit=limits.test_output_bytes,
         )
         _write_log(
-            self.state_dir / "logs" / f"iteration-{self.state.iteration:04d}.tests.log",
+            self.state_dir / st.LOGS_DIR / f"iteration-{self.state.iteration:04d}.tests.log",
             result.output,
         )
         self.last_test_run = result
@@ -1082,7 +1084,7 @@ class Engine:
     def _finish_restart(self, reason: str, message: str) -> None:
         number = self.state.generation + 1
         archive = st.archive_restart(self.state_dir, number)
-        (self.state_dir / "logs").mkdir(exist_ok=True)
+        (self.state_dir / st.LOGS_DIR).mkdir(exist_ok=True)
         self.state.generation = number
         self.state.session_id = None
         self.state.status = "running"
@@ -1109,7 +1111,7 @@ class Engine:
     def _write_state(self) -> None:
         self.state.updated_at = round(time.time(), 3)
         self._persist(
-            self.state_dir / "loop-state.md",
+            self.state_dir / st.LOOP_STATE_FILE,
             lambda: st.render_loop_state(self.state, _state_body(self)),
         )
 
@@ -1121,7 +1123,7 @@ class Engine:
             "test_cmd": test_run.command,
         }
         self._persist(
-            self.state_dir / "error-summary.json",
+            self.state_dir / st.ERROR_SUMMARY_FILE,
             lambda: json.dumps(summary, indent=2, ensure_ascii=False) + "\n",
         )
 
@@ -1129,7 +1131,7 @@ class Engine:
         rows = list(self._recent_rows)
         goal, status = self.state.original_goal, self.state.status
         self._persist(
-            self.state_dir / "progress.md",
+            self.state_dir / st.PROGRESS_FILE,
             lambda: st.render_progress(rows, goal=goal, status=status),
         )
 
