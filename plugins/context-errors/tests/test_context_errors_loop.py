@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sqlite3
 from pathlib import Path
@@ -88,15 +89,15 @@ def test_failure_then_fix_reports_resolves_and_remembers(
     assert annotations["category"] == "ASSERTION_FAILURE"
     assert "Context Errors" in json.dumps(result.report())
 
-    conn = sqlite3.connect(private_memory)
-    row = conn.execute(
-        "SELECT project, category, fix_files, fix_suggestion FROM failures"
-    ).fetchone()
+    with contextlib.closing(sqlite3.connect(private_memory)) as conn:
+        row = conn.execute(
+            "SELECT project, category, fix_files, fix_suggestion FROM failures"
+        ).fetchone()
+        stats = conn.execute("SELECT sum(shown), sum(effective) FROM suggestion_stats").fetchone()
     assert row[0] == "shop"
     assert row[1] == "ASSERTION_FAILURE"
     assert json.loads(row[2]) == ["calc.py"]
     assert row[3]
-    stats = conn.execute("SELECT sum(shown), sum(effective) FROM suggestion_stats").fetchone()
     assert stats[0] == stats[1]
     assert stats[0] >= 2
 
@@ -215,8 +216,9 @@ def test_secrets_in_test_output_never_reach_state_or_memory(
         (result.state_dir / "context-error-tests.md").read_text(encoding="utf-8"),
         (result.state_dir / "suggestions.jsonl").read_text(encoding="utf-8"),
         json.dumps([e for e in _events(result.state_dir) if e["type"] in EVENT_TYPES]),
-        json.dumps(sqlite3.connect(private_memory).execute("SELECT * FROM failures").fetchall()),
     ]
+    with contextlib.closing(sqlite3.connect(private_memory)) as conn:
+        written.append(json.dumps(conn.execute("SELECT * FROM failures").fetchall()))
     for text in written:
         assert secret not in text
     assert "[REDACTED]" in written[0]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 import subprocess
 import sys
@@ -167,7 +168,8 @@ def test_a_corrupt_store_never_raises(tmp_path: Path) -> None:
 def test_wal_mode_and_private_file(tmp_path: Path) -> None:
     path = tmp_path / "f.sqlite3"
     _store(path).record_failure(decisive=FILE_ERROR, category="FILE_ACCESS")
-    mode = sqlite3.connect(path).execute("PRAGMA journal_mode").fetchone()[0]
+    with contextlib.closing(sqlite3.connect(path)) as conn:
+        mode = conn.execute("PRAGMA journal_mode").fetchone()[0]
     assert mode == "wal"
     assert path.stat().st_mode & 0o077 == 0
 
@@ -191,9 +193,10 @@ def test_prune_and_cap(tmp_path: Path) -> None:
     assert memory.enforce_cap(100) == 20
     assert memory.stats()["failures"] == 100
     # the word index followed the deletions: rare words of deleted rows are gone
-    conn = sqlite3.connect(tmp_path / "f.sqlite3")
-    assert conn.execute("SELECT count(*) FROM token_df WHERE term = 'case_0'").fetchone()[0] == 0
-    assert conn.execute("INSERT INTO failures_fts(failures_fts) VALUES('integrity-check')")
+    with contextlib.closing(sqlite3.connect(tmp_path / "f.sqlite3")) as conn:
+        deleted = "SELECT count(*) FROM token_df WHERE term = 'case_0'"
+        assert conn.execute(deleted).fetchone()[0] == 0
+        assert conn.execute("INSERT INTO failures_fts(failures_fts) VALUES('integrity-check')")
 
 
 def test_suggestion_effectiveness_counts(tmp_path: Path) -> None:
@@ -239,9 +242,9 @@ def test_several_processes_write_at_once(tmp_path: Path) -> None:
     assert sum(int(out) for out, _ in results) == workers * count
     memory = FailureMemory(path)
     assert memory.stats()["failures"] == workers * count
-    conn = sqlite3.connect(path)
-    conn.execute("INSERT INTO failures_fts(failures_fts) VALUES('integrity-check')")
-    assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    with contextlib.closing(sqlite3.connect(path)) as conn:
+        conn.execute("INSERT INTO failures_fts(failures_fts) VALUES('integrity-check')")
+        assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     found = memory.query_similar(["AssertionError: worker_2 case_7 expected 3 got 4"])
     assert found.results
     assert found.results[0].match == "exact"
