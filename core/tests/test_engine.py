@@ -352,3 +352,48 @@ def test_a_plugin_can_end_the_turn_mid_stream_and_ask_for_a_restart(project):
     assert result.events_of("agent.turn_stopped")[0]["reason"] == "context_exhaustion"
     assert [e["reason"] for e in result.events_of("loop.restart")] == ["context_exhaustion"]
     assert len(result.records) == 2  # the 30 s sleep was cut short, the fix came next session
+
+
+def test_plugins_write_state_files_off_the_loops_path_and_rerun_tests(project):
+    """``loop.write_file``: atomic, latest content wins, done before a restart archives the
+    logs; a plugin's ``loop.run_tests`` logs beside the iteration's own test log, never over it."""
+    seen = []
+
+    class Writer:
+        @hookimpl
+        def after_iteration(self, loop, record):
+            loop.write_file("verdict.json", json.dumps({"iteration": loop.iteration}))
+            loop.write_file("lazy.txt", lambda: f"rendered later for {record.iteration}\n")
+            if loop.iteration == 1:
+                rerun = loop.run_tests(label="second look")
+                seen.append(rerun.passed)
+                return Decision.restart("plugin_test", "archive what was written")
+            return None
+
+    result = run(project, [IDLE, [FIX]], plugins={"writer": Writer()})
+    assert result.status == "complete"
+    assert json.loads((result.state_dir / "verdict.json").read_text()) == {"iteration": 2}
+    assert (result.state_dir / "lazy.txt").read_text() == "rendered later for 2\n"
+    archived = result.state_dir / "restart-1"
+    assert seen == [False]
+    logs = archived / "logs"
+    assert "FAIL" in (logs / "iteration-0001.tests.log").read_text()
+    assert "FAIL" in (logs / "iteration-0001.second-look.tests.log").read_text()
+    assert not result.events_of("state.write_error")
+    assert not list(result.state_dir.glob(".*.tmp"))
+
+
+def test_the_state_writer_writes_a_file_once_for_rewrites_that_waited():
+    import threading
+
+    from loopctl.engine import BackgroundWriter
+
+    writer = BackgroundWriter()
+    gate, written = threading.Event(), []
+    writer.submit(gate.wait)  # the writer is busy
+    for n in range(5):
+        writer.submit(lambda n=n: written.append(("state", n)), key="loop-state.md")
+    writer.submit(lambda: written.append(("log", 0)))
+    gate.set()
+    writer.close()
+    assert written == [("state", 4), ("log", 0)]

@@ -9,7 +9,6 @@ was in flight.
 
 from __future__ import annotations
 
-import json
 import os
 import queue
 import signal
@@ -20,7 +19,7 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
 import attrs
 
@@ -114,11 +113,28 @@ class BackgroundWriter:
     def __init__(self) -> None:
         self._queue: queue.Queue[Callable[[], None] | None] = queue.Queue()
         self.errors: list[str] = []
+        self._latest: dict[object, Callable[[], None]] = {}
+        self._latest_lock = threading.Lock()
         self._thread = threading.Thread(target=self._run, name="loopctl-state-writer", daemon=True)
         self._thread.start()
 
-    def submit(self, write: Callable[[], None]) -> None:
-        self._queue.put(write)
+    def submit(self, write: Callable[[], None], *, key: object = None) -> None:
+        """Queue ``write``. Writes with the same ``key`` (a file's path) that are still
+        waiting collapse into the latest one: a file rewritten twice before the writer got to
+        it is written, and fsynced, once."""
+        if key is None:
+            self._queue.put(write)
+            return
+        with self._latest_lock:
+            waiting = key in self._latest
+            self._latest[key] = write
+        if not waiting:
+            self._queue.put(lambda: self._write_latest(key))
+
+    def _write_latest(self, key: object) -> None:
+        with self._latest_lock:
+            write = self._latest.pop(key)
+        write()
 
     def flush(self) -> None:
         """Wait until every submitted write is on disk."""
@@ -140,6 +156,33 @@ class BackgroundWriter:
                 self.errors.append(f"{type(exc).__name__}: {exc}")
             finally:
                 self._queue.task_done()
+
+
+class _ReadOnly(Sequence[IterationRecord]):
+    """A list seen through the Sequence protocol only; slices are tuples."""
+
+    __slots__ = ("_items",)
+
+    def __init__(self, items: list[IterationRecord]) -> None:
+        self._items = items
+
+    @overload
+    def __getitem__(self, index: int) -> IterationRecord: ...
+    @overload
+    def __getitem__(self, index: slice) -> tuple[IterationRecord, ...]: ...
+    def __getitem__(self, index: int | slice) -> IterationRecord | tuple[IterationRecord, ...]:
+        if isinstance(index, slice):
+            return tuple(self._items[index])
+        return self._items[index]
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __iter__(self) -> Iterator[IterationRecord]:
+        return iter(self._items)
+
+    def __reversed__(self) -> Iterator[IterationRecord]:
+        return reversed(self._items)
 
 
 class Loop:
@@ -219,8 +262,9 @@ class Loop:
 
     @property
     def history(self) -> Sequence[IterationRecord]:
-        """Every recorded iteration of this loop, oldest first (read-only)."""
-        return tuple(self._engine.history)
+        """Every recorded iteration of this loop, oldest first: a read-only view (no copy), so
+        ``loop.history[-20:]`` costs the same at iteration 10 and 10,000."""
+        return _ReadOnly(self._engine.history)
 
     @property
     def last_record(self) -> IterationRecord | None:
@@ -312,9 +356,29 @@ class Loop:
     def get_value(self, key: str, default: Any = None) -> Any:
         return self._engine.state.extra.get(key, default)
 
-    def run_tests(self, command: str | None = None) -> TestRun:
-        """Run the test command (or ``command``) again, now, with the run's timeout and limits."""
-        return self._engine.run_tests(command)
+    def write_file(self, name: str | Path, content: str | Callable[[], str]) -> Path:
+        """Rewrite a file in the state directory atomically, off the loop's path, and return
+        its path.
+
+        The write (temp file, fsync, rename, directory fsync) happens on the engine's state
+        writer thread, in submission order with the engine's own state files, so an iteration
+        never waits for the disk; a crash leaves the old or the new version, never a torn one.
+        Pending writes are done before a restart archives the state directory and before the
+        loop ends. ``content`` may be a function returning the text: it is then called on the
+        writer thread (it must not read loop state that changes). A relative ``name`` is taken
+        from the state directory. A failed write is reported as a ``state.write_error`` event.
+        """
+        path = self._engine.state_dir / name
+        self._engine.persist(path, content if callable(content) else (lambda: content))
+        return path
+
+    def run_tests(self, command: str | None = None, *, label: str = "rerun") -> TestRun:
+        """Run the test command (or ``command``) again, now, with the run's timeout and limits.
+
+        Its output goes to ``logs/iteration-NNNN.<label>.tests.log``: the iteration's own test
+        log is never overwritten. It becomes :attr:`last_test_run`.
+        """
+        return self._engine.run_tests(command, log_label=_log_label(label))
 
     @property
     def last_snapshot(self) -> Snapshot | None:
@@ -752,16 +816,13 @@ class Engine:
         self.completion_veto = None
         started = time.time()
         iteration = self.state.iteration
-        self._write_state()
         self.emit(
             "iteration.start", generation=self.state.generation, session_id=self.state.session_id
         )
         self.host.hook.before_iteration(loop=self.loop)
 
         composed = self._compose_prompt()
-        _write_log(
-            self.state_dir / st.LOGS_DIR / f"iteration-{iteration:04d}.prompt.md", composed.text
-        )
+        self._log(f"iteration-{iteration:04d}.prompt.md", composed.text)
         self.emit(
             "agent.start",
             agent=self.agent.name,
@@ -903,7 +964,7 @@ class Engine:
                 outcome=TurnOutcome(ErrorKind.CRASHED, f"cannot start the agent: {exc}")
             )
 
-    def run_tests(self, command: str | None) -> TestRun:
+    def run_tests(self, command: str | None, *, log_label: str = "") -> TestRun:
         from loopctl.testcmd import run_test_command
 
         limits = self.loaded.config.limits
@@ -915,10 +976,8 @@ class Engine:
             timeout_s=limits.test_timeout_s,
             output_limit=limits.test_output_bytes,
         )
-        _write_log(
-            self.state_dir / st.LOGS_DIR / f"iteration-{self.state.iteration:04d}.tests.log",
-            result.output,
-        )
+        label = f".{log_label}" if log_label else ""
+        self._log(f"iteration-{self.state.iteration:04d}{label}.tests.log", result.output)
         self.last_test_run = result
         self.emit(
             "tests.end",
@@ -1083,6 +1142,8 @@ class Engine:
 
     def _finish_restart(self, reason: str, message: str) -> None:
         number = self.state.generation + 1
+        if self._writer is not None:
+            self._writer.flush()  # the archive holds the generation's last word, not a stale one
         archive = st.archive_restart(self.state_dir, number)
         (self.state_dir / st.LOGS_DIR).mkdir(exist_ok=True)
         self.state.generation = number
@@ -1103,10 +1164,15 @@ class Engine:
         """Atomically rewrite ``path`` with ``render()``'s text: rendered now, written in order
         by the background writer (synchronously before the writer exists or after it closed)."""
         text = render()
+        self.persist(path, lambda: text)
+
+    def persist(self, path: Path, render: Callable[[], str]) -> None:
+        """Atomically rewrite ``path`` with ``render()``'s text, both done by the background
+        writer (synchronously before the writer exists or after it closed)."""
         if self._writer is None:
-            st.atomic_write_text(path, text)
+            st.atomic_write_text(path, render())
         else:
-            self._writer.submit(lambda: st.atomic_write_text(path, text))
+            self._writer.submit(lambda: st.atomic_write_text(path, render()), key=path)
 
     def _write_state(self) -> None:
         self.state.updated_at = round(time.time(), 3)
@@ -1122,18 +1188,26 @@ class Engine:
             "error_lines": list(test_run.error_lines),
             "test_cmd": test_run.command,
         }
-        self._persist(
+        self.persist(  # rendered on the writer thread: ``summary`` is not shared
             self.state_dir / st.ERROR_SUMMARY_FILE,
-            lambda: json.dumps(summary, indent=2, ensure_ascii=False) + "\n",
+            lambda: st.json_text(summary),
         )
 
     def _write_progress(self) -> None:
         rows = list(self._recent_rows)
         goal, status = self.state.original_goal, self.state.status
-        self._persist(
+        self.persist(  # rendered on the writer thread from these copies
             self.state_dir / st.PROGRESS_FILE,
             lambda: st.render_progress(rows, goal=goal, status=status),
         )
+
+    def _log(self, name: str, text: str) -> None:
+        """Write ``logs/NAME`` for people debugging a run, off the loop's path when it can."""
+        path = self.state_dir / st.LOGS_DIR / name
+        if self._writer is None:
+            _write_log(path, text)
+        else:
+            self._writer.submit(lambda: _write_log(path, text))
 
     def _report_write_errors(self) -> None:
         if self._writer is not None and self._writer.errors:
@@ -1163,6 +1237,11 @@ def _state_body(engine: Engine) -> str:
         verdict = "passed" if last.tests_passed else f"failed ({len(last.failing_tests)} failing)"
         lines.append(f"Last tests {verdict}; decision: {last.decision} {last.reason}".rstrip())
     return "\n".join(lines) + "\n"
+
+
+def _log_label(label: str) -> str:
+    """``label`` made safe for a file name (``rerun`` when nothing is left of it)."""
+    return "".join(c if c.isalnum() or c in "-_" else "-" for c in label)[:40].strip("-") or "rerun"
 
 
 def _write_log(path: Path, text: str) -> None:

@@ -225,9 +225,14 @@ def atomic_write_text(path: Path, text: str) -> None:
     _atomic_write_bytes(Path(path), text.encode("utf-8", "backslashreplace"))
 
 
+def json_text(data: Any) -> str:
+    """``data`` as the state files write JSON: indented, UTF-8 kept, a trailing newline."""
+    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+
+
 def atomic_write_json(path: Path, data: Any) -> None:
-    """:func:`atomic_write_text` of ``data`` as indented JSON with a trailing newline."""
-    atomic_write_text(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+    """:func:`atomic_write_text` of :func:`json_text`."""
+    atomic_write_text(path, json_text(data))
 
 
 def remove_stale_temp_files(directory: Path) -> list[Path]:
