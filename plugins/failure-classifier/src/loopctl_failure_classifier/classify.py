@@ -188,15 +188,20 @@ def hook_modes(hook: Any) -> tuple[dict[str, FailureMode], list[str]]:
 # --- failure-mode.json ------------------------------------------------------------------------------
 
 
+def failure_mode_text(verdict: Verdict, recovery: Mapping[str, Any] | None = None) -> str:
+    """The text of ``failure-mode.json``: the verdict, and the recovery applied when known."""
+    data = verdict.to_json()
+    if recovery is not None:
+        data["recovery"] = dict(recovery)
+    return st.json_text(data)
+
+
 def write_failure_mode(
     state_dir: Path, verdict: Verdict, recovery: Mapping[str, Any] | None = None
 ) -> Path:
     """Write ``failure-mode.json`` atomically (a reader sees the old or the new verdict)."""
-    data = verdict.to_json()
-    if recovery is not None:
-        data["recovery"] = dict(recovery)
     path = Path(state_dir) / FAILURE_MODE_FILE
-    st.atomic_write_json(path, data)
+    st.atomic_write_text(path, failure_mode_text(verdict, recovery))
     return path
 
 

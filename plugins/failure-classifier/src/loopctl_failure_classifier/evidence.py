@@ -24,8 +24,11 @@ from loopctl_failure_classifier.model import Evidence, Rerun
 if TYPE_CHECKING:
     from loopctl.engine import Loop
 
-#: Recent events looked at (the current iteration's and the last restarts').
+#: Recent relevant events kept (see :func:`relevant`).
 EVENTS_TAIL = 500
+#: The iterations the detectors look back over: enough for any streak or flip a person would
+#: call one, and a per-iteration cost that stays flat however long the loop runs.
+HISTORY_WINDOW = 200
 #: At most this much of a log file is read (its tail, where the verdict of a run is printed).
 MAX_LOG_BYTES = 16 * 1024 * 1024
 #: A shell command that installs something: the environment changes under the same code.
@@ -49,13 +52,21 @@ def _read_tail(path: Path, limit: int = MAX_LOG_BYTES) -> str:
         return stream.read().decode("utf-8", errors="replace")
 
 
+def relevant(event: Mapping[str, Any]) -> bool:
+    """The events the detectors read: restarts, the engine's stuck reports, and the context
+    monitor's ``loop.context_*`` events. Keeping only these keeps every scan short."""
+    kind = str(event.get("type", ""))
+    return kind in ("loop.restart", "loop.stuck") or kind.startswith("loop.context_")
+
+
 def _events_tail(state_dir: Path) -> tuple[dict[str, Any], ...]:
-    return tuple(st.tail_jsonl(state_dir / st.EVENTS_FILE, EVENTS_TAIL))
+    return tuple(e for e in st.tail_jsonl(state_dir / st.EVENTS_FILE, EVENTS_TAIL) if relevant(e))
 
 
 class EventTail:
-    """The last events of a running loop's events.jsonl, read incrementally: each call parses
-    only the lines appended since the previous one, so the cost does not grow with the run."""
+    """The last :func:`relevant` events of a running loop's events.jsonl, read incrementally:
+    each call parses only the lines appended since the previous one (and of those only the
+    ones that can be relevant), so the cost does not grow with the run."""
 
     def __init__(self, path: Path, keep: int = EVENTS_TAIL) -> None:
         self.path = path
@@ -72,11 +83,13 @@ class EventTail:
             chunk = stream.read()
         end = chunk.rfind(b"\n") + 1  # only whole lines; a line being written waits
         for raw in chunk[:end].splitlines():
+            if b'"loop.' not in raw:  # every relevant type starts so
+                continue
             try:
                 value = json.loads(raw)
             except ValueError:
                 continue
-            if isinstance(value, dict):
+            if isinstance(value, dict) and relevant(value):
                 self.events.append(value)
         self.offset += end
         return tuple(self.events)
@@ -147,7 +160,7 @@ def from_loop(
 ) -> Evidence:
     """The evidence for the iteration that just ended (``record``, not yet in the history).
     ``events`` keeps the event tail between iterations (read from the file otherwise)."""
-    history = tuple(loop.history)
+    history = tuple(loop.history[-HISTORY_WINDOW:])
     if not history or history[-1] is not record:
         history = (*history, record)
     turn = loop.last_turn

@@ -18,13 +18,14 @@ from loopctl import state as st
 from loopctl.model import Decision, PromptSection, StopStatus
 from loopctl_failure_classifier import detectors
 from loopctl_failure_classifier.classify import (
+    FAILURE_MODE_FILE,
     Classifier,
     arbitrate,
     classify,
+    failure_mode_text,
     forced_verdict,
     hook_classifiers,
     hook_modes,
-    write_failure_mode,
 )
 from loopctl_failure_classifier.config import PLUGIN_NAME, FailureClassifierConfig
 from loopctl_failure_classifier.detectors import ANNOTATION, Notes, Settings
@@ -202,8 +203,7 @@ def _rerun(loop: Loop, config: FailureClassifierConfig, test_run: TestRun) -> Re
     if planned is None:
         return None
     command, how = planned
-    run = loop.run_tests(command)
-    _keep_logs(loop, test_run, run)
+    run = loop.run_tests(command, label="rerun")
     rerun = confirmation(run)
     loop.emit(
         "failure_classifier.rerun",
@@ -216,21 +216,6 @@ def _rerun(loop: Loop, config: FailureClassifierConfig, test_run: TestRun) -> Re
         duration_s=rerun.duration_s,
     )
     return rerun
-
-
-def _keep_logs(loop: Loop, original: TestRun, rerun: TestRun) -> None:
-    """``loop.run_tests`` writes the iteration's test log; put the original back and keep the
-    rerun's output beside it, so the log still shows what the iteration's tests said."""
-    logs = loop.state_dir / "logs"
-    stem = f"iteration-{loop.iteration:04d}"
-    for name, text in (
-        (f"{stem}.rerun.tests.log", rerun.output),
-        (f"{stem}.tests.log", original.output),
-    ):
-        try:
-            (logs / name).write_text(text, encoding="utf-8", errors="replace")
-        except OSError:
-            pass
 
 
 def diagnose(loop: Loop, record: IterationRecord, *, passed: bool) -> None:
@@ -302,10 +287,8 @@ def _record_verdict(
         annotation["flaky_pass"] = True
     loop.annotate(ANNOTATION, annotation)
     plan = strategy(verdict.mode, state.modes, max_restarts=loop.config.limits.max_restarts)
-    try:
-        write_failure_mode(loop.state_dir, verdict, plan.to_json())
-    except OSError as exc:
-        loop.emit("failure_classifier.warning", message=f"cannot write failure-mode.json: {exc}")
+    recovery = plan.to_json()
+    loop.write_file(FAILURE_MODE_FILE, lambda: failure_mode_text(verdict, recovery))
     loop.emit(
         "loop.failure_classified",
         mode=verdict.mode,
