@@ -162,6 +162,32 @@ def test_plugin_rules_from_the_hook(tmp_path: Path) -> None:
     assert (generated["rule"], generated["category"]) == ("demo.add-mismatch", "TYPE_ERROR")
 
 
+def test_other_plugins_receive_each_report(tmp_path: Path) -> None:
+    from loopctl_context_errors import render_github
+
+    received: list[str] = []
+
+    class Forwarder:
+        @hookimpl
+        def context_errors_report(self, loop: Any, report: Any) -> None:
+            received.append(render_github(report))
+
+    class Broken:
+        @hookimpl
+        def context_errors_report(self, loop: Any, report: Any) -> None:
+            raise RuntimeError("chat server down")
+
+    project = _calc_project(tmp_path / "p")
+    result = run_loop(project, "fix", turns=[[{"say": "x"}], [FIX_ADD]],
+                      plugins={**PLUGINS, "forwarder": Forwarder(), "broken": Broken()})  # fmt: skip
+    assert result.status == "complete"
+    assert len(received) == 1
+    assert "ASSERTION_FAILURE" in received[0] or "Assertion" in received[0]
+    errors = result.events_of("plugin.error")
+    assert [e["plugin"] for e in errors] == ["broken"]
+    assert "chat server down" in errors[0]["error"]
+
+
 def test_memory_off_by_config_and_by_environment(
     tmp_path: Path, private_memory: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

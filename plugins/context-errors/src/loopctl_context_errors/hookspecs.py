@@ -1,4 +1,4 @@
-"""The hook this plugin adds, so other plugins can teach it new categorization rules.
+"""The hooks this plugin adds: teach it new categorization rules, and receive each report.
 
 Registered through ``add_hookspecs``; implement it with ``@loopctl.hookimpl``::
 
@@ -20,7 +20,9 @@ from typing import TYPE_CHECKING
 from loopctl.hookspecs import hookspec
 
 if TYPE_CHECKING:
+    from loopctl import Loop
     from loopctl_context_errors.categories import Rule
+    from loopctl_context_errors.report import ErrorReport
 
 
 @hookspec
@@ -34,4 +36,23 @@ def context_errors_rules() -> list[Rule] | None:
     """
 
 
-__all__ = ["context_errors_rules"]
+@hookspec
+def context_errors_report(loop: Loop, report: ErrorReport) -> None:
+    """Called once per failed iteration, after the report is built and
+    ``error.context_generated`` is emitted: the place to send the report elsewhere (a pull
+    request comment, a chat channel).
+
+    :param loop: the running loop.
+    :param report: the :class:`~loopctl_context_errors.report.ErrorReport`; render it with
+        ``render_github``, ``render_markdown``, ``render_plain`` or ``render_json``.
+
+    Results: ignored. Implementations run on the loop's path, so keep them quick or hand the
+    work to a thread. One that raises is reported as ``plugin.error`` and the loop goes on.
+    Implement it with ``@hookimpl(optionalhook=True)`` when your plugin should also load
+    without this one installed.
+
+    .. versionadded:: 0.1
+    """
+
+
+__all__ = ["context_errors_report", "context_errors_rules"]

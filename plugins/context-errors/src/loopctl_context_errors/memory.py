@@ -22,6 +22,7 @@ by SQLite's progress handler.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import os
@@ -124,15 +125,22 @@ def tokens_of(lines: Iterable[str]) -> list[str]:
 
 def signature_of(lines: Sequence[str]) -> tuple[str, list[str]]:
     """``(signature, normalised lines)`` of decisive lines (redacted first)."""
+    signature, normalized = _signature(tuple(lines))
+    return signature, list(normalized)
+
+
+@functools.lru_cache(maxsize=64)
+def _signature(lines: tuple[str, ...]) -> tuple[str, tuple[str, ...]]:
+    """Cached: one failure's lines are signed by the report, the query and the store."""
     normalized: list[str] = []
     for line in lines:
         text = normalize_line(redact(line))
         if text and text not in normalized:
             normalized.append(text)
     if not normalized:
-        return "", []
+        return "", ()
     digest = hashlib.sha1("\n".join(normalized).encode("utf-8", "surrogatepass"))
-    return digest.hexdigest()[:16], normalized
+    return digest.hexdigest()[:16], tuple(normalized)
 
 
 @attrs.define
@@ -297,14 +305,21 @@ class _Open:
     schema_ok: bool = False
 
 
-#: Open connections by (process, path): a forked child opens its own.
-_OPEN: dict[tuple[int, str], _Open] = {}
-_LOCK = threading.RLock()
+#: Open connections by (process, thread, path): a forked child opens its own, and each thread
+#: has its own, so the loop's queries never wait for the background writer's transaction (WAL
+#: lets one writer and any number of readers work at once).
+_OPEN: dict[tuple[int, int, str], _Open] = {}
+_LOCK = threading.Lock()
+
+
+def _key(path: Path) -> tuple[int, int, str]:
+    return (os.getpid(), threading.get_ident(), str(path))
 
 
 def _open(path: Path, *, create: bool, timeout: float) -> _Open:
-    key = (os.getpid(), str(path))
-    entry = _OPEN.get(key)
+    key = _key(path)
+    with _LOCK:
+        entry = _OPEN.get(key)
     if entry is not None:
         return entry
     uri = f"file:{path.as_posix()}?mode={'rwc' if create else 'rw'}"
@@ -319,12 +334,15 @@ def _open(path: Path, *, create: bool, timeout: float) -> _Open:
         conn.close()
         raise
     entry = _Open(conn)
-    _OPEN[key] = entry
+    with _LOCK:
+        _OPEN[key] = entry
     return entry
 
 
 def _forget(path: Path) -> None:
-    entry = _OPEN.pop((os.getpid(), str(path)), None)
+    """Close this thread's connection to ``path`` (the next operation opens a new one)."""
+    with _LOCK:
+        entry = _OPEN.pop(_key(path), None)
     if entry is not None:
         with contextlib.suppress(sqlite3.Error):
             entry.conn.close()
@@ -380,9 +398,12 @@ BACKGROUND = BackgroundWrites()
 
 def close_all() -> None:
     """Close every connection this process keeps open (tests, long-lived embedders)."""
+    pid = os.getpid()
     with _LOCK:
-        for _pid, path in list(_OPEN):
-            _forget(Path(path))
+        entries = [_OPEN.pop(key) for key in list(_OPEN) if key[0] == pid]
+    for entry in entries:
+        with contextlib.suppress(sqlite3.Error):
+            entry.conn.close()
 
 
 class FailureMemory:
@@ -401,7 +422,7 @@ class FailureMemory:
     ) -> Iterator[sqlite3.Connection]:
         """A connection for one operation, within ``deadline`` (busy waits included).
 
-        Connections are kept open per process and path (opening and closing one per operation
+        Connections are kept open per process, thread and path (opening and closing one per operation
         would checkpoint the WAL every time); a connection that saw the database broken is
         dropped, so the next operation starts afresh.
         """
@@ -414,25 +435,24 @@ class FailureMemory:
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             raise _Deadline()
-        with _LOCK:
-            entry = _open(self.path, create=create, timeout=remaining)
-            conn = entry.conn
-            try:
-                conn.execute(f"PRAGMA busy_timeout = {max(1, int(remaining * 1000))}")
-                conn.set_progress_handler(lambda: time.monotonic() > deadline, _PROGRESS_STEPS)
-                if create and not entry.schema_ok:
-                    self._ensure_schema(conn)
-                    entry.schema_ok = True
-                yield conn
-            except sqlite3.DatabaseError as exc:
-                if "locked" not in str(exc).lower() and "interrupt" not in str(exc).lower():
-                    _forget(self.path)
-                raise
-            finally:
-                with contextlib.suppress(sqlite3.Error):
-                    conn.set_progress_handler(None, 0)
-                    if conn.in_transaction:
-                        conn.execute("ROLLBACK")
+        entry = _open(self.path, create=create, timeout=remaining)
+        conn = entry.conn
+        try:
+            conn.execute(f"PRAGMA busy_timeout = {max(1, int(remaining * 1000))}")
+            conn.set_progress_handler(lambda: time.monotonic() > deadline, _PROGRESS_STEPS)
+            if create and not entry.schema_ok:
+                self._ensure_schema(conn)
+                entry.schema_ok = True
+            yield conn
+        except sqlite3.DatabaseError as exc:
+            if "locked" not in str(exc).lower() and "interrupt" not in str(exc).lower():
+                _forget(self.path)
+            raise
+        finally:
+            with contextlib.suppress(sqlite3.Error):
+                conn.set_progress_handler(None, 0)
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
 
     def _ensure_schema(self, conn: sqlite3.Connection) -> None:
         version = conn.execute("PRAGMA user_version").fetchone()[0]
@@ -734,36 +754,53 @@ class FailureMemory:
             # BM25 ranks every matching row; when even the rarest word is everywhere, take the
             # first rows instead (the word-overlap re-ranking below still orders them).
             order = "ORDER BY score " if matching <= UNRANKED_ABOVE else ""
+            # rank on the few columns the score needs; read whole records for the winners only
             candidates = conn.execute(
-                f"SELECT {_COLUMNS}, f.tokens FROM failures AS f JOIN ("
+                "SELECT f.id, f.signature, f.category, f.resolved_at, f.last_seen, f.tokens "
+                "FROM failures AS f JOIN ("
                 "SELECT rowid AS rid, bm25(failures_fts) AS score FROM failures_fts "
                 f"WHERE failures_fts MATCH ? {order}LIMIT ?) AS m ON f.id = m.rid "
                 "WHERE f.run_id != ?",
                 (match, CANDIDATES, exclude_run or "\x00"),
             ).fetchall()
-        ranked: list[SimilarFailure] = []
-        for row in candidates:
-            record = _record(row)
-            if record.signature in seen_signatures:
-                continue
-            words = set(str(row[-1]).split())
-            union = len(query_tokens | words)
-            overlap = len(query_tokens & words) / union if union else 0.0
-            if overlap < MIN_SIMILARITY:
-                continue
-            score = overlap
-            if category and record.category == category:
-                score += 0.1
-            if record.fixed:
-                score += 0.1
-            ranked.append(SimilarFailure(record, min(score, 0.99), "similar"))
-        ranked.sort(key=lambda s: (-s.score, -s.record.last_seen))
-        for item in ranked:
-            if len(found) >= limit:
-                break
-            if item.record.signature not in seen_signatures:
-                seen_signatures.add(item.record.signature)
-                found.append(item)
+            ranked: list[tuple[float, float, int, str]] = []
+            for row_id, row_signature, row_category, resolved_at, last_seen, tokens in candidates:
+                if row_signature in seen_signatures:
+                    continue
+                words = set(str(tokens).split())
+                union = len(query_tokens | words)
+                overlap = len(query_tokens & words) / union if union else 0.0
+                if overlap < MIN_SIMILARITY:
+                    continue
+                score = overlap
+                if category and row_category == category:
+                    score += 0.1
+                if resolved_at is not None:
+                    score += 0.1
+                ranked.append((min(score, 0.99), float(last_seen), int(row_id), str(row_signature)))
+            ranked.sort(key=lambda r: (-r[0], -r[1]))
+            winners: list[tuple[float, int]] = []
+            for score, _last_seen, row_id, row_signature in ranked:
+                if len(found) + len(winners) >= limit:
+                    break
+                if row_signature not in seen_signatures:
+                    seen_signatures.add(row_signature)
+                    winners.append((score, row_id))
+            if not winners:
+                return found
+            placeholders = ",".join("?" * len(winners))
+            records = {
+                int(row[0]): _record(row)
+                for row in conn.execute(
+                    f"SELECT {_COLUMNS} FROM failures WHERE id IN ({placeholders})",
+                    [row_id for _, row_id in winners],
+                )
+            }
+        found.extend(
+            SimilarFailure(records[row_id], score, "similar")
+            for score, row_id in winners
+            if row_id in records
+        )
         return found
 
     @staticmethod

@@ -14,7 +14,7 @@ import os
 import re
 import time
 import uuid
-from functools import partial
+from functools import lru_cache, partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -93,7 +93,13 @@ def rules_for(loop: Loop) -> RuleSet:
                 if isinstance(rule, Rule) and rule.name not in taken:
                     taken.add(rule.name)
                     extra.append(rule)
-    return RuleSet.with_extra(extra) if extra else RuleSet.with_extra([])
+    return _ruleset(tuple(extra))
+
+
+@lru_cache(maxsize=16)
+def _ruleset(extra: tuple[Rule, ...]) -> RuleSet:
+    """Compiled once per distinct set of plugin rules, not once per failure."""
+    return RuleSet.with_extra(extra)
 
 
 def _project(loop: Loop, config: ContextErrorsConfig) -> str:
@@ -101,11 +107,16 @@ def _project(loop: Loop, config: ContextErrorsConfig) -> str:
 
 
 def _changed_since(loop: Loop, iteration: int | None, record: IterationRecord) -> list[str]:
+    """The files changed after ``iteration`` (None: since the start) up to ``record``, oldest
+    first (at most 50). Reads only the records after ``iteration``: the cost does not grow
+    with the run."""
+    history = loop.history
+    since = len(history)
+    while since > 0 and history[since - 1].iteration > (iteration or 0):
+        since -= 1
     files: dict[str, None] = {}
-    for past in loop.history:
-        if iteration is None or past.iteration > iteration:
-            files.update(dict.fromkeys(past.changed_files))
-    files.update(dict.fromkeys(record.changed_files))
+    for past in (*history[since:], record):
+        files.update(dict.fromkeys(past.changed_files))
     return list(files)[:50]
 
 
@@ -228,6 +239,10 @@ def _similar(
     return outcome
 
 
+def _render_and_write(path: Path, report: ErrorReport) -> bool:
+    return _write_report(path, render_markdown(report))
+
+
 def _write_report(path: Path, text: str) -> bool:
     """Replace the report file atomically. No fsync: it is rewritten on every failure, and a
     power cut at worst leaves the previous report."""
@@ -289,9 +304,9 @@ def handle_failure(loop: Loop, record: IterationRecord) -> ErrorReport:
         excerpt_lines=REPORT_EXCERPT_LINES,
     )
     path: Path | None = None
-    if config.save_reports:  # written off the loop's path; flushed when the loop ends
+    if config.save_reports:  # rendered and written off the loop's path; flushed at the end
         path = report_path(loop.state_dir, stage)
-        BACKGROUND.submit(partial(_write_report, path, render_markdown(report)))
+        BACKGROUND.submit(partial(_render_and_write, path, report))
     if memory is not None and signature:
         decisive_lines, category, rule = found.decisive_lines, found.category.value, found.rule_name
         project, project_path = _project(loop, config), str(loop.workdir)
@@ -324,6 +339,7 @@ def handle_failure(loop: Loop, record: IterationRecord) -> ErrorReport:
         report_path=str(path) if path is not None else None,
         duration_ms=round((time.perf_counter() - started) * 1000, 3),
     )
+    loop.hook.context_errors_report(loop=loop, report=report)
     suggestion_id = f"{rid[:8]}-{loop.iteration:04d}-{sanitize_stage(stage)}"
     actions = [s.to_json() for s in report.suggestions]
     entry = _ledger(loop).record_suggestion(
