@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import glob
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -44,6 +45,23 @@ INSTALLED_PYTHONS = _find_interpreters()
 def distributions(kind: str) -> list[Path]:
     """Every distribution under plugins/ or contrib/ (a directory with a pyproject.toml)."""
     return sorted(p.parent for p in (ROOT / kind).glob("*/pyproject.toml"))
+
+
+def local_requirements(dist: Path) -> list[str]:
+    """The first-party distributions ``dist`` depends on, as local paths (pip would otherwise
+    look for them on the package index): ``loopctl-context-errors`` → ``./plugins/context-errors``."""
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        import tomli as tomllib
+
+    local = {
+        f"loopctl-{p.name}": f"./{p.relative_to(ROOT)}"
+        for p in distributions("plugins") + distributions("contrib")
+    }
+    declared = tomllib.loads((dist / "pyproject.toml").read_text())["project"]["dependencies"]
+    names = {re.split(r"[\s<>=!~;\[]", req, maxsplit=1)[0].lower() for req in declared}
+    return sorted(local[name] for name in names if name in local)
 
 
 def all_distributions() -> list[str]:
@@ -91,7 +109,8 @@ def types(session: nox.Session) -> None:
 
 @nox.session
 def isolation(session: nox.Session) -> None:
-    """Install core plus ONE plugin into an empty venv and run that plugin's tests, each in turn."""
+    """Install core plus ONE plugin (and the first-party plugins it declares it needs) into an
+    empty venv and run that plugin's tests, each in turn."""
     for dist in distributions("plugins") + distributions("contrib"):
         venv = Path(session.create_tmp()) / f"iso-{dist.name}"
         shutil.rmtree(venv, ignore_errors=True)
@@ -105,6 +124,7 @@ def isolation(session: nox.Session) -> None:
             "-q",
             "./core",
             f"./{dist.relative_to(ROOT)}",
+            *local_requirements(dist),
             *TEST_DEPS,
             external=True,
         )
