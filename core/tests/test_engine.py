@@ -397,3 +397,27 @@ def test_the_state_writer_writes_a_file_once_for_rewrites_that_waited():
     gate.set()
     writer.close()
     assert written == [("state", 4), ("log", 0)]
+
+
+def test_background_tasks_run_off_the_loop_and_are_done_before_it_ends(project):
+    import threading
+
+    ran, at_end = [], []
+
+    class Tasks:
+        @hookimpl
+        def after_iteration(self, loop, record):
+            iteration = loop.iteration
+            loop.in_background(lambda: ran.append((iteration, threading.current_thread().name)))
+            loop.in_background(lambda: 1 / 0)
+
+        @hookimpl
+        def on_loop_end(self, loop, outcome):
+            at_end.append((loop.wait_for_background(5.0), len(ran)))
+
+    result = run(project, [IDLE, [FIX]], plugins={"tasks": Tasks()})
+    assert result.status == "complete"
+    assert ran == [(1, "loopctl-plugin-tasks"), (2, "loopctl-plugin-tasks")]
+    assert at_end == [(True, 2)]
+    errors = result.events_of("state.write_error")
+    assert [("ZeroDivisionError" in e["error"]) for e in errors] == [True, True]

@@ -13,6 +13,7 @@ from loopctl._version import __version__
 
 if TYPE_CHECKING:
     from loopctl.agents.base import AgentAdapter, AgentSettings, StreamParser, TurnRequest
+    from loopctl.config import InvalidFields
     from loopctl.engine import Loop, LoopOutcome, Restart
     from loopctl.hookspecs import hookimpl
     from loopctl.model import (
@@ -40,6 +41,7 @@ _LAZY = {
     "AgentSettings": "loopctl.agents.base",
     "StreamParser": "loopctl.agents.base",
     "TurnRequest": "loopctl.agents.base",
+    "InvalidFields": "loopctl.config",
     **{
         name: "loopctl.model"
         for name in (
@@ -79,6 +81,7 @@ __all__ = [
     "Decision",
     "ErrorKind",
     "Event",
+    "InvalidFields",
     "IterationRecord",
     "Loop",
     "LoopOutcome",

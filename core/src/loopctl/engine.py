@@ -102,20 +102,30 @@ class ReportSection:
 
 
 class BackgroundWriter:
-    """Rewrites the derived state files (loop-state.md, progress.md, error-summary.json) in
-    order on one thread, so their fsyncs never hold up an iteration.
+    """Rewrites the derived state files (loop-state.md, progress.md, error-summary.json, the
+    plugins' files) and runs the plugins' background tasks in order on one thread, so their
+    fsyncs never hold up an iteration.
 
-    Each rewrite is still atomic, so a reader or a crash only ever sees a complete old or new
-    version. The journal ``iterations.jsonl`` is appended synchronously; it alone decides what
-    ``loopctl resume`` continues from, so a kill loses at most the iteration in flight.
+    Work runs while the loop waits for the agent or the tests (``waiting`` is set): a thread
+    doing Python work beside the loop's own would contend with it for the interpreter lock and
+    slow every step of the loop's bookkeeping. Each rewrite is still atomic, so a reader or a
+    crash only ever sees a complete old or new version. The journal ``iterations.jsonl`` is
+    appended synchronously; it alone decides what ``loopctl resume`` continues from, so a kill
+    loses at most the iteration in flight.
     """
 
-    def __init__(self) -> None:
+    def __init__(
+        self, name: str = "loopctl-state-writer", waiting: threading.Event | None = None
+    ) -> None:
         self._queue: queue.Queue[Callable[[], None] | None] = queue.Queue()
         self.errors: list[str] = []
         self._latest: dict[object, Callable[[], None]] = {}
         self._latest_lock = threading.Lock()
-        self._thread = threading.Thread(target=self._run, name="loopctl-state-writer", daemon=True)
+        #: Set while the loop waits (and while flushing): the writer may work.
+        self.waiting = waiting or threading.Event()
+        if waiting is None:
+            self.waiting.set()
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._thread.start()
 
     def submit(self, write: Callable[[], None], *, key: object = None) -> None:
@@ -136,9 +146,20 @@ class BackgroundWriter:
             write = self._latest.pop(key)
         write()
 
-    def flush(self) -> None:
-        """Wait until every submitted write is on disk."""
-        self._queue.join()
+    def flush(self, timeout_s: float | None = None) -> bool:
+        """Wait until every submitted write is done (at most ``timeout_s``); True when done."""
+        held = not self.waiting.is_set()
+        self.waiting.set()
+        try:
+            if timeout_s is None:
+                self._queue.join()
+                return True
+            done = threading.Event()
+            self._queue.put(done.set)
+            return done.wait(timeout_s)
+        finally:
+            if held:
+                self.waiting.clear()
 
     def close(self) -> None:
         self.flush()
@@ -151,6 +172,7 @@ class BackgroundWriter:
             try:
                 if write is None:
                     return
+                self.waiting.wait()
                 write()
             except Exception as exc:  # noqa: BLE001 - reported by the engine, never fatal
                 self.errors.append(f"{type(exc).__name__}: {exc}")
@@ -307,7 +329,9 @@ class Loop:
     # --- acting on the loop ------------------------------------------------------------------
 
     def emit(self, type: str, **data: Any) -> Event:
-        """Record an event in ``events.jsonl`` and pass it to ``on_event`` sinks."""
+        """Record an event in ``events.jsonl`` and pass it to ``on_event`` sinks. Call it from
+        the loop's thread (a hook), not from a thread of your own or an :meth:`in_background`
+        task: keep what such work learns and emit it from your next hook."""
         return self._engine.emit(type, **data)
 
     def plugin_config(self, name: str) -> Any:
@@ -371,6 +395,29 @@ class Loop:
         path = self._engine.state_dir / name
         self._engine.persist(path, content if callable(content) else (lambda: content))
         return path
+
+    def in_background(self, task: Callable[[], object]) -> None:
+        """Run ``task`` on the loop's background worker: in submission order, while the loop
+        waits for the agent or the tests (so it does not slow the loop's own steps), and
+        before the loop ends. For work a plugin need not wait for: a database insert, an
+        upload. A task that raises is reported as a ``state.write_error`` event.
+        """
+
+        def run() -> None:
+            task()
+
+        tasks = self._engine.tasks
+        if tasks is None:
+            run()
+        else:
+            tasks.submit(run)
+
+    def wait_for_background(self, timeout_s: float | None = None) -> bool:
+        """Wait until the tasks given to :meth:`in_background` so far are done (at most
+        ``timeout_s`` seconds); True when they are. For ``on_loop_end``, which runs before
+        the loop's own final wait."""
+        tasks = self._engine.tasks
+        return True if tasks is None else tasks.flush(timeout_s)
 
     def run_tests(self, command: str | None = None, *, label: str = "rerun") -> TestRun:
         """Run the test command (or ``command``) again, now, with the run's timeout and limits.
@@ -460,6 +507,10 @@ class Engine:
         self._crashes = 0
         self.last_snapshot: Snapshot | None = None
         self._writer: BackgroundWriter | None = None
+        self._tasks: BackgroundWriter | None = None
+        #: Set while the loop waits for the agent or the tests: background work may run then.
+        self._waiting = threading.Event()
+        self._waiting.set()
         self._opened = False
         self._background = ThreadPoolExecutor(max_workers=1, thread_name_prefix="loopctl-snapshot")
         #: The last rows of iterations.jsonl, already unstructured, for progress.md.
@@ -556,7 +607,8 @@ class Engine:
             raise
         self._events = st.JsonlAppender(self.state_dir / st.EVENTS_FILE)
         self._iterations = st.JsonlAppender(self.state_dir / st.ITERATIONS_FILE)
-        self._writer = BackgroundWriter()
+        self._writer = BackgroundWriter(waiting=self._waiting)
+        self._tasks = BackgroundWriter("loopctl-plugin-tasks", waiting=self._waiting)
         (self.state_dir / st.LOGS_DIR).mkdir(exist_ok=True)
         self.state.pid = os.getpid()
         if self.state.status != "restarting":
@@ -742,10 +794,11 @@ class Engine:
 
         write_report(self)  # before the final status: a kill in between leaves a resumable loop
         self._write_state()
-        if self._writer is not None:
-            self._writer.close()
-            self._writer = None
+        for worker in (self._tasks, self._writer):  # tasks first: they may write files
+            if worker is not None:
+                worker.close()
         self._report_write_errors()
+        self._writer = self._tasks = None
         for appender in (self._events, self._iterations):
             if appender is not None:
                 appender.close()
@@ -787,6 +840,24 @@ class Engine:
         return None
 
     def _iterate(self) -> LoopOutcome:
+        self._waiting.clear()  # background work waits for the loop to wait
+        try:
+            return self._iterate_until_the_end()
+        finally:
+            self._waiting.set()
+
+    @contextmanager
+    def _wait_window(self) -> Iterator[None]:
+        """The loop is about to wait (agent, tests, a rate limit): background work may run."""
+        was_set = self._waiting.is_set()
+        self._waiting.set()
+        try:
+            yield
+        finally:
+            if not was_set:
+                self._waiting.clear()
+
+    def _iterate_until_the_end(self) -> LoopOutcome:
         while True:
             limit = self._limit_reached()
             if limit is not None:
@@ -950,15 +1021,16 @@ class Engine:
         }
         transcript = self.state_dir / st.LOGS_DIR / f"iteration-{iteration:04d}.agent.jsonl"
         try:
-            return run_turn(
-                self.agent,
-                request,
-                on_message=on_message,
-                supervision=supervision,
-                transcript=transcript,
-                env=env,
-                on_start=on_start,
-            )
+            with self._wait_window():
+                return run_turn(
+                    self.agent,
+                    request,
+                    on_message=on_message,
+                    supervision=supervision,
+                    transcript=transcript,
+                    env=env,
+                    on_start=on_start,
+                )
         except ValueError as exc:  # the adapter refused its settings (a missing scenario, say)
             return TurnResult(
                 outcome=TurnOutcome(ErrorKind.CRASHED, f"cannot start the agent: {exc}")
@@ -970,12 +1042,13 @@ class Engine:
         limits = self.loaded.config.limits
         command = command or self.state.test_cmd
         self.emit("tests.start", command=command)
-        result = run_test_command(
-            command,
-            cwd=self.workdir,
-            timeout_s=limits.test_timeout_s,
-            output_limit=limits.test_output_bytes,
-        )
+        with self._wait_window():
+            result = run_test_command(
+                command,
+                cwd=self.workdir,
+                timeout_s=limits.test_timeout_s,
+                output_limit=limits.test_output_bytes,
+            )
         label = f".{log_label}" if log_label else ""
         self._log(f"iteration-{self.state.iteration:04d}{label}.tests.log", result.output)
         self.last_test_run = result
@@ -1073,7 +1146,8 @@ class Engine:
         )
         deadline = time.monotonic() + wait
         while (left := deadline - time.monotonic()) > 0:
-            time.sleep(min(left, 1.0))
+            with self._wait_window():
+                time.sleep(min(left, 1.0))
             self.emit("agent.rate_limit_waiting", seconds_left=round(max(0.0, left - 1.0)))
         return Decision.proceed("rate_limit_retry")
 
@@ -1166,6 +1240,11 @@ class Engine:
         text = render()
         self.persist(path, lambda: text)
 
+    @property
+    def tasks(self) -> BackgroundWriter | None:
+        """The plugins' background worker (None before the loop opens and after it ends)."""
+        return self._tasks
+
     def persist(self, path: Path, render: Callable[[], str]) -> None:
         """Atomically rewrite ``path`` with ``render()``'s text, both done by the background
         writer (synchronously before the writer exists or after it closed)."""
@@ -1210,10 +1289,11 @@ class Engine:
             self._writer.submit(lambda: _write_log(path, text))
 
     def _report_write_errors(self) -> None:
-        if self._writer is not None and self._writer.errors:
-            errors, self._writer.errors = self._writer.errors, []
-            for error in errors:
-                self.emit("state.write_error", error=error)
+        for worker in (self._writer, self._tasks):
+            if worker is not None and worker.errors:
+                errors, worker.errors = worker.errors, []
+                for error in errors:
+                    self.emit("state.write_error", error=error)
 
 
 def _strongest(decisions: Sequence[Decision]) -> Decision:

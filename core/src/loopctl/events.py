@@ -156,7 +156,10 @@ CORE_EVENTS: dict[str, dict[str, Any]] = {
         "A plugin's hook raised; it was skipped.",
         {"plugin": STR, "hook": STR, "error": STR, "traceback": STR},
     ),
-    "state.write_error": event("A state file could not be written.", {"error": STR}),
+    "state.write_error": event(
+        "A state file could not be written, or a plugin's background task raised.",
+        {"error": STR},
+    ),
     "loop.end": event(
         "The run ended.",
         {

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from loopctl_context_errors.categories import categorize
 from loopctl_context_errors.ledger import Ledger
 from loopctl_context_errors.memory import FailureMemory
-from loopctl_context_errors.redact import MARK, redact
+from loopctl_context_errors.redaction import MARK, redact
 from loopctl_context_errors.report import (
     build_report,
     render_github,

@@ -37,7 +37,7 @@ _EXPORTS = {
     "render_github": "report",
     "render_json": "report",
     "Ledger": "ledger",
-    "redact": "redact",
+    "redact": "redaction",
     "validate_event": "events",
 }
 

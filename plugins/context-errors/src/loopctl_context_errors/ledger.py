@@ -21,7 +21,7 @@ from typing import Any
 import attrs
 
 from loopctl import state as st
-from loopctl_context_errors.redact import redact
+from loopctl_context_errors.redaction import redact
 
 FILE_NAME = "suggestions.jsonl"
 

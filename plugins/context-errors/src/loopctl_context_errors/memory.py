@@ -26,19 +26,18 @@ import functools
 import hashlib
 import json
 import os
-import queue
 import re
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import attrs
 
 from loopctl.fingerprint import normalize_line
-from loopctl_context_errors.redact import redact
+from loopctl_context_errors.redaction import redact
 
 ENV_MEMORY = "LOOPCTL_FAILURE_MEMORY"
 #: Values of ``LOOPCTL_FAILURE_MEMORY`` / ``memory_path`` that turn the memory off.
@@ -346,54 +345,6 @@ def _forget(path: Path) -> None:
     if entry is not None:
         with contextlib.suppress(sqlite3.Error):
             entry.conn.close()
-
-
-class BackgroundWrites:
-    """One worker thread that performs memory writes in order, off the loop's path.
-
-    A loop should not wait for SQLite on every failed iteration; the writes are queued and the
-    loop flushes the queue (with a bounded wait) when it ends. Tasks never raise (the memory's
-    methods do not); a task that does is dropped.
-    """
-
-    def __init__(self) -> None:
-        self._queue: queue.SimpleQueue[Callable[[], object] | None] = queue.SimpleQueue()
-        self._thread: threading.Thread | None = None
-        self._pid = 0
-        self._start_lock = threading.Lock()
-
-    def submit(self, task: Callable[[], object]) -> None:
-        with self._start_lock:
-            if self._thread is None or self._pid != os.getpid() or not self._thread.is_alive():
-                self._queue = queue.SimpleQueue()
-                self._pid = os.getpid()
-                self._thread = threading.Thread(
-                    target=self._run, name="loopctl-failure-memory", daemon=True
-                )
-                self._thread.start()
-        self._queue.put(task)
-
-    def _run(self) -> None:
-        while True:
-            task = self._queue.get()
-            if task is None:
-                return
-            try:
-                task()
-            except Exception:  # noqa: BLE001 - a memory write must never take the thread down
-                pass
-
-    def flush(self, timeout_s: float = DEFAULT_TIMEOUT_S) -> bool:
-        """Wait until every queued write is done (at most ``timeout_s``); True when done."""
-        if self._thread is None or self._pid != os.getpid() or not self._thread.is_alive():
-            return True
-        done = threading.Event()
-        self._queue.put(done.set)
-        return done.wait(timeout_s)
-
-
-#: The process's background writer (used by the loop hooks).
-BACKGROUND = BackgroundWrites()
 
 
 def close_all() -> None:
@@ -970,10 +921,8 @@ def _split_sql(script: str) -> list[str]:
 
 
 __all__ = [
-    "BACKGROUND",
     "DEFAULT_TIMEOUT_S",
     "ENV_MEMORY",
-    "BackgroundWrites",
     "FailureMemory",
     "FailureRecord",
     "QueryOutcome",

@@ -3,7 +3,7 @@
 Sections: **What Failed** (stage, iteration, issue, goal, category and the decisive lines),
 **Why** (what the category means and which rule decided it), **Similar Past Issues** (from the
 failure memory) and **Suggested Actions** (two to four). Every piece of text that came from a
-log or a user passes through :func:`~loopctl_context_errors.redact.redact`; the GitHub rendering
+log or a user passes through :func:`~loopctl_context_errors.redaction.redact`; the GitHub rendering
 also escapes it, so a log cannot inject markup, mentions or links into a comment, and it always
 fits GitHub's 65,536-character comment limit.
 """
@@ -27,7 +27,7 @@ from loopctl_context_errors.categories import (
     categorize,
 )
 from loopctl_context_errors.memory import FailureMemory, QueryOutcome, SimilarFailure
-from loopctl_context_errors.redact import redact
+from loopctl_context_errors.redaction import redact
 from loopctl_context_errors.suggest import (
     Suggestion,
     candidate_keys,

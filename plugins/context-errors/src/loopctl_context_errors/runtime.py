@@ -23,13 +23,12 @@ from loopctl_context_errors.categories import Categorization, Rule, RuleSet, cat
 from loopctl_context_errors.config import ContextErrorsConfig
 from loopctl_context_errors.ledger import Ledger, SuggestionSet, judge
 from loopctl_context_errors.memory import (
-    BACKGROUND,
     FailureMemory,
     QueryOutcome,
     resolve_memory_path,
     signature_of,
 )
-from loopctl_context_errors.redact import redact
+from loopctl_context_errors.redaction import redact
 from loopctl_context_errors.report import ErrorReport, build_report, render_markdown
 
 if TYPE_CHECKING:
@@ -174,7 +173,7 @@ def _judge(
         )
         if memory is None:
             continue
-        BACKGROUND.submit(
+        loop.in_background(
             partial(memory.record_suggestion_outcome, entry.keys, effective=verdict.effective)
         )
         if verdict.effective and entry.signature:
@@ -187,7 +186,7 @@ def _judge(
                 + (f", {took} iteration(s) after it was reported" if took else "")
                 + f" ({verdict.reason})"
             )
-            BACKGROUND.submit(
+            loop.in_background(
                 partial(
                     memory.record_fix_for,
                     entry.signature,
@@ -306,11 +305,11 @@ def handle_failure(loop: Loop, record: IterationRecord) -> ErrorReport:
     path: Path | None = None
     if config.save_reports:  # rendered and written off the loop's path; flushed at the end
         path = report_path(loop.state_dir, stage)
-        BACKGROUND.submit(partial(_render_and_write, path, report))
+        loop.in_background(partial(_render_and_write, path, report))
     if memory is not None and signature:
         decisive_lines, category, rule = found.decisive_lines, found.category.value, found.rule_name
         project, project_path = _project(loop, config), str(loop.workdir)
-        BACKGROUND.submit(
+        loop.in_background(
             partial(
                 memory.record_failure,
                 decisive=decisive_lines,
@@ -468,7 +467,9 @@ def handle_success(loop: Loop, record: IterationRecord) -> None:
 
 def handle_loop_end(loop: Loop, outcome: LoopOutcome) -> None:
     config = settings(loop)
-    BACKGROUND.flush(config.memory_timeout_s)  # the last report and memory writes land first
+    loop.wait_for_background(
+        config.memory_timeout_s
+    )  # the last report and memory writes land first
     ledger = _LEDGERS.pop(str(loop.state_dir), None)
     if ledger is not None:
         ledger.close()

@@ -16,7 +16,7 @@ import attrs
 
 from loopctl_context_errors.categories import Category
 from loopctl_context_errors.memory import SimilarFailure
-from loopctl_context_errors.redact import redact
+from loopctl_context_errors.redaction import redact
 
 MIN_ACTIONS = 2
 MAX_ACTIONS = 4
