@@ -4,7 +4,8 @@
 * ``classify_failure`` proposes that mode when a failure is only lint.
 
 Both take and return plain data (a mapping instead of a ``Classification``), so this module
-imports nothing from the failure classifier; its hooks run only when that plugin is installed.
+imports nothing from the failure classifier; its hooks run only when that plugin is installed
+(``optionalhook=True``: without it, they are simply never called).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from loopctl import hookimpl
 MODE = "lint_failure"
 
 
-@hookimpl
+@hookimpl(optionalhook=True)
 def register_failure_modes() -> dict[str, dict[str, Any]]:
     return {
         MODE: {
@@ -35,7 +36,7 @@ def register_failure_modes() -> dict[str, dict[str, Any]]:
     }
 
 
-@hookimpl
+@hookimpl(optionalhook=True)
 def classify_failure(evidence: Any) -> dict[str, Any] | None:
     from loopctl_example_classifier.lint import find_lint_failure
 

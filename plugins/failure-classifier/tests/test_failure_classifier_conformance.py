@@ -1,0 +1,11 @@
+"""loopctl's conformance suite for plugins (loopctl.testing.conformance), run on this one."""
+
+from __future__ import annotations
+
+from loopctl.testing.conformance import PluginConformance
+from loopctl_failure_classifier import plugin
+
+
+class TestConformance(PluginConformance):
+    plugin = plugin
+    name = "failure-classifier"
