@@ -83,7 +83,7 @@ def test_paths() -> list[str]:
 def tests(session: nox.Session) -> None:
     """Run the whole test suite (core, plugins, contrib, cross-package) on this Python."""
     session.install(*all_distributions(), *TEST_DEPS)
-    session.run("pytest", "-n", "2", "-m", "not e2e", *test_paths(), *session.posargs)
+    session.run("pytest", "-n", "2", "-m", "not e2e and not venv", *test_paths(), *session.posargs)
 
 
 @nox.session
@@ -132,6 +132,11 @@ def isolation(session: nox.Session) -> None:
         session.run(
             py, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(dist / "tests"), external=True
         )
+    # `loopctl plugins new` output, installed into a fresh venv with core, passes its tests
+    session.install("./core", *TEST_DEPS)
+    session.run(
+        "pytest", "-q", "-p", "no:cacheprovider", "-m", "venv", "tests/test_scaffold_install.py"
+    )
 
 
 @nox.session

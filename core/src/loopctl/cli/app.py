@@ -105,6 +105,7 @@ USER_ERRORS = (
     ("loopctl.engine", "LoopError"),
     ("loopctl.pluginhost", "PluginError"),
     ("loopctl.runner", "UsageError"),
+    ("loopctl.scaffold", "ScaffoldError"),
     ("loopctl.state", "StateError"),
 )
 
@@ -643,6 +644,34 @@ def plugins_list(
     from loopctl.cli.fast import plugins_list as fast_list
 
     raise typer.Exit(fast_list(json_output=json_output, config_file=config))
+
+
+@plugins_app.command("new")
+def plugins_new(
+    name: Annotated[str, typer.Argument(help="The plugin's name, e.g. flaky-db.")],
+    classifier: Annotated[
+        bool,
+        typer.Option("--classifier", help="A custom failure classifier for failure-classifier."),
+    ] = False,
+    directory: Annotated[
+        Path, typer.Option("--dir", help="Where to create loopctl-NAME/.", file_okay=False)
+    ] = Path("."),
+    json_output: Annotated[bool, typer.Option("--json", help=JSON_HELP)] = False,
+) -> None:
+    """Write a new plugin distribution, loopctl-NAME/, that installs and passes its tests."""
+    from loopctl.scaffold import write_plugin
+
+    with user_errors():
+        written = write_plugin(directory, name, classifier=classifier)
+    root = written[0]
+    if json_output:
+        emit_json({"path": str(root), "files": [str(p.relative_to(root)) for p in written[1:]]})
+        return
+    print(f"Created {root}/")
+    for path in written[1:]:
+        print(f"  {path.relative_to(root)}")
+    shown = root.as_posix() if root.is_absolute() else f"./{root.as_posix()}"
+    print(f"Next: pip install -e '{shown}[test]' && pytest {shown}")
 
 
 # --- agents --------------------------------------------------------------------------------------
