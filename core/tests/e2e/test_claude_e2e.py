@@ -16,8 +16,7 @@ import pytest
 
 from loopctl.testing import Project, RunResult, python_test_cmd, run_loop
 from loopctl.testing import model_server as ms
-
-from .conftest import ArgvLog
+from loopctl.testing.realcli import ArgvLog
 
 pytestmark = pytest.mark.e2e
 

@@ -18,8 +18,7 @@ from fake_responses_api import (
 )
 
 from loopctl.testing import Project, RunResult, python_test_cmd, run_loop
-
-from .conftest import ArgvLog, _require_or_skip
+from loopctl.testing.realcli import ArgvLog, require_cli
 
 pytestmark = pytest.mark.e2e
 
@@ -28,7 +27,7 @@ FIX = "sed -i 's/a - b/a + b/' calc.py"
 
 @pytest.fixture(scope="session")
 def codex_cli() -> str:
-    return _require_or_skip("codex", "@openai/codex")
+    return require_cli("codex", "@openai/codex")
 
 
 def run_codex_loop(

@@ -5,10 +5,6 @@ and tool calls listed in each test). Run by ``nox -s e2e``; skipped when ``claud
 from __future__ import annotations
 
 import json
-import os
-import shlex
-import shutil
-import sys
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -18,77 +14,20 @@ from context_monitor_testkit import PLUGIN, dump
 
 from loopctl.testing import Project, RunResult, make_project, python_test_cmd, run_loop
 from loopctl.testing import model_server as ms
+from loopctl.testing.realcli import FOREIGN_ENV, ArgvLog, require_cli
 
 pytestmark = pytest.mark.e2e
 
 MODEL = "claude-sonnet-4-5"
 WINDOW = 200_000
-#: Variables of the developer's environment that would steer the CLI away from the test server.
-FOREIGN_ENV = (
-    "ANTHROPIC_AUTH_TOKEN",
-    "ANTHROPIC_CUSTOM_HEADERS",
-    "ANTHROPIC_DEFAULT_HAIKU_MODEL",
-    "ANTHROPIC_DEFAULT_OPUS_MODEL",
-    "ANTHROPIC_DEFAULT_SONNET_MODEL",
-    "CLAUDE_CODE_USE_BEDROCK",
-    "CLAUDE_CODE_USE_VERTEX",
-    "CLAUDE_CODE_OAUTH_TOKEN",
-    "CLAUDE_CODE_ENTRYPOINT",
-    "CLAUDECODE",
-    "HTTPS_PROXY",
-    "HTTP_PROXY",
-    "https_proxy",
-    "http_proxy",
-)
-
-
-def find_cli(name: str) -> str | None:
-    """``name`` under ``$LOOPCTL_E2E_NPM_PREFIX`` (local or global npm layout), else on PATH."""
-    prefix = os.environ.get("LOOPCTL_E2E_NPM_PREFIX")
-    if prefix:
-        for candidate in (
-            Path(prefix) / "node_modules" / ".bin" / name,
-            Path(prefix) / "bin" / name,
-        ):
-            if candidate.exists() and os.access(candidate, os.X_OK):
-                return str(candidate)
-    return shutil.which(name)
 
 
 @pytest.fixture
 def claude(monkeypatch: pytest.MonkeyPatch) -> str:
-    path = find_cli("claude")
-    if path is None:
-        reason = (
-            "`claude` not found: install it with `npm install --prefix DIR "
-            "@anthropic-ai/claude-code` and set LOOPCTL_E2E_NPM_PREFIX=DIR (or run `nox -s e2e`)"
-        )
-        if os.environ.get("LOOPCTL_E2E_REQUIRE", "") not in ("", "0"):
-            pytest.fail(reason)
-        pytest.skip(reason)
+    path = require_cli("claude", "@anthropic-ai/claude-code")
     for name in FOREIGN_ENV:
         monkeypatch.delenv(name, raising=False)
     return path
-
-
-class ArgvLog:
-    """A wrapper command that records each CLI invocation's arguments, then runs the CLI."""
-
-    def __init__(self, directory: Path, cli: str) -> None:
-        self.path = directory / "argv.jsonl"
-        script = directory / "record_argv.py"
-        script.write_text(
-            "import json, os, sys\n"
-            f"with open({str(self.path)!r}, 'a') as log:\n"
-            "    log.write(json.dumps(sys.argv[1:]) + '\\n')\n"
-            f"os.execv({cli!r}, [{cli!r}, *sys.argv[1:]])\n"
-        )
-        self.command = shlex.join([sys.executable, str(script)])
-
-    def resumed(self) -> list[str | None]:
-        """The --resume argument of each invocation (None: a fresh session)."""
-        calls = [json.loads(line) for line in self.path.read_text().splitlines() if line.strip()]
-        return [argv[argv.index("--resume") + 1] if "--resume" in argv else None for argv in calls]
 
 
 @pytest.fixture
