@@ -18,7 +18,7 @@ from loopctl import state as st
 from loopctl.fingerprint import fingerprint
 from loopctl.model import IterationRecord, TestRun, ToolCall
 from loopctl.testoutput import extract
-from loopctl_failure_classifier.detectors import ANNOTATION
+from loopctl_failure_classifier.detectors import ANNOTATION, MONITOR_EVENTS
 from loopctl_failure_classifier.model import Evidence, Rerun
 
 if TYPE_CHECKING:
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 EVENTS_TAIL = 500
 #: The iterations the detectors look back over: enough for any streak or flip a person would
 #: call one, and a per-iteration cost that stays flat however long the loop runs.
-HISTORY_WINDOW = 200
+HISTORY_WINDOW = 50
 #: At most this much of a log file is read (its tail, where the verdict of a run is printed).
 MAX_LOG_BYTES = 16 * 1024 * 1024
 #: A shell command that installs something: the environment changes under the same code.
@@ -52,11 +52,14 @@ def _read_tail(path: Path, limit: int = MAX_LOG_BYTES) -> str:
         return stream.read().decode("utf-8", errors="replace")
 
 
+#: The events the detectors read: restarts, the engine's stuck reports, and the context
+#: monitor's warnings (not its per-iteration ``loop.context_usage``).
+RELEVANT_EVENTS = frozenset({"loop.restart", "loop.stuck", *MONITOR_EVENTS})
+
+
 def relevant(event: Mapping[str, Any]) -> bool:
-    """The events the detectors read: restarts, the engine's stuck reports, and the context
-    monitor's ``loop.context_*`` events. Keeping only these keeps every scan short."""
-    kind = str(event.get("type", ""))
-    return kind in ("loop.restart", "loop.stuck") or kind.startswith("loop.context_")
+    """Whether the detectors read ``event``; keeping only these keeps every scan short."""
+    return event.get("type") in RELEVANT_EVENTS
 
 
 def _events_tail(state_dir: Path) -> tuple[dict[str, Any], ...]:
