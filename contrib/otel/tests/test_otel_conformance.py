@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
 from loopctl.testing.conformance import PluginConformance
 from loopctl_otel import plugin
 
@@ -9,4 +12,4 @@ from loopctl_otel import plugin
 class TestConformance(PluginConformance):
     plugin = plugin
     name = "otel"
-    config = {"plugins": {"otel": {"exporter": "none"}}}
+    config: ClassVar[Mapping[str, Any]] = {"plugins": {"otel": {"exporter": "none"}}}
