@@ -1,20 +1,25 @@
-"""Write the generated reference pages from the code, so they cannot drift from it.
+"""Write the generated parts of the docs from the code, so they cannot drift from it.
 
-    python docs/generate.py          # rewrite docs/reference/*.md
-    python docs/generate.py --check  # exit 1 if any page is out of date (CI runs this as a test)
+    python docs/generate.py          # rewrite docs/reference/*.md and the pages' CLI examples
+    python docs/generate.py --check  # exit 1 if anything is out of date (CI runs this as a test)
+    python docs/generate.py --reference-only | --examples-only   # one of the two parts
 
-Pages: configuration keys (from the attrs classes' field docs), hooks (from the hookspec
-docstrings and signatures), the CLI (from the typer app's --help), stop statuses and exit codes.
+Reference pages: configuration keys (from the attrs classes' field docs), hooks (from the
+hookspec docstrings and signatures), the CLI (from the typer app's --help), stop statuses and
+exit codes. Examples: the output of real loopctl commands embedded in the hand-written pages
+between ``<!-- example: NAME -->`` markers (see docs/examples.py).
 """
 
 from __future__ import annotations
 
+import importlib.util
 import inspect
 import os
 import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).parent
 REFERENCE = HERE / "reference"
@@ -168,7 +173,8 @@ PAGES: dict[str, Callable[[], str]] = {
 }
 
 
-def main(check: bool) -> int:
+def update_reference(check: bool) -> list[str]:
+    """Rewrite (or, with ``check``, only compare) the reference pages; return the stale ones."""
     REFERENCE.mkdir(exist_ok=True)
     stale = []
     for name, render in PAGES.items():
@@ -176,14 +182,42 @@ def main(check: bool) -> int:
         path = REFERENCE / name
         if path.exists() and path.read_text(encoding="utf-8") == text:
             continue
-        stale.append(name)
+        stale.append(f"reference/{name}")
         if not check:
             path.write_text(text, encoding="utf-8")
+    return stale
+
+
+def load_examples() -> Any:
+    """docs/examples.py, loaded by path (``examples`` is too common a name to import)."""
+    spec = importlib.util.spec_from_file_location("loopctl_docs_examples", HERE / "examples.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # one copy, however often it is loaded
+    spec.loader.exec_module(module)
+    return module
+
+
+def main(argv: list[str]) -> int:
+    check = "--check" in argv
+    stale: list[str] = []
+    if "--examples-only" not in argv:
+        stale += update_reference(check)
+    if "--reference-only" not in argv:
+        examples = load_examples()
+        try:
+            stale += examples.update(check)
+        except examples.ExampleError as exc:
+            print(f"docs/generate.py: {exc}", file=sys.stderr)
+            return 2
     if check and stale:
-        print(f"out of date: {', '.join(stale)}; run `python docs/generate.py`", file=sys.stderr)
+        lines = "\n".join(f"  {item}" for item in stale)
+        print(f"out of date:\n{lines}\nrun `python docs/generate.py`", file=sys.stderr)
         return 1
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main(check="--check" in sys.argv))
+    sys.dont_write_bytecode = True  # no __pycache__ in docs/: mkdocs would publish it
+    sys.exit(main(sys.argv[1:]))

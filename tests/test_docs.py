@@ -1,28 +1,178 @@
 """The documentation cannot drift from the code: generated pages are current, every hook is
-documented the way the hook reference promises."""
+documented the way the hook reference promises, every CLI example is what the command prints
+now, and the code the guides spell out works."""
 
 from __future__ import annotations
 
+import importlib.util
 import inspect
+import os
+import re
 import subprocess
 import sys
 from pathlib import Path
+from types import ModuleType
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from loopctl import hookspecs
 
 ROOT = Path(__file__).resolve().parents[1]
+DOCS = ROOT / "docs"
 
 
-def test_generated_reference_pages_are_up_to_date():
-    done = subprocess.run(
-        [sys.executable, str(ROOT / "docs" / "generate.py"), "--check"],
+def _examples() -> ModuleType:
+    """docs/examples.py (loaded by path, as docs/generate.py loads it)."""
+    name = "loopctl_docs_examples"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, DOCS / "examples.py")
+        assert spec is not None
+        assert spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
+examples = _examples()
+
+
+def _generate(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, str(DOCS / "generate.py"), *args],
         capture_output=True,
         text=True,
         check=False,
     )
+
+
+def test_generated_reference_pages_are_up_to_date():
+    done = _generate("--check", "--reference-only")
     assert done.returncode == 0, done.stderr
+
+
+def test_cli_examples_are_what_the_commands_print_now():
+    done = _generate("--check", "--examples-only")
+    assert done.returncode == 0, done.stderr
+
+
+def test_every_marker_names_an_example_and_every_example_is_shown():
+    used = {key for page in examples.pages() for key in examples.example_keys(page.read_text())}
+    assert used == set(examples.EXAMPLES), (
+        f"unknown: {sorted(used - set(examples.EXAMPLES))}; "
+        f"never shown: {sorted(set(examples.EXAMPLES) - used)}"
+    )
+
+
+@pytest.mark.parametrize(
+    "command", ["demo", "plugins list", "config show", "status", "agents list"]
+)
+def test_the_main_commands_have_examples(command):
+    pattern = rf"(^|\s)loopctl {command}(\s|$)"
+    assert any(re.search(pattern, e.command) for e in examples.EXAMPLES.values()), command
+
+
+def test_a_drifted_example_is_reported_then_rewritten(tmp_path):
+    page = tmp_path / "page.md"
+    stale = (
+        "Before.\n\n<!-- example: loopctl agents list -->\n\n```text\n$ loopctl agents list\n"
+        "claude    /usr/bin/claude (2.0.0)\n```\n\n<!-- /example -->\n\nAfter.\n"
+    )
+    page.write_text(stale)
+    assert examples.update(check=True, pages_to_fill=[page]) == [f"{page}: loopctl agents list"]
+    assert page.read_text() == stale  # --check never writes
+    assert examples.update(check=False, pages_to_fill=[page])
+    text = page.read_text()
+    assert text.startswith("Before.\n\n<!-- example: loopctl agents list -->\n")
+    assert text.endswith("<!-- /example -->\n\nAfter.\n")
+    assert "`claude` not found on PATH" in text
+    assert examples.update(check=True, pages_to_fill=[page]) == []
+
+
+def test_an_unknown_example_name_is_an_error_naming_it(tmp_path):
+    page = tmp_path / "page.md"
+    page.write_text("<!-- example: loopctl frobnicate -->\n<!-- /example -->\n")
+    with pytest.raises(examples.ExampleError, match="loopctl frobnicate"):
+        examples.update(check=True, pages_to_fill=[page])
+
+
+_text = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=200).filter(
+    lambda text: "<!--" not in text
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(before=_text, after=_text, output=_text)
+def test_filling_touches_only_the_block_and_is_idempotent(before, after, output):
+    key = "loopctl status"
+    text = f"{before}\n<!-- example: {key} -->\nold\n<!-- /example -->\n{after}"
+    filled = examples.fill(text, {key: output})
+    assert examples.fill(filled, {key: output}) == filled
+    assert filled.startswith(f"{before}\n<!-- example: {key} -->\n")
+    assert filled.endswith(f"<!-- /example -->\n{after}")
+    assert f"\n$ loopctl status\n{output}\n```" in filled
+    assert examples.fill(before + after, {}) == before + after
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from(["/tmp/x", " 12.5 s", "[01:02:03]", "prompt 1,234 chars", "é"])))
+def test_masking_is_idempotent_and_hides_the_temporary_home(parts):
+    home = Path("/tmp/x")
+    masked = examples.mask("".join(parts), home)
+    assert examples.mask(masked, home) == masked
+    assert "/tmp/x" not in masked
+    assert not re.search(r"\d\d:\d\d:\d\d", masked)
+
+
+def test_the_team_guide_shows_the_config_its_examples_ran_with():
+    assert examples.TEAM_CONFIG in (DOCS / "guides" / "team.md").read_text()
+
+
+def _run_pytest(directory: Path, target: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LOOPCTL_")}
+    env["PYTHONPATH"] = str(directory / "src")
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", target],
+        cwd=directory,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+
+def test_the_custom_classifier_guide_works_as_written(tmp_path):
+    """The guide's steps: scaffold, replace plugin.py and the tests with the guide's, pass."""
+    pytest.importorskip("loopctl_failure_classifier")
+    from loopctl.scaffold import write_plugin
+
+    root = write_plugin(tmp_path, "lint-classifier", classifier=True)[0]
+    files = examples.guide_files(examples.CLASSIFIER_GUIDE, "loopctl-lint-classifier")
+    assert set(files) == {"src/loopctl_lint_classifier/plugin.py", "tests/test_lint_classifier.py"}
+    for relative, text in files.items():
+        assert (root / relative).exists(), f"the guide replaces {relative}, the scaffold has none"
+        (root / relative).write_text(text)
+    done = _run_pytest(root, "tests/test_lint_classifier.py")  # the scaffold tests its own part
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert re.search(r"\b5 passed\b", done.stdout), done.stdout
+
+
+def test_the_agent_adapter_guide_works_as_written(tmp_path):
+    """The guide's adapter, fake CLI and tests, written out as the guide lists them, pass."""
+    pytest.importorskip("hypothesis")
+    root = tmp_path / "loopctl-patchbot"
+    files = examples.guide_files(examples.ADAPTER_GUIDE, "loopctl-patchbot")
+    assert "src/loopctl_patchbot/adapter.py" in files
+    assert "tests/test_patchbot.py" in files
+    for relative, text in {**files, "src/loopctl_patchbot/__init__.py": ""}.items():
+        (root / relative).parent.mkdir(parents=True, exist_ok=True)
+        (root / relative).write_text(text)
+    done = _run_pytest(root, "tests")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert re.search(r"\b4 passed\b", done.stdout), done.stdout
 
 
 @pytest.mark.parametrize("name", hookspecs.hook_names())
