@@ -421,3 +421,29 @@ def test_background_tasks_run_off_the_loop_and_are_done_before_it_ends(project):
     assert at_end == [(True, 2)]
     errors = result.events_of("state.write_error")
     assert [("ZeroDivisionError" in e["error"]) for e in errors] == [True, True]
+
+
+def test_a_restart_waits_for_background_tasks(project):
+    """Work a plugin handed over before a restart is done before the archive is made."""
+    import time
+
+    class Slow:
+        @hookimpl
+        def after_iteration(self, loop, record):
+            if loop.iteration == 1:
+                loop.in_background(
+                    lambda: (
+                        time.sleep(0.2),
+                        loop.state_dir.joinpath("slow.txt").write_text("done"),
+                    )
+                )
+                return Decision.restart("plugin_test", "archive after the task")
+            return None
+
+        @hookimpl
+        def on_restart(self, loop, restart):
+            assert (loop.state_dir / "slow.txt").read_text() == "done"
+
+    result = run(project, [IDLE, [FIX]], plugins={"slow": Slow()})
+    assert result.status == "complete"
+    assert not result.events_of("plugin.error")

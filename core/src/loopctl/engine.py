@@ -117,9 +117,9 @@ class BackgroundWriter:
     def __init__(
         self, name: str = "loopctl-state-writer", waiting: threading.Event | None = None
     ) -> None:
-        self._queue: queue.Queue[Callable[[], None] | None] = queue.Queue()
+        self._queue: queue.Queue[Callable[[], object] | None] = queue.Queue()
         self.errors: list[str] = []
-        self._latest: dict[object, Callable[[], None]] = {}
+        self._latest: dict[object, Callable[[], object]] = {}
         self._latest_lock = threading.Lock()
         #: Set while the loop waits (and while flushing): the writer may work.
         self.waiting = waiting or threading.Event()
@@ -128,7 +128,7 @@ class BackgroundWriter:
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._thread.start()
 
-    def submit(self, write: Callable[[], None], *, key: object = None) -> None:
+    def submit(self, write: Callable[[], object], *, key: object = None) -> None:
         """Queue ``write``. Writes with the same ``key`` (a file's path) that are still
         waiting collapse into the latest one: a file rewritten twice before the writer got to
         it is written, and fsynced, once."""
@@ -400,17 +400,15 @@ class Loop:
         """Run ``task`` on the loop's background worker: in submission order, while the loop
         waits for the agent or the tests (so it does not slow the loop's own steps), and
         before the loop ends. For work a plugin need not wait for: a database insert, an
-        upload. A task that raises is reported as a ``state.write_error`` event.
+        upload. Pending tasks are done before a restart archives the state directory. A
+        task that raises is reported as a ``state.write_error`` event.
         """
-
-        def run() -> None:
-            task()
 
         tasks = self._engine.tasks
         if tasks is None:
-            run()
+            task()
         else:
-            tasks.submit(run)
+            tasks.submit(task)
 
     def wait_for_background(self, timeout_s: float | None = None) -> bool:
         """Wait until the tasks given to :meth:`in_background` so far are done (at most
@@ -1216,8 +1214,9 @@ class Engine:
 
     def _finish_restart(self, reason: str, message: str) -> None:
         number = self.state.generation + 1
-        if self._writer is not None:
-            self._writer.flush()  # the archive holds the generation's last word, not a stale one
+        for worker in (self._tasks, self._writer):  # the archive holds the generation's last word
+            if worker is not None:
+                worker.flush()
         archive = st.archive_restart(self.state_dir, number)
         (self.state_dir / st.LOGS_DIR).mkdir(exist_ok=True)
         self.state.generation = number
@@ -1234,12 +1233,6 @@ class Engine:
 
     # --- state files -------------------------------------------------------------------------
 
-    def _persist(self, path: Path, render: Callable[[], str]) -> None:
-        """Atomically rewrite ``path`` with ``render()``'s text: rendered now, written in order
-        by the background writer (synchronously before the writer exists or after it closed)."""
-        text = render()
-        self.persist(path, lambda: text)
-
     @property
     def tasks(self) -> BackgroundWriter | None:
         """The plugins' background worker (None before the loop opens and after it ends)."""
@@ -1255,10 +1248,8 @@ class Engine:
 
     def _write_state(self) -> None:
         self.state.updated_at = round(time.time(), 3)
-        self._persist(
-            self.state_dir / st.LOOP_STATE_FILE,
-            lambda: st.render_loop_state(self.state, _state_body(self)),
-        )
+        text = st.render_loop_state(self.state, _state_body(self))  # now: the state changes
+        self.persist(self.state_dir / st.LOOP_STATE_FILE, lambda: text)
 
     def _write_error_summary(self, test_run: TestRun) -> None:
         summary = {

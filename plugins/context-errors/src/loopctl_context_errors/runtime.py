@@ -9,8 +9,6 @@ what is outstanding and teach the memory what fixed it.
 
 from __future__ import annotations
 
-import contextlib
-import os
 import re
 import time
 import uuid
@@ -238,24 +236,6 @@ def _similar(
     return outcome
 
 
-def _render_and_write(path: Path, report: ErrorReport) -> bool:
-    return _write_report(path, render_markdown(report))
-
-
-def _write_report(path: Path, text: str) -> bool:
-    """Replace the report file atomically. No fsync: it is rewritten on every failure, and a
-    power cut at worst leaves the previous report."""
-    temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        temp.write_text(text, encoding="utf-8")
-        os.replace(temp, path)
-    except OSError:
-        with contextlib.suppress(OSError):
-            temp.unlink()
-        return False
-    return True
-
-
 def _failure_input(loop: Loop) -> tuple[str, str, list[str] | None, list[str], str | None]:
     """(stage, text, decisive lines, failing tests, runner) of what failed this iteration."""
     test_run = loop.last_test_run
@@ -305,7 +285,7 @@ def handle_failure(loop: Loop, record: IterationRecord) -> ErrorReport:
     path: Path | None = None
     if config.save_reports:  # rendered and written off the loop's path; flushed at the end
         path = report_path(loop.state_dir, stage)
-        loop.in_background(partial(_render_and_write, path, report))
+        loop.write_file(path, partial(render_markdown, report))
     if memory is not None and signature:
         decisive_lines, category, rule = found.decisive_lines, found.category.value, found.rule_name
         project, project_path = _project(loop, config), str(loop.workdir)
