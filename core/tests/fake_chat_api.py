@@ -8,13 +8,11 @@ or a network. Each ``POST …/chat/completions`` takes the next scripted reply.
 from __future__ import annotations
 
 import json
-import threading
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Sequence
 from typing import Any
 
 import attrs
+from fake_http import QuietHandler, ScriptedServer
 
 
 @attrs.define
@@ -36,53 +34,22 @@ def error(status: int, code: str, message: str, headers: dict[str, str] | None =
     )
 
 
-class FakeChatServer:
+class FakeChatServer(ScriptedServer[ChatReply]):
+    url_path = "/v1"
+
     def __init__(self, replies: Sequence[ChatReply], fallback: ChatReply | None = None) -> None:
-        self.replies = list(replies)
-        self.fallback = fallback or ChatReply("(no more scripted replies)", 10, 5)
-        self.requests: list[dict[str, Any]] = []
-        self.lock = threading.Lock()
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
-        self.httpd.daemon_threads = True
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        super().__init__(replies, fallback or ChatReply("(no more scripted replies)", 10, 5))
 
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-
-    def start(self) -> FakeChatServer:
-        self.thread.start()
-        return self
-
-    def stop(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
-
-    def next_reply(self, body: dict[str, Any]) -> ChatReply:
-        with self.lock:
-            self.requests.append(body)
-            return self.replies.pop(0) if self.replies else self.fallback
-
-    def _handler_class(self) -> type[BaseHTTPRequestHandler]:
+    def handler_class(self) -> type[QuietHandler]:
         server = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, format: str, *args: Any) -> None:
-                return
-
+        class Handler(QuietHandler):
             def do_GET(self) -> None:
                 self._send(200, {"object": "list", "data": []}, {})
 
             def do_POST(self) -> None:
-                length = int(self.headers.get("content-length") or 0)
-                raw = self.rfile.read(length)
-                try:
-                    body = json.loads(raw)
-                except ValueError:
-                    body = {}
-                reply = server.next_reply(body if isinstance(body, dict) else {})
+                body = self.read_json()
+                reply = server.take(body)
                 if reply.status != 200:
                     payload = {
                         "error": {
@@ -94,12 +61,11 @@ class FakeChatServer:
                     }
                     self._send(reply.status, payload, reply.headers)
                     return
-                model = body.get("model", "gpt-4o") if isinstance(body, dict) else "gpt-4o"
                 payload = {
                     "id": f"chatcmpl-{len(server.requests)}",
                     "object": "chat.completion",
                     "created": 1_700_000_000,
-                    "model": model,
+                    "model": body.get("model", "gpt-4o"),
                     "choices": [
                         {
                             "index": 0,
@@ -116,24 +82,13 @@ class FakeChatServer:
                 self._send(200, payload, reply.headers)
 
             def _send(self, status: int, payload: dict[str, Any], headers: dict[str, str]) -> None:
-                data = json.dumps(payload).encode("utf-8")
-                self.send_response(status)
-                self.send_header("content-type", "application/json")
-                for name, value in headers.items():
-                    self.send_header(name, value)
-                self.send_header("content-length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                self.send_text(
+                    status, json.dumps(payload), {"content-type": "application/json", **headers}
+                )
 
         return Handler
 
 
-@contextmanager
-def serve(
-    replies: Sequence[ChatReply], fallback: ChatReply | None = None
-) -> Iterator[FakeChatServer]:
-    server = FakeChatServer(replies, fallback).start()
-    try:
-        yield server
-    finally:
-        server.stop()
+def serve(replies: Sequence[ChatReply], fallback: ChatReply | None = None) -> FakeChatServer:
+    """``with serve([...]) as server:`` a started server, stopped at the end."""
+    return FakeChatServer(replies, fallback)

@@ -10,13 +10,11 @@ Gemini CLI sends its model requests to ``GOOGLE_GEMINI_BASE_URL`` when that vari
 from __future__ import annotations
 
 import json
-import threading
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Sequence
 from typing import Any
 
 import attrs
+from fake_http import QuietHandler, ScriptedServer
 
 
 @attrs.define
@@ -103,88 +101,40 @@ HELPER_ANSWER = {
 }
 
 
-class FakeGeminiServer:
+class FakeGeminiServer(ScriptedServer[GeminiReply]):
     """Serves ``replies`` to streaming requests in order; then ``fallback`` (or an empty text)."""
 
     def __init__(self, replies: Sequence[GeminiReply], fallback: GeminiReply | None = None) -> None:
-        self.replies = list(replies)
-        self.fallback = fallback
-        self.requests: list[tuple[str, dict[str, Any]]] = []
-        self.lock = threading.Lock()
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
-        self.httpd.daemon_threads = True
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        no_more = text_reply("(no more scripted replies)", usage_metadata(10, 5))
+        super().__init__(replies, fallback or no_more)
 
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.httpd.server_address[1]}"
-
-    def start(self) -> FakeGeminiServer:
-        self.thread.start()
-        return self
-
-    def stop(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
-
-    def next_reply(self, path: str, body: dict[str, Any]) -> GeminiReply | None:
-        with self.lock:
-            self.requests.append((path, body))
-            if ":streamGenerateContent" not in path:
-                return None
-            if self.replies:
-                return self.replies.pop(0)
-            return self.fallback or text_reply("(no more scripted replies)", usage_metadata(10, 5))
-
-    def _handler_class(self) -> type[BaseHTTPRequestHandler]:
+    def handler_class(self) -> type[QuietHandler]:
         server = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, format: str, *args: Any) -> None:
-                return
-
+        class Handler(QuietHandler):
             def do_GET(self) -> None:
-                self._send(200, json.dumps({"models": []}), {"content-type": "application/json"})
+                self.send_text(
+                    200, json.dumps({"models": []}), {"content-type": "application/json"}
+                )
 
             def do_POST(self) -> None:
-                length = int(self.headers.get("content-length") or 0)
-                raw = self.rfile.read(length)
-                try:
-                    body = json.loads(raw)
-                except ValueError:
-                    body = {"unparsed": raw.decode("utf-8", "replace")}
-                reply = server.next_reply(self.path, body if isinstance(body, dict) else {})
-                if reply is None:
+                request = (self.path, self.read_json())
+                if ":streamGenerateContent" not in self.path:
+                    server.record(request)
                     answer = {"totalTokens": 100} if ":countTokens" in self.path else HELPER_ANSWER
-                    self._send(200, json.dumps(answer), {"content-type": "application/json"})
+                    self.send_text(200, json.dumps(answer), {"content-type": "application/json"})
                     return
+                reply = server.take(request)
                 if reply.status != 200:
                     headers = {"content-type": "application/json", **reply.headers}
-                    self._send(reply.status, reply.body, headers)
+                    self.send_text(reply.status, reply.body, headers)
                     return
                 stream = "".join(f"data: {json.dumps(chunk)}\r\n\r\n" for chunk in reply.chunks)
-                self._send(200, stream, {"content-type": "text/event-stream", **reply.headers})
-
-            def _send(self, status: int, text: str, headers: dict[str, str]) -> None:
-                data = text.encode("utf-8")
-                self.send_response(status)
-                for name, value in headers.items():
-                    self.send_header(name, value)
-                self.send_header("content-length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                self.send_text(200, stream, {"content-type": "text/event-stream", **reply.headers})
 
         return Handler
 
 
-@contextmanager
-def serve(
-    replies: Sequence[GeminiReply], fallback: GeminiReply | None = None
-) -> Iterator[FakeGeminiServer]:
-    server = FakeGeminiServer(replies, fallback).start()
-    try:
-        yield server
-    finally:
-        server.stop()
+def serve(replies: Sequence[GeminiReply], fallback: GeminiReply | None = None) -> FakeGeminiServer:
+    """``with serve([...]) as server:`` a started server, stopped at the end."""
+    return FakeGeminiServer(replies, fallback)

@@ -10,13 +10,11 @@ of SSE events, an HTTP error, or a dropped connection.
 from __future__ import annotations
 
 import json
-import threading
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Sequence
 from typing import Any
 
 import attrs
+from fake_http import QuietHandler, ScriptedServer
 
 #: The provider id the Codex command line is told to use.
 PROVIDER_ID = "loopctl_fake"
@@ -128,55 +126,23 @@ def error_reply(
     return Reply(status=status, body=body, headers=dict(headers or {}))
 
 
-class FakeResponsesServer:
+class FakeResponsesServer(ScriptedServer[Reply]):
     """Serves ``replies`` in order; once they run out, every request gets ``fallback``."""
 
+    url_path = "/v1"
+
     def __init__(self, replies: Sequence[Reply], fallback: Reply | None = None) -> None:
-        self.replies = list(replies)
-        self.fallback = fallback if fallback is not None else Reply(drop=True)
-        self.requests: list[dict[str, Any]] = []
-        self.lock = threading.Lock()
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
-        self.httpd.daemon_threads = True
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        super().__init__(replies, fallback if fallback is not None else Reply(drop=True))
 
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-
-    def start(self) -> FakeResponsesServer:
-        self.thread.start()
-        return self
-
-    def stop(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
-
-    def next_reply(self, body: dict[str, Any]) -> Reply:
-        with self.lock:
-            self.requests.append(body)
-            return self.replies.pop(0) if self.replies else self.fallback
-
-    def _handler_class(self) -> type[BaseHTTPRequestHandler]:
+    def handler_class(self) -> type[QuietHandler]:
         server = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, format: str, *args: Any) -> None:
-                return
-
+        class Handler(QuietHandler):
             def do_GET(self) -> None:
-                self._send(200, json.dumps({"object": "list", "data": [], "models": []}), {})
+                self.send_text(200, json.dumps({"object": "list", "data": [], "models": []}), {})
 
             def do_POST(self) -> None:
-                length = int(self.headers.get("content-length") or 0)
-                raw = self.rfile.read(length)
-                try:
-                    body = json.loads(raw)
-                except ValueError:
-                    body = {"unparsed": raw.decode("utf-8", "replace")}
-                reply = server.next_reply(body if isinstance(body, dict) else {"body": body})
+                reply = server.take(self.read_json())
                 if reply.drop:
                     self.send_response(200)
                     self.send_header("content-type", "text/event-stream")
@@ -186,33 +152,20 @@ class FakeResponsesServer:
                     return
                 if reply.status != 200:
                     headers = {"content-type": "application/json", **reply.headers}
-                    self._send(reply.status, reply.body, headers)
+                    self.send_text(reply.status, reply.body, headers)
                     return
                 stream = "".join(
                     f"event: {event['type']}\ndata: {json.dumps(event)}\n\n"
                     for event in reply.events
                 )
-                self._send(200, stream, {"content-type": "text/event-stream", **reply.headers})
-
-            def _send(self, status: int, text: str, headers: dict[str, str]) -> None:
-                data = text.encode("utf-8")
-                self.send_response(status)
-                for name, value in headers.items():
-                    self.send_header(name, value)
-                self.send_header("content-length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                self.send_text(200, stream, {"content-type": "text/event-stream", **reply.headers})
 
         return Handler
 
 
-@contextmanager
-def serve(replies: Sequence[Reply], fallback: Reply | None = None) -> Iterator[FakeResponsesServer]:
-    server = FakeResponsesServer(replies, fallback).start()
-    try:
-        yield server
-    finally:
-        server.stop()
+def serve(replies: Sequence[Reply], fallback: Reply | None = None) -> FakeResponsesServer:
+    """``with serve([...]) as server:`` a started server, stopped at the end."""
+    return FakeResponsesServer(replies, fallback)
 
 
 def codex_provider_args(base_url: str) -> list[str]:
