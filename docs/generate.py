@@ -78,18 +78,22 @@ def hooks_page() -> str:
     return "\n".join(lines)
 
 
+def core_commands() -> list[list[str]]:
+    """Every command of loopctl itself (not a plugin's), read from the typer app: a new command
+    appears in the reference without anyone listing it."""
+    from loopctl.cli.app import app
+
+    found: list[list[str]] = [[]]
+    found += [[c.name or ""] for c in app.registered_commands]
+    for group in app.registered_groups:
+        if group.typer_instance is not None and group.name:
+            commands = group.typer_instance.registered_commands
+            found += [[group.name, c.name or ""] for c in commands]
+    return found
+
+
 def cli_page() -> str:
-    commands = [
-        [],
-        ["run"],
-        ["resume"],
-        ["status"],
-        ["demo"],
-        ["config", "show"],
-        ["events", "schema"],
-        ["plugins", "list"],
-        ["agents", "list"],
-    ]
+    commands = core_commands()
     lines = ["# CLI reference", "", "Generated from `loopctl … --help`.", ""]
     env = {
         **os.environ,
