@@ -521,6 +521,14 @@ def test_plugins_list_json_shows_the_builtin_plugin(tmp_path: Path) -> None:
     assert "register_agents" in builtin["hooks"]
 
 
+@pytest.mark.parametrize(("value", "footer"), [("1", True), ("0", False), ("", False)])
+def test_plugins_list_says_when_autoload_is_off(tmp_path: Path, value: str, footer: bool) -> None:
+    env = clean_env(LOOPCTL_DISABLE_PLUGIN_AUTOLOAD=value)
+    result = loopctl("plugins", "list", cwd=tmp_path, env=env)
+    assert result.returncode == 0, result.stderr
+    assert ("LOOPCTL_DISABLE_PLUGIN_AUTOLOAD is set" in result.stdout) is footer
+
+
 def test_agents_list_json(in_project: Project, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = call(capsys, "agents", "list", "--json")
     assert code == 0, err

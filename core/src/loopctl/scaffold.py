@@ -339,6 +339,8 @@ def classify_failure(evidence: Any) -> dict[str, Any] | None:
 
 from __future__ import annotations
 
+import shlex
+import sys
 from types import SimpleNamespace
 
 from loopctl.testing import Project
@@ -371,7 +373,7 @@ def test_the_classifier_picks_the_mode(loopctl_project: Project, run_loop) -> No
     result = run_loop(
         "make the tests pass",
         turns=[[{"say": "looking"}]],
-        test_cmd="python3 check.py",
+        test_cmd=f"{shlex.quote(sys.executable)} check.py",
         plugins={"failure-classifier": failure_classifier, "{{name}}": plugin},
         config={"limits": {"max_iterations": 1}},
     )

@@ -9,7 +9,6 @@ whole typed configuration.
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -57,6 +56,6 @@ def plugins_list(*, json_output: bool, config_file: Path | None = None) -> int:
         if row["hooks"]:
             out.write(f"{'':<{width}}  hooks: {', '.join(row['hooks'])}\n")
         out.write(f"{'':<{width}}  from: {row['source']}\n")
-    if os.environ.get("LOOPCTL_DISABLE_PLUGIN_AUTOLOAD"):
+    if not selection.autoload:  # the loader's own reading of the variable ("0" is not set)
         out.write("(LOOPCTL_DISABLE_PLUGIN_AUTOLOAD is set: only allow-listed plugins load)\n")
     return 0
