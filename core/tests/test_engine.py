@@ -447,3 +447,19 @@ def test_a_restart_waits_for_background_tasks(project):
     result = run(project, [IDLE, [FIX]], plugins={"slow": Slow()})
     assert result.status == "complete"
     assert not result.events_of("plugin.error")
+
+
+def test_an_agent_that_cannot_start_stops_the_loop_at_once(project):
+    """A missing executable will be missing on every retry: one iteration, a message saying
+    what to install or set, exit code 13 (agent_error)."""
+    result = run(
+        project,
+        [IDLE],
+        agent="command",
+        config={"agent_cmd": "loopctl-no-such-agent --go", "limits": {"max_restarts": 3}},
+    )
+    assert result.status == "agent_error"
+    assert result.outcome.exit_code == 13
+    assert len(result.records) == 1
+    assert "'loopctl-no-such-agent' not found" in result.outcome.message
+    assert not result.events_of("loop.restart")

@@ -1031,7 +1031,8 @@ class Engine:
                 )
         except ValueError as exc:  # the adapter refused its settings (a missing scenario, say)
             return TurnResult(
-                outcome=TurnOutcome(ErrorKind.CRASHED, f"cannot start the agent: {exc}")
+                outcome=TurnOutcome(ErrorKind.CRASHED, f"cannot start the agent: {exc}"),
+                started=False,
             )
 
     def run_tests(self, command: str | None, *, log_label: str = "") -> TestRun:
@@ -1105,6 +1106,8 @@ class Engine:
                 StopStatus.AUTH.value,
                 f"the agent cannot work until this is fixed ({kind.value}): {message}",
             )
+        if not turn.started:
+            return Decision.stop(StopStatus.AGENT_ERROR.value, message)
         if kind is ErrorKind.RATE_LIMIT:
             return self._wait_for_rate_limit(turn)
         if kind in (ErrorKind.CRASHED, ErrorKind.INVALID_OUTPUT, ErrorKind.UNKNOWN):

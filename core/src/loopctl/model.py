@@ -138,6 +138,9 @@ class TurnResult:
     """Everything an adapter learned from one agent turn."""
 
     outcome: TurnOutcome = attrs.Factory(TurnOutcome)
+    #: False when the agent could not even be started (its executable is missing, say):
+    #: trying again cannot help, so the loop stops instead of retrying.
+    started: bool = True
     session_id: str | None = None
     final_text: str = ""
     tool_calls: list[ToolCall] = attrs.Factory(list)

@@ -93,6 +93,7 @@ def run_turn(
     if isinstance(proc_or_error, str):
         return TurnResult(
             outcome=TurnOutcome(ErrorKind.CRASHED, proc_or_error),
+            started=False,
             duration_s=time.monotonic() - started,
         )
     if on_start is not None:
