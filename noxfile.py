@@ -150,8 +150,11 @@ def docs(session: nox.Session) -> None:
 
 @nox.session(default=False)
 def bench(session: nox.Session) -> None:
-    """Run every benchmark and print one table of figures (not run by CI)."""
-    session.install(*all_distributions(), "msgspec")
+    """Run every benchmark and print one table of figures (not run by CI). Core and the four
+    first-party plugins only: the issues' figures are for those. ``-- --write-docs`` also puts
+    the table in docs/benchmarks.md."""
+    plugins = [f"./{p.relative_to(ROOT)}" for p in distributions("plugins")]
+    session.install("./core", *plugins, "msgspec")
     session.run("python", "benchmarks/run.py", *session.posargs)
 
 
