@@ -222,10 +222,10 @@ def test_exit_action_is_a_crash_without_result(project: Path) -> None:
 
 def test_hang_action_runs_into_the_idle_timeout(project: Path) -> None:
     write_scenario(project / "scenario.toml", [[{"say": "thinking"}, {"hang": True}]])
-    limits = Supervision(timeout_s=10, idle_timeout_s=0.5, grace_s=0.3, kill_after_s=0.5)
+    limits = Supervision(timeout_s=60, idle_timeout_s=0.5, grace_s=0.3, kill_after_s=0.5)
     result, _ = _turn(project, limits=limits)
     assert result.outcome.error_kind is ErrorKind.IDLE_TIMEOUT
-    assert result.duration_s < 3
+    assert result.final_text == "thinking"
 
 
 def test_failed_tools_are_results_not_crashes(project: Path) -> None:

@@ -17,9 +17,11 @@ from loopctl.model import AgentMessage, Decision, ErrorKind, MessageKind, TurnRe
 
 FAKE_AGENT = Path(__file__).parent / "fake_agents" / "fake_agent.py"
 GRACE, KILL_AFTER, IDLE = 0.3, 0.5, 0.5
-FAST = Supervision(timeout_s=10.0, idle_timeout_s=IDLE, grace_s=GRACE, kill_after_s=KILL_AFTER)
-#: Slack for interpreter start-up and a loaded machine, on top of the configured limits.
-SLACK = 1.5
+#: The wall clock no test here should reach: a turn that does shows up as a TIMEOUT outcome.
+WALL_CLOCK = 60.0
+FAST = Supervision(
+    timeout_s=WALL_CLOCK, idle_timeout_s=IDLE, grace_s=GRACE, kill_after_s=KILL_AFTER
+)
 
 
 class FakeAgent(AgentAdapter):
@@ -120,7 +122,6 @@ def test_clean_turn_is_ok_and_the_transcript_is_raw_stdout(tmp_path: Path) -> No
     assert len(lines) == 3
     assert '"result"' in lines[2]
     assert 0 < result.duration_s <= elapsed
-    assert elapsed < SLACK
     _assert_no_survivors(pidfile)
 
 
@@ -128,12 +129,14 @@ def test_hang_after_result_ends_after_grace_with_the_result_standing(tmp_path: P
     # idle is shorter than grace here: once the result line is in, idleness must not matter
     # (idle still has to outlast interpreter start-up on a loaded machine, hence not tiny)
     grace = 1.0
-    limits = Supervision(timeout_s=10, idle_timeout_s=0.6, grace_s=grace, kill_after_s=KILL_AFTER)
+    limits = Supervision(
+        timeout_s=WALL_CLOCK, idle_timeout_s=0.6, grace_s=grace, kill_after_s=KILL_AFTER
+    )
     result, elapsed, pidfile = _run(tmp_path, FakeAgent("hang_after_result"), limits)
     assert result.outcome.ok, result.outcome
     assert result.exit_code is None  # we ended it
     assert not result.interrupted
-    assert grace <= elapsed < grace + KILL_AFTER + SLACK
+    assert grace <= elapsed < WALL_CLOCK / 2
     _assert_no_survivors(pidfile)
 
 
@@ -144,7 +147,7 @@ def test_hang_mid_stream_is_an_idle_timeout(tmp_path: Path) -> None:
     assert result.interrupt_reason == "idle_timeout"
     assert result.exit_code is None
     assert result.final_text == "thinking"  # what arrived before the hang is kept
-    assert IDLE <= elapsed < IDLE + KILL_AFTER + SLACK
+    assert elapsed >= IDLE
     _assert_no_survivors(pidfile)
 
 
@@ -152,7 +155,7 @@ def test_an_agent_ignoring_sigterm_gets_sigkill(tmp_path: Path) -> None:
     result, elapsed, pidfile = _run(tmp_path, FakeAgent("ignore_sigterm"))
     assert result.outcome.ok
     assert result.exit_code is None
-    assert GRACE + KILL_AFTER <= elapsed < GRACE + KILL_AFTER + SLACK
+    assert GRACE + KILL_AFTER <= elapsed < WALL_CLOCK / 2
     _assert_no_survivors(pidfile)
 
 
@@ -161,7 +164,7 @@ def test_a_grandchild_holding_stdout_is_killed_after_grace(tmp_path: Path) -> No
     assert result.outcome.ok
     assert result.exit_code == 0  # the agent itself exited normally
     assert len(pidfile.read_text().split()) == 2
-    assert elapsed < GRACE + KILL_AFTER + SLACK
+    assert elapsed < WALL_CLOCK / 2  # the grandchild was ended, not waited for
     _assert_no_survivors(pidfile)
 
 
@@ -170,34 +173,34 @@ def test_a_background_helper_is_killed_even_after_a_clean_exit(tmp_path: Path) -
     assert result.outcome.ok
     assert result.exit_code == 0
     assert len(pidfile.read_text().split()) == 2
-    assert elapsed < KILL_AFTER + SLACK
+    assert elapsed < WALL_CLOCK / 2
     _assert_no_survivors(pidfile)
 
 
 def test_closing_stdout_without_exiting_ends_after_grace(tmp_path: Path) -> None:
-    limits = Supervision(timeout_s=10, idle_timeout_s=5, grace_s=GRACE, kill_after_s=KILL_AFTER)
+    limits = Supervision(
+        timeout_s=WALL_CLOCK, idle_timeout_s=WALL_CLOCK, grace_s=GRACE, kill_after_s=KILL_AFTER
+    )
     result, elapsed, pidfile = _run(tmp_path, FakeAgent("close_stdout"), limits)
     assert result.outcome.error_kind is ErrorKind.CRASHED  # no result line, and we ended it
     assert result.exit_code is None
-    assert GRACE <= elapsed < GRACE + KILL_AFTER + SLACK
+    assert GRACE <= elapsed < WALL_CLOCK / 2  # ended by the grace period, not a timeout
     _assert_no_survivors(pidfile)
 
 
 def test_block_buffered_output_that_never_arrives_is_an_idle_timeout(tmp_path: Path) -> None:
-    result, elapsed, pidfile = _run(tmp_path, FakeAgent("block_buffered"))
+    result, _elapsed, pidfile = _run(tmp_path, FakeAgent("block_buffered"))
     assert result.outcome.error_kind is ErrorKind.IDLE_TIMEOUT
     assert result.requests == []
     assert result.context_tokens is None
-    assert elapsed < IDLE + KILL_AFTER + SLACK
     _assert_no_survivors(pidfile)
 
 
 @pytest.mark.parametrize("size", [4_000, 8_000, 65_536])
 def test_a_line_cut_off_without_newline_is_invalid_output(tmp_path: Path, size: int) -> None:
-    result, elapsed, pidfile = _run(tmp_path, FakeAgent("truncated", str(size)))
+    result, _elapsed, pidfile = _run(tmp_path, FakeAgent("truncated", str(size)))
     assert result.outcome.error_kind is ErrorKind.INVALID_OUTPUT
     assert result.exit_code == 0
-    assert elapsed < SLACK
     _assert_no_survivors(pidfile)
 
 
@@ -240,27 +243,29 @@ def test_a_10_mb_single_line_is_read_whole(tmp_path: Path) -> None:
         if message.kind is MessageKind.TEXT and message.text:
             texts.append(len(message.text))
 
-    result, elapsed, pidfile = _run(
+    result, _elapsed, pidfile = _run(
         tmp_path, FakeAgent("big_line", str(size)), on_message=on_message
     )
     assert result.outcome.ok
     assert texts == [size]
     assert 0 < len(result.final_text) <= 64 * 1024  # the kept text is bounded
-    assert elapsed < 5.0
     _assert_no_survivors(pidfile)
 
 
 def test_a_flood_on_stderr_neither_deadlocks_nor_grows_unbounded(tmp_path: Path) -> None:
     limits = Supervision(
-        timeout_s=10, idle_timeout_s=2, grace_s=GRACE, kill_after_s=KILL_AFTER, stderr_limit=1000
+        timeout_s=WALL_CLOCK,
+        idle_timeout_s=WALL_CLOCK,
+        grace_s=GRACE,
+        kill_after_s=KILL_AFTER,
+        stderr_limit=1000,
     )
-    result, elapsed, pidfile = _run(
+    result, _elapsed, pidfile = _run(
         tmp_path, FakeAgent("stderr_flood", str(2 * 1024 * 1024)), limits
     )
     assert result.outcome.ok
     assert len(result.stderr_tail) <= 1000
-    assert result.stderr_tail.endswith("LAST STDERR LINE\n")
-    assert elapsed < SLACK
+    assert result.stderr_tail.endswith("LAST STDERR LINE\n")  # not a deadlock timed out
     _assert_no_survivors(pidfile)
 
 
@@ -303,13 +308,15 @@ def test_environment_layers(tmp_path: Path) -> None:
 
 
 def test_wall_clock_timeout(tmp_path: Path) -> None:
-    limits = Supervision(timeout_s=0.5, idle_timeout_s=5, grace_s=GRACE, kill_after_s=KILL_AFTER)
+    limits = Supervision(
+        timeout_s=0.5, idle_timeout_s=WALL_CLOCK, grace_s=GRACE, kill_after_s=KILL_AFTER
+    )
     result, elapsed, pidfile = _run(tmp_path, FakeAgent("chatty"), limits)
     assert result.outcome.error_kind is ErrorKind.TIMEOUT
     assert result.interrupted
     assert result.interrupt_reason == "timeout"
     assert result.exit_code is None
-    assert 0.5 <= elapsed < 0.5 + KILL_AFTER + SLACK
+    assert elapsed >= 0.5
     _assert_no_survivors(pidfile)
 
 
@@ -323,14 +330,16 @@ def test_a_decision_from_on_message_ends_the_turn_at_once(tmp_path: Path) -> Non
                 return Decision.restart("context_exhaustion", "context is 90% full")
         return None
 
-    limits = Supervision(timeout_s=10, idle_timeout_s=5, grace_s=5, kill_after_s=KILL_AFTER)
+    limits = Supervision(
+        timeout_s=WALL_CLOCK, idle_timeout_s=WALL_CLOCK, grace_s=WALL_CLOCK, kill_after_s=KILL_AFTER
+    )
     result, elapsed, pidfile = _run(tmp_path, FakeAgent("chatty"), limits, on_message=on_message)
     assert seen == ["tick 1", "tick 2", "tick 3"]  # nothing delivered after the decision
     assert result.interrupted
     assert result.interrupt_reason == "context_exhaustion"
     assert result.outcome.error_kind is ErrorKind.INTERRUPTED
     assert result.exit_code is None
-    assert elapsed < KILL_AFTER + SLACK
+    assert elapsed < WALL_CLOCK / 2  # at once: the grace period was not waited out
     _assert_no_survivors(pidfile)
 
 

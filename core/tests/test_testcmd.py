@@ -56,7 +56,7 @@ def test_passing_command(tmp_path: Path) -> None:
     assert run.output == "all good\n"
     assert (run.error_lines, run.failing_tests, run.fingerprint) == ([], [], "")
     assert run.command == "echo all good; cat"
-    assert 0 < run.duration_s < 5
+    assert run.duration_s > 0
 
 
 def test_exit_codes_and_silent_failures(tmp_path: Path) -> None:
@@ -135,7 +135,7 @@ def test_env_adds_to_the_inherited_environment(tmp_path: Path) -> None:
 def test_timeout_kills_the_whole_group(tmp_path: Path, leftover_pids: list[int]) -> None:
     command = "sleep 1000 & echo $! > child.pid; echo started; sleep 1000"
     started = time.monotonic()
-    run = run_test_command(command, cwd=tmp_path, timeout_s=0.5, kill_grace_s=2.0)
+    run = run_test_command(command, cwd=tmp_path, timeout_s=0.5, kill_grace_s=60.0)
     elapsed = time.monotonic() - started
     child = _wait_for_pid(tmp_path / "child.pid")
     leftover_pids.append(child)
@@ -145,7 +145,7 @@ def test_timeout_kills_the_whole_group(tmp_path: Path, leftover_pids: list[int])
     assert run.output == "started\n"
     assert run.error_lines[0] == "loopctl: the test command timed out after 0.5 s"
     assert run.fingerprint
-    assert 0.5 <= elapsed < 2.0  # SIGTERM was enough: the 2 s grace period was not waited out
+    assert 0.5 <= elapsed < 30  # SIGTERM was enough: the 60 s grace period was not waited out
     assert not _alive(child)
 
 
@@ -157,7 +157,7 @@ def test_timeout_escalates_to_sigkill(tmp_path: Path, leftover_pids: list[int]) 
     child = _wait_for_pid(tmp_path / "child.pid")
     leftover_pids.append(child)
     assert run.timed_out
-    assert 0.7 <= elapsed < 3
+    assert elapsed >= 0.7  # the 0.4 s grace was given before SIGKILL
     assert not _alive(child)
 
 
@@ -166,14 +166,11 @@ def test_background_processes_do_not_outlive_a_normal_exit(
 ) -> None:
     # the grandchild keeps the output pipe open: waiting for end-of-file would hang for 1000 s
     command = "sleep 1000 & echo $! > child.pid; echo done"
-    started = time.monotonic()
-    run = run_test_command(command, cwd=tmp_path, timeout_s=30)
-    elapsed = time.monotonic() - started
+    run = run_test_command(command, cwd=tmp_path, timeout_s=60)
     child = _wait_for_pid(tmp_path / "child.pid")
     leftover_pids.append(child)
-    assert run.passed
+    assert run.passed  # waiting for the grandchild's end-of-file would have timed out
     assert run.output == "done\n"
-    assert elapsed < 3
     assert not _alive(child)
 
 
@@ -186,10 +183,8 @@ def test_output_is_bounded_to_head_and_tail(tmp_path: Path) -> None:
 
 
 def test_endless_output_still_times_out(tmp_path: Path) -> None:
-    started = time.monotonic()
     run = run_test_command("yes", cwd=tmp_path, timeout_s=0.5, output_limit=1000)
     assert run.timed_out
-    assert time.monotonic() - started < 3
     assert run.output.startswith("y\ny\n")
     assert "bytes omitted" in run.output
 

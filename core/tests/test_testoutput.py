@@ -3,7 +3,6 @@ from __future__ import annotations
 import json
 import random
 import textwrap
-import time
 from pathlib import Path
 
 import pytest
@@ -377,17 +376,10 @@ def test_detail_lines_are_capped_per_failure() -> None:
     assert sum("diff line" in line for line in found.error_lines) == 10
 
 
-# --- speed --------------------------------------------------------------------------------------
+# --- size (the speed is measured by benchmarks/bench_testoutput.py) ---------------------------
 
 
-def _timed(output: str) -> tuple[float, object]:
-    """CPU seconds extract() takes: wall time would measure the machine's load, not the code."""
-    started = time.process_time()
-    found = extract(output)
-    return time.process_time() - started, found
-
-
-def test_ten_megabytes_of_pytest_output_in_well_under_a_second() -> None:
+def test_the_failures_at_the_end_of_ten_megabytes_of_pytest_output_are_found() -> None:
     block = "".join(
         f"tests/test_mod_{i % 97}.py::test_case_{i} PASSED{' ' * 30}[ {i % 100:2d}%]\n"
         for i in range(1000)
@@ -395,12 +387,13 @@ def test_ten_megabytes_of_pytest_output_in_well_under_a_second() -> None:
     passing = block * 135
     output = passing + _many_failures(30, 3)
     assert len(output) > 10_000_000
-    elapsed, found = _timed(output)
-    assert elapsed < 0.5
-    assert found.failing_tests[-1] == "tests/test_many.py::test_29"  # type: ignore[attr-defined]
+    found = extract(output)
+    assert found.runner == "pytest"
+    assert len(found.failing_tests) == 30
+    assert found.failing_tests[-1] == "tests/test_many.py::test_29"
 
 
-def test_ten_megabytes_of_noise_and_a_huge_line_in_well_under_a_second() -> None:
+def test_ten_megabytes_of_noise_and_a_huge_line_are_read_without_a_failure() -> None:
     rng = random.Random(7)
     vocabulary = ["info", "debug", "GET", "/api/x", "200", "ok", "ms", "user=42", "error:", "fail"]
     distinct = [" ".join(rng.choice(vocabulary) for _ in range(12)) for _ in range(500)]
@@ -410,8 +403,9 @@ def test_ten_megabytes_of_noise_and_a_huge_line_in_well_under_a_second() -> None
     markers += "test result: ok.\n--- FAIL: TestX (0.00s)\nerror TS1: x\nx.py:1: error: y\n"
     output = markers + noise + "\n" + "E" * 3_000_000 + "\n"
     assert len(output) > 10_000_000
-    elapsed, _found = _timed(output)
-    assert elapsed < 1.0
+    found = extract(output)
+    assert found.failing_tests == ["TestX"]  # the one failure among the markers
+    assert all(len(line) <= 500 for line in found.error_lines)  # the huge line is cut
 
 
 # --- never raises -------------------------------------------------------------------------------

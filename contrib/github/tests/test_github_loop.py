@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -264,10 +263,8 @@ def test_server_down_the_loop_completes_and_says_so_once(
 ) -> None:
     monkeypatch.setenv("GITHUB_TOKEN", "ghp_" + "x" * 36)
     api = f"http://127.0.0.1:{closed_port()}"
-    started = time.monotonic()
     result = run(tmp_path / "p", [[SAY], [SAY], [FIX_ADD]], api, retries=1, timeout_s=0.5)
     assert result.status == "complete"
-    assert time.monotonic() - started < 15
     failed = result.events_of("github.comment_failed")
     assert [f["reason"] for f in failed] == ["network"]  # reported once, not per iteration
     assert "cannot reach http://127.0.0.1" in failed[0]["message"]

@@ -128,12 +128,12 @@ def test_a_long_rate_limit_skips_updates_until_it_lifts(fake: FakeGitHub, token:
     reset = str(int(time.time()) + 3600)
     headers = {"x-ratelimit-remaining": "0", "x-ratelimit-reset": reset}
     fake.faults.append(Fault("GET", 403, {"message": "API rate limit exceeded"}, headers))
-    poster = make_poster(fake.api_url, token, max_wait_s=5)
+    poster = make_poster(fake.api_url, token, max_wait_s=600)
     started = time.monotonic()
     events = run_jobs(
         poster, Job("report", 1, report=report("a")), Job("report", 2, report=report("b"))
     )
-    assert time.monotonic() - started < 2  # no waiting an hour
+    assert time.monotonic() - started < 60  # neither the hour nor max_wait_s was waited out
     assert fake.methods() == ["GET"]  # the second update did not even try
     (failed,) = of(events, "failed")  # said once
     assert failed["reason"] == "rate_limited"
@@ -155,9 +155,8 @@ def test_a_secondary_rate_limit_without_headers_is_skipped(fake: FakeGitHub, tok
 def test_timeouts_are_retried_a_bounded_number_of_times(fake: FakeGitHub, token: str) -> None:
     fake.faults.append(Fault("GET", delay_s=1.0, times=2))
     poster = make_poster(fake.api_url, token, timeout_s=0.3, retries=1)
-    started = time.monotonic()
+    # without the 0.3 s timeout both slow answers would arrive and the update would succeed
     events = run_jobs(poster, Job("report", 1, report=report("a")))
-    assert time.monotonic() - started < 3
     assert fake.methods()[:2] == ["GET", "GET"]
     (failed,) = of(events, "failed")
     assert failed["reason"] == "timeout"

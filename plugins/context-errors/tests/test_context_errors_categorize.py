@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
 from context_errors_testkit import corpus_cases, corpus_text
 from hypothesis import given, settings
@@ -202,12 +200,12 @@ def test_combined_prefilter_matches_per_rule_search() -> None:
                 assert bool(combined.search(line)) == any_rule
 
 
-def test_a_huge_single_line_is_cheap() -> None:
+def test_a_huge_single_line_is_categorized() -> None:
     text = "x" * 5_000_000 + " TypeError: bad\n"
-    started = time.perf_counter()
-    found = categorize(text)
-    assert time.perf_counter() - started < 2.0
-    assert found.category in set(Category)
+    found = categorize(text)  # the speed on big logs is measured by bench_context_errors.py
+    # lines are read up to LINE_CHARS: the error past the cut is not seen, and nothing is huge
+    assert found.category is Category.UNKNOWN
+    assert [len(line) for line in found.decisive_lines] == [LINE_CHARS]
 
 
 @settings(max_examples=150, deadline=None)
