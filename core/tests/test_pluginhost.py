@@ -201,3 +201,47 @@ def test_unknown_hooks_are_warnings_naming_the_plugin():
     assert any(
         "'orphan' implements 'some_hook_nobody_defines'" in w for w in host.check_unknown_hooks()
     )
+
+
+class _Dist:
+    """A distribution as importlib-metadata gives it: files by name, full parse on demand."""
+
+    def __init__(self, files, name="parsed-name", version="9.9"):
+        self.files, self.name, self.version = files, name, version
+
+    def read_text(self, filename):
+        return self.files.get(filename)
+
+    def locate_file(self, path):
+        return "/site"
+
+
+class _EntryPoint:
+    def __init__(self, dist):
+        self.name, self.value, self.dist = "gamma", "loopctl_test_gamma", dist
+
+    def load(self):
+        return sys.modules[__name__]  # any module: the listing is what is checked
+
+
+@pytest.mark.parametrize(
+    ("files", "expected"),
+    [
+        (
+            {"METADATA": "Metadata-Version: 2.1\nVersion: 1.2.3\nName: my-plugin\n\nName: body"},
+            ("my-plugin", "1.2.3"),
+        ),
+        (
+            {"PKG-INFO": "Metadata-Version: 1.0\nName: old-style\nVersion: 0.1\n"},
+            ("old-style", "0.1"),
+        ),
+        ({"METADATA": "Metadata-Version: 2.1\nName: no-version\n"}, ("no-version", "9.9")),
+        ({}, ("parsed-name", "9.9")),
+    ],
+    ids=["dist-info", "egg-info", "version-from-the-parser", "no-metadata-file"],
+)
+def test_the_distribution_name_and_version_come_from_the_metadata_headers(files, expected):
+    host = PluginHost()
+    host.load([_EntryPoint(_Dist(files))])
+    info = host.infos["gamma"]
+    assert (info.distribution, info.version) == expected
