@@ -32,6 +32,7 @@ from loopctl.config import (
     model_windows,
     structure,
 )
+from loopctl.configfile import split_list
 
 T = TypeVar("T")
 
@@ -359,6 +360,34 @@ def test_required_plugins_must_be_requirement_strings(project: Path) -> None:
     (project / "loopctl.toml").unlink()
     loaded = load(project, overrides={"required_plugins": "context-monitor>=0.1, stuck"})
     assert loaded.config.required_plugins == ["context-monitor>=0.1", "stuck"]
+
+
+def test_a_specifier_set_in_the_environment_stays_one_requirement(project: Path) -> None:
+    env = {"LOOPCTL_REQUIRED_PLUGINS": "context-monitor>=0.1,<0.3, goal-guard ,x~=1.2 , !=1.2.5"}
+    loaded = load(project, env=env)
+    assert loaded.config.required_plugins == [
+        "context-monitor>=0.1,<0.3",
+        "goal-guard",
+        "x~=1.2,!=1.2.5",
+    ]
+
+
+_names = st.from_regex(r"[a-z][a-z0-9-]{0,12}", fullmatch=True)
+_specifier = st.tuples(
+    st.sampled_from(["<", ">", "<=", ">=", "==", "!=", "~="]),
+    st.from_regex(r"[0-9]{1,2}(\.[0-9]{1,2}){0,2}", fullmatch=True),
+).map("".join)
+_requirements = st.tuples(_names, st.lists(_specifier, max_size=3)).map(
+    lambda pair: pair[0] + ",".join(pair[1])
+)
+
+
+@given(st.lists(_requirements, max_size=5), st.sampled_from([",", ", ", " , "]))
+@settings(max_examples=200, deadline=None)
+def test_any_list_of_requirements_survives_being_joined_by_commas(
+    requirements: list[str], separator: str
+) -> None:
+    assert split_list(separator.join(requirements)) == requirements
 
 
 def test_model_windows_must_be_positive_and_dotted_names_are_quoted(project: Path) -> None:

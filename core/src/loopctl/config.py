@@ -58,6 +58,7 @@ from loopctl.configfile import (
     ConfigError,
     display_path,
     find_config_file,
+    split_list,
     locate,
     pyproject_section,
     read_toml,
@@ -893,8 +894,7 @@ def _from_text(text: str, tp: Any) -> Any:
         raise _Mismatch(f"one of {_literal_choices(inner)}", text)
     if is_sequence(inner):
         args = get_args(inner)
-        items = [item.strip() for item in text.split(",") if item.strip()]
-        return [_from_text(item, args[0]) if args else item for item in items]
+        return [_from_text(item, args[0]) if args else item for item in split_list(text)]
     return text
 
 

@@ -156,11 +156,11 @@ def plugin_switches(
         if name == ENV_DISABLE_AUTOLOAD:
             switches["autoload"] = text.strip() in ("", "0")
         elif name == ENV_PLUGINS and text.strip():
-            switches["enable"] = _split(text)
+            switches["enable"] = split_list(text)
         elif name == f"{ENV_PLUGINS}__ENABLE":
-            switches["enable"] = _split(text) if text.strip() else None
+            switches["enable"] = split_list(text) if text.strip() else None
         elif name == f"{ENV_PLUGINS}__DISABLE":
-            switches["disable"] = _split(text)
+            switches["disable"] = split_list(text)
         elif name == f"{ENV_PLUGINS}__STRICT":
             word = text.strip().lower()
             if word not in TRUE_WORDS | FALSE_WORDS:
@@ -177,5 +177,19 @@ def _names(value: object, where: str) -> list[str] | None:
     return list(value)
 
 
-def _split(text: str) -> list[str]:
-    return [part.strip() for part in text.split(",") if part.strip()]
+def split_list(text: str) -> list[str]:
+    """A list written in one environment variable or flag: items separated by commas.
+
+    A piece that starts with a version operator continues the item before it, so that a
+    requirement with a specifier set (``context-monitor>=0.1,<0.3``) stays one item.
+    """
+    items: list[str] = []
+    for piece in text.split(","):
+        part = piece.strip()
+        if not part:
+            continue
+        if items and part[0] in "<>=!~":
+            items[-1] += "," + part
+        else:
+            items.append(part)
+    return items
