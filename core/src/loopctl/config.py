@@ -58,10 +58,10 @@ from loopctl.configfile import (
     ConfigError,
     display_path,
     find_config_file,
-    split_list,
     locate,
     pyproject_section,
     read_toml,
+    split_list,
 )
 
 __all__ = [
