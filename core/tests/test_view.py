@@ -138,6 +138,12 @@ def test_every_engine_event_has_a_readable_line(type: str) -> None:
     assert "None" not in bare
 
 
+def test_a_limit_of_one_iteration_is_singular() -> None:
+    start = {**SAMPLES["loop.start"], "max_iterations": 1}
+    assert describe(event("loop.start", **start)).endswith("up to 1 iteration")
+    assert describe(event("loop.start", **SAMPLES["loop.start"])).endswith("up to 20 iterations")
+
+
 def test_descriptions_carry_the_facts() -> None:
     assert describe(event("tests.end", **SAMPLES["tests.end"])) == (
         "tests failed (exit 1, 2 failing, 5 error lines)"

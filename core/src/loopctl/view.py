@@ -120,7 +120,7 @@ def _loop_start(e: Event, d: Mapping[str, Any]) -> str:
     verb = "resuming" if e.type == "loop.resume" else "starting"
     return (
         f"{verb} loop: agent {_text(d.get('agent'))}, tests `{_text(d.get('test_cmd'))}`, "
-        f"up to {_count(d.get('max_iterations'))} iterations"
+        f"up to {_plural(d.get('max_iterations'), 'iteration')}"
     )
 
 
