@@ -304,6 +304,7 @@ def test_resume_uses_the_agent_command_the_run_was_given(project: Project) -> No
     assert events[0]["max_iterations"] == 2
     ends = [e for e in events if e["type"] == "agent.end"]
     assert [e["outcome"] for e in ends] == ["ok"]  # the command ran (no "needs a command" crash)
+    assert [(e["tokens"], e["usage"]) for e in ends] == [(None, None)]  # a command reports none
 
 
 def test_status_and_resume_without_a_loop(

@@ -47,6 +47,17 @@ def test_a_loop_that_fixes_the_bug_completes_with_exit_code_0(project):
     assert [r["tests_passed"] for r in result.records] == [False, True]
     assert result.records[0]["failing_tests"]  # unittest names the failing test
     assert result.records[0]["agent"]["usage"]["input_tokens"] == 1000
+    reported, silent = result.events_of("agent.end")
+    assert (reported["tokens"], reported["usage"]) == (
+        1050,
+        {
+            "input_tokens": 1000,
+            "output_tokens": 50,
+            "cache_creation_input_tokens": 0,
+            "cache_read_input_tokens": 0,
+        },
+    )
+    assert (silent["tokens"], silent["usage"]) == (None, None)  # no usage reported: unknown
     assert result.records[1]["changed_files"] == ["calc.py"]
     assert project.read("calc.py") == "def add(a, b):\n    return a + b\n"
     state = result.loop_state()

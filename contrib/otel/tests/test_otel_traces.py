@@ -120,6 +120,16 @@ def test_attributes_carry_tokens_context_tests_and_changes(run_loop: Any, memory
     assert run.status.is_unset
 
 
+def test_a_turn_without_usage_has_no_token_attributes(run_loop: Any, memory: Memory) -> None:
+    """An agent that reports no usage spent an unknown number of tokens, not 0."""
+    result = run_loop("make add add", turns=[[FIX, DONE]], plugins=PLUGINS)
+    assert result.status == "complete"
+    (agent,) = memory.named("loopctl.agent")
+    assert not [key for key in agent.attributes if "tokens" in key], agent.attributes
+    (iteration,) = memory.named("loopctl.iteration")
+    assert "loopctl.tokens.total" not in iteration.attributes
+
+
 def test_cost_is_on_the_agent_iteration_and_run_spans(
     run_loop: Any, project: Project, memory: Memory
 ) -> None:

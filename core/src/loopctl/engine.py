@@ -906,12 +906,15 @@ class Engine:
         summary = AgentSummary.from_turn(turn)
         self._tokens_total += summary.usage.total_tokens
         self._cost_total += turn.cost_usd or 0.0
+        # an agent that reports no usage (a plain command) used an unknown number, not 0
+        reported = attrs.asdict(summary.usage) if turn.requests else None
         self.emit(
             "agent.end",
             outcome=summary.outcome,
             error_kind=summary.error_kind,
             message=summary.message[:500],
-            tokens=summary.usage.total_tokens,
+            tokens=summary.usage.total_tokens if reported else None,
+            usage=reported,
             context_tokens=turn.context_tokens,
             context_window=turn.context_window,
             cost_usd=turn.cost_usd,

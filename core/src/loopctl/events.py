@@ -20,6 +20,22 @@ OPT_STR = {"type": ["string", "null"]}
 OPT_INT = {"type": ["integer", "null"]}
 OPT_NUM = {"type": ["number", "null"]}
 STR_LIST = {"type": "array", "items": STR}
+#: Token counts of an agent turn, or null when the agent reported none.
+USAGE = {
+    "type": ["object", "null"],
+    "properties": {
+        "input_tokens": INT,
+        "output_tokens": INT,
+        "cache_creation_input_tokens": INT,
+        "cache_read_input_tokens": INT,
+    },
+    "required": [
+        "cache_creation_input_tokens",
+        "cache_read_input_tokens",
+        "input_tokens",
+        "output_tokens",
+    ],
+}
 
 
 def event(
@@ -75,12 +91,14 @@ CORE_EVENTS: dict[str, dict[str, Any]] = {
         "The agent turn begins.", {"agent": STR, "prompt_chars": INT, "trimmed": STR_LIST}
     ),
     "agent.end": event(
-        "The agent turn ended.",
+        "The agent turn ended. tokens (the turn's total) and usage (by kind) are null when the "
+        "agent reported no usage, never 0.",
         {
             "outcome": {"enum": ["ok", "error"]},
             "error_kind": OPT_STR,
             "message": STR,
-            "tokens": INT,
+            "tokens": OPT_INT,
+            "usage": USAGE,
             "context_tokens": OPT_INT,
             "context_window": OPT_INT,
             "cost_usd": OPT_NUM,

@@ -65,6 +65,13 @@ STRUCTURAL = frozenset(
 )
 TOKEN_KINDS = ("input", "output", "cache_read", "cache_creation")
 #: Attributes of the agent span the iteration span carries too (the turn's numbers).
+#: Token kinds as attribute suffixes, and the fields of loopctl's usage that hold them.
+_TOKEN_KINDS = (
+    ("input", "input_tokens"),
+    ("output", "output_tokens"),
+    ("cache_read", "cache_read_input_tokens"),
+    ("cache_creation", "cache_creation_input_tokens"),
+)
 _ITERATION_COPIES = ("loopctl.tokens", "loopctl.cost", "loopctl.context", "loopctl.session_id")
 
 
@@ -502,7 +509,7 @@ class Recorder:
         _put(values, "loopctl.context.window", window)
         if context_tokens is not None and window:
             values["loopctl.context.percent"] = round(100.0 * context_tokens / window, 1)
-        usage = self._turn_usage()
+        usage = self._turn_usage(data)
         values.update(usage)
         model = self._turn_fact("model")
         if model:
@@ -533,25 +540,24 @@ class Recorder:
             self._fail(phase.span, f"{error_kind or 'error'}: {message}".rstrip(": "))
         phase.span.end(end_time=_ns(event.ts))
 
-    def _turn_usage(self) -> dict[str, AttributeValue]:
-        """The turn's tokens by kind, from ``loop.last_turn`` (the event has only the total)."""
-        turn = None
-        if self.loop is not None:
-            try:
-                turn = self.loop.last_turn
-            except Exception:  # noqa: BLE001 - no turn: the total from the event is all there is
-                turn = None
-        usage = getattr(turn, "usage", None)
-        if usage is None:
-            return {}
+    def _turn_usage(self, data: Mapping[str, Any]) -> dict[str, AttributeValue]:
+        """The turn's tokens by kind: the event's ``usage`` (null: the agent reported none),
+        or ``loop.last_turn`` under a loopctl whose ``agent.end`` carries only the total."""
+        if "usage" in data:
+            reported = data["usage"]
+            counts = dict(reported) if isinstance(reported, Mapping) else {}
+        else:
+            turn = None
+            if self.loop is not None:
+                try:
+                    turn = self.loop.last_turn
+                except Exception:  # noqa: BLE001 - no turn: the total from the event is all
+                    turn = None
+            usage = getattr(turn, "usage", None)
+            counts = {field: getattr(usage, field, None) for _, field in _TOKEN_KINDS}
         found: dict[str, AttributeValue] = {}
-        for kind, field in (
-            ("input", "input_tokens"),
-            ("output", "output_tokens"),
-            ("cache_read", "cache_read_input_tokens"),
-            ("cache_creation", "cache_creation_input_tokens"),
-        ):
-            value = getattr(usage, field, None)
+        for kind, field in _TOKEN_KINDS:
+            value = counts.get(field)
             if isinstance(value, int) and not isinstance(value, bool):
                 found[f"loopctl.tokens.{kind}"] = value
         return found
