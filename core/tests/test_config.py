@@ -362,6 +362,21 @@ def test_required_plugins_must_be_requirement_strings(project: Path) -> None:
     assert loaded.config.required_plugins == ["context-monitor>=0.1", "stuck"]
 
 
+def test_withhold_env_takes_names_and_patterns_from_the_file_and_the_environment(
+    project: Path,
+) -> None:
+    write(project / "loopctl.toml", "withhold_env = ['GITHUB_TOKEN', '', 'A=B']\n")
+    message = error_of(project)
+    assert (
+        "withhold_env[1]: must be a variable name or a pattern such as 'AWS_*', got ''" in message
+    )
+    assert "withhold_env[2]:" in message
+    assert "withhold_env[0]" not in message
+    (project / "loopctl.toml").unlink()
+    loaded = load(project, env={"LOOPCTL_WITHHOLD_ENV": "GITHUB_TOKEN, AWS_*"})
+    assert loaded.config.withhold_env == ["GITHUB_TOKEN", "AWS_*"]
+
+
 def test_a_specifier_set_in_the_environment_stays_one_requirement(project: Path) -> None:
     env = {"LOOPCTL_REQUIRED_PLUGINS": "context-monitor>=0.1,<0.3, goal-guard ,x~=1.2 , !=1.2.5"}
     loaded = load(project, env=env)

@@ -474,3 +474,23 @@ def test_an_agent_that_cannot_start_stops_the_loop_at_once(project):
     assert len(result.records) == 1
     assert "'loopctl-no-such-agent' not found" in result.outcome.message
     assert not result.events_of("loop.restart")
+
+
+def test_withheld_variables_reach_neither_the_agent_nor_the_tests(project, monkeypatch):
+    monkeypatch.setenv("DEPLOY_SECRET_TOKEN", "s3cr3t-value")
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "akid-value")
+    monkeypatch.setenv("DEPLOY_REGION", "eu-kept")
+    result = run(
+        project,
+        [[{"run": "env > agent-env.txt"}]],
+        test_cmd="env > tests-env.txt; exit 1",
+        config={
+            "withhold_env": ["DEPLOY_SECRET_*", "AWS_ACCESS_KEY_ID"],
+            "limits": {"max_iterations": 1},
+        },
+    )
+    assert result.status == "max_iterations"
+    for seen in (project.read("agent-env.txt"), project.read("tests-env.txt")):
+        assert "DEPLOY_REGION=eu-kept" in seen  # only the named ones are withheld
+        assert "s3cr3t-value" not in seen
+        assert "akid-value" not in seen

@@ -115,6 +115,25 @@ def assert_events_match_their_schema(result: RunResult) -> None:
         spec["line"].format(**line)
 
 
+def test_a_token_withheld_from_the_agent_still_posts(
+    tmp_path: Path, github: FakeGitHub, token: str
+) -> None:
+    """withhold_env keeps the token from the agent and the tests; the plugin reads it in
+    loopctl's own process, so the comment is posted all the same."""
+    snoop = {"run": "env > agent-env.txt"}
+    result = run(
+        tmp_path / "p",
+        [[SAY, snoop], [FIX_ADD]],
+        github.api_url,
+        config={"withhold_env": ["GITHUB_TOKEN"]},
+    )
+    assert result.status == "complete"
+    assert [e["state"] for e in posted(result)][-1] == "resolved"
+    seen = (tmp_path / "p" / "agent-env.txt").read_text()
+    assert "PATH=" in seen
+    assert token not in seen
+
+
 def test_posting_never_holds_up_the_loop(tmp_path: Path, github: FakeGitHub) -> None:
     """GitHub answers nothing until iteration 2 has ended: were any hook waiting on it, the
     loop would stall until the server gave up (10 s)."""

@@ -85,6 +85,7 @@ __all__ = [
     "load_config",
     "model_windows",
     "structure",
+    "withheld_environment",
 ]
 
 T = TypeVar("T")
@@ -447,6 +448,15 @@ class LoopctlConfig:
             "Plugins the project needs, as requirement strings such as 'context-monitor>=0.1'."
         ),
     )
+    withhold_env: list[str] = attrs.field(
+        factory=list,
+        metadata=_doc(
+            "Environment variables the agent and the test command never see, by name or "
+            "shell-style pattern ('GITHUB_TOKEN', 'AWS_*'): secrets loopctl's plugins need "
+            "but the agent should not read. The test command is included because the agent "
+            "writes the tests and reads their output."
+        ),
+    )
     limits: Limits = attrs.field(
         factory=Limits, metadata=_doc("Bounds on iterations, restarts, time, tokens and cost.")
     )
@@ -499,6 +509,14 @@ class LoopctlConfig:
                         f"'context-monitor>=0.1'): {str(exc).splitlines()[0]}",
                     )
                 )
+        for index, pattern in enumerate(self.withhold_env):
+            if not pattern.strip() or "=" in pattern:
+                problems.append(
+                    (
+                        ("withhold_env", index),
+                        f"must be a variable name or a pattern such as 'AWS_*', got {_show(pattern)}",
+                    )
+                )
         for model, window in self.models.items():
             if window < 1:
                 problems.append(
@@ -512,6 +530,18 @@ class LoopctlConfig:
 
 for _cls in (Limits, Stuck, PromptConfig, PluginsConfig, LoopctlConfig):
     attrs.resolve_types(_cls)
+
+
+def withheld_environment(patterns: Sequence[str]) -> dict[str, str]:
+    """``os.environ`` without the variables whose names match one of ``patterns``
+    (``withhold_env``): the environment the agent and the test command start from."""
+    from fnmatch import fnmatchcase
+
+    return {
+        name: value
+        for name, value in os.environ.items()
+        if not any(fnmatchcase(name, pattern) for pattern in patterns)
+    }
 
 
 # --- the converter ------------------------------------------------------------------------------

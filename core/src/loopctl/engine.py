@@ -27,7 +27,7 @@ from loopctl import records
 from loopctl import state as st
 from loopctl._version import __version__
 from loopctl.agents.base import AgentAdapter, TurnRequest
-from loopctl.config import LoadedConfig, LoopctlConfig, context_window_for
+from loopctl.config import LoadedConfig, LoopctlConfig, context_window_for, withheld_environment
 from loopctl.model import (
     ACTION_STRENGTH,
     INFRASTRUCTURE_ERRORS,
@@ -1016,7 +1016,7 @@ class Engine:
             self._write_state()
 
         env = {
-            **os.environ,
+            **withheld_environment(self.loaded.config.withhold_env),
             "LOOPCTL_ITERATION": str(iteration),
             "LOOPCTL_STATE_DIR": str(self.state_dir),
         }
@@ -1050,6 +1050,7 @@ class Engine:
                 cwd=self.workdir,
                 timeout_s=limits.test_timeout_s,
                 output_limit=limits.test_output_bytes,
+                base_env=withheld_environment(self.loaded.config.withhold_env),
             )
         label = f".{log_label}" if log_label else ""
         self._log(f"iteration-{self.state.iteration:04d}{label}.tests.log", result.output)

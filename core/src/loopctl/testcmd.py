@@ -212,11 +212,12 @@ def run_test_command(
     output_limit: int = 1_000_000,
     env: Mapping[str, str] | None = None,
     kill_grace_s: float = 2.0,
+    base_env: Mapping[str, str] | None = None,
 ) -> TestRun:
     """Run ``command`` with ``/bin/sh -c`` in ``cwd`` and report the result. Never raises, except
     that a KeyboardInterrupt ends the command's whole process group and is then re-raised.
 
-    ``env`` adds variables to the inherited environment. stdin is closed; stdout and stderr are
+    ``env`` adds variables to ``base_env`` (default: the inherited environment). stdin is closed; stdout and stderr are
     merged and kept up to ``output_limit`` bytes (the first 20% and the last 80%, with a
     ``... [N bytes omitted] ...`` line between). After ``timeout_s`` the process group gets
     SIGTERM, then SIGKILL after ``kill_grace_s``; the run is ``timed_out`` with no exit code.
@@ -224,7 +225,9 @@ def run_test_command(
     """
     started = time.monotonic()
     cwd = Path(cwd)
-    full_env = None if env is None else {**os.environ, **env}
+    full_env = None
+    if env is not None or base_env is not None:
+        full_env = {**(os.environ if base_env is None else base_env), **(env or {})}
     try:
         process = subprocess.Popen(
             ["/bin/sh", "-c", command],
