@@ -363,6 +363,32 @@ def test_config_show_names_where_each_value_came_from(
     assert "limits.max_restarts = 2    # env LOOPCTL_LIMITS__MAX_RESTARTS" in text
 
 
+def test_config_show_hides_secrets_typed_into_the_config(
+    in_project: Project, capsys: pytest.CaptureFixture[str]
+) -> None:
+    in_project.write(
+        "loopctl.toml",
+        'test_cmd = "pytest -q"\n'
+        "[agents.claude.env]\n"
+        'ANTHROPIC_API_KEY = "sk-ant-very-secret"\nOPENAI_KEY = "sk-also-secret"\n'
+        'DB_PASSWORD = "hunter2"\nAPP_MODE = "test"\n',
+    )
+    assert main(["config", "show", "--json"]) == 0
+    out = capsys.readouterr().out
+    env = json.loads(out)["values"]["agents"]["claude"]["env"]
+    assert env == {
+        "ANTHROPIC_API_KEY": "<hidden>",
+        "OPENAI_KEY": "<hidden>",
+        "DB_PASSWORD": "<hidden>",
+        "APP_MODE": "test",
+    }
+    assert main(["config", "show"]) == 0
+    text = capsys.readouterr().out
+    assert 'agents.claude.env.ANTHROPIC_API_KEY = "<hidden>"    # loopctl.toml' in text
+    for secret in ("sk-ant-very-secret", "sk-also-secret", "hunter2"):
+        assert secret not in out + text
+
+
 def test_bad_config_file_is_one_clear_message(
     in_project: Project, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -28,6 +28,7 @@ from loopctl.config import (
     context_window_for,
     describe_fields,
     find_config_file,
+    hide_secrets,
     load_config,
     model_windows,
     structure,
@@ -876,3 +877,24 @@ def test_plugin_keys_set_on_the_command_line_are_converted_by_their_type(tmp_pat
     bad = load_config(tmp_path, env={}, overrides={"plugins.demo.retries": "many"})
     with pytest.raises(ConfigError, match=r"plugins\.demo\.retries"):
         bad.plugin_section("demo", _PluginSettings)
+
+
+def test_hide_secrets_goes_by_the_setting_name_and_keeps_names_of_variables() -> None:
+    shown = hide_secrets(
+        {
+            "limits": {"max_tokens": 5000},
+            "agents": {"x": {"env": {"SERVICE_KEY": "k1", "HOME_DIR": "/h"}, "model": "m"}},
+            "plugins": {
+                "github": {"token_env": "GITHUB_TOKEN", "comment_key": "py3", "token": "ghp_x"},
+                "other": {"secrets": ["a", "b"], "api_key": "", "password": None},
+            },
+        }
+    )
+    assert shown == {
+        "limits": {"max_tokens": 5000},  # a number, not a secret
+        "agents": {"x": {"env": {"SERVICE_KEY": "<hidden>", "HOME_DIR": "/h"}, "model": "m"}},
+        "plugins": {
+            "github": {"token_env": "GITHUB_TOKEN", "comment_key": "py3", "token": "<hidden>"},
+            "other": {"secrets": ["<hidden>", "<hidden>"], "api_key": "", "password": None},
+        },
+    }

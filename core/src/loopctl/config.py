@@ -82,6 +82,7 @@ __all__ = [
     "describe_fields",
     "dotted_path",
     "find_config_file",
+    "hide_secrets",
     "load_config",
     "model_windows",
     "structure",
@@ -1288,6 +1289,29 @@ def config_to_dict(loaded: LoadedConfig) -> dict[str, Any]:
     """The effective configuration as plain data, laid out like ``loopctl.toml`` (plugin
     sections sit directly under ``plugins``); unset values are None."""
     data: dict[str, Any] = _converter.unstructure(loaded.config)
+    return data
+
+
+#: Setting names whose text values are secrets (an API key an agent's env table sets, say).
+_SECRET_NAME = re.compile(r"(?i)token|secret|passw(or)?d|credential|api_?key|private_?key")
+#: Shown instead of a secret by ``loopctl config show``.
+HIDDEN = "<hidden>"
+
+
+def hide_secrets(data: Any, name: str = "", in_env: bool = False) -> Any:
+    """``data`` (from :func:`config_to_dict`) with secret-looking text values replaced by
+    :data:`HIDDEN`, for printing: a value is hidden when its setting's name says it is a
+    token, secret, password, credential or API key, or, in an ``env`` table, a key
+    (``OPENAI_KEY``). ``*_env`` settings name a variable, they do not hold one."""
+    if isinstance(data, dict):
+        inside = in_env or name == "env"
+        return {key: hide_secrets(value, str(key), inside) for key, value in data.items()}
+    if isinstance(data, list):
+        return [hide_secrets(item, name, in_env) for item in data]
+    if not isinstance(data, str) or not data or name.lower().endswith("_env"):
+        return data
+    if _SECRET_NAME.search(name) or (in_env and re.search(r"(?i)key", name)):
+        return HIDDEN
     return data
 
 

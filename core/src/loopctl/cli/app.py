@@ -600,12 +600,12 @@ def config_show(
     config: Annotated[Optional[Path], typer.Option("--config", help=CONFIG_HELP)] = None,
     json_output: Annotated[bool, typer.Option("--json", help=JSON_HELP)] = False,
 ) -> None:
-    """Print the effective configuration and where each value came from."""
-    from loopctl.config import config_to_dict, load_config
+    """Print the effective configuration and where each value came from (secrets hidden)."""
+    from loopctl.config import config_to_dict, hide_secrets, load_config
 
     with user_errors():
         loaded = load_config(Path.cwd(), config_file=config)
-    values = config_to_dict(loaded)
+    values = hide_secrets(config_to_dict(loaded))
     if json_output:
         emit_json(
             {
