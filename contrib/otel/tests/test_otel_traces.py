@@ -175,6 +175,31 @@ def test_goal_max_chars_zero_leaves_the_goal_out(run_loop: Any, memory: Memory) 
     assert "loopctl.goal" not in run.attributes
 
 
+class Rechecker:
+    """Runs the tests again after a failed iteration, as a flakiness check would."""
+
+    @hookimpl
+    def after_iteration(self, loop: Any, record: Any) -> None:
+        if not record.tests_passed:
+            loop.run_tests(label="flaky-check")
+
+
+def test_a_plugins_rerun_of_the_tests_is_a_labelled_tests_span(
+    run_loop: Any, memory: Memory
+) -> None:
+    result = run_loop(
+        "make add add", turns=TWO_TURNS, plugins={**PLUGINS, "rechecker": Rechecker()}
+    )
+    assert result.status == "complete"
+    starts = result.events_of("tests.start")
+    assert [s.get("label") for s in starts] == [None, "flaky-check", None]
+    first, _second = memory.named("loopctl.iteration")
+    own, rerun = memory.children(first)[1:]
+    assert "loopctl.tests.rerun" not in own.attributes
+    assert rerun.attributes["loopctl.tests.rerun"] is True
+    assert rerun.attributes["loopctl.tests.label"] == "flaky-check"
+
+
 class Noticer:
     """Emits one plugin event per iteration, and a noisy one that is excluded by default."""
 

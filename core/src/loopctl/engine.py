@@ -1043,7 +1043,8 @@ class Engine:
 
         limits = self.loaded.config.limits
         command = command or self.state.test_cmd
-        self.emit("tests.start", command=command)
+        labelled = {"label": log_label} if log_label else {}
+        self.emit("tests.start", command=command, **labelled)
         with self._wait_window():
             result = run_test_command(
                 command,
@@ -1066,6 +1067,7 @@ class Engine:
             error_count=len(result.error_lines),
             runner=result.runner,
             duration_s=round(result.duration_s, 3),
+            **labelled,
         )
         return result
 

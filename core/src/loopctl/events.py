@@ -115,7 +115,12 @@ CORE_EVENTS: dict[str, dict[str, Any]] = {
         {"seconds": NUM, "until": STR, "message": STR},
     ),
     "agent.rate_limit_waiting": event("Still waiting out a rate limit.", {"seconds_left": NUM}),
-    "tests.start": event("The test command starts.", {"command": STR}),
+    "tests.start": event(
+        "The test command starts. label is there when a plugin runs the tests again "
+        "(loop.run_tests): the iteration's own run has none.",
+        {"command": STR},
+        {"label": STR},
+    ),
     "tests.end": event(
         "The test command ended.",
         {
@@ -129,6 +134,7 @@ CORE_EVENTS: dict[str, dict[str, Any]] = {
             "runner": STR,
             "duration_s": NUM,
         },
+        {"label": STR},
     ),
     "iteration.end": event(
         "The iteration was recorded in iterations.jsonl.",

@@ -602,7 +602,11 @@ class Recorder:
             self.tests.span.end(end_time=_ns(event.ts))
         values: dict[str, AttributeValue] = {}
         _put(values, "loopctl.tests.command", _str(data, "command"))
-        if self.iteration is not None and self.iteration.done_tests:
+        label = _str(data, "label")
+        if label is not None:  # a plugin's re-run, named by the plugin
+            values["loopctl.tests.rerun"] = True
+            values["loopctl.tests.label"] = label
+        elif self.iteration is not None and self.iteration.done_tests:  # an older core
             values["loopctl.tests.rerun"] = True
         self.tests = self._start_phase(TESTS_SPAN, event, values)
 
