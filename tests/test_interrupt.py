@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from loopctl.agents.supervisor import group_members
 from loopctl.model import EXIT_CODES, EXIT_USAGE
+from loopctl.procgroup import group_members
 from loopctl.testing import python_test_cmd
 
 GOAL = "Make add() return the sum of its arguments.\nDo not change the test."

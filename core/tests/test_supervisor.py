@@ -12,8 +12,9 @@ import pytest
 
 from loopctl.agents.base import AgentAdapter, AgentSettings, Invocation, StreamParser, TurnRequest
 from loopctl.agents.scripted import ScriptedParser
-from loopctl.agents.supervisor import Supervision, group_members, run_turn
+from loopctl.agents.supervisor import Supervision, run_turn
 from loopctl.model import AgentMessage, Decision, ErrorKind, MessageKind, TurnResult
+from loopctl.procgroup import group_members
 
 FAKE_AGENT = Path(__file__).parent / "fake_agents" / "fake_agent.py"
 GRACE, KILL_AFTER, IDLE = 0.3, 0.5, 0.5

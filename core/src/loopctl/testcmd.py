@@ -18,6 +18,7 @@ from pathlib import Path
 
 from loopctl.fingerprint import fingerprint
 from loopctl.model import TestRun
+from loopctl.procgroup import group_alive, signal_group
 from loopctl.testoutput import extract
 
 #: How many error lines a TestRun carries at most (the extractor's bound).
@@ -64,41 +65,6 @@ class _BoundedCapture:
         omitted = self.total - len(self.head) - len(tail)
         marker = f"\n... [{omitted} bytes omitted] ...\n"
         return head + marker + tail.decode("utf-8", errors="replace")
-
-
-def _group_alive(pgid: int) -> bool:
-    """True while a process of the group is still running (zombies do not count)."""
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    # killpg also succeeds while only unreaped zombies are left (an init that does not reap
-    # orphans); on Linux, look at the members' states to tell.
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return True
-    for name in entries:
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat", "rb") as stat_file:
-                stat = stat_file.read()
-        except OSError:
-            continue
-        fields = stat[stat.rfind(b")") + 2 :].split()
-        if len(fields) > 2 and fields[2] == str(pgid).encode() and fields[0] not in (b"Z", b"X"):
-            return True
-    return False
-
-
-def _signal_group(pgid: int, signum: int) -> None:
-    try:
-        os.killpg(pgid, signum)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 class _Runner:
@@ -153,22 +119,22 @@ class _Runner:
 
     def end_group(self, grace_s: float) -> None:
         """SIGTERM the group, give it ``grace_s`` to go (reading its output), then SIGKILL."""
-        if self.process.poll() is not None and not _group_alive(self.pgid):
+        if self.process.poll() is not None and not group_alive(self.pgid):
             return
-        _signal_group(self.pgid, signal.SIGTERM)
+        signal_group(self.pgid, signal.SIGTERM)
         give_up = time.monotonic() + grace_s
         while time.monotonic() < give_up:
             self.read_available(_POLL_S)
-            if self.process.poll() is not None and not _group_alive(self.pgid):
+            if self.process.poll() is not None and not group_alive(self.pgid):
                 break
-        _signal_group(self.pgid, signal.SIGKILL)
+        signal_group(self.pgid, signal.SIGKILL)
         try:
             self.process.wait(timeout=5)
         except subprocess.TimeoutExpired:  # unkillable (D state); do not hang the loop on it
             pass
         # SIGKILL is delivered asynchronously: wait (briefly) until the members are really gone.
         gone_by = time.monotonic() + 1.0
-        while _group_alive(self.pgid) and time.monotonic() < gone_by:
+        while group_alive(self.pgid) and time.monotonic() < gone_by:
             time.sleep(0.01)
 
     def close(self) -> None:

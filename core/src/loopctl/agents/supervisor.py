@@ -35,6 +35,7 @@ from loopctl.agents.base import (
     TurnRequest,
 )
 from loopctl.model import Decision, ErrorKind, TurnOutcome, TurnResult
+from loopctl.procgroup import group_alive, signal_group
 
 _READ_CHUNK = 1 << 16
 #: How often process exit is polled when the platform has no pidfd to wait on.
@@ -387,7 +388,7 @@ class _SupervisedTurn:
         """SIGTERM the whole group, wait ``kill_after_s``, SIGKILL what is left, reap the agent."""
         self.group_ended = True
         proc, pgid = self.proc, self.pgid
-        if proc.poll() is not None and not _group_alive(pgid):
+        if proc.poll() is not None and not group_alive(pgid):
             return
         _signal_group(proc, pgid, signal.SIGTERM)
         try:
@@ -404,7 +405,7 @@ class _SupervisedTurn:
         deadline = time.monotonic() + max(seconds, 0.0)
         while True:
             self.proc.poll()
-            if not _group_alive(self.pgid):
+            if not group_alive(self.pgid):
                 return True
             if time.monotonic() >= deadline:
                 return False
@@ -558,56 +559,10 @@ def end_orphaned_group(pgid: int, start_time: int | None) -> bool:
 
 
 def _signal_group(proc: subprocess.Popen[bytes], pgid: int, sig: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, sig)
+    signal_group(pgid, sig)
     if proc.poll() is None:  # the agent may have moved itself to another group
         with contextlib.suppress(ProcessLookupError, PermissionError, OSError):
             proc.send_signal(sig)
-
-
-def _group_alive(pgid: int) -> bool:
-    """True while a live (non-zombie) process is in the group.
-
-    ``killpg(pgid, 0)`` alone is not enough: killed grandchildren stay zombies until init reaps
-    them, and some container inits never do.
-    """
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return bool(group_members(pgid)) if os.path.isdir("/proc/self") else True
-
-
-def group_members(pgid: int) -> list[int]:
-    """Pids of the live (non-zombie) processes in process group ``pgid``, read from /proc.
-
-    Empty where /proc is not available. Used by the supervisor and by tests that prove no
-    agent process outlives its turn.
-    """
-    members: list[int] = []
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return members
-    for entry in entries:
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as handle:
-                stat = handle.read()
-        except OSError:
-            continue
-        fields = stat.rpartition(b")")[2].split()
-        if len(fields) < 3:
-            continue
-        state, group = fields[0], fields[2]
-        if state in (b"Z", b"X", b"x"):
-            continue
-        if group.isdigit() and int(group) == pgid:
-            members.append(int(entry))
-    return members
 
 
 def _close_quietly(stream: IO[bytes]) -> None:
