@@ -101,7 +101,7 @@ class AiderAgent(AgentAdapter):
         self._scratch: Path | None = None
 
     def invocation(self, request: TurnRequest) -> Invocation:
-        settings = self._settings()
+        settings = self.settings_as(AiderSettings)
         argv = self.program()
         scratch = Path(tempfile.mkdtemp(prefix="loopctl-aider-"))
         message_file = scratch / "message.md"
@@ -124,17 +124,6 @@ class AiderAgent(AgentAdapter):
         scratch, self._scratch = self._scratch, None
         return AiderParser(
             model=self.settings.model, model_windows=self.model_windows, scratch=scratch
-        )
-
-    def _settings(self) -> AiderSettings:
-        settings = self.settings
-        if isinstance(settings, AiderSettings):
-            return settings
-        return AiderSettings(
-            command=settings.command,
-            extra_args=list(settings.extra_args),
-            model=settings.model,
-            env=dict(settings.env),
         )
 
 

@@ -17,7 +17,7 @@ import shutil
 import subprocess
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import ClassVar
+from typing import ClassVar, TypeVar
 
 import attrs
 
@@ -39,6 +39,9 @@ class AgentSettings:
     model: str | None = None
     #: Extra environment variables for the agent process.
     env: dict[str, str] = attrs.Factory(dict)
+
+
+SettingsT = TypeVar("SettingsT", bound=AgentSettings)
 
 
 @attrs.define
@@ -114,6 +117,19 @@ class AgentAdapter(abc.ABC):
     @abc.abstractmethod
     def new_parser(self) -> StreamParser:
         """A fresh parser for one turn's output."""
+
+    def settings_as(self, settings_class: type[SettingsT]) -> SettingsT:
+        """The settings as ``settings_class`` (the adapter's own): plain :class:`AgentSettings`
+        given by a caller keep their common fields and get the class's defaults for the rest."""
+        settings = self.settings
+        if isinstance(settings, settings_class):
+            return settings
+        return settings_class(
+            command=settings.command,
+            extra_args=list(settings.extra_args),
+            model=settings.model,
+            env=dict(settings.env),
+        )
 
     def program(self) -> list[str]:
         """The command line to start: ``[agents.NAME] command`` split like a shell would, or

@@ -108,7 +108,7 @@ class CodexAgent(AgentAdapter):
         self.session_totals: dict[str, dict[str, int]] = {}
 
     def invocation(self, request: TurnRequest) -> Invocation:
-        settings = self._settings()
+        settings = self.settings_as(CodexSettings)
         if settings.sandbox not in SANDBOX_MODES:
             raise ValueError(
                 f"[agents.codex] sandbox = {settings.sandbox!r} is not a Codex sandbox mode; use "
@@ -136,24 +136,13 @@ class CodexAgent(AgentAdapter):
         return Invocation(argv=argv, stdin=request.prompt.encode("utf-8", errors="replace"))
 
     def new_parser(self) -> StreamParser:
-        settings = self._settings()
+        settings = self.settings_as(CodexSettings)
         return CodexParser(
             model=settings.model,
             model_windows=self.model_windows,
             codex_home=codex_home(settings.env) if settings.session_log else None,
             reconnect_give_up_s=settings.reconnect_give_up_s,
             session_totals=self.session_totals,
-        )
-
-    def _settings(self) -> CodexSettings:
-        settings = self.settings
-        if isinstance(settings, CodexSettings):
-            return settings
-        return CodexSettings(
-            command=settings.command,
-            extra_args=list(settings.extra_args),
-            model=settings.model,
-            env=dict(settings.env),
         )
 
 

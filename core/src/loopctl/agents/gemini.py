@@ -120,7 +120,7 @@ class GeminiAgent(AgentAdapter):
     settings_class: ClassVar[type[AgentSettings]] = GeminiSettings
 
     def invocation(self, request: TurnRequest) -> Invocation:
-        settings = self._settings()
+        settings = self.settings_as(GeminiSettings)
         if settings.approval_mode not in APPROVAL_MODES:
             raise ValueError(
                 f"[agents.gemini] approval_mode = {settings.approval_mode!r} is not a Gemini CLI "
@@ -142,17 +142,6 @@ class GeminiAgent(AgentAdapter):
 
     def new_parser(self) -> StreamParser:
         return GeminiParser(model=self.settings.model, model_windows=self.model_windows)
-
-    def _settings(self) -> GeminiSettings:
-        settings = self.settings
-        if isinstance(settings, GeminiSettings):
-            return settings
-        return GeminiSettings(
-            command=settings.command,
-            extra_args=list(settings.extra_args),
-            model=settings.model,
-            env=dict(settings.env),
-        )
 
 
 class GeminiParser(StreamParser):
