@@ -31,11 +31,11 @@ from loopctl.state import (
     LoopState,
     StateError,
     StateLock,
-    StatePaths,
     archive_restart,
     atomic_write_json,
     atomic_write_text,
     json_one_line,
+    log_name,
     parse_front_matter,
     read_error_summary,
     read_jsonl,
@@ -655,17 +655,17 @@ def snapshot(directory: Path) -> dict[str, bytes | None]:
 
 
 def test_archive_restart_copies_files_and_moves_logs(tmp_path: Path) -> None:
-    paths = StatePaths(tmp_path)
-    paths.loop_state.write_text("state\n")
-    paths.progress.write_text("progress\n")
-    paths.events.write_text("{}\n")
-    paths.logs.mkdir()
-    paths.agent_log(7).write_text("agent\n")
-    paths.tests_log(7).write_text("tests\n")
+    logs = tmp_path / "logs"
+    (tmp_path / "loop-state.md").write_text("state\n")
+    (tmp_path / "progress.md").write_text("progress\n")
+    (tmp_path / "events.jsonl").write_text("{}\n")
+    logs.mkdir()
+    (logs / log_name(7, "agent.jsonl")).write_text("agent\n")
+    (logs / log_name(7, "tests.log")).write_text("tests\n")
 
     archive = archive_restart(tmp_path, 1)
 
-    assert archive == paths.restart_dir(1) == tmp_path / "restart-1"
+    assert archive == tmp_path / "restart-1"
     assert snapshot(archive) == {
         "logs": None,
         "logs/iteration-0007.agent.jsonl": b"agent\n",
@@ -673,29 +673,29 @@ def test_archive_restart_copies_files_and_moves_logs(tmp_path: Path) -> None:
         "loop-state.md": b"state\n",
         "progress.md": b"progress\n",
     }
-    assert paths.loop_state.read_text() == "state\n"  # copied, not moved
-    assert list(paths.logs.iterdir()) == []  # the next generation starts clean
-    assert paths.events.exists()
+    assert (tmp_path / "loop-state.md").read_text() == "state\n"  # copied, not moved
+    assert list(logs.iterdir()) == []  # the next generation starts clean
+    assert (tmp_path / "events.jsonl").exists()
     assert not (archive / "events.jsonl").exists()
     assert restart_numbers(tmp_path) == [1]
 
 
 def test_archive_restart_finishes_after_a_crash_and_is_idempotent(tmp_path: Path) -> None:
-    paths = StatePaths(tmp_path)
-    paths.loop_state.write_text("state\n")
-    paths.error_summary.write_text("{}\n")
-    paths.context_summary.write_text("summary\n")
+    logs = tmp_path / "logs"
+    (tmp_path / "loop-state.md").write_text("state\n")
+    (tmp_path / "error-summary.json").write_text("{}\n")
+    (tmp_path / "context-summary.md").write_text("summary\n")
     # A crash left: restart-2 with a stale copy, a dead writer's temp file, and the logs
     # half-merged (a re-run may also find a new logs/ next to an archived one).
-    archive = paths.restart_dir(2)
+    archive = tmp_path / "restart-2"
     (archive / "logs").mkdir(parents=True)
     (archive / "loop-state.md").write_text("stale\n")
     (archive / ".progress.md.999999999.deadbeef.tmp").write_text("torn")
     (archive / "logs" / "iteration-0001.agent.jsonl").write_text("one\n")
-    paths.logs.mkdir()
-    paths.tests_log(2).write_text("two\n")
-    (paths.logs / "sub").mkdir()
-    (paths.logs / "sub" / "x").write_text("x\n")
+    logs.mkdir()
+    (logs / log_name(2, "tests.log")).write_text("two\n")
+    (logs / "sub").mkdir()
+    (logs / "sub" / "x").write_text("x\n")
     (archive / "logs" / "sub").mkdir()
 
     archive_restart(tmp_path, 2)
@@ -714,7 +714,7 @@ def test_archive_restart_finishes_after_a_crash_and_is_idempotent(tmp_path: Path
         "logs/sub.1/x": b"x\n",
         "loop-state.md": b"state\n",
     }
-    assert list(paths.logs.iterdir()) == []
+    assert list(logs.iterdir()) == []
 
 
 # --- progress.md ---------------------------------------------------------------------------------
@@ -826,39 +826,3 @@ def test_to_jsonable_writes_model_classes_as_cattrs_reads_them() -> None:
     assert data["annotations"] == {"kind": "network", "where": "a/b", "tags": ["x"]}
     assert json.loads(json.dumps(data)) == data
     assert cattrs.structure(data, IterationRecord).agent == record.agent
-
-
-def test_state_paths_spell_the_fixed_names(tmp_path: Path) -> None:
-    paths = StatePaths(tmp_path)
-    assert [
-        path.name
-        for path in (
-            paths.loop_state,
-            paths.progress,
-            paths.error_summary,
-            paths.events,
-            paths.iterations,
-            paths.context_summary,
-            paths.lock,
-            paths.report_md,
-            paths.report_json,
-            paths.agent_log(7),
-            paths.tests_log(7),
-            paths.restart_dir(3),
-        )
-    ] == [
-        "loop-state.md",
-        "progress.md",
-        "error-summary.json",
-        "events.jsonl",
-        "iterations.jsonl",
-        "context-summary.md",
-        "loopctl.lock",
-        "report.md",
-        "report.json",
-        "iteration-0007.agent.jsonl",
-        "iteration-0007.tests.log",
-        "restart-3",
-    ]
-    assert state.DEFAULT_STATE_DIR == ".loopctl"
-    assert set(state._FIELD_KINDS) == {field.name for field in attrs.fields(LoopState)}

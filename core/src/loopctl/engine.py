@@ -891,7 +891,7 @@ class Engine:
         self.host.hook.before_iteration(loop=self.loop)
 
         composed = self._compose_prompt()
-        self._log(f"iteration-{iteration:04d}.prompt.md", composed.text)
+        self._log(st.log_name(iteration, "prompt.md"), composed.text)
         self.emit(
             "agent.start",
             agent=self.agent.name,
@@ -1020,7 +1020,7 @@ class Engine:
             "LOOPCTL_ITERATION": str(iteration),
             "LOOPCTL_STATE_DIR": str(self.state_dir),
         }
-        transcript = self.state_dir / st.LOGS_DIR / f"iteration-{iteration:04d}.agent.jsonl"
+        transcript = self.state_dir / st.LOGS_DIR / st.log_name(iteration, "agent.jsonl")
         try:
             with self._wait_window():
                 return run_turn(
@@ -1053,8 +1053,8 @@ class Engine:
                 output_limit=limits.test_output_bytes,
                 base_env=withheld_environment(self.loaded.config.withhold_env),
             )
-        label = f".{log_label}" if log_label else ""
-        self._log(f"iteration-{self.state.iteration:04d}{label}.tests.log", result.output)
+        kind = f"{log_label}.tests.log" if log_label else "tests.log"
+        self._log(st.log_name(self.state.iteration, kind), result.output)
         self.last_test_run = result
         self.emit(
             "tests.end",

@@ -55,60 +55,11 @@ class StateError(Exception):
     """A state file is unusable; the message names the file, what is wrong and how to fix it."""
 
 
-@attrs.frozen
-class StatePaths:
-    """Where each state file lives, so no other module spells the names."""
-
-    root: Path = attrs.field(converter=Path)
-
-    @property
-    def loop_state(self) -> Path:
-        return self.root / LOOP_STATE_FILE
-
-    @property
-    def progress(self) -> Path:
-        return self.root / PROGRESS_FILE
-
-    @property
-    def error_summary(self) -> Path:
-        return self.root / ERROR_SUMMARY_FILE
-
-    @property
-    def events(self) -> Path:
-        return self.root / EVENTS_FILE
-
-    @property
-    def iterations(self) -> Path:
-        return self.root / ITERATIONS_FILE
-
-    @property
-    def context_summary(self) -> Path:
-        return self.root / CONTEXT_SUMMARY_FILE
-
-    @property
-    def lock(self) -> Path:
-        return self.root / LOCK_FILE
-
-    @property
-    def report_md(self) -> Path:
-        return self.root / REPORT_MD_FILE
-
-    @property
-    def report_json(self) -> Path:
-        return self.root / REPORT_JSON_FILE
-
-    @property
-    def logs(self) -> Path:
-        return self.root / LOGS_DIR
-
-    def agent_log(self, iteration: int) -> Path:
-        return self.logs / f"iteration-{iteration:04d}.agent.jsonl"
-
-    def tests_log(self, iteration: int) -> Path:
-        return self.logs / f"iteration-{iteration:04d}.tests.log"
-
-    def restart_dir(self, number: int) -> Path:
-        return self.root / f"restart-{number}"
+def log_name(iteration: int, kind: str) -> str:
+    """The name of one of an iteration's files in ``logs/``: ``log_name(7, "tests.log")`` is
+    ``iteration-0007.tests.log``. Plugins name theirs the same way, so they sort with the
+    iteration's own (``prompt.md``, ``agent.jsonl``, ``tests.log``)."""
+    return f"iteration-{iteration:04d}.{kind}"
 
 
 # --- JSON that stays on one line -----------------------------------------------------------------

@@ -203,7 +203,7 @@ def from_loop(
 
 
 def _find_test_log(state_dir: Path, iteration: int) -> Path | None:
-    name = f"iteration-{iteration:04d}.tests.log"
+    name = st.log_name(iteration, "tests.log")
     candidates = [state_dir / st.LOGS_DIR / name]
     try:
         archives = sorted(

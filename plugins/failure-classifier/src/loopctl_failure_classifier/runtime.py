@@ -441,7 +441,7 @@ def _recover_dependency(
 
 
 def _write_recovery_log(loop: Loop, kind: str, text: str) -> None:
-    path: Path = loop.state_dir / "logs" / f"iteration-{loop.iteration:04d}.{kind}.log"
+    path: Path = loop.state_dir / st.LOGS_DIR / st.log_name(loop.iteration, f"{kind}.log")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8", errors="replace")
