@@ -49,6 +49,12 @@ def write_plugin(parent: Path, raw_name: str, *, classifier: bool = False) -> li
         "title": name.replace("-", " ").capitalize(),
         "core": __version__,
     }
+    if classifier:
+        values["what"] = "a custom failure classifier for loopctl"
+        values["depends"] = "loopctl-failure-classifier>=0.1"
+    else:
+        values["what"] = "a loopctl plugin"
+        values["depends"] = "attrs>=23.1"
     templates = _CLASSIFIER if classifier else _PLUGIN
     files = {**_COMMON, **templates}
     written = [root]
@@ -84,18 +90,17 @@ class TestConformance(PluginConformance):
 ''',
 }
 
-_PLUGIN = {
-    "pyproject.toml": """[build-system]
+_PYPROJECT = """[build-system]
 requires = ["hatchling>=1.21"]
 build-backend = "hatchling.build"
 
 [project]
 name = "loopctl-{{name}}"
 version = "0.1.0"
-description = "{{title}}: a loopctl plugin."
+description = "{{title}}: {{what}}."
 readme = "README.md"
 requires-python = ">=3.10"
-dependencies = ["loopctl>={{core}}", "attrs>=23.1"]
+dependencies = ["loopctl>={{core}}", "{{depends}}"]
 
 [project.optional-dependencies]
 test = ["pytest>=7.4"]
@@ -105,7 +110,10 @@ test = ["pytest>=7.4"]
 
 [tool.hatch.build.targets.wheel]
 packages = ["src/{{package}}"]
-""",
+"""
+
+_PLUGIN = {
+    "pyproject.toml": _PYPROJECT,
     "README.md": """# loopctl-{{name}}
 
 A [loopctl](https://github.com/loopctl/loopctl) plugin. It adds a reminder to every agent
@@ -241,27 +249,7 @@ def test_an_empty_reminder_adds_no_section(project: Project, run_loop) -> None:
 }
 
 _CLASSIFIER = {
-    "pyproject.toml": """[build-system]
-requires = ["hatchling>=1.21"]
-build-backend = "hatchling.build"
-
-[project]
-name = "loopctl-{{name}}"
-version = "0.1.0"
-description = "{{title}}: a custom failure classifier for loopctl."
-readme = "README.md"
-requires-python = ">=3.10"
-dependencies = ["loopctl>={{core}}", "loopctl-failure-classifier>=0.1"]
-
-[project.optional-dependencies]
-test = ["pytest>=7.4"]
-
-[project.entry-points."loopctl.plugins"]
-{{name}} = "{{package}}.plugin"
-
-[tool.hatch.build.targets.wheel]
-packages = ["src/{{package}}"]
-""",
+    "pyproject.toml": _PYPROJECT,
     "README.md": """# loopctl-{{name}}
 
 A custom failure classifier for [loopctl](https://github.com/loopctl/loopctl)'s failure
