@@ -528,21 +528,10 @@ class FailureMemory:
     ) -> bool:
         """Remember what resolved failure ``failure_id``. False when it could not be written."""
         try:
-            with self._write() as conn:
-                cursor = conn.execute(
-                    "UPDATE failures SET resolved_at = ?, fix_files = ?, fix_suggestion = ?, "
-                    "fix_summary = ? WHERE id = ?",
-                    (
-                        time.time() if now is None else now,
-                        json.dumps([redact(f)[:300] for f in files][:50]),
-                        redact(suggestion)[:1000],
-                        redact(summary)[:1000],
-                        int(failure_id),
-                    ),
-                )
-                return cursor.rowcount > 0
-        except (sqlite3.Error, OSError, _Deadline, ValueError):
+            where = ("id = ?", (int(failure_id),))
+        except (TypeError, ValueError):
             return False
+        return self._record_fix(where, files, suggestion, summary, now)
 
     def record_fix_for(
         self,
@@ -555,22 +544,33 @@ class FailureMemory:
         now: float | None = None,
     ) -> bool:
         """Remember what resolved the failure with ``signature`` recorded by run ``run_id``."""
+        where = ("signature = ? AND run_id = ?", (signature, run_id))
+        return self._record_fix(where, files, suggestion, summary, now)
+
+    def _record_fix(
+        self,
+        where: tuple[str, tuple[object, ...]],
+        files: Sequence[str],
+        suggestion: str,
+        summary: str,
+        now: float | None,
+    ) -> bool:
+        condition, keys = where
         try:
             with self._write() as conn:
                 cursor = conn.execute(
                     "UPDATE failures SET resolved_at = ?, fix_files = ?, fix_suggestion = ?, "
-                    "fix_summary = ? WHERE signature = ? AND run_id = ?",
+                    f"fix_summary = ? WHERE {condition}",
                     (
                         time.time() if now is None else now,
                         json.dumps([redact(f)[:300] for f in files][:50]),
                         redact(suggestion)[:1000],
                         redact(summary)[:1000],
-                        signature,
-                        run_id,
+                        *keys,
                     ),
                 )
                 return cursor.rowcount > 0
-        except (sqlite3.Error, OSError, _Deadline):
+        except (sqlite3.Error, OSError, _Deadline, ValueError):
             return False
 
     def record_suggestion_outcome(self, keys: Iterable[str], *, effective: bool) -> bool:
