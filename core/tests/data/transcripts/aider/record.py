@@ -76,16 +76,24 @@ def version(aider: str) -> str:
 
 def record(aider: str, name: str) -> None:
     spec = SCENARIOS[name]
-    workdir = Path(tempfile.mkdtemp(prefix="aider-work-"))
+    # one scratch directory for the project, aider's home and its analytics log, removed after
+    with tempfile.TemporaryDirectory(prefix="aider-record-") as scratch:
+        _record(aider, name, spec, Path(scratch))
+
+
+def _record(aider: str, name: str, spec: dict[str, Any], scratch: Path) -> None:
+    workdir = scratch / "work"
+    workdir.mkdir()
     (workdir / "calc.py").write_text("def add(a, b):\n    return a - b\n")
     git = ["git", "-C", str(workdir), "-c", "user.name=t", "-c", "user.email=t@example.com"]
     subprocess.run([*git, "init", "-q"], check=True)
     subprocess.run([*git, "add", "."], check=True)
     subprocess.run([*git, "commit", "-qm", "init"], check=True)
-    analytics = workdir.parent / f"{workdir.name}.analytics.jsonl"
+    analytics = scratch / "analytics.jsonl"
     replies: list[ChatReply] = spec["replies"]
     with serve(replies, replies[-1] if spec.get("repeat") else None) as server:
-        home = Path(tempfile.mkdtemp(prefix="aider-home-"))
+        home = scratch / "home"
+        home.mkdir()
         env = dict(os.environ, HOME=str(home), OPENAI_API_KEY="sk-fake")
         argv = [aider, "--message", "Fix the failing test.", "--yes-always", "--no-stream"]
         argv += ["--no-pretty", "--no-check-update", "--no-show-model-warnings"]
