@@ -12,28 +12,21 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from recordings import Recordings
 
 from loopctl.agents.aider import AiderAgent, AiderParser, AiderSettings
 from loopctl.agents.base import TurnRequest
 from loopctl.agents.supervisor import Supervision, run_turn
 from loopctl.model import ErrorKind, MessageKind, TurnResult, Usage
 
-DATA = Path(__file__).parent / "data" / "transcripts" / "aider"
-TRANSCRIPTS = sorted(path.name[: -len(".meta.json")] for path in DATA.glob("*.meta.json"))
-
-
-def _meta(name: str) -> dict[str, Any]:
-    meta: dict[str, Any] = json.loads((DATA / f"{name}.meta.json").read_text())
-    return meta
+RECORDED = Recordings("aider", "txt")
+DATA = RECORDED.folder
+TRANSCRIPTS = RECORDED.names
+_meta = RECORDED.meta
 
 
 def _parse(name: str, parser: AiderParser | None = None) -> tuple[TurnResult, list[Any]]:
-    parser = parser or AiderParser()
-    messages = []
-    for line in (DATA / f"{name}.txt").read_bytes().splitlines():
-        messages += parser.feed(line)
-    meta = _meta(name)
-    return parser.finish(meta["exit_code"], meta["stderr"]), messages
+    return RECORDED.parse(name, parser or AiderParser())
 
 
 # --- the command line -------------------------------------------------------------------------

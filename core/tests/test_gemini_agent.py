@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from recordings import Recordings
 
 from loopctl.agents.base import TurnRequest
 from loopctl.agents.gemini import (
@@ -22,22 +23,14 @@ from loopctl.agents.gemini import (
 from loopctl.agents.supervisor import Supervision, run_turn
 from loopctl.model import ErrorKind, MessageKind, TurnResult, Usage
 
-DATA = Path(__file__).parent / "data" / "transcripts" / "gemini"
-TRANSCRIPTS = sorted(path.name[: -len(".meta.json")] for path in DATA.glob("*.meta.json"))
-
-
-def _meta(name: str) -> dict[str, Any]:
-    meta: dict[str, Any] = json.loads((DATA / f"{name}.meta.json").read_text())
-    return meta
+RECORDED = Recordings("gemini", "jsonl")
+DATA = RECORDED.folder
+TRANSCRIPTS = RECORDED.names
+_meta = RECORDED.meta
 
 
 def _parse(name: str, parser: GeminiParser | None = None) -> tuple[TurnResult, list[Any]]:
-    parser = parser or GeminiParser()
-    messages = []
-    for line in (DATA / f"{name}.jsonl").read_bytes().splitlines():
-        messages += parser.feed(line)
-    meta = _meta(name)
-    return parser.finish(meta["exit_code"], meta["stderr"]), messages
+    return RECORDED.parse(name, parser or GeminiParser())
 
 
 # --- the command line -------------------------------------------------------------------------
