@@ -24,16 +24,6 @@ MODEL = "claude-sonnet-4-5"  # a 200k-token window in the model table and in the
 WINDOW = 200_000
 
 
-def usage(context: int, output: int = 500) -> dict[str, int]:
-    """A request that fills ``context`` tokens in all (most of it read from the cache)."""
-    return {
-        "input_tokens": 200,
-        "cache_creation_input_tokens": 1_000,
-        "cache_read_input_tokens": context - 1_200 - output,
-        "output_tokens": output,
-    }
-
-
 def run_claude_loop(
     project: Project,
     server: ms.ScriptedModelServer,
@@ -87,9 +77,11 @@ def test_agent_reads_and_edits_the_bug_and_the_loop_completes(
 ) -> None:
     calc = str(buggy_project.path / "calc.py")
     scenario = [
-        ms.read(calc, say="Let me read the code.", usage=usage(24_000, 300)),
-        ms.edit(calc, "return a - b", "return a + b", usage=usage(26_000, 400)),
-        ms.text("Fixed add(): it subtracted instead of adding.", usage=usage(27_500, 120)),
+        ms.read(calc, say="Let me read the code.", usage=ms.context_usage(24_000, 300)),
+        ms.edit(calc, "return a - b", "return a + b", usage=ms.context_usage(26_000, 400)),
+        ms.text(
+            "Fixed add(): it subtracted instead of adding.", usage=ms.context_usage(27_500, 120)
+        ),
     ]
     with ms.ScriptedModelServer(scenario, model=MODEL) as server:
         result = run_claude_loop(buggy_project, server, claude_argv, tmp_path / "home")
@@ -138,14 +130,14 @@ def test_resume_mode_reuses_the_session_and_reports_climbing_context(
     calc = str(buggy_project.path / "calc.py")
     scenario = [
         # iteration 1: looks, does not fix
-        ms.read(calc, usage=usage(38_000)),
-        ms.text("I see the problem; fixing it next.", usage=usage(40_000)),
+        ms.read(calc, usage=ms.context_usage(38_000)),
+        ms.text("I see the problem; fixing it next.", usage=ms.context_usage(40_000)),
         # iteration 2: still nothing
-        ms.text("Still thinking about it.", usage=usage(90_000)),
+        ms.text("Still thinking about it.", usage=ms.context_usage(90_000)),
         # iteration 3: fixes it
-        ms.read(calc, usage=usage(140_000)),
-        ms.edit(calc, "return a - b", "return a + b", usage=usage(145_000)),
-        ms.text("Fixed.", usage=usage(150_000)),
+        ms.read(calc, usage=ms.context_usage(140_000)),
+        ms.edit(calc, "return a - b", "return a + b", usage=ms.context_usage(145_000)),
+        ms.text("Fixed.", usage=ms.context_usage(150_000)),
     ]
     with ms.ScriptedModelServer(scenario, model=MODEL) as server:
         result = run_claude_loop(
@@ -177,12 +169,12 @@ def test_prompt_too_long_restarts_with_a_fresh_session_and_completes(
     calc = str(buggy_project.path / "calc.py")
     scenario = [
         # iteration 1: the conversation no longer fits (and the CLI cannot compact it)
-        ms.read(calc, usage=usage(185_000)),
+        ms.read(calc, usage=ms.context_usage(185_000)),
         ms.prompt_too_long(210_000, 200_000),
         # iteration 2, after the restart: a fresh session fixes it
-        ms.read(calc, usage=usage(20_000)),
-        ms.edit(calc, "return a - b", "return a + b", usage=usage(22_000)),
-        ms.text("Fixed.", usage=usage(23_000)),
+        ms.read(calc, usage=ms.context_usage(20_000)),
+        ms.edit(calc, "return a - b", "return a + b", usage=ms.context_usage(22_000)),
+        ms.text("Fixed.", usage=ms.context_usage(23_000)),
     ]
     compaction_fails = ms.prompt_too_long(210_000, 200_000)
     with ms.ScriptedModelServer(scenario, model=MODEL, compact_reply=compaction_fails) as server:

@@ -53,16 +53,6 @@ def project(tmp_path: Path) -> Project:
     return project
 
 
-def usage(context: int, output: int = 500) -> dict[str, int]:
-    """A request that fills ``context`` tokens in all (most of it read from the cache)."""
-    return {
-        "input_tokens": 200,
-        "cache_creation_input_tokens": 1_000,
-        "cache_read_input_tokens": context - 1_200 - output,
-        "output_tokens": output,
-    }
-
-
 def run(
     project: Project,
     server: ms.ScriptedModelServer,
@@ -110,18 +100,18 @@ def test_resume_mode_climbing_usage_restarts_at_the_right_iteration_with_a_brief
     calc = str(project.path / "calc.py")
     scenario = [
         # iteration 1: a wrong fix
-        ms.read(calc, usage=usage(40_000)),
-        ms.edit(calc, "return a - b", "return a * b", usage=usage(60_000)),
-        ms.text("It multiplies now.", usage=usage(62_000)),
+        ms.read(calc, usage=ms.context_usage(40_000)),
+        ms.edit(calc, "return a - b", "return a * b", usage=ms.context_usage(60_000)),
+        ms.text("It multiplies now.", usage=ms.context_usage(62_000)),
         # iteration 2: the same failure
-        ms.text("The test still fails; let me think.", usage=usage(120_000)),
+        ms.text("The test still fails; let me think.", usage=ms.context_usage(120_000)),
         # iteration 3: still wrong; the context climbs over 70%
-        ms.read(calc, usage=usage(130_000)),
-        ms.text("Still failing. Thinking about it.", usage=usage(145_000)),
+        ms.read(calc, usage=ms.context_usage(130_000)),
+        ms.text("Still failing. Thinking about it.", usage=ms.context_usage(145_000)),
         # iteration 4: a fresh session, started from the briefing, fixes it
-        ms.read(calc, usage=usage(20_000)),
-        ms.edit(calc, "return a * b", "return a + b", usage=usage(22_000)),
-        ms.text("Fixed: add() adds.", usage=usage(23_000)),
+        ms.read(calc, usage=ms.context_usage(20_000)),
+        ms.edit(calc, "return a * b", "return a + b", usage=ms.context_usage(22_000)),
+        ms.text("Fixed: add() adds.", usage=ms.context_usage(23_000)),
     ]
     argv = ArgvLog(tmp_path, claude)
     with ms.ScriptedModelServer(scenario, model=MODEL) as server:
@@ -158,15 +148,15 @@ def test_prompt_too_long_mid_run_restarts_with_a_fresh_session_and_the_briefing(
     calc = str(project.path / "calc.py")
     scenario = [
         # iteration 1
-        ms.read(calc, usage=usage(40_000)),
-        ms.text("I see the problem.", usage=usage(42_000)),
+        ms.read(calc, usage=ms.context_usage(40_000)),
+        ms.text("I see the problem.", usage=ms.context_usage(42_000)),
         # iteration 2 (resumed): the conversation no longer fits
-        ms.read(calc, usage=usage(170_000)),
+        ms.read(calc, usage=ms.context_usage(170_000)),
         ms.prompt_too_long(210_000, 200_000),
         # iteration 3, after the restart: a fresh session fixes it
-        ms.read(calc, usage=usage(20_000)),
-        ms.edit(calc, "return a - b", "return a + b", usage=usage(22_000)),
-        ms.text("Fixed.", usage=usage(23_000)),
+        ms.read(calc, usage=ms.context_usage(20_000)),
+        ms.edit(calc, "return a - b", "return a + b", usage=ms.context_usage(22_000)),
+        ms.text("Fixed.", usage=ms.context_usage(23_000)),
     ]
     compaction_fails = ms.prompt_too_long(210_000, 200_000)
     argv = ArgvLog(tmp_path, claude)
@@ -196,13 +186,13 @@ def test_fresh_mode_high_usage_every_iteration_is_no_false_alarm(
 ) -> None:
     calc = str(project.path / "calc.py")
     scenario = [
-        ms.read(calc, usage=usage(130_000)),
-        ms.text("Looking.", usage=usage(135_000)),
-        ms.read(calc, usage=usage(130_000)),
-        ms.text("Still looking.", usage=usage(135_000)),
-        ms.read(calc, usage=usage(130_000)),
-        ms.edit(calc, "return a - b", "return a + b", usage=usage(133_000)),
-        ms.text("Fixed.", usage=usage(135_000)),
+        ms.read(calc, usage=ms.context_usage(130_000)),
+        ms.text("Looking.", usage=ms.context_usage(135_000)),
+        ms.read(calc, usage=ms.context_usage(130_000)),
+        ms.text("Still looking.", usage=ms.context_usage(135_000)),
+        ms.read(calc, usage=ms.context_usage(130_000)),
+        ms.edit(calc, "return a - b", "return a + b", usage=ms.context_usage(133_000)),
+        ms.text("Fixed.", usage=ms.context_usage(135_000)),
     ]
     argv = ArgvLog(tmp_path, claude)
     with ms.ScriptedModelServer(scenario, model=MODEL) as server:

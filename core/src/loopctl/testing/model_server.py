@@ -140,6 +140,19 @@ class Reply:
         return "tool_use" if self.tool_calls else "end_turn"
 
 
+def context_usage(context: int, output: int = 500) -> dict[str, int]:
+    """Usage of a request that fills ``context`` tokens of the window in all, most of it read
+    from the cache as in a real long session: for making the context gauge reach a figure."""
+    if context < 1_200 + output:
+        raise ValueError(f"context must be at least {1_200 + output} tokens, got {context}")
+    return {
+        "input_tokens": 200,
+        "cache_creation_input_tokens": 1_000,
+        "cache_read_input_tokens": context - 1_200 - output,
+        "output_tokens": output,
+    }
+
+
 def text(
     words: str, *, usage: Mapping[str, int] | None = None, thinking: str | None = None
 ) -> Reply:
