@@ -262,11 +262,15 @@ def test_interrupted_run_resumes_and_completes(
         assert live["state"]["status"] == "running"
         assert live["prompt_chars"] > 0  # the running iteration's prompt, before its record
         proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=30)
+        try:
+            out, err = proc.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            last = events.read_text("utf-8").splitlines()[-5:]
+            pytest.fail(f"loopctl did not stop 30 s after SIGINT; its last events: {last}")
     finally:
         if proc.poll() is None:
             proc.kill()
-            proc.wait()
+            proc.communicate()  # reaps it and closes the pipes
     assert proc.returncode == 130, err
     assert "loop ended: interrupted" in out
     assert loop_state(project).status == "interrupted"
