@@ -8,6 +8,7 @@ import re
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import nox
 
@@ -47,19 +48,25 @@ def distributions(kind: str) -> list[Path]:
     return sorted(p.parent for p in (ROOT / kind).glob("*/pyproject.toml"))
 
 
-def local_requirements(dist: Path) -> list[str]:
-    """The first-party distributions ``dist`` depends on, as local paths (pip would otherwise
-    look for them on the package index): ``loopctl-context-errors`` → ``./plugins/context-errors``."""
+def _project(dist: Path) -> dict[str, Any]:
+    """The ``[project]`` table of ``dist``'s pyproject.toml."""
     try:
         import tomllib
     except ModuleNotFoundError:  # Python 3.10
         import tomli as tomllib
 
+    project: dict[str, Any] = tomllib.loads((dist / "pyproject.toml").read_text())["project"]
+    return project
+
+
+def local_requirements(dist: Path) -> list[str]:
+    """The first-party distributions ``dist`` depends on, as local paths (pip would otherwise
+    look for them on the package index): ``loopctl-context-errors`` → ``./plugins/context-errors``."""
     local = {
         f"loopctl-{p.name}": f"./{p.relative_to(ROOT)}"
         for p in distributions("plugins") + distributions("contrib")
     }
-    declared = tomllib.loads((dist / "pyproject.toml").read_text())["project"]["dependencies"]
+    declared = _project(dist)["dependencies"]
     names = {re.split(r"[\s<>=!~;\[]", req, maxsplit=1)[0].lower() for req in declared}
     return sorted(local[name] for name in names if name in local)
 
@@ -69,6 +76,30 @@ def all_distributions() -> list[str]:
         "./core",
         *[f"./{p.relative_to(ROOT)}" for p in distributions("plugins") + distributions("contrib")],
     ]
+
+
+#: Wheels of the first-party distributions, built once per nox run and installed by every
+#: session that needs them (pure Python: one set serves each interpreter). Building from the
+#: source folders instead cost a fresh build environment per distribution, per session and
+#: per isolation venv.
+WHEELHOUSE = ROOT / ".nox" / "wheelhouse"
+_BUILT: dict[str, str] = {}
+
+
+def wheels(session: nox.Session, *sources: str) -> list[str]:
+    """The built wheels of ``sources`` (``./core``, ``./plugins/goal-guard``, ...); every
+    first-party distribution is built the first time a session asks."""
+    if not _BUILT:
+        shutil.rmtree(WHEELHOUSE, ignore_errors=True)
+        session.run(
+            "python", "-m", "pip", "wheel", "-q", "--no-deps", "--wheel-dir", str(WHEELHOUSE),
+            *all_distributions(),
+        )  # fmt: skip
+        for source in all_distributions():
+            name = re.sub(r"[-_.]+", "_", _project(ROOT / source)["name"]).lower()
+            (wheel,) = WHEELHOUSE.glob(f"{name}-*.whl")
+            _BUILT[source] = str(wheel)
+    return [_BUILT[source] for source in sources]
 
 
 def test_paths() -> list[str]:
@@ -82,7 +113,7 @@ def test_paths() -> list[str]:
 @nox.session(python=INSTALLED_PYTHONS or None)
 def tests(session: nox.Session) -> None:
     """Run the whole test suite (core, plugins, contrib, cross-package) on this Python."""
-    session.install(*all_distributions(), *TEST_DEPS)
+    session.install(*wheels(session, *all_distributions()), *TEST_DEPS)
     session.run("pytest", "-n", "2", "-m", "not e2e and not venv", *test_paths(), *session.posargs)
 
 
@@ -97,9 +128,8 @@ def lint(session: nox.Session) -> None:
 @nox.session
 def types(session: nox.Session) -> None:
     """mypy: strict on core, checked on plugins and contrib."""
-    session.install(
-        "mypy>=1.10", "tomli", *all_distributions(), *TEST_DEPS
-    )  # tomli: checked as 3.10
+    # tomli: checked as 3.10
+    session.install("mypy>=1.10", "tomli", *wheels(session, *all_distributions()), *TEST_DEPS)
     session.run("mypy")
     for dist in distributions("plugins") + distributions("contrib"):
         src = dist / "src"
@@ -122,18 +152,25 @@ def isolation(session: nox.Session) -> None:
             "pip",
             "install",
             "-q",
-            "./core",
-            f"./{dist.relative_to(ROOT)}",
-            *local_requirements(dist),
+            *wheels(session, "./core", f"./{dist.relative_to(ROOT)}", *local_requirements(dist)),
             *TEST_DEPS,
             external=True,
         )
         session.run(py, "-m", "loopctl", "plugins", "list", external=True)
         session.run(
-            py, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(dist / "tests"), external=True
+            py,
+            "-m",
+            "pytest",
+            "-q",
+            "-n",
+            "2",
+            "-p",
+            "no:cacheprovider",
+            str(dist / "tests"),
+            external=True,
         )
     # `loopctl plugins new` output, installed into a fresh venv with core, passes its tests
-    session.install("./core", *TEST_DEPS)
+    session.install(*wheels(session, "./core"), *TEST_DEPS)
     session.run(
         "pytest", "-q", "-p", "no:cacheprovider", "-m", "venv", "tests/test_scaffold_install.py"
     )
@@ -142,7 +179,7 @@ def isolation(session: nox.Session) -> None:
 @nox.session
 def docs(session: nox.Session) -> None:
     """Build the documentation site with warnings as errors."""
-    session.install("mkdocs>=1.6", *all_distributions())
+    session.install("mkdocs>=1.6", *wheels(session, *all_distributions()))
     session.run(
         "mkdocs", "build", "--strict", "--site-dir", str(Path(session.create_tmp()) / "site")
     )
@@ -154,7 +191,7 @@ def bench(session: nox.Session) -> None:
     first-party plugins only: the issues' figures are for those. ``-- --write-docs`` also puts
     the table in docs/benchmarks.md."""
     plugins = [f"./{p.relative_to(ROOT)}" for p in distributions("plugins")]
-    session.install("./core", *plugins, "msgspec")
+    session.install(*wheels(session, "./core", *plugins), "msgspec")
     session.run("python", "benchmarks/run.py", *session.posargs)
 
 
@@ -197,7 +234,7 @@ def e2e(session: nox.Session) -> None:
             E2E_AIDER,
             external=True,
         )
-    session.install(*all_distributions(), *TEST_DEPS)
+    session.install(*wheels(session, *all_distributions()), *TEST_DEPS)
     session.run(
         "pytest",
         "-m",
