@@ -5,7 +5,7 @@ from __future__ import annotations
 import statistics
 import subprocess
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import attrs
 
@@ -27,16 +27,20 @@ def median_ms(samples: Sequence[float]) -> float:
     return statistics.median(samples) * 1000
 
 
-def time_command(
-    argv: Sequence[str], runs: int = 21, env: dict[str, str] | None = None
-) -> list[float]:
-    """Wall-clock seconds of ``runs`` executions of ``argv`` (after one warm-up run)."""
-    subprocess.run(argv, capture_output=True, env=env, check=False)
-    samples = []
-    for _ in range(runs):
-        start = time.perf_counter()
+def time_commands(
+    commands: Mapping[str, Sequence[str]], runs: int = 21, env: dict[str, str] | None = None
+) -> dict[str, list[float]]:
+    """Wall-clock seconds of ``runs`` executions of each command (after one warm-up run each),
+    taken in turns (one of each, then again) so that a slow spell of the machine falls on all
+    of them alike rather than on whichever was being timed."""
+    for argv in commands.values():
         subprocess.run(argv, capture_output=True, env=env, check=False)
-        samples.append(time.perf_counter() - start)
+    samples: dict[str, list[float]] = {name: [] for name in commands}
+    for _ in range(runs):
+        for name, argv in commands.items():
+            start = time.perf_counter()
+            subprocess.run(argv, capture_output=True, env=env, check=False)
+            samples[name].append(time.perf_counter() - start)
     return samples
 
 

@@ -26,7 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from _common import Figure, median_ms, print_table, time_command
+from _common import Figure, median_ms, print_table, time_commands
 
 from loopctl import hookimpl
 from loopctl.testing import make_project, run_loop
@@ -99,7 +99,7 @@ def measure(iterations: int, test_cmd: str) -> tuple[list[float], list[str]]:
 def figures(iterations: int = ITERATIONS) -> list[Figure]:
     per_iteration, plugins = measure(iterations, f"sleep 0.05; {FAILING}")
     instant, _ = measure(min(iterations, 200), FAILING)
-    spawn = median_ms(time_command(["true"], runs=51))
+    spawn = median_ms(time_commands({"true": ["true"]}, runs=51)["true"])
     first = median_ms(per_iteration[:100])
     last = median_ms(per_iteration[-100:])
     overall = median_ms(per_iteration)

@@ -3,7 +3,8 @@
 Measured with the ``loopctl`` console script of the environment running this file (``nox -s
 bench`` installs core and every plugin there, compiled, as users get them). Baselines in the same
 run: an empty Python start, and the plain way to build this CLI: a typer app that scans the
-entry points (what the issue measured at ~250 ms on this machine).
+entry points (what the issue measured at ~250 ms on this machine). The commands are timed in
+turns, 21 rounds of one run each, so the machine's slow spells fall on all of them alike.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from _common import Figure, median_ms, print_table, time_command
+from _common import Figure, median_ms, print_table, time_commands
 
 PLAIN_TYPER_APP = """
 import typer
@@ -45,12 +46,21 @@ def figures() -> list[Figure]:
         os.chdir(tmp)
         script = Path(tmp) / "plain_typer.py"
         script.write_text(PLAIN_TYPER_APP)
-        python = median_ms(time_command([sys.executable, "-c", "pass"], env=env))
-        plain = median_ms(time_command([sys.executable, str(script), "plugins-list"], env=env))
-        version = median_ms(time_command([loopctl, "--version"], env=env))
-        plugins = median_ms(time_command([loopctl, "plugins", "list"], env=env))
-        plugins_json = median_ms(time_command([loopctl, "plugins", "list", "--json"], env=env))
-        help_ = median_ms(time_command([loopctl, "--help"], env=env, runs=7))
+        samples = time_commands(
+            {
+                "python": [sys.executable, "-c", "pass"],
+                "plain": [sys.executable, str(script), "plugins-list"],
+                "version": [loopctl, "--version"],
+                "plugins": [loopctl, "plugins", "list"],
+                "plugins_json": [loopctl, "plugins", "list", "--json"],
+            },
+            env=env,
+        )
+        python, plain, version, plugins, plugins_json = (
+            median_ms(samples[name])
+            for name in ("python", "plain", "version", "plugins", "plugins_json")
+        )
+        help_ = median_ms(time_commands({"help": [loopctl, "--help"]}, runs=7, env=env)["help"])
     return [
         Figure("loopctl --version (median)", version, "ms", "<= 60 ms", version <= 60),
         Figure("loopctl plugins list (median)", plugins, "ms", "<= 150 ms", plugins <= 150),
