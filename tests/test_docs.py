@@ -196,6 +196,19 @@ def test_the_hook_reference_page_lists_every_hook_with_its_signature():
         assert f"def {name}{signature}" in page
 
 
+def test_the_readme_configuration_example_loads(tmp_path):
+    from loopctl.config import load_config
+
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = text.split("## Configuration", 1)[1]
+    example = section.split("```toml\n", 1)[1].split("```", 1)[0]
+    (tmp_path / "loopctl.toml").write_text(example, encoding="utf-8")
+    loaded = load_config(tmp_path, env={})
+    assert loaded.config.withhold_env == ["GITHUB_TOKEN"]
+    assert loaded.config.limits.max_iterations == 20
+    assert loaded.warnings == []
+
+
 def test_the_readme_starts_with_the_two_commands():
     text = (ROOT / "README.md").read_text(encoding="utf-8")
     blocks = text.split("```bash\n")[1:3]
