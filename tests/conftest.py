@@ -25,7 +25,7 @@ import pytest
 
 from loopctl import state as st
 from loopctl.agents.scripted import write_scenario
-from loopctl.testing import Project, make_project, python_test_cmd
+from loopctl.testing import Project, make_project, python_test_cmd, sigint_as_in_a_terminal
 
 BUGGY_CALC = "def add(a, b):\n    return a - b\n"
 FIXED_CALC = "def add(a, b):\n    return a + b\n"
@@ -71,17 +71,6 @@ def poll(
         if time.monotonic() >= deadline:
             pytest.fail(f"timed out after {timeout:g} s waiting for {what}")
         time.sleep(interval)
-
-
-def _reset_signals() -> None:  # pragma: no cover - runs in the child between fork and exec
-    """A child started from a shell that ignores SIGINT would ignore Ctrl-C too: undo that, so
-    Python installs its KeyboardInterrupt handler exactly as in a terminal."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
-def _child_setup() -> Callable[[], None] | None:
-    """Only fork through a ``preexec_fn`` when needed (it costs the fast spawn path)."""
-    return _reset_signals if signal.getsignal(signal.SIGINT) is signal.SIG_IGN else None
 
 
 def _proc_state(pid: int) -> bytes | None:
@@ -181,7 +170,7 @@ class Sandbox:
                 stdin=subprocess.DEVNULL,
                 stdout=stream,
                 stderr=subprocess.STDOUT,
-                preexec_fn=_child_setup(),
+                preexec_fn=sigint_as_in_a_terminal(),
             )
         self.outputs[proc.pid] = out
         self.spawned.append(proc)

@@ -25,7 +25,7 @@ from loopctl._version import __version__
 from loopctl.agents.scripted import write_scenario
 from loopctl.cli.app import main
 from loopctl.status import render_status
-from loopctl.testing import Project, make_project, python_test_cmd
+from loopctl.testing import Project, make_project, python_test_cmd, sigint_as_in_a_terminal
 
 STAMP = re.compile(r"^\[\d\d:\d\d:\d\d\] \S")
 CALC_BUG = "def add(a, b):\n    return a - b\n"
@@ -249,7 +249,7 @@ def test_interrupted_run_resumes_and_completes(
     argv = [sys.executable, "-m", "loopctl", "run", "make add work", *RUN, "--max-iterations", "3"]
     proc = subprocess.Popen(
         argv, cwd=project.path, env=clean_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        stdin=subprocess.DEVNULL, text=True,
+        stdin=subprocess.DEVNULL, text=True, preexec_fn=sigint_as_in_a_terminal(),
     )  # fmt: skip
     events = project.path / ".loopctl" / "events.jsonl"
     try:

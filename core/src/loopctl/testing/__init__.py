@@ -23,9 +23,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -186,6 +187,21 @@ def run_loop(
     )
 
 
+def _default_sigint() -> None:  # pragma: no cover - runs in the child between fork and exec
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def sigint_as_in_a_terminal() -> Callable[[], None] | None:
+    """A ``preexec_fn`` for a child loopctl that a test will stop with SIGINT (Ctrl-C).
+
+    A test run started in the background by a script (``pytest &``) ignores SIGINT, and every
+    child inherits that: Python then installs no KeyboardInterrupt handler and the loop never
+    sees the signal. This puts SIGINT back to its default in the child, as in a terminal; it is
+    None (the fast spawn path) when SIGINT is not ignored.
+    """
+    return _default_sigint if signal.getsignal(signal.SIGINT) is signal.SIG_IGN else None
+
+
 def _to_toml(data: Mapping[str, Any], prefix: str = "") -> str:
     """Enough TOML for test configs: scalars, lists of scalars, nested tables."""
     scalars = {k: v for k, v in data.items() if not isinstance(v, Mapping)}
@@ -217,4 +233,11 @@ def _value(value: Any) -> str:
     raise TypeError(f"cannot write {value!r} as TOML")
 
 
-__all__ = ["Project", "RunResult", "make_project", "python_test_cmd", "run_loop"]
+__all__ = [
+    "Project",
+    "RunResult",
+    "make_project",
+    "python_test_cmd",
+    "run_loop",
+    "sigint_as_in_a_terminal",
+]
