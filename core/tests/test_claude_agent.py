@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 from loopctl.agents import claude as claude_module
 from loopctl.agents.base import TurnRequest
 from loopctl.agents.claude import (
+    KEY_INPUT_FIELDS,
     ClaudeAgent,
     ClaudeParser,
     ClaudeSettings,
@@ -926,3 +927,27 @@ def test_server_env_points_the_cli_at_the_server_and_a_private_home(tmp_path: Pa
     assert env["CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"] == "1"
     with pytest.raises(RuntimeError, match="start"):
         _ = server.url
+
+
+@pytest.mark.parametrize("position", range(len(KEY_INPUT_FIELDS)))
+def test_a_tool_calls_key_input_is_its_most_telling_field(position: int) -> None:
+    """The first set field of KEY_INPUT_FIELDS names the call, whatever comes after it."""
+    field = KEY_INPUT_FIELDS[position]
+    later = {name: f"later {name}" for name in KEY_INPUT_FIELDS[position + 1 :]}
+    line = {
+        "type": "assistant",
+        "message": {
+            "id": "m1",
+            "content": [
+                {
+                    "type": "tool_use",
+                    "id": "t1",
+                    "name": "Tool",
+                    "input": {**later, field: "x" * 900, "unrelated": 1},
+                }
+            ],
+        },
+    }
+    parser = ClaudeParser()
+    parser.feed(json.dumps(line).encode())
+    assert parser.tool_calls[-1].key_input == "x" * 500

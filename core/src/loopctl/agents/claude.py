@@ -141,6 +141,14 @@ class _Line(msgspec.Struct, gc=False):
 
 
 _LINE_DECODER = msgspec.json.Decoder(_Line)
+# the kinds the hot paths make, looked up once (a class attribute lookup per message adds up)
+_TEXT, _ERROR, _TOOL_CALL, _TOOL_RESULT, _USAGE = (
+    MessageKind.TEXT,
+    MessageKind.ERROR,
+    MessageKind.TOOL_CALL,
+    MessageKind.TOOL_RESULT,
+    MessageKind.USAGE,
+)
 _BULK_PREFIXES = (b'{"type":"assistant"', b'{"type":"user"')
 #: Progress lines skipped undecoded: one per streamed thinking delta, they can outnumber all
 #: other lines together and say nothing a plugin can act on.
@@ -379,7 +387,18 @@ class ClaudeParser(StreamParser):
                 self.api_model = model
             usage = message.usage
             if usage is not None:
-                self._note_usage(message.id or "", usage, sidechain)
+                message_id = message.id or ""
+                if message_id and message_id == self._pending_id:  # more lines of one message
+                    pi, po, pcc, pcr = self._pending_counts
+                    i, o = usage.input_tokens or 0, usage.output_tokens or 0
+                    cc, cr = (
+                        usage.cache_creation_input_tokens or 0,
+                        usage.cache_read_input_tokens or 0,
+                    )
+                    if i > pi or o > po or cc > pcc or cr > pcr:
+                        self._pending_counts = (max(i, pi), max(o, po), max(cc, pcc), max(cr, pcr))
+                else:
+                    self._note_usage(message_id, usage, sidechain)
         content = message.content
         if type(content) is not list:
             if not content:
@@ -394,11 +413,11 @@ class ClaudeParser(StreamParser):
                     continue
                 if synthetic or error_code:
                     self._remember_error(words)
-                    kind = MessageKind.ERROR
+                    kind = _ERROR
                 else:
                     if not sidechain:
                         self._keep_text(words)
-                    kind = MessageKind.TEXT
+                    kind = _TEXT
                 out.append(
                     AgentMessage(
                         kind, words, None, None, session_id, None, None, sidechain, "assistant"
@@ -412,7 +431,7 @@ class ClaudeParser(StreamParser):
                     self._index_call(call)
                 out.append(
                     AgentMessage(
-                        MessageKind.TOOL_CALL,
+                        _TOOL_CALL,
                         None,
                         call,
                         None,
@@ -445,7 +464,7 @@ class ClaudeParser(StreamParser):
                 call.exit_code = _exit_code(excerpt, call.is_error)
             out.append(
                 AgentMessage(
-                    MessageKind.TOOL_RESULT,
+                    _TOOL_RESULT,
                     None,
                     call,
                     None,
@@ -547,11 +566,11 @@ class ClaudeParser(StreamParser):
             seen[message_id] = None
             if len(seen) > MAX_KEPT_TOOL_CALLS * 5 // 4:  # trimmed now and then, not every time
                 self._seen_ids = dict.fromkeys(list(seen)[-MAX_KEPT_TOOL_CALLS:])
-        usage = Usage(
-            i if i > 0 else 0, o if o > 0 else 0, cc if cc > 0 else 0, cr if cr > 0 else 0
-        )
+        i, o = (i if i > 0 else 0), (o if o > 0 else 0)
+        cc, cr = (cc if cc > 0 else 0), (cr if cr > 0 else 0)
+        usage = Usage(i, o, cc, cr)
         if not sidechain:
-            fill = usage.context_tokens
+            fill = i + o + cc + cr  # usage.context_tokens, without the property call
             if fill > 0:
                 requests = self._requests
                 if len(requests) >= MAX_KEPT_REQUESTS:
@@ -560,7 +579,7 @@ class ClaudeParser(StreamParser):
                 requests.append(usage)
                 self.context_tokens = fill
         return AgentMessage(
-            MessageKind.USAGE,
+            _USAGE,
             None,
             None,
             usage,
@@ -945,12 +964,24 @@ def _count(value: object) -> int:
 
 
 def _key_input(tool_input: _ToolInput | None) -> str:
+    """The first of KEY_INPUT_FIELDS that is set, cut to KEY_INPUT_LIMIT."""
     if tool_input is None:
         return ""
-    for key in KEY_INPUT_FIELDS:
-        value = getattr(tool_input, key)
+    t = tool_input
+    for value in (
+        t.file_path,
+        t.notebook_path,
+        t.command,
+        t.pattern,
+        t.url,
+        t.query,
+        t.path,
+        t.skill,
+        t.description,
+        t.prompt,
+    ):
         if value is not None:
-            return str(value)[:KEY_INPUT_LIMIT]
+            return value[:KEY_INPUT_LIMIT]
     return ""
 
 
