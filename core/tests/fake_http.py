@@ -3,6 +3,7 @@ serves scripted replies in order, then a fallback, and records every request."""
 
 from __future__ import annotations
 
+import abc
 import json
 import threading
 from collections.abc import Sequence
@@ -40,7 +41,7 @@ class QuietHandler(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
 
-class ScriptedServer(Generic[ReplyT]):
+class ScriptedServer(abc.ABC, Generic[ReplyT]):
     """Serves ``replies`` in order, then ``fallback``; a context manager that starts and stops
     it. Subclasses give :meth:`handler_class` and may set :attr:`url_path` (``/v1``)."""
 
@@ -83,5 +84,6 @@ class ScriptedServer(Generic[ReplyT]):
             self.requests.append(request)
             return self.replies.pop(0) if self.replies else self.fallback
 
+    @abc.abstractmethod
     def handler_class(self) -> type[QuietHandler]:
-        raise NotImplementedError
+        """The request handler of this fake API (each fake server defines its own)."""
