@@ -398,7 +398,7 @@ class ClaudeParser(StreamParser):
                     if i > pi or o > po or cc > pcc or cr > pcr:
                         self._pending_counts = (max(i, pi), max(o, po), max(cc, pcc), max(cr, pcr))
                 else:
-                    self._note_usage(message_id, usage, sidechain)
+                    self._begin_request(message_id, usage, sidechain)
         content = message.content
         if type(content) is not list:
             if not content:
@@ -538,23 +538,19 @@ class ClaudeParser(StreamParser):
 
     # --- usage ----------------------------------------------------------------------------------
 
-    def _note_usage(self, message_id: str, raw: _Usage, sidechain: bool) -> None:
-        i, o, cc, cr = (
+    def _begin_request(self, message_id: str, raw: _Usage, sidechain: bool) -> None:
+        """The usage on the first line of an API message; its later lines raise the counts in
+        :meth:`_on_assistant`. A message seen before (it came back after other lines) is not
+        counted again."""
+        if message_id and message_id in self._seen_ids:
+            return
+        self._pending_id = message_id
+        self._pending_counts = (
             raw.input_tokens or 0,
             raw.output_tokens or 0,
             raw.cache_creation_input_tokens or 0,
             raw.cache_read_input_tokens or 0,
         )
-        if message_id:
-            if message_id == self._pending_id:  # one more line of the same message
-                pi, po, pcc, pcr = self._pending_counts
-                if i > pi or o > po or cc > pcc or cr > pcr:
-                    self._pending_counts = (max(i, pi), max(o, po), max(cc, pcc), max(cr, pcr))
-                return
-            if message_id in self._seen_ids:
-                return  # already counted (the message came back after other lines)
-        self._pending_id = message_id
-        self._pending_counts = (i, o, cc, cr)
         self._pending_sidechain = sidechain
 
     def _flush_pending(self) -> AgentMessage:
