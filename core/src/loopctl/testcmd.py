@@ -183,9 +183,9 @@ def run_test_command(
     """Run ``command`` with ``/bin/sh -c`` in ``cwd`` and report the result. Never raises, except
     that a KeyboardInterrupt ends the command's whole process group and is then re-raised.
 
-    ``env`` adds variables to ``base_env`` (default: the inherited environment). stdin is closed; stdout and stderr are
-    merged and kept up to ``output_limit`` bytes (the first 20% and the last 80%, with a
-    ``... [N bytes omitted] ...`` line between). After ``timeout_s`` the process group gets
+    ``env`` adds variables to ``base_env`` (default: the inherited environment). stdin is
+    closed; stdout and stderr are merged and kept up to ``output_limit`` bytes (the first 20%
+    and the last 80%, with a ``... [N bytes omitted] ...`` line between). After ``timeout_s`` the process group gets
     SIGTERM, then SIGKILL after ``kill_grace_s``; the run is ``timed_out`` with no exit code.
     Processes the command left behind are ended the same way when it exits.
     """

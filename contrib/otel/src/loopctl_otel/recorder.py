@@ -64,14 +64,20 @@ STRUCTURAL = frozenset(
     }
 )
 TOKEN_KINDS = ("input", "output", "cache_read", "cache_creation")
-#: Attributes of the agent span the iteration span carries too (the turn's numbers).
-#: Token kinds as attribute suffixes, and the fields of loopctl's usage that hold them.
-_TOKEN_KINDS = (
-    ("input", "input_tokens"),
-    ("output", "output_tokens"),
-    ("cache_read", "cache_read_input_tokens"),
-    ("cache_creation", "cache_creation_input_tokens"),
+#: Each token kind with the field of loopctl's usage that holds it.
+_TOKEN_FIELDS = tuple(
+    zip(
+        TOKEN_KINDS,
+        (
+            "input_tokens",
+            "output_tokens",
+            "cache_read_input_tokens",
+            "cache_creation_input_tokens",
+        ),
+        strict=True,
+    )
 )
+#: Attributes of the agent span the iteration span carries too (the turn's numbers).
 _ITERATION_COPIES = ("loopctl.tokens", "loopctl.cost", "loopctl.context", "loopctl.session_id")
 
 
@@ -554,9 +560,9 @@ class Recorder:
                 except Exception:  # noqa: BLE001 - no turn: the total from the event is all
                     turn = None
             usage = getattr(turn, "usage", None)
-            counts = {field: getattr(usage, field, None) for _, field in _TOKEN_KINDS}
+            counts = {field: getattr(usage, field, None) for _, field in _TOKEN_FIELDS}
         found: dict[str, AttributeValue] = {}
-        for kind, field in _TOKEN_KINDS:
+        for kind, field in _TOKEN_FIELDS:
             value = counts.get(field)
             if isinstance(value, int) and not isinstance(value, bool):
                 found[f"loopctl.tokens.{kind}"] = value
