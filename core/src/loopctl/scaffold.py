@@ -50,12 +50,13 @@ def write_plugin(parent: Path, raw_name: str, *, classifier: bool = False) -> li
         "core": __version__,
     }
     if classifier:
+        templates = _CLASSIFIER
         values["what"] = "a custom failure classifier for loopctl"
         values["depends"] = "loopctl-failure-classifier>=0.1"
     else:
+        templates = _PLUGIN
         values["what"] = "a loopctl plugin"
         values["depends"] = "attrs>=23.1"
-    templates = _CLASSIFIER if classifier else _PLUGIN
     files = {**_COMMON, **templates}
     written = [root]
     for relative, template in files.items():
