@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from loopctl.agents.base import AgentAdapter, AgentSettings, StreamParser, TurnRequest
     from loopctl.config import InvalidFields
     from loopctl.engine import Loop, LoopOutcome, Restart
+    from loopctl.fingerprint import normalize_line
     from loopctl.hookspecs import hookimpl
     from loopctl.model import (
         AgentMessage,
@@ -42,6 +43,7 @@ _LAZY = {
     "StreamParser": "loopctl.agents.base",
     "TurnRequest": "loopctl.agents.base",
     "InvalidFields": "loopctl.config",
+    "normalize_line": "loopctl.fingerprint",
     **{
         name: "loopctl.model"
         for name in (
@@ -98,4 +100,5 @@ __all__ = [
     "Usage",
     "__version__",
     "hookimpl",
+    "normalize_line",
 ]
