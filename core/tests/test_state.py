@@ -49,6 +49,7 @@ from loopctl.state import (
     write_error_summary,
     write_loop_state,
 )
+from loopctl.state.loopstate import FIELD_KINDS, default_body
 
 #: Any text, lone surrogates included (``st.characters()`` leaves them out by default), but no
 #: high surrogate directly followed by a low one: JSON cannot tell such a pair from the astral
@@ -328,7 +329,7 @@ def test_loop_state_round_trips_exactly(
     assert read_loop_state(path) == loop_state
     text = render_loop_state(loop_state, body)
     values, parsed_body = parse_front_matter(text)
-    assert parsed_body == (body or state._default_body(loop_state))
+    assert parsed_body == (body or default_body(loop_state))
     assert values["goal"] == loop_state.goal
     # The front matter is YAML-safe: `key: <JSON>` lines of printable characters only.
     front = text.split("\n---\n", 1)[0].split("\n")[1:]
@@ -473,7 +474,7 @@ front_matter_lines = st.one_of(
     one_line_text,
     st.builds(
         "{}:{}{}".format,
-        st.sampled_from([*state._FIELD_KINDS, "other", "x y"]),
+        st.sampled_from([*FIELD_KINDS, "other", "x y"]),
         st.sampled_from(["", " ", "\t"]),
         st.one_of(
             json_values.map(json_one_line),

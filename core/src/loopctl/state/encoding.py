@@ -1,0 +1,70 @@
+"""JSON the way the state files write it: one line per record for JSONL and front matter,
+indented for whole files, and plain data from attrs instances."""
+
+from __future__ import annotations
+
+import enum
+import json
+import re
+import unicodedata
+from collections.abc import Mapping
+from pathlib import PurePath
+from typing import Any
+
+import attrs
+
+# --- JSON that stays on one line -----------------------------------------------------------------
+
+_NON_ASCII_RUN = re.compile("[^\x00-\x7e]+")
+
+
+def _escape_char(char: str) -> str:
+    code = ord(char)
+    if code > 0xFFFF:  # JSON spells astral characters as a surrogate pair
+        code -= 0x10000
+        return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
+    return f"\\u{code:04x}"
+
+
+def _escape_run(match: re.Match[str]) -> str:
+    return "".join(
+        _escape_char(char)
+        if not char.isprintable() and unicodedata.category(char) != "Zs"
+        else char
+        for char in match.group()
+    )
+
+
+def json_one_line(value: Any, **dumps_kwargs: Any) -> str:
+    """``json.dumps(ensure_ascii=False)`` that also escapes what it leaves raw but would break
+    a line-based reader or a UTF-8 encoder: U+2028/U+2029/U+0085, DEL, other non-printable
+    characters and lone surrogates. Non-ASCII characters only occur inside JSON strings, so
+    escaping them there keeps the JSON valid and equal in value.
+
+    Limitation of JSON itself: a high surrogate directly followed by a low surrogate reads back
+    as the one astral character the pair encodes.
+    """
+    return _NON_ASCII_RUN.sub(_escape_run, json.dumps(value, ensure_ascii=False, **dumps_kwargs))
+
+
+def to_jsonable(value: Any) -> Any:
+    """Plain JSON data for attrs instances (the :mod:`loopctl.model` classes), enums, paths,
+    mappings and sequences, ready to write; read it back with cattrs."""
+    if attrs.has(type(value)):
+        return {f.name: to_jsonable(getattr(value, f.name)) for f in attrs.fields(type(value))}
+    if isinstance(value, enum.Enum):
+        return to_jsonable(value.value)
+    if value is None or isinstance(value, (str, bool, int, float)):
+        return value
+    if isinstance(value, Mapping):
+        return {str(key): to_jsonable(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [to_jsonable(item) for item in value]
+    if isinstance(value, PurePath):
+        return str(value)
+    return str(value)
+
+
+def json_text(data: Any) -> str:
+    """``data`` as the state files write JSON: indented, UTF-8 kept, a trailing newline."""
+    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"

@@ -1,0 +1,116 @@
+"""Atomic writes: a temp file beside the target, fsync, rename; and removing the temp files a
+killed writer left behind."""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import re
+import secrets
+from pathlib import Path
+from typing import Any
+
+from loopctl.state.encoding import json_text
+
+# --- atomic writes -------------------------------------------------------------------------------
+
+_TEMP_NAME = re.compile(r"\A\.(?P<name>.+)\.(?P<pid>\d+)\.[0-9a-f]{8}\.tmp\Z", re.DOTALL)
+
+
+def _create_temp(path: Path) -> tuple[Path, int]:
+    """A new temp file beside ``path``; named with our pid so a crash's leftovers can be told
+    apart (see :func:`remove_stale_temp_files`). Created with 0o666 so the umask applies."""
+    for _ in range(100):
+        temp = path.with_name(f".{path.name[:100]}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+        try:
+            return temp, os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+        except FileExistsError:
+            continue
+    raise FileExistsError(errno.EEXIST, "could not create a unique temp file", str(path))
+
+
+def write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+
+
+def fsync_dir(directory: Path) -> None:
+    """Make a rename durable. Best effort: some file systems cannot fsync a directory."""
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    temp, fd = _create_temp(path)
+    try:
+        try:
+            with contextlib.suppress(OSError):  # keep the mode of the file we replace
+                os.fchmod(fd, os.stat(path).st_mode & 0o7777)
+            write_all(fd, data)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(temp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        raise
+    fsync_dir(path.parent)
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """Replace ``path`` with ``text`` (UTF-8) so that a crash leaves the old or the new content,
+    never a mix. Characters UTF-8 cannot hold (lone surrogates) are written as ``\\udcXX``."""
+    atomic_write_bytes(Path(path), text.encode("utf-8", "backslashreplace"))
+
+
+def atomic_write_json(path: Path, data: Any) -> None:
+    """:func:`atomic_write_text` of :func:`json_text`."""
+    atomic_write_text(path, json_text(data))
+
+
+def remove_stale_temp_files(directory: Path) -> list[Path]:
+    """Delete temp files that a killed writer left in ``directory`` (its pid is gone).
+
+    Call it once the state lock is held. Returns what was removed."""
+    removed: list[Path] = []
+    try:
+        entries = list(os.scandir(directory))
+    except OSError:
+        return removed
+    for entry in entries:
+        match = _TEMP_NAME.match(entry.name)
+        if match is None:
+            continue
+        pid = int(match.group("pid"))
+        if pid == os.getpid() or _pid_alive(pid):
+            continue
+        with contextlib.suppress(OSError):
+            os.unlink(entry.path)
+            removed.append(Path(entry.path))
+    return removed
+
+
+def _pid_alive(pid: int) -> bool:
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    except (OverflowError, ValueError, OSError):
+        return False
+    return True

@@ -1,0 +1,166 @@
+"""JSONL files (``events.jsonl``, ``iterations.jsonl``): an appender that a crash can tear at
+most one line of, and readers that skip and report torn lines."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from collections.abc import Mapping
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import attrs
+
+from loopctl.state.encoding import json_one_line
+from loopctl.state.files import write_all
+
+# --- JSONL ---------------------------------------------------------------------------------------
+
+
+def _jsonl_line(obj: Mapping[str, Any]) -> bytes:
+    text = json_one_line(obj, separators=(",", ":"), default=str)
+    return (text + "\n").encode("utf-8")
+
+
+class JsonlAppender:
+    """Append-only JSONL writer: each record is one ``os.write`` of a whole line to a file kept
+    open with ``O_APPEND``, so a crash can tear at most the line being written, and the next
+    append (also after a restart) first ends a torn line so its own line starts clean."""
+
+    def __init__(self, path: Path, *, fsync: bool = False) -> None:
+        self.path = Path(path)
+        self._fsync = fsync
+        self._lock = threading.Lock()
+        self._check_tail = True
+        self._fd: int | None = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o666)
+
+    def append(self, obj: Mapping[str, Any]) -> None:
+        data = _jsonl_line(obj)  # encoding errors raise here, before the file is touched
+        with self._lock:
+            fd = self._fd
+            if fd is None:
+                raise ValueError(f"{self.path}: append to a closed JsonlAppender")
+            if self._check_tail and _ends_torn(fd):
+                data = b"\n" + data
+            self._check_tail = True  # until this write is known to be whole
+            write_all(fd, data)
+            self._check_tail = False
+            if self._fsync:
+                os.fsync(fd)
+
+    def sync(self) -> None:
+        """Flush what was appended to disk (``os.fsync``); a no-op once closed."""
+        with self._lock:
+            if self._fd is not None:
+                os.fsync(self._fd)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._fd is not None:
+                os.close(self._fd)
+                self._fd = None
+
+    def __enter__(self) -> JsonlAppender:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+def _ends_torn(fd: int) -> bool:
+    size = os.fstat(fd).st_size
+    return size > 0 and os.pread(fd, 1, size - 1) != b"\n"
+
+
+@attrs.define
+class JsonlRead:
+    """What :func:`read_jsonl` could use, and one message per line it had to skip."""
+
+    records: list[dict[str, Any]] = attrs.Factory(list)
+    problems: list[str] = attrs.Factory(list)
+
+
+_MAX_PROBLEMS = 50
+
+
+def _parse_jsonl_line(raw: bytes) -> tuple[dict[str, Any] | None, str]:
+    """The record on a line, or None and why not ("" for a blank line)."""
+    raw = raw.strip()
+    if not raw:
+        return None, ""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return None, "not valid UTF-8 (torn write?)"
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):
+        return None, "not valid JSON (torn write?)"
+    if not isinstance(value, dict):
+        return None, "not a JSON object"
+    return value, ""
+
+
+def read_jsonl(path: Path) -> JsonlRead:
+    """Every valid record of a JSONL file; torn or malformed lines are skipped and reported as
+    ``"events.jsonl line 17: not valid JSON (torn write?)"``. A missing file reads as empty."""
+    path = Path(path)
+    result = JsonlRead()
+    unlisted = 0
+    try:
+        with open(path, "rb") as stream:
+            for number, raw in enumerate(stream, 1):
+                record, problem = _parse_jsonl_line(raw)
+                if record is not None:
+                    result.records.append(record)
+                elif problem and len(result.problems) < _MAX_PROBLEMS:
+                    result.problems.append(f"{path.name} line {number}: {problem}")
+                elif problem:
+                    unlisted += 1
+    except FileNotFoundError:
+        return result
+    except OSError as exc:
+        result.problems.append(f"{path.name}: cannot read it ({exc.strerror or exc})")
+    if unlisted:
+        result.problems.append(f"{path.name}: {unlisted} more bad lines not listed")
+    return result
+
+
+def tail_jsonl(path: Path, n: int, *, chunk_size: int = 65536) -> list[dict[str, Any]]:
+    """The last ``n`` valid records, oldest first, reading backwards from the end so a huge file
+    costs only what is needed. Bad lines are skipped; a missing file gives ``[]``."""
+    if n <= 0:
+        return []
+    found: list[dict[str, Any]] = []
+    try:
+        with open(path, "rb") as stream:
+            position = stream.seek(0, os.SEEK_END)
+            pending = b""  # the start of the earliest line seen so far, maybe incomplete
+            while position > 0 and len(found) < n:
+                size = min(chunk_size, position)
+                position -= size
+                stream.seek(position)
+                pending = stream.read(size) + pending
+                first, *complete = pending.split(b"\n")
+                pending = first
+                for raw in reversed(complete):
+                    record, _ = _parse_jsonl_line(raw)
+                    if record is not None:
+                        found.append(record)
+                        if len(found) == n:
+                            break
+            if position == 0 and len(found) < n:
+                record, _ = _parse_jsonl_line(pending)
+                if record is not None:
+                    found.append(record)
+    except OSError:
+        pass
+    found.reverse()
+    return found

@@ -1,0 +1,254 @@
+"""``loop-state.md``: the :class:`LoopState` front matter that lets a loop resume, written by
+loopctl and also read from files of the bash predecessor."""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from loopctl.state.encoding import json_one_line
+from loopctl.state.files import atomic_write_text
+from loopctl.state.frontmatter import Entry, read_entries, short_repr
+from loopctl.state.layout import StateError
+
+# --- loop-state.md -------------------------------------------------------------------------------
+
+
+@attrs.define
+class LoopState:
+    """The front matter of ``loop-state.md``: enough to resume or report on a loop."""
+
+    #: The working goal (plugins may append notes).
+    goal: str
+    #: The user's goal exactly as written; "" in a legacy file until a plugin recovers it.
+    original_goal: str
+    #: The last iteration started.
+    iteration: int = 0
+    #: running | complete | max_iterations | stuck | interrupted | …
+    status: str = "running"
+    reason: str = ""
+    #: How many restarts so far.
+    generation: int = 0
+    session_id: str | None = None
+    session_mode: str = "fresh"
+    agent: str = ""
+    test_cmd: str = ""
+    started_at: float = 0.0
+    updated_at: float = 0.0
+    start_commit: str | None = None
+    workdir: str = ""
+    pid: int | None = None
+    loopctl_version: str = ""
+    max_iterations: int = 0
+    #: Plugins' small values (strings, numbers, bools, lists), written as one ``extra:`` object.
+    extra: dict[str, Any] = attrs.Factory(dict)
+
+
+#: How each front-matter key of :class:`LoopState` is read back.
+FIELD_KINDS: dict[str, str] = {
+    "goal": "str",
+    "original_goal": "str",
+    "iteration": "int",
+    "status": "str",
+    "reason": "str",
+    "generation": "int",
+    "session_id": "str?",
+    "session_mode": "str",
+    "agent": "str",
+    "test_cmd": "str",
+    "started_at": "time",
+    "updated_at": "time",
+    "start_commit": "str?",
+    "workdir": "str",
+    "pid": "int?",
+    "loopctl_version": "str",
+    "max_iterations": "int",
+    "extra": "dict",
+}
+
+
+def default_body(state: LoopState) -> str:
+    of_max = f" of {state.max_iterations}" if state.max_iterations else ""
+    lines = [
+        "# loopctl loop state",
+        "",
+        f"- status: {state.status}" + (f" ({state.reason})" if state.reason else ""),
+        f"- iteration: {state.iteration}{of_max}, restarts: {state.generation}",
+    ]
+    if state.agent:
+        lines.append(f"- agent: {state.agent}")
+    if state.test_cmd:
+        lines.append(f"- tests: {state.test_cmd}")
+    lines += ["", "## Goal", "", state.goal, ""]
+    if state.original_goal and state.original_goal != state.goal:
+        lines += ["## Original goal", "", state.original_goal, ""]
+    return "\n".join(lines)
+
+
+def render_loop_state(state: LoopState, body: str = "") -> str:
+    """The text of ``loop-state.md``: ``---``, one ``key: <JSON>`` line per field, ``---``, body.
+
+    JSON scalars are valid YAML, so this is ordinary YAML front matter. With no ``body`` a short
+    human-readable summary is written instead."""
+    lines = ["---"]
+    for field in attrs.fields(LoopState):
+        value = getattr(state, field.name)
+        text = json_one_line(value, default=str)
+        lines.append(f"{field.name}: {text}")
+    lines.append("---")
+    return "\n".join(lines) + "\n" + (body or default_body(state))
+
+
+def write_loop_state(path: Path, state: LoopState, body: str = "") -> None:
+    """Write ``loop-state.md`` atomically."""
+    atomic_write_text(path, render_loop_state(state, body))
+
+
+def _type_error(entry: Entry, source: str, expected: str) -> StateError:
+    return StateError(
+        f"{source}: line {entry.line}: `{entry.key}` should be {expected}, found "
+        f"{short_repr(entry.raw)}; fix the value or delete the line to use the default"
+    )
+
+
+def _as_int(entry: Entry, source: str) -> int:
+    value = entry.value
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str):
+        with contextlib.suppress(ValueError):
+            return int(value.strip())
+    raise _type_error(entry, source, "a whole number")
+
+
+_ISO_TIME = re.compile(
+    r"(\d{4})-(\d\d)-(\d\d)(?:[Tt ](\d\d):(\d\d)(?::(\d\d)(?:[.,](\d+))?)?)?"
+    r"[ \t]*(?:([Zz])|([+-])(\d\d):?(\d\d))?"
+)
+
+
+def _parse_iso_time(text: str) -> float | None:
+    """Epoch seconds of an ISO 8601 date or time (any fraction digits, as Python 3.10's
+    ``fromisoformat`` cannot); a time without an offset is local time."""
+    match = _ISO_TIME.fullmatch(text)
+    if match is None:
+        return None
+    year, month, day, hour, minute, second, fraction, utc, sign, off_h, off_m = match.groups()
+    try:
+        zone: datetime.tzinfo | None = None
+        if utc:
+            zone = datetime.timezone.utc
+        elif sign:
+            offset = datetime.timedelta(hours=int(off_h), minutes=int(off_m))
+            zone = datetime.timezone(-offset if sign == "-" else offset)
+        moment = datetime.datetime(
+            int(year),
+            int(month),
+            int(day),
+            int(hour or 0),
+            int(minute or 0),
+            int(second or 0),
+            int((fraction or "0")[:6].ljust(6, "0")),
+            tzinfo=zone,
+        )
+        return moment.timestamp()
+    except (ValueError, OverflowError, OSError):
+        return None
+
+
+def _as_time(entry: Entry, source: str) -> float:
+    """Epoch seconds; the bash tool may have written ISO 8601 dates."""
+    value = entry.value
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        with contextlib.suppress(OverflowError):
+            return float(value)
+    if isinstance(value, str):
+        text = value.strip()
+        with contextlib.suppress(ValueError, OverflowError):
+            return float(text)
+        parsed = _parse_iso_time(text)
+        if parsed is not None:
+            return parsed
+    raise _type_error(entry, source, "a time (epoch seconds or an ISO 8601 date)")
+
+
+def _as_str(entry: Entry, source: str) -> str:
+    value = entry.value
+    if isinstance(value, str):
+        return value
+    if not entry.quoted and isinstance(value, (bool, int, float)):
+        return entry.raw  # `test_cmd: 42` means the text "42", spelled as written
+    raise _type_error(entry, source, "text")
+
+
+#: How each kind in :data:`FIELD_KINDS` (but ``dict``) is read; ``?`` kinds may also be null.
+_READERS: dict[str, Callable[[Entry, str], Any]] = {
+    "str": _as_str,
+    "str?": _as_str,
+    "int": _as_int,
+    "int?": _as_int,
+    "time": _as_time,
+}
+
+
+def read_loop_state(path: Path) -> LoopState:
+    """Read ``loop-state.md`` (also one written by the bash predecessor).
+
+    Missing keys take their defaults, except ``goal``; a legacy file without ``original_goal``
+    gives ``""``. Unknown keys with scalar values are kept in ``extra``. Raises
+    :class:`StateError` naming the file and line when the file cannot be a loop-state file."""
+    source = str(path)
+    entries, _body = read_entries(_read_text(Path(path)), source)
+    values, extra = _values_of(entries, source)
+    if "goal" not in values:
+        raise StateError(
+            f"{source}: the front matter has no `goal`, so this is not a loop-state file "
+            f'(or it was damaged); add a line like `goal: "…"` after the first ---, or move the '
+            f"file away to start a fresh loop"
+        )
+    values.setdefault("original_goal", "")
+    return LoopState(**values, extra=extra)
+
+
+def _read_text(path: Path) -> str:
+    try:
+        return path.read_bytes().decode("utf-8", "replace")
+    except FileNotFoundError:
+        raise StateError(
+            f"{path} does not exist: no loop has run in this state directory; start one with "
+            f"`loopctl run` or point --state-dir at the right directory"
+        ) from None
+    except OSError as exc:
+        raise StateError(f"{path}: cannot read it ({exc.strerror or exc})") from None
+
+
+def _values_of(entries: list[Entry], source: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``(LoopState field values, extra)`` from the front matter: the ``extra`` object wins over
+    unknown keys with scalar values, which are kept there too."""
+    values: dict[str, Any] = {}
+    unknown: dict[str, Any] = {}
+    extra: dict[str, Any] = {}
+    for entry in entries:
+        kind = FIELD_KINDS.get(entry.key)
+        if kind is None:
+            if isinstance(entry.value, (str, bool, int, float)):
+                unknown[entry.key] = entry.value
+        elif entry.value is None:  # null means "the default"
+            values.pop(entry.key, None)
+            if kind == "dict":
+                extra = {}
+        elif kind == "dict":
+            if not isinstance(entry.value, dict):
+                raise _type_error(entry, source, "a JSON object")
+            extra = entry.value
+        else:
+            values[entry.key] = _READERS[kind](entry, source)
+    return values, {**unknown, **extra}

@@ -1,0 +1,196 @@
+"""``progress.md``: a summary of the loop that stays short enough to read whole."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from loopctl.state.layout import ITERATIONS_FILE
+
+# --- progress.md ---------------------------------------------------------------------------------
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:
+        return None
+    return number if math.isfinite(number) else None
+
+
+def _cell(value: Any, limit: int) -> str:
+    """One line of table-safe markdown, at most ``limit`` characters."""
+    text = value if isinstance(value, str) else str(value)
+    text = " ".join(text[: limit * 4].split())  # also folds newlines and other line breaks
+    text = "".join(char if char.isprintable() else "?" for char in text)
+    if len(text) > limit:
+        text = text[: limit - 1] + "…"
+    return text.replace("\\", "\\\\").replace("|", "\\|")
+
+
+def _tokens_text(count: float) -> str:
+    if abs(count) < 1000:
+        return str(int(count))
+    if abs(count) < 1_000_000:
+        return f"{count / 1000:.1f}k"
+    if abs(count) < 1e12:
+        return f"{count / 1_000_000:.1f}M"
+    return f"{count:.3g}"
+
+
+def _duration_text(seconds: float) -> str:
+    if seconds < 60:
+        return f"{seconds:.1f}s"
+    if seconds < 3600:
+        return f"{int(seconds // 60)}m {int(seconds % 60):02d}s"
+    if seconds < 360_000:
+        return f"{int(seconds // 3600)}h {int(seconds % 3600 // 60):02d}m"
+    return f"{seconds / 86400:.3g}d"
+
+
+_TOKEN_KEYS = (
+    "input_tokens",
+    "output_tokens",
+    "cache_creation_input_tokens",
+    "cache_read_input_tokens",
+)
+
+
+def _usage_of(record: Mapping[str, Any]) -> dict[str, float]:
+    agent = record.get("agent")
+    usage = agent.get("usage") if isinstance(agent, Mapping) else None
+    if not isinstance(usage, Mapping):
+        return {}
+    return {key: number for key in _TOKEN_KEYS if (number := _number(usage.get(key))) is not None}
+
+
+def _cost_of(record: Mapping[str, Any]) -> float | None:
+    agent = record.get("agent")
+    return _number(agent.get("cost_usd")) if isinstance(agent, Mapping) else None
+
+
+def _plural(count: int, noun: str) -> str:
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
+def _row(record: Mapping[str, Any]) -> str:
+    """One table row; a value of the wrong type shows as ``?`` or ``-``."""
+    iteration = record.get("iteration")
+    iteration_text = "?"
+    if isinstance(iteration, int) and not isinstance(iteration, bool) and abs(iteration) < 10**12:
+        iteration_text = str(iteration)
+    passed = record.get("tests_passed")
+    fingerprint = record.get("error_fingerprint")
+    usage = _usage_of(record)
+    duration = _number(record.get("duration_s"))
+    cells = [
+        iteration_text[:12],
+        "pass" if passed is True else "fail" if passed is False else "?",
+        _failing_text(record)[:12],
+        _cell(fingerprint, 60) if isinstance(fingerprint, str) and fingerprint else "",
+        _tokens_text(sum(usage.values())) if usage else "-",
+        _duration_text(max(duration, 0.0)) if duration is not None else "-",
+        _cell(_decision_text(record), 40),
+    ]
+    return "| " + " | ".join(cells) + " |"
+
+
+def _failing_text(record: Mapping[str, Any]) -> str:
+    """How many tests failed, else how many errors were found."""
+    failing_tests = record.get("failing_tests")
+    error_count = _number(record.get("error_count"))
+    if isinstance(failing_tests, list) and failing_tests:
+        return str(len(failing_tests))
+    if record.get("tests_passed") is True:
+        return "0"
+    if error_count is not None:
+        return f"{error_count:.0f} err" if abs(error_count) < 1e9 else "many"
+    return "-"
+
+
+def _decision_text(record: Mapping[str, Any]) -> str:
+    """The decision, with its reason unless the loop simply continued."""
+    decision = record.get("decision")
+    text = decision if isinstance(decision, str) else "?"
+    reason = record.get("reason")
+    if text not in ("continue", "?") and isinstance(reason, str) and reason:
+        text = f"{text}: {reason}"
+    return text
+
+
+def render_progress(
+    records: Sequence[Mapping[str, Any]], *, goal: str, status: str, max_rows: int = 20
+) -> str:
+    """``progress.md``: the goal, the status, a table of the last ``max_rows`` iterations and
+    totals. Its size does not grow with the number of iterations, so a person (or an agent)
+    can always read it whole. ``records`` are ``iterations.jsonl`` dicts; bad values show as ?."""
+    records = [record for record in records if isinstance(record, Mapping)]
+    lines = [
+        "# loopctl progress",
+        "",
+        f"**Goal:** {_goal_text(goal)}",
+        "",
+        f"**Status:** {_cell(status, 100)}",
+        "",
+        *_table(records, max_rows),
+        _totals(records),
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def _goal_text(goal: str) -> str:
+    """The goal's first line; `` …`` says there is more."""
+    first_line, more, _ = goal.strip().partition("\n")
+    text = _cell(first_line, 200) if first_line.strip() else "(none)"
+    if more and not text.endswith("…"):
+        text += " …"
+    return text
+
+
+def _table(records: Sequence[Mapping[str, Any]], max_rows: int) -> list[str]:
+    """The lines of the table of the last ``max_rows`` records, each group ending blank."""
+    shown = records[-max_rows:] if max_rows > 0 else []
+    if not shown:
+        return ["No iterations yet.", ""]
+    lines = [
+        "| iteration | tests | failing | error fingerprint | tokens | duration | decision |",
+        "|---:|---|---:|---|---:|---:|---|",
+        *(_row(record) for record in shown),
+        "",
+    ]
+    if len(shown) < len(records):
+        lines += [
+            f"Last {len(shown)} of {len(records)} iterations; all are in {ITERATIONS_FILE}.",
+            "",
+        ]
+    return lines
+
+
+def _totals(records: Sequence[Mapping[str, Any]]) -> str:
+    """The **Totals:** line: iterations, restarts, tokens and (when reported) cost."""
+    totals: dict[str, float] = dict.fromkeys(_TOKEN_KEYS, 0.0)
+    costs: list[float] = []
+    restarts = 0
+    for record in records:
+        for key, count in _usage_of(record).items():
+            totals[key] += count
+        record_cost = _cost_of(record)
+        if record_cost is not None:
+            costs.append(record_cost)
+        generation = record.get("generation")
+        if isinstance(generation, int) and not isinstance(generation, bool):
+            restarts = max(restarts, min(generation, 10**9))
+    summary = (
+        f"**Totals:** {_plural(len(records), 'iteration')}, {_plural(restarts, 'restart')}, "
+        f"{_tokens_text(sum(totals.values()))} tokens ({_tokens_text(totals['input_tokens'])} in, "
+        f"{_tokens_text(totals['output_tokens'])} out, "
+        f"{_tokens_text(totals['cache_read_input_tokens'])} cache reads)"
+    )
+    if costs:
+        cost = sum(costs)
+        summary += f", ${cost:.2f}" if abs(cost) < 1e9 else f", ${cost:.3g}"
+    return summary
