@@ -8,7 +8,7 @@ take ``BEGIN IMMEDIATE`` with a busy timeout, and nothing here ever raises to th
 locked, slow or corrupt store means "no memory this time".
 
 Each failure is stored with a signature (a hash of its decisive lines after
-:func:`loopctl.fingerprint.normalize_line` masked numbers, paths, hex ids, timestamps and host
+:func:`loopctl.normalize_line` masked numbers, paths, hex ids, timestamps and host
 names), its category, the rule that fired, the stage, the project, the (redacted) decisive lines
 and the time; later, the fix that resolved it: the files changed and the suggestion applied.
 
@@ -32,11 +32,11 @@ import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import attrs
 
-from loopctl.fingerprint import normalize_line
+from loopctl import normalize_line
 from loopctl_context_errors.redaction import redact
 
 ENV_MEMORY = "LOOPCTL_FAILURE_MEMORY"
@@ -680,79 +680,45 @@ class FailureMemory:
         exclude_run: str,
         deadline: float,
     ) -> list[SimilarFailure]:
-        signature, normalized = signature_of(decisive)
+        """Up to ``limit`` failures: those with the same signature, then the most similar."""
+        signature, query_tokens = _signature_and_tokens(decisive)
         if not signature or limit <= 0:
             return []
-        query_tokens = set(tokens_of(normalized))
-        found: list[SimilarFailure] = []
-        seen_signatures: set[str] = set()
+        exclude_run = exclude_run or "\x00"  # a run id no failure has
         with self._connect(create=False, deadline=deadline) as conn:
-            rows = conn.execute(
-                f"SELECT {_COLUMNS} FROM failures WHERE signature = ? AND run_id != ? "
-                "ORDER BY resolved_at IS NULL, last_seen DESC LIMIT ?",
-                (signature, exclude_run or "\x00", limit),
-            ).fetchall()
-            for row in rows:
-                record = _record(row)
-                found.append(SimilarFailure(record, 1.0, "exact"))
-            seen_signatures.add(signature)
-            if len(found) >= limit or not query_tokens or not self._has_fts(conn):
-                return found[:limit]
-            rare, matching = self._rarest(conn, query_tokens)
-            if not rare:
-                return found[:limit]
-            match = " OR ".join(_fts_phrase(token) for token in rare)
-            # BM25 ranks every matching row; when even the rarest word is everywhere, take the
-            # first rows instead (the word-overlap re-ranking below still orders them).
-            order = "ORDER BY score " if matching <= UNRANKED_ABOVE else ""
-            # rank on the few columns the score needs; read whole records for the winners only
-            candidates = conn.execute(
-                "SELECT f.id, f.signature, f.category, f.resolved_at, f.last_seen, f.tokens "
-                "FROM failures AS f JOIN ("
-                "SELECT rowid AS rid, bm25(failures_fts) AS score FROM failures_fts "
-                f"WHERE failures_fts MATCH ? {order}LIMIT ?) AS m ON f.id = m.rid "
-                "WHERE f.run_id != ?",
-                (match, CANDIDATES, exclude_run or "\x00"),
-            ).fetchall()
-            ranked: list[tuple[float, float, int, str]] = []
-            for row_id, row_signature, row_category, resolved_at, last_seen, tokens in candidates:
-                if row_signature in seen_signatures:
-                    continue
-                words = set(str(tokens).split())
-                union = len(query_tokens | words)
-                overlap = len(query_tokens & words) / union if union else 0.0
-                if overlap < MIN_SIMILARITY:
-                    continue
-                score = overlap
-                if category and row_category == category:
-                    score += 0.1
-                if resolved_at is not None:
-                    score += 0.1
-                ranked.append((min(score, 0.99), float(last_seen), int(row_id), str(row_signature)))
-            ranked.sort(key=lambda r: (-r[0], -r[1]))
-            winners: list[tuple[float, int]] = []
-            for score, _last_seen, row_id, row_signature in ranked:
-                if len(found) + len(winners) >= limit:
-                    break
-                if row_signature not in seen_signatures:
-                    seen_signatures.add(row_signature)
-                    winners.append((score, row_id))
-            if not winners:
+            found = _exact_matches(conn, signature, exclude_run, limit)
+            wanted = limit - len(found)
+            if wanted <= 0 or not query_tokens or not self._has_fts(conn):
                 return found
-            placeholders = ",".join("?" * len(winners))
-            records = {
-                int(row[0]): _record(row)
-                for row in conn.execute(
-                    f"SELECT {_COLUMNS} FROM failures WHERE id IN ({placeholders})",
-                    [row_id for _, row_id in winners],
-                )
-            }
-        found.extend(
-            SimilarFailure(records[row_id], score, "similar")
-            for score, row_id in winners
-            if row_id in records
-        )
+            candidates = self._candidates(conn, query_tokens, exclude_run)
+            winners = _best_distinct(
+                _ranked(candidates, query_tokens, category), {signature}, wanted
+            )
+            found += _similar_failures(conn, winners)
         return found
+
+    @classmethod
+    def _candidates(
+        cls, conn: sqlite3.Connection, query_tokens: set[str], exclude_run: str
+    ) -> list[_Candidate]:
+        """The stored failures FTS5 finds for the rarest query words, best BM25 first."""
+        rare, matching = cls._rarest(conn, query_tokens)
+        if not rare:
+            return []
+        match = " OR ".join(_fts_phrase(token) for token in rare)
+        # BM25 ranks every matching row; when even the rarest word is everywhere, take the
+        # first rows instead (the word-overlap re-ranking still orders them).
+        order = "ORDER BY score " if matching <= UNRANKED_ABOVE else ""
+        # rank on the few columns the score needs; whole records are read for the winners only
+        rows = conn.execute(
+            "SELECT f.id, f.signature, f.category, f.resolved_at, f.last_seen, f.tokens "
+            "FROM failures AS f JOIN ("
+            "SELECT rowid AS rid, bm25(failures_fts) AS score FROM failures_fts "
+            f"WHERE failures_fts MATCH ? {order}LIMIT ?) AS m ON f.id = m.rid "
+            "WHERE f.run_id != ?",
+            (match, CANDIDATES, exclude_run),
+        ).fetchall()
+        return [_Candidate._make(row) for row in rows]
 
     @staticmethod
     def _rarest(conn: sqlite3.Connection, tokens: set[str]) -> tuple[list[str], int]:
@@ -898,6 +864,106 @@ class FailureMemory:
                 f"SELECT {_COLUMNS} FROM failures ORDER BY last_seen DESC LIMIT ?", (limit,)
             ).fetchall()
         return [_record(row) for row in rows]
+
+
+# --- the steps of a similarity query --------------------------------------------------------------
+
+
+class _Candidate(NamedTuple):
+    """A row FTS5 found, with just the columns the re-ranking needs."""
+
+    id: int
+    signature: str
+    category: str
+    resolved_at: float | None
+    last_seen: float
+    tokens: str
+
+
+def _signature_and_tokens(decisive: Sequence[str]) -> tuple[str, set[str]]:
+    """The failure's signature and the words of its normalised lines."""
+    signature, normalized = signature_of(decisive)
+    return signature, set(tokens_of(normalized))
+
+
+def _exact_matches(
+    conn: sqlite3.Connection, signature: str, exclude_run: str, limit: int
+) -> list[SimilarFailure]:
+    """Stored failures with the same signature: fixed ones first, then the latest seen."""
+    rows = conn.execute(
+        f"SELECT {_COLUMNS} FROM failures WHERE signature = ? AND run_id != ? "
+        "ORDER BY resolved_at IS NULL, last_seen DESC LIMIT ?",
+        (signature, exclude_run, limit),
+    ).fetchall()
+    return [SimilarFailure(_record(row), 1.0, "exact") for row in rows]
+
+
+def _similarity(
+    query_tokens: set[str], candidate: _Candidate, category: str | None
+) -> float | None:
+    """Word overlap (Jaccard), plus 0.1 for the same category and 0.1 for a known fix, capped
+    below an exact match's 1.0; None below :data:`MIN_SIMILARITY`."""
+    words = set(str(candidate.tokens).split())
+    union = len(query_tokens | words)
+    overlap = len(query_tokens & words) / union if union else 0.0
+    if overlap < MIN_SIMILARITY:
+        return None
+    score = overlap
+    if category and candidate.category == category:
+        score += 0.1
+    if candidate.resolved_at is not None:
+        score += 0.1
+    return min(score, 0.99)
+
+
+def _ranked(
+    candidates: Iterable[_Candidate], query_tokens: set[str], category: str | None
+) -> list[tuple[float, _Candidate]]:
+    """The candidates similar enough, best score first, the latest seen first among equals."""
+    scored: list[tuple[float, _Candidate]] = []
+    for candidate in candidates:
+        score = _similarity(query_tokens, candidate, category)
+        if score is not None:
+            scored.append((score, candidate))
+    scored.sort(key=lambda item: (-item[0], -float(item[1].last_seen)))
+    return scored
+
+
+def _best_distinct(
+    ranked: Iterable[tuple[float, _Candidate]], taken: set[str], wanted: int
+) -> list[tuple[float, int]]:
+    """``(score, id)`` of the first ``wanted`` ranked candidates, one per signature, none with
+    a signature in ``taken``."""
+    taken = set(taken)
+    winners: list[tuple[float, int]] = []
+    for score, candidate in ranked:
+        if len(winners) >= wanted:
+            break
+        if candidate.signature not in taken:
+            taken.add(candidate.signature)
+            winners.append((score, int(candidate.id)))
+    return winners
+
+
+def _similar_failures(
+    conn: sqlite3.Connection, winners: Sequence[tuple[float, int]]
+) -> list[SimilarFailure]:
+    """The winners' whole records, in the winners' order (a row deleted meanwhile is left out)."""
+    if not winners:
+        return []
+    placeholders = ",".join("?" * len(winners))
+    records = {
+        int(row[0]): _record(row)
+        for row in conn.execute(
+            f"SELECT {_COLUMNS} FROM failures WHERE id IN ({placeholders})",
+            [row_id for _, row_id in winners],
+        )
+    }
+    return [
+        SimilarFailure(records[row_id], score, "similar")
+        for score, row_id in winners
+        if row_id in records
+    ]
 
 
 def _split_sql(script: str) -> list[str]:
