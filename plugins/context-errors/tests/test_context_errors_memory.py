@@ -15,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import loopctl_context_errors
+from loopctl_context_errors import memory as memory_module
 from loopctl_context_errors.memory import (
     ENV_MEMORY,
     FailureMemory,
@@ -261,3 +262,41 @@ def test_store_and_query_accept_any_text(tmp_path_factory: pytest.TempPathFactor
     if signature_of(lines)[0]:
         assert outcome.results
         assert outcome.results[0].match == "exact"
+
+
+# --- the ranking steps of a similarity query ------------------------------------------------------
+
+
+def _candidate(
+    id_: int, signature: str, tokens: str, *, category: str = "FILE_ACCESS",
+    resolved_at: float | None = None, last_seen: float = 0.0,
+) -> memory_module._Candidate:  # fmt: skip
+    return memory_module._Candidate(id_, signature, category, resolved_at, last_seen, tokens)
+
+
+def test_similarity_is_word_overlap_with_bonuses_capped_below_exact() -> None:
+    query = {"filenotfounderror", "errno", "settings", "json"}
+    half = _candidate(1, "s1", "filenotfounderror errno other words")
+    assert memory_module._similarity(query, half, None) == pytest.approx(2 / 6)
+    assert memory_module._similarity(query, half, "FILE_ACCESS") == pytest.approx(2 / 6 + 0.1)
+    fixed = _candidate(2, "s2", "filenotfounderror errno settings json", resolved_at=1.0)
+    assert memory_module._similarity(query, fixed, "FILE_ACCESS") == 0.99
+    unrelated = _candidate(3, "s3", "keyerror price")
+    assert memory_module._similarity(query, unrelated, None) is None
+
+
+def test_ranking_keeps_the_best_of_each_signature_up_to_the_number_wanted() -> None:
+    query = {"alpha", "beta", "gamma"}
+    candidates = [
+        _candidate(1, "same-as-query", "alpha beta gamma"),
+        _candidate(2, "a", "alpha beta", last_seen=1.0),
+        _candidate(3, "a", "alpha beta gamma"),
+        _candidate(4, "b", "alpha beta", last_seen=2.0),
+        _candidate(5, "c", "alpha delta epsilon zeta"),
+    ]
+    ranked = memory_module._ranked(candidates, query, None)
+    # best score first, the latest seen first among equals; too little overlap is left out
+    assert [c.id for _, c in ranked] == [1, 3, 4, 2]
+    winners = memory_module._best_distinct(ranked, {"same-as-query"}, 2)
+    assert [row_id for _, row_id in winners] == [3, 4]
+    assert memory_module._best_distinct(ranked, set(), 0) == []
