@@ -121,13 +121,13 @@ def locate(cwd: Path, config_file: Path | None) -> Path | None:
 
 def settings_table(path: Path, cwd: Path) -> tuple[object, str, str]:
     """``(settings, display name, key prefix)`` of a config file: the whole of loopctl.toml, or
-    pyproject.toml's ``[tool.loopctl]`` (``{}`` when it has none)."""
+    pyproject.toml's ``[tool.loopctl]`` (None when it has none; it may not be a table)."""
     display = display_path(path, cwd)
     document = read_toml(path, display)
     if path.name != PYPROJECT_FILE_NAME:
         return document, display, ""
     found, section = pyproject_section(document)
-    return (section if found else {}), display, PYPROJECT_PREFIX
+    return (section if found else None), display, PYPROJECT_PREFIX
 
 
 def plugin_switches(
