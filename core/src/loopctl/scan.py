@@ -1,0 +1,341 @@
+"""Find lines by rules, cheaply: a literal prefilter, then compiled patterns, with caps.
+
+Logs can be many megabytes, and a regular expression run on every line of them is slow (a big
+alternation is slower still: ``re`` tries every branch at every position). Each
+:class:`ScanRule` therefore names a few *literals*, substrings that every line its pattern
+matches must contain. A :class:`Scanner` runs a rule's pattern only on a line that holds one of
+its literals, and over a whole text it looks for the literals with ``str.find`` (a fast C
+search) and reads only the lines around the hits. Lines are cut to ``line_chars`` before any
+literal or pattern looks at them, and the caps on candidate lines keep a noisy literal cheap.
+
+The prefilter only saves time: with ``prefilter=False`` a scanner runs every rule on every line
+and gives the same matches (when the caps on candidate lines are not reached).
+
+Test-output extraction, the failure classifier and the error categorizer all scan this way::
+
+    from loopctl import ScanRule, Scanner
+
+    scanner = Scanner([ScanRule("oom", r"[Oo]ut of memory", ("memory",), "MEMORY")],
+                      ignore_case=True)
+    found = scanner.first("fatal: Out of memory")   # ScanMatch; found.tag == "MEMORY"
+    for hit in scanner.search(log_text, max_lines=5_000):
+        ...
+
+.. versionadded:: 0.9
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Iterator
+from typing import Generic, TypeVar
+
+import attrs
+
+T = TypeVar("T")
+
+#: Lines longer than this are cut before a rule looks at them (the decisive part comes early).
+LINE_CHARS = 4096
+
+_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)")
+
+
+def strip_ansi(text: str) -> str:
+    """``text`` without ANSI colour codes and terminal titles (cheap when it has none)."""
+    return _ANSI.sub("", text) if "\x1b" in text else text
+
+
+def _pattern(value: str | re.Pattern[str]) -> re.Pattern[str]:
+    return re.compile(value) if isinstance(value, str) else value
+
+
+def _literals(value: str | Iterable[str]) -> tuple[str, ...]:
+    return (value,) if isinstance(value, str) else tuple(value)
+
+
+def _check_literals(rule: ScanRule[object], _attribute: object, value: tuple[str, ...]) -> None:
+    if not value or not all(value):
+        raise ValueError(f"rule {rule.name!r}: literals must be one or more non-empty strings")
+
+
+@attrs.frozen
+class ScanRule(Generic[T]):
+    """One rule: ``pattern`` is searched in a line that contains one of ``literals``.
+
+    Every line the pattern can match must contain at least one literal, or the scanner never
+    shows it that line. ``tag`` is the caller's own data (a category, a handler, a richer rule
+    object); the scanner hands it back with each match.
+    """
+
+    #: A name for messages and tests; the scanner does not require it to be unique.
+    name: str
+    #: Searched (``re.search``, not ``match``) in one line; a string is compiled.
+    pattern: re.Pattern[str] = attrs.field(converter=_pattern)
+    #: Substrings of which a line must contain one before ``pattern`` runs on it; a single
+    #: string is one literal. Lowercase when the scanner ignores case.
+    literals: tuple[str, ...] = attrs.field(converter=_literals, validator=_check_literals)
+    #: The caller's data, returned with each match (``ScanMatch.tag``).
+    tag: T
+
+
+@attrs.frozen
+class ScanMatch(Generic[T]):
+    """A line where a rule's pattern matched."""
+
+    #: The rule that matched (the first in order, on this line).
+    rule: ScanRule[T]
+    #: The line as the pattern saw it: cut to the scanner's ``line_chars``, normalized.
+    line: str
+    #: The pattern's match in ``line``.
+    match: re.Match[str]
+    #: Where the line starts in the searched text (:meth:`Scanner.search`), or its index in the
+    #: sequence given to :meth:`Scanner.search_lines`.
+    offset: int = 0
+
+    @property
+    def tag(self) -> T:
+        """The matching rule's ``tag``."""
+        return self.rule.tag
+
+
+class Scanner(Generic[T]):
+    """Rules in order, ready to be tried on lines or searched for in a whole text.
+
+    :param rules: tried in this order; on each line the first that matches wins.
+    :param line_chars: lines are cut to this many characters before anything looks at them.
+    :param ignore_case: the literals are lowercase and are looked for in the lowercased line
+        (the patterns keep their own flags).
+    :param prefilter: False runs every rule on every line; only for tests that check the
+        literals change nothing but speed.
+    :param combine: also join every pattern into one alternation that rejects most lines at C
+        speed before the rules are tried one by one. Worth it for many rules whose literals are
+        common words; skipped (``combined`` is None) when the patterns' flags differ or the
+        alternation does not compile (repeated group names).
+    :param normalize: applied to each line after the cut, before literals and patterns see
+        it (:func:`strip_ansi`, ``str.strip`` …).
+    :raises ValueError: when ``ignore_case`` is set and a literal is not lowercase.
+    """
+
+    def __init__(
+        self,
+        rules: Iterable[ScanRule[T]],
+        *,
+        line_chars: int = LINE_CHARS,
+        ignore_case: bool = False,
+        prefilter: bool = True,
+        combine: bool = False,
+        normalize: Callable[[str], str] | None = None,
+    ) -> None:
+        #: The rules, in the order they are tried.
+        self.rules: tuple[ScanRule[T], ...] = tuple(rules)
+        #: Lines are cut to this many characters.
+        self.line_chars = line_chars
+        #: Whether literals are looked for in lowercased text.
+        self.ignore_case = ignore_case
+        #: Whether the literals (and ``combined``) are used at all.
+        self.prefilter = prefilter
+        #: Applied to each (cut) line before anything looks at it.
+        self.normalize = normalize
+        if ignore_case:
+            upper = sorted({lit for r in self.rules for lit in r.literals if lit != lit.lower()})
+            if upper:
+                raise ValueError(f"literals must be lowercase when ignoring case: {upper}")
+        #: Every distinct literal, in the order the rules first name them.
+        self.literals: tuple[str, ...] = tuple(
+            dict.fromkeys(lit for rule in self.rules for lit in rule.literals)
+        )
+        #: One alternation of every pattern (``combine=True``), else None.
+        self.combined: re.Pattern[str] | None = _combine(self.rules) if combine else None
+        # literal -> the indexes of the rules that name it: a line's candidate rules come from
+        # one `in` test per distinct literal.
+        index: dict[str, list[int]] = {}
+        for number, rule in enumerate(self.rules):
+            for literal in rule.literals:
+                index.setdefault(literal, []).append(number)
+        self._by_literal = tuple((literal, tuple(numbers)) for literal, numbers in index.items())
+
+    def __repr__(self) -> str:
+        return f"<Scanner {len(self.rules)} rules, {len(self.literals)} literals>"
+
+    def _prepare(self, line: str) -> str:
+        if len(line) > self.line_chars:
+            line = line[: self.line_chars]
+        return line if self.normalize is None else self.normalize(line)
+
+    def _first(self, text: str, offset: int) -> ScanMatch[T] | None:
+        """The first rule matching ``text`` (already cut and normalized)."""
+        rules = self.rules
+        if not self.prefilter:
+            for rule in rules:
+                found = rule.pattern.search(text)
+                if found is not None:
+                    return ScanMatch(rule, text, found, offset)
+            return None
+        haystack = text.lower() if self.ignore_case else text
+        candidates = [n for literal, ns in self._by_literal if literal in haystack for n in ns]
+        if not candidates:
+            return None
+        if self.combined is not None and self.combined.search(text) is None:
+            return None
+        if len(candidates) > 1:
+            candidates = sorted(set(candidates))
+        for number in candidates:
+            rule = rules[number]
+            found = rule.pattern.search(text)
+            if found is not None:
+                return ScanMatch(rule, text, found, offset)
+        return None
+
+    def first(self, line: str) -> ScanMatch[T] | None:
+        """The first rule, in order, that matches ``line``; None when none does."""
+        return self._first(self._prepare(line), 0)
+
+    def search_lines(self, lines: Iterable[str]) -> Iterator[ScanMatch[T]]:
+        """The first match on each of ``lines`` that has one, in order (``offset`` is the
+        line's index)."""
+        for index, line in enumerate(lines):
+            found = self._first(self._prepare(line), index)
+            if found is not None:
+                yield found
+
+    def search(
+        self,
+        text: str,
+        *,
+        max_lines: int | None = None,
+        per_literal: int | None = None,
+        from_end: bool = False,
+    ) -> Iterator[ScanMatch[T]]:
+        """The first match on each line of ``text`` that has one, in output order.
+
+        Only lines holding a literal are read (every line with ``prefilter=False``), and only so
+        many of them:
+
+        :param max_lines: at most this many candidate lines in all (the literals are looked
+            for in order; the lines of the first ones are kept).
+        :param per_literal: at most this many lines per literal from the start of ``text``.
+        :param from_end: with ``per_literal``: when the start already had that many lines for
+            a literal, also up to that many from the end backwards (the decisive lines of a
+            log are at its start or its end).
+
+        ``offset`` is where the line starts in ``text``. A literal split by a line end, or
+        by colour codes that ``normalize`` removes, is not found.
+        """
+        if not text:
+            return
+        limits = _Limits(max_lines, per_literal, from_end)
+        if not self.prefilter:
+            yield from self._search_every_line(text, limits)
+        elif not self.ignore_case or text.isascii():
+            yield from self._search_str(text, limits)
+        else:
+            yield from self._search_bytes(text, limits)
+
+    def _search_str(self, text: str, limits: _Limits) -> Iterator[ScanMatch[T]]:
+        haystack = text.lower() if self.ignore_case else text
+        spans = _spans(haystack, self.literals, "\n", limits)
+        width = self.line_chars
+        for begin in sorted(spans):
+            line = text[begin : min(spans[begin], begin + width)]
+            found = self._line_match(line, begin)
+            if found is not None:
+                yield found
+
+    def _search_bytes(self, text: str, limits: _Limits) -> Iterator[ScanMatch[T]]:
+        """Case-insensitive search in non-ASCII text: ``bytes.lower`` keeps byte offsets (it
+        only folds ASCII, as the literals are), where ``str.lower`` may change the length and
+        is slower."""
+        data = text.encode("utf-8", "surrogatepass")
+        literals = tuple(literal.encode("utf-8") for literal in self.literals)
+        spans = _spans(data.lower(), literals, b"\n", limits)
+        width = self.line_chars
+        byte_at, char_at = 0, 0
+        for begin in sorted(spans):
+            char_at += len(data[byte_at:begin].decode("utf-8", "surrogatepass"))
+            byte_at = begin
+            raw = data[begin : min(spans[begin], begin + width * 4)]
+            line = raw.decode("utf-8", "replace")[:width]
+            found = self._line_match(line, char_at)
+            if found is not None:
+                yield found
+
+    def _search_every_line(self, text: str, limits: _Limits) -> Iterator[ScanMatch[T]]:
+        begin, count = 0, 0
+        while begin < len(text) and (limits.max_lines is None or count < limits.max_lines):
+            end = text.find("\n", begin)
+            if end == -1:
+                end = len(text)
+            found = self._line_match(text[begin : min(end, begin + self.line_chars)], begin)
+            if found is not None:
+                yield found
+            begin, count = end + 1, count + 1
+
+    def _line_match(self, line: str, offset: int) -> ScanMatch[T] | None:
+        if line.endswith("\r"):
+            line = line[:-1]
+        return self._first(self._prepare(line), offset)
+
+
+@attrs.frozen
+class _Limits:
+    max_lines: int | None
+    per_literal: int | None
+    from_end: bool
+
+
+S = TypeVar("S", str, bytes)
+
+
+def _spans(haystack: S, literals: Iterable[S], newline: S, limits: _Limits) -> dict[int, int]:
+    """Line start -> line end for the lines of ``haystack`` that hold a literal, within the
+    limits."""
+    spans: dict[int, int] = {}
+    total = limits.max_lines
+    each = limits.per_literal
+    size = len(haystack)
+    for literal in literals:
+        if total is not None and len(spans) >= total:
+            break
+        position = haystack.find(literal)
+        count = 0
+        starts: set[int] = set()
+        while position != -1:
+            if (each is not None and count >= each) or (total is not None and len(spans) >= total):
+                break
+            begin = haystack.rfind(newline, 0, position) + 1
+            end = haystack.find(newline, position)
+            if end == -1:
+                end = size
+            spans[begin] = end
+            starts.add(begin)
+            count += 1
+            position = haystack.find(literal, end)
+        if position == -1 or each is None or not limits.from_end or count < each:
+            continue
+        position, count = haystack.rfind(literal), 0  # a noisy literal: its last lines too
+        while position != -1 and count < each:
+            if total is not None and len(spans) >= total:
+                break
+            begin = haystack.rfind(newline, 0, position) + 1
+            if begin in starts:
+                break
+            end = haystack.find(newline, position)
+            spans[begin] = size if end == -1 else end
+            count += 1
+            position = haystack.rfind(literal, 0, begin)
+    return spans
+
+
+def _combine(rules: tuple[ScanRule[T], ...]) -> re.Pattern[str] | None:
+    """One alternation of the rules' patterns (None when their flags differ or it will not
+    compile)."""
+    if not rules or len({rule.pattern.flags for rule in rules}) != 1:
+        return None
+    try:
+        joined = "|".join(f"(?:{rule.pattern.pattern})" for rule in rules)
+        return re.compile(joined, rules[0].pattern.flags)
+    except re.error:
+        return None
+
+
+__all__ = ["LINE_CHARS", "ScanMatch", "ScanRule", "Scanner", "strip_ansi"]
