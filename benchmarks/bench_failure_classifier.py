@@ -27,7 +27,7 @@ from _common import Figure, print_table
 
 from loopctl.fingerprint import fingerprint
 from loopctl.model import AgentSummary, IterationRecord
-from loopctl.testoutput import extract
+from loopctl import parse_test_output
 from loopctl_failure_classifier import rules
 from loopctl_failure_classifier.classify import classify
 from loopctl_failure_classifier.evidence import from_logs
@@ -104,7 +104,7 @@ def make_history(count: int = ITERATIONS) -> tuple[IterationRecord, ...]:
 
 
 def make_evidence(log: str) -> Evidence:
-    extraction = extract(log)
+    extraction = parse_test_output(log)
     events = tuple(
         {"type": "tests.end", "ts": float(i), "iteration": i % ITERATIONS, "passed": False}
         for i in range(500)

@@ -1,6 +1,6 @@
-"""Reading a test command's output: ``loopctl.testoutput.extract`` on 10 MB logs.
+"""Reading a test command's output: ``loopctl.parse_test_output`` on 10 MB logs.
 
-Every iteration's test output goes through ``extract`` (runner, failing tests, error lines,
+Every iteration's test output goes through ``parse_test_output`` (runner, failing tests, error lines,
 fingerprint), so a long, chatty test suite must not make the loop slow. Two inputs, built from
 the real captures in ``core/tests/data/test-output``:
 
@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from _common import Figure, print_table
 
-from loopctl.testoutput import extract
+from loopctl import parse_test_output
 
 CAPTURES = Path(__file__).parent.parent / "core" / "tests" / "data" / "test-output"
 SIZE = 10_000_000
@@ -65,15 +65,15 @@ def line_scan(text: str) -> int:
 def figures() -> list[Figure]:
     rows = []
     for label, text in (("pytest -v", verbose_pytest_log()), ("every runner", every_runner_log())):
-        found = extract(text)
+        found = parse_test_output(text)
         assert found.failing_tests, f"{label}: the failures at the end were not found"
         baseline = best_ms(lambda text=text: line_scan(text))  # type: ignore[misc]
-        measured = best_ms(lambda text=text: extract(text))  # type: ignore[misc]
+        measured = best_ms(lambda text=text: parse_test_output(text))  # type: ignore[misc]
         megabytes = len(text) / 1e6
         rows += [
             Figure(f"test output, {label}: {megabytes:.0f} MB", measured, "ms"),
             Figure("  baseline: splitlines + `in`", baseline, "ms", note="same run"),
-            Figure("  extract / baseline", measured / baseline, "x", note="lower is better"),
+            Figure("  parse / baseline", measured / baseline, "x", note="lower is better"),
         ]
     return rows
 

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from loopctl.testoutput import _extract, extract
+from loopctl.testoutput import _parse, parse_test_output
 
 DATA = Path(__file__).parent / "data" / "test-output"
 CAPTURES = sorted(path.name.removesuffix(".txt") for path in DATA.glob("*.txt"))
@@ -29,7 +29,7 @@ def test_captures_exist() -> None:
 @pytest.mark.parametrize("case", CAPTURES)
 def test_real_captured_output(case: str) -> None:
     expected = json.loads((DATA / f"{case}.expected.json").read_text())
-    found = extract((DATA / f"{case}.txt").read_text())
+    found = parse_test_output((DATA / f"{case}.txt").read_text())
     assert found.runner == expected["runner"]
     for substring in expected["error_substrings"]:
         assert any(substring in line for line in found.error_lines), (substring, found.error_lines)
@@ -39,7 +39,7 @@ def test_real_captured_output(case: str) -> None:
 
 
 def test_pytest_output_keeps_decisive_lines_in_order() -> None:
-    found = extract((DATA / "pytest_default.txt").read_text())
+    found = parse_test_output((DATA / "pytest_default.txt").read_text())
     lines = found.error_lines
     assert lines.index("E       assert 5 == 4") < lines.index(
         "tests/test_calc.py:7: AssertionError"
@@ -115,7 +115,7 @@ GO_PANIC = _sample(
 
 
 def test_go_plain() -> None:
-    found = extract(GO_PLAIN)
+    found = parse_test_output(GO_PLAIN)
     assert found.runner == "go"
     assert found.failing_tests == ["TestAdd", "TestTable", "TestTable/two"]
     assert "calc_test.go:7: Add(2, 2) = 5, want 4" in found.error_lines
@@ -125,17 +125,17 @@ def test_go_plain() -> None:
 
 
 def test_go_verbose_attributes_early_logs_and_counts_passes() -> None:
-    found = extract(GO_VERBOSE)
+    found = parse_test_output(GO_VERBOSE)
     assert found.failing_tests == ["TestAdd", "TestTable", "TestTable/two"]
     assert found.error_lines[:2] == ["--- FAIL: TestAdd", "calc_test.go:7: Add(2, 2) = 5, want 4"]
     assert (found.passed_count, found.failed_count) == (1, 2)
 
 
 def test_go_build_failure_and_panic() -> None:
-    build = extract(GO_BUILD)
+    build = parse_test_output(GO_BUILD)
     assert build.runner == "go"
     assert build.error_lines[0].startswith("./calc.go:3:9: cannot use")
-    panic = extract(GO_PANIC)
+    panic = parse_test_output(GO_PANIC)
     assert panic.failing_tests == ["TestDiv"]
     assert "panic: runtime error: integer divide by zero [recovered]" in panic.error_lines
     assert "/home/u/calc/calc.go:12" in panic.error_lines
@@ -169,7 +169,7 @@ def test_unittest_before_python_3_11_and_import_failures() -> None:
         FAILED (failures=1, errors=1)
         """
     )
-    found = extract(output)
+    found = parse_test_output(output)
     assert found.runner == "unittest"
     assert found.failing_tests == ["test_other", "test_calc.CalcTest.test_add"]
     assert "ModuleNotFoundError: No module named 'nope'" in found.error_lines
@@ -186,7 +186,7 @@ def test_pytest_xdist_and_verbose_ids_without_summary() -> None:
         ============================== 1 failed, 1 passed in 1.20s ===============
         """
     )
-    found = extract(output)
+    found = parse_test_output(output)
     assert found.failing_tests == ["tests/test_a.py::test_b"]
     assert (found.passed_count, found.failed_count) == (1, 1)
 
@@ -200,7 +200,7 @@ def test_passing_runner_then_a_failing_step_falls_back_to_generic_lines() -> Non
         FAIL Required test coverage of 90% not reached. Total coverage: 85.00%
         """
     )
-    found = extract(output)
+    found = parse_test_output(output)
     assert found.runner == "pytest"
     assert found.error_lines == [
         "FAIL Required test coverage of 90% not reached. Total coverage: 85.00%"
@@ -227,7 +227,7 @@ def test_pytest_captured_output_and_warnings_are_not_errors() -> None:
         ============================== 1 failed in 0.01s ===============================
         """
     )
-    found = extract(output)
+    found = parse_test_output(output)
     assert found.error_lines == [
         "E       assert 1 == 2",
         "tests/test_a.py:3: AssertionError",
@@ -246,7 +246,7 @@ def test_old_rust_panic_format() -> None:
         test result: FAILED. 0 passed; 1 failed; 0 ignored; 0 measured; 0 filtered out
         """
     )
-    found = extract(output)
+    found = parse_test_output(output)
     assert found.runner == "cargo"
     assert found.failing_tests == ["tests::it_works"]
     assert found.error_lines == [
@@ -257,9 +257,9 @@ def test_old_rust_panic_format() -> None:
 
 
 def test_mypy_success_and_tsc_without_location() -> None:
-    ok = extract("Success: no issues found in 3 source files\n")
+    ok = parse_test_output("Success: no issues found in 3 source files\n")
     assert (ok.runner, ok.failed_count, ok.error_lines) == ("mypy", 0, [])
-    tsc = extract("error TS5023: Unknown compiler option 'strictest'.\n")
+    tsc = parse_test_output("error TS5023: Unknown compiler option 'strictest'.\n")
     assert tsc.runner == "tsc"
     assert tsc.error_lines == ["error TS5023: Unknown compiler option 'strictest'."]
 
@@ -283,7 +283,7 @@ def test_python_traceback_fallback() -> None:
         ValueError: bad value
         """
     )
-    found = extract(output)
+    found = parse_test_output(output)
     assert found.runner == "python"
     assert found.error_lines == [
         'File "/app/site-packages/lib.py", line 3, in helper',
@@ -304,7 +304,7 @@ def test_generic_fallback() -> None:
         RuntimeException: the widget broke
         """
     )
-    found = extract(output)
+    found = parse_test_output(output)
     assert found.runner == "generic"
     assert found.error_lines == [
         "ld: fatal: symbol `foo` not found",
@@ -316,15 +316,15 @@ def test_generic_fallback() -> None:
 def test_colours_and_crlf_are_handled() -> None:
     raw = (DATA / "pytest_quiet_short.txt").read_text()
     coloured = raw.replace("FAILED", "\x1b[31mFAILED\x1b[0m").replace("E   ", "\x1b[31mE   ")
-    found = extract(coloured.replace("\n", "\r\n"))
-    assert found.failing_tests == extract(raw).failing_tests
-    assert found.error_lines == extract(raw).error_lines
+    found = parse_test_output(coloured.replace("\n", "\r\n"))
+    assert found.failing_tests == parse_test_output(raw).failing_tests
+    assert found.error_lines == parse_test_output(raw).error_lines
 
 
 def test_empty_output() -> None:
-    assert extract("") == extract("\n\n") == extract("all good\n")
-    assert extract("").runner == "generic"
-    assert extract("").error_lines == []
+    assert parse_test_output("") == parse_test_output("\n\n") == parse_test_output("all good\n")
+    assert parse_test_output("").runner == "generic"
+    assert parse_test_output("").error_lines == []
 
 
 # --- bounds -------------------------------------------------------------------------------------
@@ -352,8 +352,8 @@ def _many_failures(count: int, diff_lines: int) -> str:
 
 def test_bound_keeps_headlines_then_locations_in_output_order() -> None:
     output = _many_failures(10, 10)
-    everything = extract(output, max_lines=10_000).error_lines
-    bounded = extract(output, max_lines=40).error_lines
+    everything = parse_test_output(output, max_lines=10_000).error_lines
+    bounded = parse_test_output(output, max_lines=40).error_lines
     assert len(everything) == 10 * 13
     assert len(bounded) == 40
     assert bounded == [line for line in everything if line in bounded]  # order kept
@@ -361,18 +361,18 @@ def test_bound_keeps_headlines_then_locations_in_output_order() -> None:
     assert all(f"FAILED tests/test_many.py::test_{i} - AssertionError" in kept for i in range(10))
     assert all(f"tests/test_many.py:{i + 10}: AssertionError" in kept for i in range(10))
     assert sum("diff line" in line for line in bounded) == 10
-    assert extract(output, max_lines=0).error_lines == []
+    assert parse_test_output(output, max_lines=0).error_lines == []
 
 
 def test_lines_are_truncated_and_deduplicated() -> None:
     long_message = "x" * 2000
     output = f"error: {long_message}\nerror: {long_message}\nerror: short\n"
-    found = extract(output)
+    found = parse_test_output(output)
     assert [len(line) for line in found.error_lines] == [500, len("error: short")]
 
 
 def test_detail_lines_are_capped_per_failure() -> None:
-    found = extract(_many_failures(1, 50), max_lines=1000)
+    found = parse_test_output(_many_failures(1, 50), max_lines=1000)
     assert sum("diff line" in line for line in found.error_lines) == 10
 
 
@@ -387,7 +387,7 @@ def test_the_failures_at_the_end_of_ten_megabytes_of_pytest_output_are_found() -
     passing = block * 135
     output = passing + _many_failures(30, 3)
     assert len(output) > 10_000_000
-    found = extract(output)
+    found = parse_test_output(output)
     assert found.runner == "pytest"
     assert len(found.failing_tests) == 30
     assert found.failing_tests[-1] == "tests/test_many.py::test_29"
@@ -403,7 +403,7 @@ def test_ten_megabytes_of_noise_and_a_huge_line_are_read_without_a_failure() -> 
     markers += "test result: ok.\n--- FAIL: TestX (0.00s)\nerror TS1: x\nx.py:1: error: y\n"
     output = markers + noise + "\n" + "E" * 3_000_000 + "\n"
     assert len(output) > 10_000_000
-    found = extract(output)
+    found = parse_test_output(output)
     assert found.failing_tests == ["TestX"]  # the one failure among the markers
     assert all(len(line) <= 500 for line in found.error_lines)  # the huge line is cut
 
@@ -427,15 +427,15 @@ shuffled_logs = st.lists(garbage_lines, max_size=60).map("\n".join)
 @settings(max_examples=200, deadline=None)
 @given(st.one_of(st.text(), shuffled_logs), st.integers(-1, 60))
 def test_extract_never_raises_and_respects_bounds(output: str, max_lines: int) -> None:
-    found = _extract(output, max_lines)  # the unguarded core: a bug must show up here
+    found = _parse(output, max_lines)  # the unguarded core: a bug must show up here
     assert len(found.error_lines) <= max(max_lines, 0)
     assert all(len(line) <= 500 for line in found.error_lines)
     assert len(set(found.error_lines)) == len(found.error_lines)
     assert len(set(found.failing_tests)) == len(found.failing_tests)
-    assert extract(output, max_lines=max_lines) == found
+    assert parse_test_output(output, max_lines=max_lines) == found
 
 
 def test_extract_survives_nul_bytes_and_huge_lines() -> None:
     output = "\x00" * 1000 + "\n" + "FAILED " + "a::" * 500_000 + "\nerror: \x00 boom\n"
-    found = extract(output)
+    found = parse_test_output(output)
     assert "error: \x00 boom" in found.error_lines

@@ -32,6 +32,8 @@ if TYPE_CHECKING:
         TurnResult,
         Usage,
     )
+    from loopctl.scan import ScanMatch, Scanner, ScanRule, strip_ansi
+    from loopctl.testoutput import ParsedTestOutput, parse_test_output
 
 _LAZY = {
     "hookimpl": "loopctl.hookspecs",
@@ -43,6 +45,12 @@ _LAZY = {
     "StreamParser": "loopctl.agents.base",
     "TurnRequest": "loopctl.agents.base",
     "InvalidFields": "loopctl.config",
+    "ScanMatch": "loopctl.scan",
+    "ScanRule": "loopctl.scan",
+    "Scanner": "loopctl.scan",
+    "strip_ansi": "loopctl.scan",
+    "ParsedTestOutput": "loopctl.testoutput",
+    "parse_test_output": "loopctl.testoutput",
     "normalize_line": "loopctl.fingerprint",
     **{
         name: "loopctl.model"
@@ -88,9 +96,13 @@ __all__ = [
     "Loop",
     "LoopOutcome",
     "MessageKind",
+    "ParsedTestOutput",
     "PromptSection",
     "Restart",
     "RunOption",
+    "ScanMatch",
+    "ScanRule",
+    "Scanner",
     "StreamParser",
     "TestRun",
     "ToolCall",
@@ -101,4 +113,6 @@ __all__ = [
     "__version__",
     "hookimpl",
     "normalize_line",
+    "parse_test_output",
+    "strip_ansi",
 ]

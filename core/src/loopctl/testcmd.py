@@ -19,7 +19,7 @@ from pathlib import Path
 from loopctl.fingerprint import fingerprint
 from loopctl.model import TestRun
 from loopctl.procgroup import group_alive, signal_group
-from loopctl.testoutput import extract
+from loopctl.testoutput import parse_test_output
 
 #: How many error lines a TestRun carries at most (the extractor's bound).
 _MAX_ERROR_LINES = 40
@@ -233,7 +233,7 @@ def _test_run(
     duration_s: float,
     timeout_s: float,
 ) -> TestRun:
-    found = extract(output, max_lines=_MAX_ERROR_LINES)
+    found = parse_test_output(output, max_lines=_MAX_ERROR_LINES)
     run = TestRun(
         command=command,
         exit_code=exit_code,

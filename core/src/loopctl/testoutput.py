@@ -2,7 +2,7 @@
 
 The agent needs the few lines that say what is wrong (``E   assert 5 == 4``, the exception,
 the first compiler error and its location), not the whole log; stuck detection needs the same
-lines to fingerprint. :func:`extract` recognises the output of pytest, unittest, jest,
+lines to fingerprint. :func:`parse_test_output` recognises the output of pytest, unittest, jest,
 ``node --test`` (TAP and spec reporters), cargo test / rustc, go test, mypy and tsc, and falls
 back to Python tracebacks and generic ``error:`` lines.
 
@@ -17,8 +17,10 @@ from collections.abc import Callable, Iterator
 
 import attrs
 
+from loopctl.scan import LINE_CHARS, Scanner, ScanRule, strip_ansi
+
 #: Lines longer than this are cut before any pattern looks at them (the decisive part is early).
-_SCAN_CHARS = 4096
+_SCAN_CHARS = LINE_CHARS
 #: Each reported line is cut to this many characters.
 _LINE_CHARS = 500
 #: At most this many detail lines (diff lines, message continuations) per failure.
@@ -28,12 +30,10 @@ _DETAIL_CAP = 10
 # then details; the kept lines stay in output order.
 HEADLINE, LOCATION, DETAIL = 0, 1, 2
 
-_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)")
-
 
 @attrs.define
-class Extraction:
-    """What :func:`extract` found in one test run's output."""
+class ParsedTestOutput:
+    """What :func:`parse_test_output` found in one test run's output."""
 
     #: Which format was recognised: pytest, unittest, jest, node, cargo, rustc, go, mypy, tsc,
     #: python (a bare traceback) or generic.
@@ -169,91 +169,158 @@ def _looks_like_exception(content: str) -> bool:
     return content.startswith("assert ") or _PY_EXCEPTION.match(content) is not None
 
 
-def _pytest(lines: list[str]) -> _Partial:
-    partial = _Partial("pytest")
-    in_e_block = False
-    details = 0
-    skipping = False  # inside "warnings summary" or a "Captured ..." block
-    final: str | None = None
-    for line in lines:
+class _PytestReader:
+    """Reads pytest's output one line at a time; each kind of line has one small step.
+
+    The lines pytest marks by their first character (``E`` lines, ``===`` sections, ``___``
+    test headers, ``---`` captured-output headers) are steps of their own; every other line
+    is looked up in :data:`_PYTEST_LINES`, a table of rules whose tag is the step to run.
+    """
+
+    def __init__(self) -> None:
+        self.partial = _Partial("pytest")
+        #: The previous line was an ``E`` line: the next one continues its block.
+        self.in_e_block = False
+        #: Detail lines kept for the current ``E`` block.
+        self.details = 0
+        #: Inside "warnings summary" or a "Captured ..." block: nothing there is decisive.
+        self.skipping = False
+        #: The last final-count line ("1 failed, 2 passed in 0.1s"), its counts part.
+        self.final: str | None = None
+
+    def feed(self, line: str) -> None:
         if not line:
-            in_e_block = False
-            continue
+            self.in_e_block = False
+            return
         first = line[0]
         if first == "E" and (len(line) == 1 or line[1] == " "):
-            if skipping:
-                continue
-            content = line[1:].strip()
-            if not content or not _has_word(content):
-                continue
-            if not in_e_block:
-                in_e_block, details = True, 0
-                partial.add(line, HEADLINE)
-            elif _looks_like_exception(content):
-                partial.add(line, HEADLINE)
-            elif details < _DETAIL_CAP:
-                partial.add(line, DETAIL)
-                details += 1
-            continue
-        in_e_block = False
+            self.error_line(line)
+            return
+        self.in_e_block = False
         if first == "=":
-            section = _PYTEST_SECTION.match(line)
-            if section:
-                skipping = section.group(1) == "warnings summary"
-            if " in " in line:
-                match = _PYTEST_FINAL.search(line)
-                if match:
-                    final = match.group(1)
-            continue
-        if first == "_":
-            header = _PYTEST_HEADER.match(line)
-            if header:
-                skipping = False
-                if header.group(1).startswith("ERROR "):
-                    partial.add(header.group(1), HEADLINE)
-            continue
-        if first == "-" and "Captured" in line and _PYTEST_CAPTURED.match(line):
-            skipping = True
-            continue
-        if skipping:
-            continue
-        if first in "FE" and line.startswith(("FAILED ", "ERROR ")):
-            summary = _PYTEST_SUMMARY.match(line)
-            if summary and ("::" in summary.group(2) or ".py" in summary.group(2)):
-                partial.fail(summary.group(2))
-                partial.add(line, HEADLINE)
-                continue
-        if "::" in line and ("FAILED" in line or "ERROR" in line):
-            progress = _PYTEST_PROGRESS.match(line)
-            if progress:
-                partial.fail(progress.group(1))
-                continue
-            xdist = _PYTEST_XDIST.match(line)
-            if xdist:
-                partial.fail(xdist.group(2))
-                continue
-        if ".py:" in line:
-            location = _PYTEST_LOCATION.match(line)
-            if location:
-                message = location.group(3)
-                is_name_only = _EXCEPTION_NAME.match(message) is not None
-                partial.add(line, LOCATION if is_name_only else HEADLINE)
-                continue
-        if first == "I" and line.startswith(("ImportError while", "INTERNALERROR>")):
-            partial.add(line, HEADLINE)
-        elif " in " in line and first.isdigit():
-            match = _PYTEST_FINAL.search(line)
-            if match:
-                final = match.group(1)
-    if final is not None:
-        counts: dict[str, int] = {}
-        for number, word in _COUNT.findall(final):
-            key = word.rstrip("s") if word.startswith("error") else word
-            counts[key] = counts.get(key, 0) + int(number)
-        ran = "passed" in counts or "failed" in counts
-        partial.passed = counts.get("passed", 0) if ran else None
-        partial.failed = counts.get("failed", 0) + counts.get("error", 0)
-    return partial
+            self.section_line(line)
+        elif first == "_":
+            self.test_header(line)
+        elif first == "-" and "Captured" in line and _PYTEST_CAPTURED.match(line):
+            self.skipping = True
+        elif not self.skipping:
+            found = _PYTEST_LINES.first(line)
+            if found is not None:
+                found.tag(self, found.match)
+
+    def error_line(self, line: str) -> None:
+        """``E   assert 5 == 4``: the first of a block is a headline, the rest details."""
+        content = line[1:].strip()
+        if self.skipping or not _has_word(content):
+            return
+        if not self.in_e_block:
+            self.in_e_block, self.details = True, 0
+            self.partial.add(line, HEADLINE)
+        elif _looks_like_exception(content):
+            self.partial.add(line, HEADLINE)
+        elif self.details < _DETAIL_CAP:
+            self.partial.add(line, DETAIL)
+            self.details += 1
+
+    def section_line(self, line: str) -> None:
+        """``=== FAILURES ===``, ``=== warnings summary ===``, ``=== 1 failed in 0.1s ===``."""
+        section = _PYTEST_SECTION.match(line)
+        if section:
+            self.skipping = section.group(1) == "warnings summary"
+        if " in " in line:
+            self.final_counts(line)
+
+    def test_header(self, line: str) -> None:
+        """``___ test_name ___`` starts a test's report; ``___ ERROR at setup of x ___`` too."""
+        header = _PYTEST_HEADER.match(line)
+        if header:
+            self.skipping = False
+            if header.group(1).startswith("ERROR "):
+                self.partial.add(header.group(1), HEADLINE)
+
+    def final_counts(self, line: str) -> None:
+        match = _PYTEST_FINAL.search(line)
+        if match:
+            self.final = match.group(1)
+
+    def summary(self, match: re.Match[str]) -> None:
+        """``FAILED tests/t.py::test_x - assert 5 == 4`` in the short test summary."""
+        if "::" in match.group(2) or ".py" in match.group(2):
+            self.partial.fail(match.group(2))
+            self.partial.add(match.string, HEADLINE)
+
+    def progress(self, match: re.Match[str]) -> None:
+        """``tests/t.py::test_x FAILED [ 50%]`` (-v) or ``[gw0] [ 50%] FAILED tests/t.py::x``."""
+        self.partial.fail(match.group("test"))
+
+    def location(self, match: re.Match[str]) -> None:
+        """``tests/t.py:12: AssertionError``: the frame a failure was raised in."""
+        is_name_only = _EXCEPTION_NAME.match(match.group(3)) is not None
+        self.partial.add(match.string, LOCATION if is_name_only else HEADLINE)
+
+    def headline(self, match: re.Match[str]) -> None:
+        """``ImportError while loading conftest``, ``INTERNALERROR>``: decisive as they are."""
+        self.partial.add(match.string, HEADLINE)
+
+    def final_line(self, match: re.Match[str]) -> None:
+        """``1 failed, 2 passed in 0.12s`` without the ``===`` (``pytest -q``)."""
+        if match.string[0].isdigit():
+            self.final = match.group(1)
+
+    def finish(self) -> _Partial:
+        if self.final is not None:
+            counts: dict[str, int] = {}
+            for number, word in _COUNT.findall(self.final):
+                key = word.rstrip("s") if word.startswith("error") else word
+                counts[key] = counts.get(key, 0) + int(number)
+            ran = "passed" in counts or "failed" in counts
+            self.partial.passed = counts.get("passed", 0) if ran else None
+            self.partial.failed = counts.get("failed", 0) + counts.get("error", 0)
+        return self.partial
+
+
+_PytestStep = Callable[[_PytestReader, re.Match[str]], None]
+
+#: The pytest lines not marked by their first character, first match wins. The patterns are
+#: anchored at the line start; the literals keep them off the PASSED lines of a verbose run.
+_PYTEST_LINES: Scanner[_PytestStep] = Scanner(
+    [
+        ScanRule(
+            "summary",
+            r"^(FAILED|ERROR) (.+?)(?: - (.*))?$",
+            ("FAILED ", "ERROR "),
+            _PytestReader.summary,
+        ),
+        ScanRule(
+            "progress",
+            r"^(?P<test>\S+::\S.*?) (FAILED|ERROR)(?:\s+\[\s*\d+%\])?$",
+            (" FAILED", " ERROR"),
+            _PytestReader.progress,
+        ),
+        ScanRule(
+            "xdist progress",
+            r"^(?=.*::)\[gw\d+\] \[\s*\d+%\] (FAILED|ERROR) (?P<test>\S+)",
+            (" FAILED ", " ERROR "),
+            _PytestReader.progress,
+        ),
+        ScanRule("location", r"^(\S+?\.py):(\d+): (?!in )(.+)$", ".py:", _PytestReader.location),
+        ScanRule(
+            "import error",
+            r"^(?:ImportError while|INTERNALERROR>)",
+            ("ImportError while", "INTERNALERROR>"),
+            _PytestReader.headline,
+        ),
+        ScanRule("final counts", _PYTEST_FINAL, " in ", _PytestReader.final_line),
+    ],
+    line_chars=_SCAN_CHARS,
+)
+
+
+def _pytest(lines: list[str]) -> _Partial:
+    reader = _PytestReader()
+    for line in lines:
+        reader.feed(line)
+    return reader.finish()
 
 
 def _detect_pytest(text: str) -> bool:
@@ -826,39 +893,35 @@ _GENERIC_NEGATIVE = re.compile(
 _GENERIC_CAP = 1000
 
 
-def _starts_with_word(line: str, words: tuple[str, ...]) -> bool:
-    """True when the line's first word is one of ``words`` (any case): ``ERROR something``."""
-    head = line.lstrip()[:12].lower()
-    for word in words:
-        if head.startswith(word):
-            rest = head[len(word) : len(word) + 1]
-            return not rest or not (rest.isalnum() or rest == "_")
-    return False
-
-
-def _generic_match(line: str) -> bool:
-    """Each literal picks the one cheap check that can confirm it."""
-    if "rror" in line or "RROR" in line:
-        if "Error:" in line:  # TypeError: ..., Error: ...
-            return True
-        return _starts_with_word(line, ("error",)) or _GENERIC_ERROR.search(line) is not None
-    if "Exception:" in line:
-        return True
-    if "FAIL" in line and _GENERIC_FAIL.search(line):
-        return True
-    has_fatal = "atal" in line or "ATAL" in line or "anic" in line or "ANIC" in line
-    if has_fatal and (_starts_with_word(line, ("fatal",)) or _GENERIC_FATAL.search(line)):
-        return True
-    if "ail" in line or "AIL" in line:
-        return _starts_with_word(line, ("failed", "failure"))
-    return False
+#: A line any of these match is an error line, unless ``_GENERIC_NEGATIVE`` matches it too
+#: ("0 errors"). "First word" means after leading spaces, in any case, then no word character.
+_GENERIC_RULES: Scanner[None] = Scanner(
+    [
+        ScanRule(
+            "error",
+            r"Error:|^\s*(?i:error)(?!\w)|\b(?:[Ee]rror|ERROR)\b\s*[:\[!(]",
+            ("rror", "RROR"),
+            None,
+        ),
+        ScanRule("exception", r"Exception:", "Exception:", None),
+        ScanRule("fail", r"\bFAIL(?:ED|URE)?\b", "FAIL", None),
+        ScanRule(
+            "fatal",
+            r"^\s*(?i:fatal)(?!\w)|\b(?:[Ff]atal|FATAL|[Pp]anic|PANIC)\b\s*[:\[!(]",
+            ("atal", "ATAL", "anic", "ANIC"),
+            None,
+        ),
+        ScanRule("failed first", r"^\s*(?i:failed|failure)(?!\w)", ("ail", "AIL"), None),
+    ],
+    line_chars=_SCAN_CHARS,
+)
 
 
 def _generic(lines: list[str]) -> _Partial:
     partial = _Partial("generic")
-    for line in lines:
-        if _generic_match(line) and not _GENERIC_NEGATIVE.search(line):
-            partial.add(line, HEADLINE)
+    for found in _GENERIC_RULES.search_lines(lines):
+        if not _GENERIC_NEGATIVE.search(found.line):
+            partial.add(found.line, HEADLINE)
             if len(partial.entries) >= _GENERIC_CAP:
                 break
     return partial
@@ -907,8 +970,8 @@ def _unique(items: Iterator[str]) -> list[str]:
     return list(dict.fromkeys(items))
 
 
-def _extract(output: str, max_lines: int) -> Extraction:
-    text = _ANSI.sub("", output) if "\x1b" in output else output
+def _parse(output: str, max_lines: int) -> ParsedTestOutput:
+    text = strip_ansi(output)
     lines = _split_lines(text)
     detected = [extractor(lines) for detect, extractor in _RUNNERS if detect(text)]
     useful = [partial for partial in detected if partial.useful]
@@ -923,7 +986,7 @@ def _extract(output: str, max_lines: int) -> Extraction:
         leader.runner = detected[0].runner
         leader.passed, leader.failed = detected[0].passed, detected[0].failed
     chosen = useful or [leader]
-    return Extraction(
+    return ParsedTestOutput(
         runner=leader.runner,
         error_lines=_bounded((entry for p in chosen for entry in p.entries), max_lines),
         failing_tests=_unique(test for p in chosen for test in p.failing),
@@ -932,17 +995,17 @@ def _extract(output: str, max_lines: int) -> Extraction:
     )
 
 
-def extract(output: str, *, max_lines: int = 40) -> Extraction:
+def parse_test_output(output: str, *, max_lines: int = 40) -> ParsedTestOutput:
     """Pick the decisive error lines, failing test ids and counts out of a test run's output.
 
     The output is read the same whether the run failed or not; a caller that knows the run
     passed should ignore the error lines (``run_test_command`` does). Never raises: output it
-    cannot read gives an empty ``Extraction`` with runner "generic".
+    cannot read gives an empty ``ParsedTestOutput`` with runner "generic".
     """
     try:
-        return _extract(output, max_lines)
+        return _parse(output, max_lines)
     except Exception:  # noqa: BLE001 - a bug here must not end the loop; the output is kept
-        return Extraction()
+        return ParsedTestOutput()
 
 
-__all__ = ["Extraction", "extract"]
+__all__ = ["ParsedTestOutput", "parse_test_output"]

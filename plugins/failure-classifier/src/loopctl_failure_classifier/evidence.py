@@ -17,7 +17,7 @@ from loopctl import records
 from loopctl import state as st
 from loopctl.fingerprint import fingerprint
 from loopctl.model import IterationRecord, TestRun, ToolCall
-from loopctl.testoutput import extract
+from loopctl import parse_test_output
 from loopctl_failure_classifier.detectors import ANNOTATION, MONITOR_EVENTS
 from loopctl_failure_classifier.model import Evidence, Rerun
 
@@ -261,7 +261,7 @@ def from_state_dir(state_dir: Path, *, workdir: Path | None = None) -> Evidence:
             output = _read_tail(log)
         except OSError as exc:
             problems.append(f"{log.name} is unreadable: {exc}")
-    extraction = extract(output) if output else None
+    extraction = parse_test_output(output) if output else None
     if summary is not None and (summary.get("iteration") == iteration or current is None):
         error_lines: Sequence[str] = summary["error_lines"]
     else:
@@ -308,7 +308,7 @@ _PASS_LINE = re.compile(
 
 def _log_passed(text: str) -> bool:
     """Did this raw log's run pass? Only when it shows no failure and some sign of passing."""
-    extraction = extract(text)
+    extraction = parse_test_output(text)
     if extraction.error_lines or extraction.failing_tests or extraction.failed_count:
         return False
     if (extraction.passed_count or 0) > 0:
@@ -317,7 +317,7 @@ def _log_passed(text: str) -> bool:
 
 
 def record_from_log(iteration: int, text: str, *, same_code: bool) -> IterationRecord:
-    extraction = extract(text)
+    extraction = parse_test_output(text)
     passed = _log_passed(text)
     return IterationRecord(
         iteration=iteration,
@@ -352,11 +352,11 @@ def from_logs(
         record_from_log(index, text, same_code=same_code) for index, text in enumerate(logs, 1)
     )
     output = logs[-1]
-    extraction = extract(output)
+    extraction = parse_test_output(output)
     current = history[-1]
     rerun = None
     if rerun_log is not None:
-        again = extract(rerun_log)
+        again = parse_test_output(rerun_log)
         passed = _log_passed(rerun_log)
         rerun = Rerun(
             command="(rerun log)",

@@ -14,7 +14,7 @@ import shlex
 from collections.abc import Sequence
 
 from loopctl.model import TestRun
-from loopctl.testoutput import extract
+from loopctl import parse_test_output
 from loopctl_failure_classifier.model import Rerun
 
 #: Shell syntax that makes appending arguments unsafe (they would land on another command).
@@ -69,7 +69,7 @@ def _discover_start(args: list[str]) -> str | None:
 
 def confirmation(run: TestRun) -> Rerun:
     """What a rerun's result says: did it pass, and did it actually run tests?"""
-    extraction = extract(run.output)
+    extraction = parse_test_output(run.output)
     ran = True
     if extraction.runner in ("pytest", "unittest", "jest", "node", "cargo", "go"):
         ran = (extraction.passed_count or 0) + (extraction.failed_count or 0) > 0
