@@ -33,8 +33,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 from _common import Figure, median_ms, print_table
 
 from loopctl import hookimpl
-from loopctl.engine import LoopOutcome
-from loopctl.model import IterationRecord, TestRun
+from loopctl import LoopOutcome
+from loopctl import IterationRecord, TestRun
 from loopctl.pluginhost import PluginHost, PluginSelection
 from loopctl.runner import prepare
 from loopctl.testing import make_project

@@ -1,8 +1,10 @@
 """loopctl: run a coding agent in a loop until the goal is met, and keep the loop healthy.
 
-The names plugins need are importable from here: ``hookimpl`` (the marker), ``Loop``,
-``Decision``, ``PromptSection`` and the rest of :mod:`loopctl.model`. They are loaded on first
-use, so ``loopctl --version`` imports nothing but this file.
+This module is loopctl's public API: every name in ``__all__`` (``hookimpl``, ``Loop``,
+``Decision``, ``PromptSection``, ``StashKey``, ``load_project`` …) is documented, tested and
+versioned (docs/reference/loop.md says how). Everything in its submodules is private and may
+change in any release; plugins import from ``loopctl`` (and ``loopctl.testing`` in their tests)
+only. The names are loaded on first use, so ``loopctl --version`` imports nothing but this file.
 """
 
 from __future__ import annotations
@@ -14,18 +16,23 @@ from loopctl._version import __version__
 if TYPE_CHECKING:
     from loopctl.agents.base import AgentAdapter, AgentSettings, StreamParser, TurnRequest
     from loopctl.config import InvalidFields
-    from loopctl.engine import Loop, LoopOutcome, Restart
+    from loopctl.events import EventField, define_event
+    from loopctl.loop import Loop, LoopOutcome, ReportSection, Restart
     from loopctl.fingerprint import normalize_line
-    from loopctl.hookspecs import hookimpl
+    from loopctl.hookspecs import hookimpl, hookspec
     from loopctl.model import (
         AgentMessage,
+        CompletionVeto,
         Decision,
         ErrorKind,
         Event,
+        IterationEnd,
         IterationRecord,
         MessageKind,
+        NotAgentsFault,
         PromptSection,
         RunOption,
+        StopStatus,
         TestRun,
         ToolCall,
         TurnOutcome,
@@ -33,13 +40,47 @@ if TYPE_CHECKING:
         Usage,
     )
     from loopctl.scan import ScanMatch, Scanner, ScanRule, strip_ansi
+    from loopctl.configfile import ConfigError
+    from loopctl.project import Project, SavedRun, load_project
+    from loopctl.stash import Stash, StashKey
+    from loopctl.state import (
+        JsonlAppender,
+        LoopState,
+        StateError,
+        atomic_write_text,
+        read_jsonl,
+        tail_jsonl,
+    )
+    from loopctl.stuck import is_infrastructure_failure, made_progress, same_failure
+    from loopctl.workspace import Snapshot, Workspace
     from loopctl.testoutput import ParsedTestOutput, parse_test_output
 
 _LAZY = {
     "hookimpl": "loopctl.hookspecs",
-    "Loop": "loopctl.engine",
-    "LoopOutcome": "loopctl.engine",
-    "Restart": "loopctl.engine",
+    "hookspec": "loopctl.hookspecs",
+    "Loop": "loopctl.loop",
+    "LoopOutcome": "loopctl.loop",
+    "Restart": "loopctl.loop",
+    "ReportSection": "loopctl.loop",
+    "Stash": "loopctl.stash",
+    "ConfigError": "loopctl.configfile",
+    "Project": "loopctl.project",
+    "SavedRun": "loopctl.project",
+    "load_project": "loopctl.project",
+    "JsonlAppender": "loopctl.state",
+    "LoopState": "loopctl.state",
+    "StateError": "loopctl.state",
+    "atomic_write_text": "loopctl.state",
+    "read_jsonl": "loopctl.state",
+    "tail_jsonl": "loopctl.state",
+    "is_infrastructure_failure": "loopctl.stuck",
+    "made_progress": "loopctl.stuck",
+    "same_failure": "loopctl.stuck",
+    "Snapshot": "loopctl.workspace",
+    "Workspace": "loopctl.workspace",
+    "StashKey": "loopctl.stash",
+    "EventField": "loopctl.events",
+    "define_event": "loopctl.events",
     "AgentAdapter": "loopctl.agents.base",
     "AgentSettings": "loopctl.agents.base",
     "StreamParser": "loopctl.agents.base",
@@ -56,13 +97,17 @@ _LAZY = {
         name: "loopctl.model"
         for name in (
             "AgentMessage",
+            "CompletionVeto",
             "Decision",
             "ErrorKind",
             "Event",
+            "IterationEnd",
             "IterationRecord",
             "MessageKind",
+            "NotAgentsFault",
             "PromptSection",
             "RunOption",
+            "StopStatus",
             "TestRun",
             "ToolCall",
             "TurnOutcome",
@@ -88,21 +133,36 @@ __all__ = [
     "AgentAdapter",
     "AgentMessage",
     "AgentSettings",
+    "CompletionVeto",
+    "ConfigError",
     "Decision",
     "ErrorKind",
     "Event",
+    "EventField",
     "InvalidFields",
+    "IterationEnd",
     "IterationRecord",
+    "JsonlAppender",
     "Loop",
     "LoopOutcome",
+    "LoopState",
     "MessageKind",
+    "NotAgentsFault",
     "ParsedTestOutput",
+    "Project",
     "PromptSection",
+    "ReportSection",
     "Restart",
     "RunOption",
+    "SavedRun",
     "ScanMatch",
     "ScanRule",
     "Scanner",
+    "Snapshot",
+    "Stash",
+    "StashKey",
+    "StateError",
+    "StopStatus",
     "StreamParser",
     "TestRun",
     "ToolCall",
@@ -110,9 +170,19 @@ __all__ = [
     "TurnRequest",
     "TurnResult",
     "Usage",
+    "Workspace",
     "__version__",
+    "atomic_write_text",
+    "define_event",
     "hookimpl",
+    "hookspec",
+    "is_infrastructure_failure",
+    "load_project",
+    "made_progress",
     "normalize_line",
     "parse_test_output",
+    "read_jsonl",
+    "same_failure",
     "strip_ansi",
+    "tail_jsonl",
 ]

@@ -1,44 +1,28 @@
-"""loopctl's own plugin: the built-in agent adapters and the core prompt sections.
+"""loopctl's core plugin: the prompt sections every loop needs (the goal, the loop's status,
+the stuck nudge, the failed approaches and the last test run).
 
-It is loaded by the same mechanism as every other plugin (it implements ordinary hooks) but
-cannot be disabled: without it there is no goal in the prompt and no agent to run.
+It is loaded by the same mechanism as every other plugin and uses only the public API, but it
+cannot be disabled: without it the agent would not see its goal. The built-in agent adapters
+are plugins of their own (:mod:`loopctl.agents.builtin`).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 from loopctl.hookspecs import hookimpl
-
-if TYPE_CHECKING:
-    from loopctl.engine import Loop
-    from loopctl.model import PromptSection
+from loopctl.loop import Loop
+from loopctl.model import PromptSection, TestRun
 
 MAX_FAILING_TESTS_SHOWN = 20
 MAX_ERROR_LINES_SHOWN = 20
 
 
 @hookimpl(trylast=True)
-def register_agents() -> list[type[Any]]:
-    from loopctl.agents.aider import AiderAgent
-    from loopctl.agents.claude import ClaudeAgent
-    from loopctl.agents.codex import CodexAgent
-    from loopctl.agents.command import CommandAgent
-    from loopctl.agents.gemini import GeminiAgent
-    from loopctl.agents.scripted import ScriptedAgent
-
-    return [ClaudeAgent, CodexAgent, GeminiAgent, AiderAgent, CommandAgent, ScriptedAgent]
-
-
-@hookimpl(trylast=True)
 def compose_prompt(loop: Loop) -> list[PromptSection]:
-    from loopctl.model import PromptSection  # imported here: `plugins list` loads this module
-
     sections = [
         PromptSection("Your Goal", loop.original_goal, priority=100, protected=True),
         PromptSection("Loop Status", _status(loop), priority=40),
     ]
-    nudge = loop.get_value("stuck_nudge")
+    nudge = loop.stuck_nudge
     if nudge:
         sections.append(
             PromptSection(
@@ -65,18 +49,17 @@ def compose_prompt(loop: Loop) -> list[PromptSection]:
 
 
 def _status(loop: Loop) -> str:
-    config = loop.config
     lines = [
         f"This is iteration {loop.iteration + 1 if loop.iteration == 0 else loop.iteration} "
         f"of at most {loop.iteration + loop.remaining_iterations}"
-        + (f", after {loop.generation} session restart(s)." if loop.generation else "."),
-        f"After your turn, loopctl runs `{config.test_cmd}` in `{loop.workdir}`; the loop ends "
+        + (f", after {loop.restarts} session restart(s)." if loop.restarts else "."),
+        f"After your turn, loopctl runs `{loop.test_command}` in `{loop.workdir}`; the loop ends "
         "when it passes.",
     ]
-    if config.completion_signal:
+    if loop.completion_signal:
         lines.append(
             "When the goal is fully met, end your reply with this line on its own: "
-            f"{config.completion_signal}"
+            f"{loop.completion_signal}"
         )
     return "\n".join(lines)
 
@@ -97,4 +80,16 @@ def _last_failures(loop: Loop) -> str:
     if run.error_lines:
         lines.append("\nErrors:")
         lines += [f"    {line}" for line in run.error_lines[:MAX_ERROR_LINES_SHOWN]]
+    lines += [_rerun_line(rerun) for rerun in loop.reruns]
     return "\n".join(lines)
+
+
+def _rerun_line(run: TestRun) -> str:
+    """A plugin's re-run of the same iteration, beside the iteration's own result."""
+    if run.passed:
+        verdict = "passed"
+    elif run.timed_out:
+        verdict = "timed out"
+    else:
+        verdict = f"failed with exit code {run.exit_code}"
+    return f"\nRe-run by a plugin ({run.label}): `{run.command}` {verdict}."

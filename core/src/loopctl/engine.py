@@ -1,7 +1,8 @@
 """The loop engine: compose the prompt, run the agent, run the tests, record, decide.
 
 The engine knows nothing about any particular plugin. Plugins take part through the hooks in
-:mod:`loopctl.hookspecs` and act on the run through :class:`Loop`, the object every hook receives.
+:mod:`loopctl.hookspecs` and act on the run through :class:`loopctl.Loop`, the object every hook
+receives, which the engine drives through the :class:`loopctl.loop.LoopDriver` protocol.
 All state lives in the state directory (:mod:`loopctl.state`), rewritten atomically, so a loop
 killed at any point can be continued with ``loopctl resume``, losing at most the iteration that
 was in flight.
@@ -19,86 +20,61 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, overload
+from typing import Any
 
 import attrs
+import pluggy
 
 from loopctl import records
 from loopctl import state as st
 from loopctl._version import __version__
 from loopctl.agents.base import AgentAdapter, TurnRequest
-from loopctl.config import LoadedConfig, LoopctlConfig, context_window_for, withheld_environment
+from loopctl.agents.supervisor import (
+    Supervision,
+    end_orphaned_group,
+    process_start_time,
+    run_turn,
+)
+from loopctl.config import LoadedConfig, context_window_for, withheld_environment
+from loopctl.loop import Loop, LoopOutcome, ReportSection, Restart, RunFacts
 from loopctl.model import (
     ACTION_STRENGTH,
-    INFRASTRUCTURE_ERRORS,
     Action,
     AgentMessage,
     AgentSummary,
+    CompletionVeto,
     Decision,
     ErrorKind,
     Event,
+    IterationEnd,
     IterationRecord,
+    NotAgentsFault,
     PromptSection,
     StopStatus,
     TestRun,
     TurnOutcome,
     TurnResult,
-    exit_code_for,
 )
+from loopctl.pluginhost import HookFailure, PluginHost, print_failure
 from loopctl.prompt import ComposedPrompt, compose
-from loopctl.stuck import Escalation, StuckDetector
+from loopctl.report import RunSummary, write_report
+from loopctl.stash import Stash
+from loopctl.stuck import Escalation, StuckDetector, is_infrastructure_failure
+from loopctl.testcmd import run_test_command
 from loopctl.workspace import Snapshot, Workspace
-
-if TYPE_CHECKING:
-    from loopctl.pluginhost import HookFailure, PluginHost
 
 #: Engine decisions carry this source so the record says who decided.
 ENGINE = "engine"
 #: How long to wait out a rate limit when the CLI names no reset time, by attempt.
 RATE_LIMIT_BACKOFF_S = (30.0, 60.0, 120.0, 300.0, 600.0)
+#: The reason of the engine's decision to try a rate-limited iteration again.
+RATE_LIMIT_RETRY = "rate_limit_retry"
 #: Statuses of a loop that did not end: ``loopctl run`` refuses to start over one of them.
 UNFINISHED = ("running", "interrupted", "restarting")
-_STATUSES = {status.value for status in StopStatus}
 
 
 class LoopError(Exception):
     """A problem that stops a run before it starts (bad goal, state directory in use, …)."""
-
-
-@attrs.define
-class Restart:
-    """Passed to ``on_restart``: the restart that just happened."""
-
-    number: int
-    reason: str
-    message: str
-    archive_dir: Path
-
-
-@attrs.define
-class LoopOutcome:
-    """How a run ended; passed to ``on_loop_end`` and written to the report."""
-
-    status: str
-    reason: str = ""
-    message: str = ""
-    iterations: int = 0
-    restarts: int = 0
-
-    @property
-    def exit_code(self) -> int:
-        return exit_code_for(self.status)
-
-    @property
-    def complete(self) -> bool:
-        return self.status == StopStatus.COMPLETE.value
-
-
-@attrs.define
-class ReportSection:
-    title: str
-    body: str
-    source: str
 
 
 class BackgroundWriter:
@@ -180,284 +156,6 @@ class BackgroundWriter:
                 self._queue.task_done()
 
 
-class _ReadOnly(Sequence[IterationRecord]):
-    """A list seen through the Sequence protocol only; slices are tuples."""
-
-    __slots__ = ("_items",)
-
-    def __init__(self, items: list[IterationRecord]) -> None:
-        self._items = items
-
-    @overload
-    def __getitem__(self, index: int) -> IterationRecord: ...
-    @overload
-    def __getitem__(self, index: slice) -> tuple[IterationRecord, ...]: ...
-    def __getitem__(self, index: int | slice) -> IterationRecord | tuple[IterationRecord, ...]:
-        if isinstance(index, slice):
-            return tuple(self._items[index])
-        return self._items[index]
-
-    def __len__(self) -> int:
-        return len(self._items)
-
-    def __iter__(self) -> Iterator[IterationRecord]:
-        return iter(self._items)
-
-    def __reversed__(self) -> Iterator[IterationRecord]:
-        return reversed(self._items)
-
-
-class Loop:
-    """The running loop, as plugins see it: read its state, emit events, ask for a restart or a
-    stop, annotate the current iteration, and run the tests again.
-
-    Everything here is public API for plugins; the engine's internals are not.
-    """
-
-    def __init__(self, engine: Engine) -> None:
-        self._engine = engine
-
-    # --- what the loop is --------------------------------------------------------------------
-
-    @property
-    def config(self) -> LoopctlConfig:
-        return self._engine.loaded.config
-
-    @property
-    def workdir(self) -> Path:
-        return self._engine.workdir
-
-    @property
-    def state_dir(self) -> Path:
-        return self._engine.state_dir
-
-    @property
-    def original_goal(self) -> str:
-        """The goal exactly as the user wrote it; it never changes during a run."""
-        return self._engine.state.original_goal
-
-    @property
-    def goal(self) -> str:
-        """The working goal: the original goal unless a plugin keeps notes in it."""
-        return self._engine.state.goal
-
-    def set_working_goal(self, text: str, *, source: str) -> None:
-        """Replace the working goal (``goal`` in loop-state.md). The original goal cannot be
-        changed; this is where plugins keep notes beside it."""
-        self._engine.state.goal = text
-        self.emit("loop.working_goal_set", source=source, chars=len(text))
-
-    @property
-    def iteration(self) -> int:
-        """The current (or last) iteration number, 1-based and counted across restarts."""
-        return self._engine.state.iteration
-
-    @property
-    def generation(self) -> int:
-        """How many session restarts happened so far."""
-        return self._engine.state.generation
-
-    @property
-    def session_id(self) -> str | None:
-        return self._engine.state.session_id
-
-    @property
-    def session_mode(self) -> str:
-        return self._engine.state.session_mode
-
-    @property
-    def agent(self) -> AgentAdapter:
-        return self._engine.agent
-
-    @property
-    def resumed(self) -> bool:
-        """True when this run continues an earlier one (``loopctl resume``)."""
-        return self._engine.resumed
-
-    @property
-    def start_commit(self) -> str | None:
-        return self._engine.state.start_commit
-
-    @property
-    def workspace(self) -> Workspace:
-        return self._engine.workspace
-
-    @property
-    def history(self) -> Sequence[IterationRecord]:
-        """Every recorded iteration of this loop, oldest first: a read-only view (no copy), so
-        ``loop.history[-20:]`` costs the same at iteration 10 and 10,000."""
-        return _ReadOnly(self._engine.history)
-
-    @property
-    def last_record(self) -> IterationRecord | None:
-        return self._engine.history[-1] if self._engine.history else None
-
-    @property
-    def last_test_run(self) -> TestRun | None:
-        return self._engine.last_test_run
-
-    @property
-    def last_turn(self) -> TurnResult | None:
-        return self._engine.last_turn
-
-    def context_window(self, model: str | None = None) -> int | None:
-        """The agent's context window: as the agent reported it, else from the model table."""
-        turn = self._engine.last_turn
-        if model is None and turn is not None and turn.context_window:
-            return turn.context_window
-        model = model or (turn.model if turn else None) or self._engine.agent.settings.model
-        return context_window_for(model, self._engine.loaded.config.models)
-
-    @property
-    def failed_approaches(self) -> Sequence[str]:
-        """The protected list of approaches that did not work; briefings never trim it."""
-        return tuple(self._engine.state.extra.get("failed_approaches", []))
-
-    @property
-    def hook(self) -> Any:
-        """The hook relay, for calling hooks that plugins added (``loop.hook.classify_failure``)."""
-        return self._engine.host.hook
-
-    @property
-    def max_iterations(self) -> int:
-        return self._engine.max_iterations
-
-    @property
-    def remaining_iterations(self) -> int:
-        return max(0, self._engine.max_iterations - self._engine.state.iteration)
-
-    # --- acting on the loop ------------------------------------------------------------------
-
-    def emit(self, type: str, **data: Any) -> Event:
-        """Record an event in ``events.jsonl`` and pass it to ``on_event`` sinks. Call it from
-        the loop's thread (a hook), not from a thread of your own or an :meth:`in_background`
-        task: keep what such work learns and emit it from your next hook."""
-        return self._engine.emit(type, **data)
-
-    def plugin_config(self, name: str) -> Any:
-        """The typed config of plugin ``name`` (its ``register_config`` class)."""
-        return self._engine.plugin_config(name)
-
-    def request_restart(self, reason: str, message: str = "") -> None:
-        """Restart the agent session after the current iteration."""
-        self._engine.pending.append(Decision.restart(reason, message))
-
-    def request_stop(self, reason: str, message: str = "") -> None:
-        """Stop the loop after the current iteration with status ``reason``."""
-        self._engine.pending.append(Decision.stop(reason, message))
-
-    def veto_completion(self, reason: str, *, source: str) -> None:
-        """Do not count this iteration's passing tests as completion (a flaky pass, say)."""
-        self._engine.completion_veto = f"{source}: {reason}"
-
-    def annotate(self, key: str, value: Any) -> None:
-        """Attach a JSON-serialisable value to the current iteration's record."""
-        record = self._engine.current_record
-        if record is not None:
-            record.annotations[key] = value
-
-    def add_failed_approach(self, text: str, *, source: str) -> None:
-        """Add to the protected list of failed approaches (deduplicated, kept across restarts)."""
-        approaches = self._engine.state.extra.setdefault("failed_approaches", [])
-        if text not in approaches:
-            approaches.append(text)
-            self.emit("loop.failed_approach", text=text[:500], source=source)
-
-    def reduce_iteration_budget(self, by: int, *, reason: str) -> None:
-        """Lower the remaining iteration budget (never below the next iteration)."""
-        engine = self._engine
-        floor = engine.state.iteration + 1
-        engine.max_iterations = max(floor, engine.max_iterations - max(0, by))
-        engine.state.max_iterations = engine.max_iterations
-        self.emit(
-            "loop.iteration_budget_reduced", max_iterations=engine.max_iterations, reason=reason
-        )
-
-    def set_value(self, key: str, value: Any) -> None:
-        """Keep a small JSON value in loop-state.md (it survives resume); see :meth:`get_value`."""
-        self._engine.state.extra[key] = value
-
-    def get_value(self, key: str, default: Any = None) -> Any:
-        return self._engine.state.extra.get(key, default)
-
-    def write_file(self, name: str | Path, content: str | Callable[[], str]) -> Path:
-        """Rewrite a file in the state directory atomically, off the loop's path, and return
-        its path.
-
-        The write (temp file, fsync, rename, directory fsync) happens on the engine's state
-        writer thread, in submission order with the engine's own state files, so an iteration
-        never waits for the disk; a crash leaves the old or the new version, never a torn one.
-        Pending writes are done before a restart archives the state directory and before the
-        loop ends. ``content`` may be a function returning the text: it is then called on the
-        writer thread (it must not read loop state that changes). A relative ``name`` is taken
-        from the state directory. A failed write is reported as a ``state.write_error`` event.
-        """
-        path = self._engine.state_dir / name
-        self._engine.persist(path, content if callable(content) else (lambda: content))
-        return path
-
-    def in_background(self, task: Callable[[], object]) -> None:
-        """Run ``task`` on the loop's background worker: in submission order, while the loop
-        waits for the agent or the tests (so it does not slow the loop's own steps), and
-        before the loop ends. For work a plugin need not wait for: a database insert, an
-        upload. Pending tasks are done before a restart archives the state directory. A
-        task that raises is reported as a ``state.write_error`` event.
-        """
-
-        tasks = self._engine.tasks
-        if tasks is None:
-            task()
-        else:
-            tasks.submit(task)
-
-    def wait_for_background(self, timeout_s: float | None = None) -> bool:
-        """Wait until the tasks given to :meth:`in_background` so far are done (at most
-        ``timeout_s`` seconds); True when they are. For ``on_loop_end``, which runs before
-        the loop's own final wait."""
-        tasks = self._engine.tasks
-        return True if tasks is None else tasks.flush(timeout_s)
-
-    def run_tests(self, command: str | None = None, *, label: str = "rerun") -> TestRun:
-        """Run the test command (or ``command``) again, now, with the run's timeout and limits.
-
-        Its output goes to ``logs/iteration-NNNN.<label>.tests.log``: the iteration's own test
-        log is never overwritten. It becomes :attr:`last_test_run`.
-        """
-        return self._engine.run_tests(command, log_label=_log_label(label))
-
-    @property
-    def last_snapshot(self) -> Snapshot | None:
-        """The working tree as it was after the previous iteration (before this agent turn)."""
-        return self._engine.last_snapshot
-
-    def mark_not_agents_fault(self, reason: str, *, source: str) -> None:
-        """This iteration failed for a reason the agent cannot fix (a flaky test, a broken
-        environment): stuck detection skips it, as it does rate limits and network errors."""
-        record = self._engine.current_record
-        if record is not None:
-            record.annotations["not_agents_fault"] = f"{source}: {reason}"
-            self.emit("loop.not_agents_fault", reason=reason, source=source)
-
-    def repair_original_goal(self, text: str, *, source: str, why: str) -> None:
-        """Put back the user's goal when it was lost or changed outside loopctl (a state file
-        edited on disk, a legacy file without it). Only for guards: the goal is otherwise fixed."""
-        previous = self._engine.state.original_goal
-        if text == previous:
-            return
-        self._engine.state.original_goal = text
-        self.emit(
-            "loop.original_goal_repaired",
-            source=source,
-            why=why,
-            previous_chars=len(previous),
-            chars=len(text),
-        )
-
-    def add_report_section(self, title: str, body: str, *, source: str) -> None:
-        """Add a section to the run report (``report.md``/``report.json``)."""
-        self._engine.report_sections.append(ReportSection(title, body, source))
-
-
 class Engine:
     """Runs one loop. Build it with :func:`loopctl.runner.prepare` (which loads config and
     plugins and selects the agent), then call :meth:`run`."""
@@ -473,7 +171,7 @@ class Engine:
         goal: str | None,
         resume: bool = False,
         on_event: Callable[[Event], None] | None = None,
-        supervision: Any = None,
+        supervision: Supervision | None = None,
     ) -> None:
         self.loaded = loaded
         self.host = host
@@ -481,19 +179,34 @@ class Engine:
         self.workdir = workdir
         self.state_dir = state_dir
         self.resumed = resume
-        self.view = on_event
-        self.loop = Loop(self)
+        #: Called with every event as it is recorded (the CLI's live view); plugins use on_event.
+        self.event_listener = on_event
         config = loaded.config
         self.max_iterations = config.limits.max_iterations
         self.history: list[IterationRecord] = []
+        #: Decisions made while the agent ran (``on_agent_message``), weighed after the iteration.
         self.pending: list[Decision] = []
         self.report_sections: list[ReportSection] = []
         self.last_test_run: TestRun | None = None
         self.last_turn: TurnResult | None = None
         self.current_record: IterationRecord | None = None
-        self.completion_veto: str | None = None
+        #: Plugins' re-runs of the iteration whose test run is ``last_test_run``.
+        self.reruns: list[TestRun] = []
         self.outcome: LoopOutcome | None = None
         self.workspace = Workspace(workdir, ignore=_ignored_paths(workdir, state_dir))
+        self.stash = Stash()
+        self.facts = RunFacts(
+            workdir=workdir,
+            state_dir=state_dir,
+            resumed=resume,
+            agent_name=agent.name,
+            agent_model=agent.settings.model,
+            test_command=config.test_cmd or "",
+            completion_signal=config.completion_signal,
+            max_restarts=config.limits.max_restarts,
+            workspace=self.workspace,
+        )
+        self.loop = Loop(self)
         self.stuck = StuckDetector(window=config.stuck.window, exempt=config.stuck.exempt)
         self._supervision = supervision
         self._plugin_configs: dict[str, Any] = {}
@@ -503,6 +216,8 @@ class Engine:
         self._events: st.JsonlAppender | None = None
         self._iterations: st.JsonlAppender | None = None
         self._crashes = 0
+        #: True between before_iteration and the after_iteration that closes it.
+        self._iteration_open = False
         self.last_snapshot: Snapshot | None = None
         self._writer: BackgroundWriter | None = None
         self._tasks: BackgroundWriter | None = None
@@ -537,6 +252,41 @@ class Engine:
             workdir=str(self.workdir),
             loopctl_version=__version__,
         )
+
+    # --- what the Loop reads and does (the LoopDriver protocol) ----------------------------------
+
+    @property
+    def hook(self) -> pluggy.HookRelay:
+        return self.host.hook
+
+    def context_window(self, model: str | None) -> int | None:
+        turn = self.last_turn
+        if model is None and turn is not None and turn.context_window:
+            return turn.context_window
+        model = model or (turn.model if turn else None) or self.agent.settings.model
+        return context_window_for(model, self.loaded.config.models)
+
+    def add_failed_approach(self, text: str) -> bool:
+        if text in self.state.failed_approaches:
+            return False
+        self.state.failed_approaches.append(text)
+        return True
+
+    def annotate(self, key: str, value: Any) -> None:
+        if self.current_record is not None:
+            self.current_record.annotations[key] = value
+
+    def submit_task(self, task: Callable[[], object]) -> None:
+        if self._tasks is None:
+            task()
+        else:
+            self._tasks.submit(task)
+
+    def flush_tasks(self, timeout_s: float | None) -> bool:
+        return True if self._tasks is None else self._tasks.flush(timeout_s)
+
+    def add_report_section(self, section: ReportSection) -> None:
+        self.report_sections.append(section)
 
     def plugin_config(self, name: str) -> Any:
         if name not in self._plugin_configs:
@@ -618,19 +368,11 @@ class Engine:
     def _end_orphaned_agent(self) -> None:
         """An agent runs in its own session, so it outlives a loopctl killed with SIGKILL. The
         lock is ours now, so that loop is gone: end its agent before another one starts."""
-        from loopctl.agents.supervisor import end_orphaned_group
-
         try:
-            recorded = st.read_loop_state(self.state_dir / st.LOOP_STATE_FILE).extra.get(
-                "agent_process"
-            )
+            recorded = st.read_loop_state(self.state_dir / st.LOOP_STATE_FILE).agent_process
         except st.StateError:
             return
-        if (
-            isinstance(recorded, list)
-            and len(recorded) == 2
-            and all(isinstance(v, int) for v in recorded)
-        ) and end_orphaned_group(recorded[0], recorded[1]):
+        if recorded is not None and end_orphaned_group(recorded[0], recorded[1]):
             self.loaded.warnings.append(
                 f"ended the agent (process group {recorded[0]}) a killed loop left running"
             )
@@ -685,8 +427,9 @@ class Engine:
         for record in self.history:
             self._tokens_total += record.agent.usage.total_tokens
             self._cost_total += record.agent.cost_usd or 0.0
-        self._wall_clock_used_before = float(self.state.extra.get("wall_clock_used_s", 0.0))
-        self.stuck.restore(self.history, int(self.state.extra.get("stuck_level", 0)))
+        self._wall_clock_used_before = self.state.wall_clock_used_s
+        self.stuck.restore(self.history, self.state.stuck_level)
+        self.facts = attrs.evolve(self.facts, test_command=self.state.test_cmd)
 
     # --- events ------------------------------------------------------------------------------
 
@@ -696,8 +439,8 @@ class Engine:
         )
         if self._events is not None:
             self._events.append(event.to_json())
-        if self.view is not None:
-            self.view(event)
+        if self.event_listener is not None:
+            self.event_listener(event)
         if not self._in_event_hook:
             self._in_event_hook = True
             try:
@@ -707,8 +450,6 @@ class Engine:
         return event
 
     def _on_plugin_failure(self, failure: HookFailure) -> None:
-        from loopctl.pluginhost import print_failure
-
         print_failure(failure)
         self.emit(
             "plugin.error",
@@ -741,9 +482,9 @@ class Engine:
                     self.emit("loop.warning", message=warning)
                 if self.state.status == "restarting":  # died in the middle of a restart
                     self._finish_restart(
-                        str(self.state.extra.get("restart_reason", "restart")),
-                        str(self.state.extra.get("restart_message", "")),
+                        self.state.restart_reason or "restart", self.state.restart_message
                     )
+                self._resolve_original_goal()
                 self.host.hook.on_loop_start(loop=self.loop)
                 outcome = self._iterate()
         except KeyboardInterrupt:
@@ -760,13 +501,31 @@ class Engine:
             self._finish(outcome)
         return outcome
 
+    def _resolve_original_goal(self) -> None:
+        """Let a plugin that sealed the goal put it back (``resolve_original_goal``)."""
+        stored = self.state.original_goal
+        caller = self.host.hook.resolve_original_goal
+        for impl in reversed(caller.get_hookimpls()):  # call order, to name the winner
+            text = impl.function(loop=self.loop, stored=stored)
+            if text is None:
+                continue
+            if isinstance(text, str) and text.strip() and text != stored:
+                self.state.original_goal = text
+                self.emit(
+                    "loop.original_goal_restored",
+                    source=impl.plugin_name,
+                    previous_chars=len(stored),
+                    chars=len(text),
+                )
+            return
+
     def _outcome(self, status: str, reason: str, message: str) -> LoopOutcome:
         return LoopOutcome(
             status=status,
             reason=reason,
             message=message,
             iterations=self.state.iteration,
-            restarts=self.state.generation,
+            restarts=self.state.restarts,
         )
 
     def _finish(self, outcome: LoopOutcome) -> None:
@@ -788,9 +547,9 @@ class Engine:
             restarts=outcome.restarts,
         )
         self._background.shutdown(wait=True)
-        from loopctl.report import write_report
-
-        write_report(self)  # before the final status: a kill in between leaves a resumable loop
+        write_report(
+            self.state_dir, self._summary(outcome)
+        )  # before the final status: a kill in between leaves a resumable loop
         self._write_state()
         for worker in (self._tasks, self._writer):  # tasks first: they may write files
             if worker is not None:
@@ -802,12 +561,27 @@ class Engine:
                 appender.close()
         self._lock.release()
 
+    def _summary(self, outcome: LoopOutcome) -> RunSummary:
+        return RunSummary(
+            outcome=outcome,
+            goal=self.state.original_goal,
+            agent=self.state.agent,
+            test_cmd=self.state.test_cmd,
+            start_commit=self.state.start_commit,
+            state_dir=self.state_dir,
+            elapsed_s=self.elapsed_s(),
+            history=self.history,
+            failed_approaches=tuple(self.state.failed_approaches),
+            plugin_errors=tuple(self.host.failures),
+            sections=tuple(self.report_sections),
+        )
+
     def elapsed_s(self) -> float:
         return self._wall_clock_used_before + (time.monotonic() - self._started_monotonic)
 
     def _save_clock(self) -> None:
-        self.state.extra["wall_clock_used_s"] = round(self.elapsed_s(), 3)
-        self.state.extra["stuck_level"] = int(self.stuck.level)
+        self.state.wall_clock_used_s = round(self.elapsed_s(), 3)
+        self.state.stuck_level = int(self.stuck.level)
 
     def _limit_reached(self) -> LoopOutcome | None:
         limits = self.loaded.config.limits
@@ -862,15 +636,13 @@ class Engine:
                 return limit
             decision = self._one_iteration()
             if decision.action is Action.STOP:
-                status = (
-                    decision.reason if decision.reason in _STATUSES else StopStatus.PLUGIN.value
-                )
+                status = decision.status or StopStatus.PLUGIN.value
                 return self._outcome(status, decision.reason, decision.message)
             if decision.action is Action.RESTART:
                 limit = self._limit_reached()
                 if limit is not None:  # no point in a fresh session the loop cannot use
                     return limit
-                if self.state.generation >= self.loaded.config.limits.max_restarts:
+                if self.state.restarts >= self.loaded.config.limits.max_restarts:
                     return self._outcome(
                         StopStatus.MAX_RESTARTS.value,
                         decision.reason,
@@ -882,14 +654,19 @@ class Engine:
     def _one_iteration(self) -> Decision:
         self.state.iteration += 1
         self.pending.clear()
-        self.completion_veto = None
         started = time.time()
-        iteration = self.state.iteration
-        self.emit(
-            "iteration.start", generation=self.state.generation, session_id=self.state.session_id
-        )
+        self.emit("iteration.start", restarts=self.state.restarts, session_id=self.state.session_id)
         self.host.hook.before_iteration(loop=self.loop)
+        self._iteration_open = True
+        try:
+            return self._run_iteration(started)
+        except BaseException:  # Ctrl-C, SIGTERM, an engine bug: the iteration still closes
+            if self._iteration_open:
+                self._close_interrupted(started)
+            raise
 
+    def _run_iteration(self, started: float) -> Decision:
+        iteration = self.state.iteration
         composed = self._compose_prompt()
         self._log(st.log_name(iteration, "prompt.md"), composed.text)
         self.emit(
@@ -899,7 +676,44 @@ class Engine:
             trimmed=composed.trimmed,
         )
         turn = self._run_agent(composed.text, iteration)
-        self.state.extra.pop("agent_process", None)
+        summary = self._account_for(turn)
+        agent_decision = self._agent_error_decision(turn)
+        if agent_decision is not None and agent_decision.reason == RATE_LIMIT_RETRY:
+            record = self._record(iteration, started, summary, None, composed, None)
+            record.ending = IterationEnd.RATE_LIMITED.value
+            self._close(record, None)  # the result is ignored: the iteration runs again
+            self._wait_out_rate_limit(turn)
+            self.state.iteration -= 1
+            return agent_decision
+        if agent_decision is not None and agent_decision.action is Action.STOP:
+            snapshot = self.workspace.snapshot()
+            record = self._record(iteration, started, summary, None, composed, snapshot)
+            record.ending = IterationEnd.AGENT_FAILED.value
+            self.current_record = record
+            self._judge(record, None, turn)
+            decisions = [agent_decision, *self.pending, *self._close(record, None)]
+            return self._conclude(record, decisions)
+
+        # The snapshot (a git subprocess) runs while the tests run: the engine's own work then
+        # costs almost nothing on top of the agent and the test command.
+        pending_snapshot = self._background.submit(self.workspace.snapshot)
+        test_run = self._run_test_command(None, label="")
+        self.last_test_run, self.reruns = test_run, []
+        record = self._record(
+            iteration, started, summary, test_run, composed, pending_snapshot.result()
+        )
+        self.current_record = record
+        self._write_error_summary(test_run)
+        veto = self._judge(record, test_run, turn)
+        decisions = [*self.pending, *self._close(record, test_run)]
+        own = agent_decision or self._engine_decision(record, test_run, turn, veto)
+        if own is not None:
+            decisions.append(own)
+        return self._conclude(record, decisions)
+
+    def _account_for(self, turn: TurnResult) -> AgentSummary:
+        """Keep what the turn used and tell the listeners (``agent.end``)."""
+        self.state.agent_process = None
         self.last_turn = turn
         if turn.session_id:
             self.state.session_id = turn.session_id
@@ -922,37 +736,45 @@ class Engine:
             duration_s=round(turn.duration_s, 3),
             interrupted=turn.interrupted,
         )
-        agent_decision = self._agent_error_decision(turn)
-        if agent_decision is not None and agent_decision.reason == "rate_limit_retry":
-            self.state.iteration -= 1  # the waited-out iteration is tried again
-            return agent_decision
-        if agent_decision is not None and agent_decision.action is Action.STOP:
-            record = self._record(
-                iteration, started, summary, None, composed, self.workspace.snapshot()
-            )
-            return self._conclude(record, agent_decision)
+        return summary
 
-        # The snapshot (a git subprocess) runs while the tests run: the engine's own work then
-        # costs almost nothing on top of the agent and the test command.
-        snapshot = self._background.submit(self.workspace.snapshot)
-        test_run = self.run_tests(None)
-        record = self._record(iteration, started, summary, test_run, composed, snapshot.result())
-        self.current_record = record
-        self._write_error_summary(test_run)
-        if test_run.passed and turn.outcome.ok:
-            self.host.hook.on_success(loop=self.loop, record=record)
-        else:
-            self.host.hook.on_failure(loop=self.loop, record=record)
+    def _judge(
+        self, record: IterationRecord, test_run: TestRun | None, turn: TurnResult
+    ) -> str | None:
+        """``on_success`` or ``on_failure``, and what their verdicts mean: a completion veto
+        (returned, as ``source: reason``) or a failure that is not the agent's (noted)."""
+        if test_run is not None and test_run.passed and turn.outcome.ok:
+            results = self.host.hook.on_success(loop=self.loop, record=record, test_run=test_run)
+            vetoes = [r for r in results if isinstance(r, CompletionVeto)]
+            return f"{vetoes[0].source}: {vetoes[0].reason}" if vetoes else None
+        results = self.host.hook.on_failure(loop=self.loop, record=record, test_run=test_run)
+        for fault in (r for r in results if isinstance(r, NotAgentsFault)):
+            if "not_agents_fault" not in record.annotations:
+                record.annotations["not_agents_fault"] = f"{fault.source}: {fault.reason}"
+            self.emit("loop.not_agents_fault", reason=fault.reason, source=fault.source)
+        return None
 
-        decisions: list[Decision] = list(self.pending)
-        results = self.host.hook.after_iteration(loop=self.loop, record=record)
-        decisions.extend(d for d in results if isinstance(d, Decision))
-        own = agent_decision or self._engine_decision(record, test_run, turn)
-        if own is not None:
-            decisions.append(own)
-        return self._conclude(record, _strongest(decisions))
+    def _close(self, record: IterationRecord, test_run: TestRun | None) -> list[Decision]:
+        """``after_iteration``: the one call that closes every ``before_iteration``."""
+        self._iteration_open = False
+        results = self.host.hook.after_iteration(loop=self.loop, record=record, test_run=test_run)
+        return [d for d in results if isinstance(d, Decision)]
 
-    def _conclude(self, record: IterationRecord, decision: Decision) -> Decision:
+    def _close_interrupted(self, started: float) -> None:
+        record = IterationRecord(
+            iteration=self.state.iteration,
+            restarts=self.state.restarts,
+            started_at=round(started, 3),
+            decision=Action.STOP.value,
+            reason=StopStatus.INTERRUPTED.value,
+            ending=IterationEnd.INTERRUPTED.value,
+        )
+        self.current_record = None
+        self._close(record, None)
+
+    def _conclude(self, record: IterationRecord, decisions: Sequence[Decision]) -> Decision:
+        decision = _strongest(decisions)
+        self._apply_budget_cuts(decisions)
         record.decision = decision.action.value
         record.reason = decision.reason
         record.duration_s = round(time.time() - record.started_at, 3)
@@ -979,6 +801,23 @@ class Engine:
         self.current_record = None
         return decision
 
+    def _apply_budget_cuts(self, decisions: Sequence[Decision]) -> None:
+        """Lower the iteration limit where a decision asks (never below the next iteration)."""
+        for decision in decisions:
+            if decision.remaining_iterations is None:
+                continue
+            floor = self.state.iteration + 1
+            wanted = self.state.iteration + max(0, decision.remaining_iterations)
+            limit = max(floor, min(self.max_iterations, wanted))
+            if limit < self.max_iterations:
+                self.max_iterations = self.state.max_iterations = limit
+                self.emit(
+                    "loop.iteration_budget_reduced",
+                    max_iterations=limit,
+                    reason=decision.reason,
+                    source=decision.source,
+                )
+
     # --- the parts of an iteration -----------------------------------------------------------
 
     def _compose_prompt(self) -> ComposedPrompt:
@@ -989,8 +828,6 @@ class Engine:
         return compose(sections, self.loaded.config.prompt.budget_chars)
 
     def _run_agent(self, prompt: str, iteration: int) -> TurnResult:
-        from loopctl.agents.supervisor import Supervision, process_start_time, run_turn
-
         limits = self.loaded.config.limits
         supervision = self._supervision or Supervision(
             timeout_s=limits.agent_timeout_s, idle_timeout_s=limits.idle_timeout_s
@@ -1012,8 +849,10 @@ class Engine:
             return None
 
         def on_start(pgid: int) -> None:
-            self.state.extra["agent_process"] = [pgid, process_start_time(pgid)]
-            self._write_state()
+            started_at = process_start_time(pgid)
+            if started_at is not None:  # without it the group cannot be told from a reused pid
+                self.state.agent_process = [pgid, started_at]
+                self._write_state()
 
         env = {
             **withheld_environment(self.loaded.config.withhold_env),
@@ -1038,12 +877,17 @@ class Engine:
                 started=False,
             )
 
-    def run_tests(self, command: str | None, *, log_label: str = "") -> TestRun:
-        from loopctl.testcmd import run_test_command
+    def run_tests(self, command: str | None, *, label: str) -> TestRun:
+        """A plugin's re-run (``loop.run_tests``): logged and returned under its own label,
+        kept beside the iteration's own run for the next prompt, never in its place."""
+        result = self._run_test_command(command, label=_log_label(label))
+        self.reruns.append(result)
+        return result
 
+    def _run_test_command(self, command: str | None, *, label: str) -> TestRun:
         limits = self.loaded.config.limits
         command = command or self.state.test_cmd
-        labelled = {"label": log_label} if log_label else {}
+        labelled = {"label": label} if label else {}
         self.emit("tests.start", command=command, **labelled)
         with self._wait_window():
             result = run_test_command(
@@ -1053,9 +897,9 @@ class Engine:
                 output_limit=limits.test_output_bytes,
                 base_env=withheld_environment(self.loaded.config.withhold_env),
             )
-        kind = f"{log_label}.tests.log" if log_label else "tests.log"
+        result = attrs.evolve(result, label=label) if label else result
+        kind = f"{label}.tests.log" if label else "tests.log"
         self._log(st.log_name(self.state.iteration, kind), result.output)
-        self.last_test_run = result
         self.emit(
             "tests.end",
             command=command,
@@ -1078,13 +922,15 @@ class Engine:
         summary: AgentSummary,
         test_run: TestRun | None,
         composed: ComposedPrompt,
-        snapshot: Snapshot,
+        snapshot: Snapshot | None,
     ) -> IterationRecord:
-        changed = self.workspace.changed_files(self.last_snapshot, snapshot)
-        self.last_snapshot = snapshot
+        changed: list[str] = []
+        if snapshot is not None:
+            changed = self.workspace.changed_files(self.last_snapshot, snapshot)
+            self.last_snapshot = snapshot
         return IterationRecord(
             iteration=iteration,
-            generation=self.state.generation,
+            restarts=self.state.restarts,
             started_at=round(started, 3),
             tests_passed=bool(test_run and test_run.passed),
             test_exit_code=test_run.exit_code if test_run else None,
@@ -1092,8 +938,8 @@ class Engine:
             error_fingerprint=test_run.fingerprint if test_run else "",
             failing_tests=list(test_run.failing_tests) if test_run else [],
             changed_files=changed[:200],
-            commit=snapshot.commit,
-            tree_hash=snapshot.tree_hash,
+            commit=snapshot.commit if snapshot else None,
+            tree_hash=snapshot.tree_hash if snapshot else None,
             agent=summary,
             prompt_chars=len(composed.text),
         )
@@ -1108,43 +954,49 @@ class Engine:
             return None
         message = turn.outcome.message or kind.value
         if kind in (ErrorKind.AUTH, ErrorKind.BILLING):
-            return Decision.stop(
-                StopStatus.AUTH.value,
+            return _engine_stop(
+                StopStatus.AUTH,
                 f"the agent cannot work until this is fixed ({kind.value}): {message}",
             )
         if not turn.started:
-            return Decision.stop(StopStatus.AGENT_ERROR.value, message)
+            return _engine_stop(StopStatus.AGENT_ERROR, message)
         if kind is ErrorKind.RATE_LIMIT:
-            return self._wait_for_rate_limit(turn)
+            return self._rate_limit_decision(turn)
         if kind in (ErrorKind.CRASHED, ErrorKind.INVALID_OUTPUT, ErrorKind.UNKNOWN):
             self._crashes += 1
             if self._crashes > self.loaded.config.limits.max_agent_crashes:
-                return Decision.stop(
-                    StopStatus.AGENT_ERROR.value,
+                return _engine_stop(
+                    StopStatus.AGENT_ERROR,
                     f"the agent failed {self._crashes} times in a row; last error: {message}",
                 )
-            return Decision.restart("agent_crash", f"the agent failed ({kind.value}): {message}")
+            return _engine_restart("agent_crash", f"the agent failed ({kind.value}): {message}")
         if kind is ErrorKind.CONTEXT_OVERFLOW:
-            return Decision.restart(
-                "context_exhaustion", f"the agent ran out of context: {message}"
-            )
+            return _engine_restart("context_exhaustion", f"the agent ran out of context: {message}")
         return None  # timeouts, network, max_turns, budget: the tests decide
 
-    def _wait_for_rate_limit(self, turn: TurnResult) -> Decision:
-        attempts = int(self.state.extra.get("rate_limit_waits", 0))
-        self.state.extra["rate_limit_waits"] = attempts + 1
-        now = time.time()
+    def _rate_limit_wait_s(self, turn: TurnResult) -> float:
         if turn.outcome.retry_at is not None:
-            wait = max(1.0, turn.outcome.retry_at - now)
-        else:
-            wait = RATE_LIMIT_BACKOFF_S[min(attempts, len(RATE_LIMIT_BACKOFF_S) - 1)]
+            return max(1.0, turn.outcome.retry_at - time.time())
+        attempt = min(self.state.rate_limit_waits, len(RATE_LIMIT_BACKOFF_S) - 1)
+        return RATE_LIMIT_BACKOFF_S[attempt]
+
+    def _rate_limit_decision(self, turn: TurnResult) -> Decision:
+        """Wait out the limit and try the iteration again, unless the wait outlasts the
+        wall-clock budget."""
+        wait = self._rate_limit_wait_s(turn)
         left_in_budget = self.loaded.config.limits.wall_clock_s - self.elapsed_s()
-        until = time.strftime("%H:%M:%S", time.localtime(now + wait))
         if wait >= left_in_budget:
-            return Decision.stop(
-                StopStatus.WALL_CLOCK.value,
+            until = time.strftime("%H:%M:%S", time.localtime(time.time() + wait))
+            return _engine_stop(
+                StopStatus.WALL_CLOCK,
                 f"rate limited until {until}, after the wall-clock budget ends",
             )
+        return Decision(Action.CONTINUE, RATE_LIMIT_RETRY, source=ENGINE)
+
+    def _wait_out_rate_limit(self, turn: TurnResult) -> None:
+        wait = self._rate_limit_wait_s(turn)
+        self.state.rate_limit_waits += 1
+        until = time.strftime("%H:%M:%S", time.localtime(time.time() + wait))
         self.emit(
             "agent.rate_limit_wait",
             seconds=round(wait, 1),
@@ -1156,31 +1008,33 @@ class Engine:
             with self._wait_window():
                 time.sleep(min(left, 1.0))
             self.emit("agent.rate_limit_waiting", seconds_left=round(max(0.0, left - 1.0)))
-        return Decision.proceed("rate_limit_retry")
 
     def _engine_decision(
-        self, record: IterationRecord, test_run: TestRun, turn: TurnResult
+        self, record: IterationRecord, test_run: TestRun, turn: TurnResult, veto: str | None
     ) -> Decision | None:
         if test_run.passed and turn.outcome.ok:
-            if self.completion_veto:
-                self.emit("loop.completion_vetoed", reason=self.completion_veto)
+            if veto:
+                self.emit("loop.completion_vetoed", reason=veto)
             elif self._completion_signalled(turn):
-                return Decision.stop(StopStatus.COMPLETE.value, "the tests pass")
+                return attrs.evolve(Decision.complete("the tests pass"), source=ENGINE)
             else:
                 self.emit(
                     "loop.completion_signal_missing", signal=self.loaded.config.completion_signal
                 )
         if not self.loaded.config.stuck.enabled:
             return None
-        infrastructure = (
-            turn.outcome.error_kind in INFRASTRUCTURE_ERRORS
-            or "not_agents_fault" in record.annotations
-        )
         escalation = self.stuck.observe(
-            record, error_lines=test_run.error_lines, infrastructure=infrastructure
+            record,
+            error_lines=test_run.error_lines,
+            infrastructure=is_infrastructure_failure(record),
         )
         if escalation is Escalation.NONE:
             return None
+        return self._escalate(escalation, record, test_run)
+
+    def _escalate(
+        self, escalation: Escalation, record: IterationRecord, test_run: TestRun
+    ) -> Decision | None:
         summary = (
             test_run.error_lines[0] if test_run.error_lines else ", ".join(record.failing_tests[:3])
         )
@@ -1196,16 +1050,17 @@ class Engine:
             fingerprint=record.error_fingerprint,
         )
         if escalation is Escalation.NUDGE:
-            self.state.extra["stuck_nudge"] = summary[:500]
+            self.state.stuck_nudge = summary[:500]
             return None
         if escalation is Escalation.RESTART:
-            return Decision.restart(
+            return _engine_restart(
                 StopStatus.STUCK.value,
                 f"the same failure {self.stuck.streak} times in a row, even after a nudge",
             )
-        return Decision.stop(
-            StopStatus.STUCK.value,
-            f"the same failure {self.stuck.streak} times in a row, through a nudge and a restart: {summary[:300]}",
+        return _engine_stop(
+            StopStatus.STUCK,
+            f"the same failure {self.stuck.streak} times in a row, through a nudge and a "
+            f"restart: {summary[:300]}",
         )
 
     def _completion_signalled(self, turn: TurnResult) -> bool:
@@ -1216,23 +1071,23 @@ class Engine:
 
     def _restart(self, reason: str, message: str) -> None:
         self.state.status = "restarting"
-        self.state.extra["restart_reason"] = reason
-        self.state.extra["restart_message"] = message
+        self.state.restart_reason = reason
+        self.state.restart_message = message
         self._write_state()
         self._finish_restart(reason, message)
 
     def _finish_restart(self, reason: str, message: str) -> None:
-        number = self.state.generation + 1
-        for worker in (self._tasks, self._writer):  # the archive holds the generation's last word
+        number = self.state.restarts + 1
+        for worker in (self._tasks, self._writer):  # the archive holds the session's last word
             if worker is not None:
                 worker.flush()
         archive = st.archive_restart(self.state_dir, number)
         (self.state_dir / st.LOGS_DIR).mkdir(exist_ok=True)
-        self.state.generation = number
+        self.state.restarts = number
         self.state.session_id = None
         self.state.status = "running"
-        for key in ("restart_reason", "restart_message", "stuck_nudge"):
-            self.state.extra.pop(key, None)
+        self.state.restart_reason = self.state.restart_message = ""
+        self.state.stuck_nudge = None
         self._write_state()
         self.emit(
             "loop.restart", number=number, reason=reason, message=message, archive=str(archive)
@@ -1242,18 +1097,15 @@ class Engine:
 
     # --- state files -------------------------------------------------------------------------
 
-    @property
-    def tasks(self) -> BackgroundWriter | None:
-        """The plugins' background worker (None before the loop opens and after it ends)."""
-        return self._tasks
-
-    def persist(self, path: Path, render: Callable[[], str]) -> None:
+    def persist(self, path: Path, render: Callable[[], str], *, background: bool = True) -> None:
         """Atomically rewrite ``path`` with ``render()``'s text, both done by the background
-        writer (synchronously before the writer exists or after it closed)."""
-        if self._writer is None:
+        writer (at once when ``background`` is false, before the writer exists or after it
+        closed)."""
+        if self._writer is None or not background:
+            path.parent.mkdir(parents=True, exist_ok=True)
             st.atomic_write_text(path, render())
         else:
-            self._writer.submit(lambda: st.atomic_write_text(path, render()), key=path)
+            self._writer.submit(lambda: _write_file(path, render), key=path)
 
     def _write_state(self) -> None:
         self.state.updated_at = round(time.time(), 3)
@@ -1296,6 +1148,19 @@ class Engine:
                     self.emit("state.write_error", error=error)
 
 
+def _engine_stop(status: StopStatus, message: str) -> Decision:
+    return attrs.evolve(Decision.stop(status.value, message, status=status), source=ENGINE)
+
+
+def _engine_restart(reason: str, message: str) -> Decision:
+    return attrs.evolve(Decision.restart(reason, message), source=ENGINE)
+
+
+def _write_file(path: Path, render: Callable[[], str]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    st.atomic_write_text(path, render())
+
+
 def _strongest(decisions: Sequence[Decision]) -> Decision:
     """Stop beats restart beats continue; among equals the first (in hook order) wins."""
     best = Decision.proceed()
@@ -1311,7 +1176,7 @@ def _state_body(engine: Engine) -> str:
     lines = [
         f"# loopctl: {state.status}",
         "",
-        f"Iteration {state.iteration} of {engine.max_iterations}, restarts {state.generation}.",
+        f"Iteration {state.iteration} of {engine.max_iterations}, restarts {state.restarts}.",
     ]
     if last is not None:
         verdict = "passed" if last.tests_passed else f"failed ({len(last.failing_tests)} failing)"

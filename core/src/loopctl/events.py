@@ -38,7 +38,20 @@ USAGE = {
 }
 
 
-def event(
+class EventField:
+    """JSON Schema fragments for the fields of an event, for :func:`define_event`."""
+
+    STR = STR
+    INT = INT
+    NUM = NUM
+    BOOL = BOOL
+    OPT_STR = OPT_STR
+    OPT_INT = OPT_INT
+    OPT_NUM = OPT_NUM
+    STR_LIST = STR_LIST
+
+
+def define_event(
     description: str,
     required: Mapping[str, Any],
     optional: Mapping[str, Any] | None = None,
@@ -63,7 +76,7 @@ def event(
 
 #: The engine's events, by type.
 CORE_EVENTS: dict[str, dict[str, Any]] = {
-    "loop.start": event(
+    "loop.start": define_event(
         "A run begins.",
         {
             "goal": STR,
@@ -74,7 +87,7 @@ CORE_EVENTS: dict[str, dict[str, Any]] = {
             "plugins": STR_LIST,
         },
     ),
-    "loop.resume": event(
+    "loop.resume": define_event(
         "A run continues from its state files (`loopctl resume`).",
         {
             "goal": STR,
@@ -85,12 +98,16 @@ CORE_EVENTS: dict[str, dict[str, Any]] = {
             "plugins": STR_LIST,
         },
     ),
-    "loop.warning": event("A config or state problem that did not stop the run.", {"message": STR}),
-    "iteration.start": event("An iteration begins.", {"generation": INT, "session_id": OPT_STR}),
-    "agent.start": event(
+    "loop.warning": define_event(
+        "A config or state problem that did not stop the run.", {"message": STR}
+    ),
+    "iteration.start": define_event(
+        "An iteration begins.", {"restarts": INT, "session_id": OPT_STR}
+    ),
+    "agent.start": define_event(
         "The agent turn begins.", {"agent": STR, "prompt_chars": INT, "trimmed": STR_LIST}
     ),
-    "agent.end": event(
+    "agent.end": define_event(
         "The agent turn ended. tokens (the turn's total) and usage (by kind) are null when the "
         "agent reported no usage, never 0.",
         {
@@ -107,21 +124,23 @@ CORE_EVENTS: dict[str, dict[str, Any]] = {
             "interrupted": BOOL,
         },
     ),
-    "agent.turn_stopped": event(
+    "agent.turn_stopped": define_event(
         "A plugin ended the turn at a message boundary.", {"reason": STR, "message": STR}
     ),
-    "agent.rate_limit_wait": event(
+    "agent.rate_limit_wait": define_event(
         "Waiting out a rate limit before retrying the iteration.",
         {"seconds": NUM, "until": STR, "message": STR},
     ),
-    "agent.rate_limit_waiting": event("Still waiting out a rate limit.", {"seconds_left": NUM}),
-    "tests.start": event(
+    "agent.rate_limit_waiting": define_event(
+        "Still waiting out a rate limit.", {"seconds_left": NUM}
+    ),
+    "tests.start": define_event(
         "The test command starts. label is there when a plugin runs the tests again "
         "(loop.run_tests): the iteration's own run has none.",
         {"command": STR},
         {"label": STR},
     ),
-    "tests.end": event(
+    "tests.end": define_event(
         "The test command ended.",
         {
             "command": STR,
@@ -136,7 +155,7 @@ CORE_EVENTS: dict[str, dict[str, Any]] = {
         },
         {"label": STR},
     ),
-    "iteration.end": event(
+    "iteration.end": define_event(
         "The iteration was recorded in iterations.jsonl.",
         {
             "tests_passed": BOOL,
@@ -147,44 +166,46 @@ CORE_EVENTS: dict[str, dict[str, Any]] = {
             "duration_s": NUM,
         },
     ),
-    "loop.stuck": event(
+    "loop.stuck": define_event(
         "Stuck detection escalated.",
         {"escalation": {"enum": ["nudge", "restart", "stop"]}, "streak": INT, "fingerprint": STR},
     ),
-    "loop.failed_approach": event(
+    "loop.failed_approach": define_event(
         "An approach was added to the protected list of failed approaches.",
         {"text": STR, "source": STR},
     ),
-    "loop.not_agents_fault": event(
+    "loop.not_agents_fault": define_event(
         "An iteration's failure is not counted against the agent.", {"reason": STR, "source": STR}
     ),
-    "loop.original_goal_repaired": event(
+    "loop.original_goal_repaired": define_event(
         "A guard restored the original goal.",
         {"source": STR, "why": STR, "previous_chars": INT, "chars": INT},
     ),
-    "loop.working_goal_set": event("A plugin set the working goal.", {"source": STR, "chars": INT}),
-    "loop.iteration_budget_reduced": event(
+    "loop.working_goal_set": define_event(
+        "A plugin set the working goal.", {"source": STR, "chars": INT}
+    ),
+    "loop.iteration_budget_reduced": define_event(
         "A plugin lowered the iteration limit.", {"max_iterations": INT, "reason": STR}
     ),
-    "loop.completion_vetoed": event(
+    "loop.completion_vetoed": define_event(
         "The tests passed but a plugin vetoed completion.", {"reason": STR}
     ),
-    "loop.completion_signal_missing": event(
+    "loop.completion_signal_missing": define_event(
         "The tests passed but the agent did not give the completion signal.", {"signal": OPT_STR}
     ),
-    "loop.restart": event(
+    "loop.restart": define_event(
         "The agent session was restarted.",
         {"number": INT, "reason": STR, "message": STR, "archive": STR},
     ),
-    "plugin.error": event(
+    "plugin.error": define_event(
         "A plugin's hook raised; it was skipped.",
         {"plugin": STR, "hook": STR, "error": STR, "traceback": STR},
     ),
-    "state.write_error": event(
+    "state.write_error": define_event(
         "A state file could not be written, or a plugin's background task raised.",
         {"error": STR},
     ),
-    "loop.end": event(
+    "loop.end": define_event(
         "The run ended.",
         {
             "status": STR,

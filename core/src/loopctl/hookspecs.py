@@ -16,32 +16,41 @@ Two rules hold for every hook:
 
 The lifecycle of one run, in order:
 
-    add_hookspecs → register_config, register_agents, register_run_options → on_loop_start
+    add_hookspecs → register_config, register_agents, register_run_options
+    → resolve_original_goal → on_loop_start
     ┌→ before_iteration → compose_prompt → (agent runs: on_agent_message …)
     │  → (tests run) → on_failure | on_success → after_iteration → decide
     └─ restart? → on_restart ──┘
     on_loop_end
+
+Every ``before_iteration`` is closed by exactly one ``after_iteration``, whose record's
+``ending`` says why the iteration ended (:class:`~loopctl.model.IterationEnd`): the tests ran,
+the agent failed before them, a rate limit was waited out (the iteration is tried again), or
+the run was interrupted. ``on_failure``/``on_success`` run before it whenever the iteration
+got as far as judging its result.
 
 ``on_event`` sees every event written to ``events.jsonl`` along the way.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pluggy
 
-if TYPE_CHECKING:
-    from loopctl.agents.base import AgentAdapter
-    from loopctl.engine import Loop, LoopOutcome, Restart
-    from loopctl.model import (
-        AgentMessage,
-        Decision,
-        Event,
-        IterationRecord,
-        PromptSection,
-        RunOption,
-    )
+from loopctl.agents.base import AgentAdapter
+from loopctl.loop import Loop, LoopOutcome, Restart
+from loopctl.model import (
+    AgentMessage,
+    CompletionVeto,
+    Decision,
+    Event,
+    IterationRecord,
+    NotAgentsFault,
+    PromptSection,
+    RunOption,
+    TestRun,
+)
 
 #: The project name shared by the spec and implementation markers and the entry-point group.
 PROJECT_NAME = "loopctl"
@@ -146,11 +155,28 @@ def register_event_schemas() -> dict[str, dict[str, Any]] | None:
 # --- the loop lifecycle ------------------------------------------------------------------------
 
 
+@hookspec(firstresult=True)
+def resolve_original_goal(loop: Loop, stored: str) -> str | None:
+    """Say which original goal the run carries, before ``on_loop_start``.
+
+    :param stored: the original goal as the state files hold it: what the user gave on a fresh
+        run; on ``loopctl resume``, what ``loop-state.md`` says now (which may have been edited
+        on disk, or come from an older tool that kept no original goal).
+
+    Return ``None`` to keep ``stored``, or the text the run must carry instead (a guard that
+    sealed the goal when the run began puts it back). The first non-``None`` result wins; the
+    change is recorded as a ``loop.original_goal_restored`` event naming the plugin. This is
+    the only way the original goal ever changes.
+
+    .. versionadded:: 0.2
+    """
+
+
 @hookspec
 def on_loop_start(loop: Loop) -> None:
     """The loop is about to run its first iteration (also after ``loopctl resume``).
 
-    :param loop: the running :class:`loopctl.engine.Loop`; ``loop.resumed`` tells a fresh start
+    :param loop: the running :class:`loopctl.Loop`; ``loop.resumed`` tells a fresh start
         from a resume. Its state files exist and the original goal is fixed.
 
     Return value: ignored. Called for every plugin, in hook order.
@@ -197,7 +223,8 @@ def on_agent_message(loop: Loop, message: AgentMessage) -> Decision | None:
 
     Return ``None`` to let the turn go on, or a :class:`~loopctl.model.Decision` to end the turn
     now, at this message boundary: ``Decision.restart(reason)`` ends the turn and restarts the
-    session after the iteration; ``Decision.stop(reason)`` ends the turn and then the loop.
+    session after the iteration; ``Decision.stop(reason)`` ends the turn and then the loop. The
+    tests still run, so the iteration closes as usual.
     The first non-``None`` result wins and the remaining implementations are not called for that
     message. Keep it fast: it runs on every message (the context monitor's takes microseconds).
 
@@ -206,47 +233,67 @@ def on_agent_message(loop: Loop, message: AgentMessage) -> Decision | None:
 
 
 @hookspec
-def on_failure(loop: Loop, record: IterationRecord) -> None:
-    """The iteration's tests failed (or the agent turn failed). Runs before ``after_iteration``.
+def on_failure(
+    loop: Loop, record: IterationRecord, test_run: TestRun | None
+) -> NotAgentsFault | None:
+    """The iteration's tests failed, or the agent's turn failed. Runs before ``after_iteration``.
 
     :param record: this iteration's :class:`~loopctl.model.IterationRecord`, complete but not yet
-        written; ``loop.last_test_run`` has the full :class:`~loopctl.model.TestRun`.
+        written; ``record.ending`` says whether the tests ran.
+    :param test_run: the iteration's own :class:`~loopctl.model.TestRun` (None when the agent's
+        failure ended the iteration before the tests). It is the same object for every plugin:
+        a re-run made with ``loop.run_tests`` is returned to its caller and never replaces it.
 
-    Use it to diagnose: re-run tests (``loop.run_tests``), classify, write reports, annotate the
-    record (``loop.annotate``). Return value: ignored; to change what happens next, return a
-    decision from ``after_iteration``.
+    Use it to diagnose: re-run tests, classify, write reports, annotate the record
+    (``loop.annotate``). Return a :class:`~loopctl.model.NotAgentsFault` when the failure is not
+    the agent's (a flaky test, a broken environment): stuck detection then skips it. To change
+    what happens next, return a decision from ``after_iteration``.
 
     .. versionadded:: 0.1
+    .. versionchanged:: 0.2 ``test_run`` argument; the ``NotAgentsFault`` result.
     """
 
 
 @hookspec
-def on_success(loop: Loop, record: IterationRecord) -> None:
-    """The iteration's tests passed. Runs before ``after_iteration``.
+def on_success(loop: Loop, record: IterationRecord, test_run: TestRun) -> CompletionVeto | None:
+    """The iteration's tests passed (and the agent's turn did not fail). Runs before
+    ``after_iteration``.
 
     :param record: this iteration's :class:`~loopctl.model.IterationRecord`, complete but not yet
         written.
+    :param test_run: the iteration's own passing :class:`~loopctl.model.TestRun`.
 
-    Return value: ignored. A plugin that does not accept the pass (a flaky pass, say) returns a
-    decision from ``after_iteration``.
+    Return a :class:`~loopctl.model.CompletionVeto` when the pass must not end the run (a flaky
+    pass, say): the loop goes on and a ``loop.completion_vetoed`` event names the plugin.
 
     .. versionadded:: 0.1
+    .. versionchanged:: 0.2 ``test_run`` argument; the ``CompletionVeto`` result.
     """
 
 
 @hookspec
-def after_iteration(loop: Loop, record: IterationRecord) -> Decision | None:
-    """Decide what happens after the iteration: continue, restart the session, or stop.
+def after_iteration(
+    loop: Loop, record: IterationRecord, test_run: TestRun | None
+) -> Decision | None:
+    """The iteration ended: decide what happens next (continue, restart the session, or stop).
 
-    :param record: this iteration's :class:`~loopctl.model.IterationRecord`; its ``decision`` is
-        filled in from the result.
+    Called once for every ``before_iteration``, however the iteration ended:
+    ``record.ending`` is an :class:`~loopctl.model.IterationEnd` value. When it is
+    ``rate_limited`` or ``interrupted`` the iteration is not recorded and the result is ignored
+    (the iteration runs again, or the run is ending).
+
+    :param record: this iteration's :class:`~loopctl.model.IterationRecord`.
+    :param test_run: the iteration's own :class:`~loopctl.model.TestRun`, None when the tests
+        did not run.
 
     Return ``None`` (no opinion) or a :class:`~loopctl.model.Decision`. Every implementation is
     called; the strongest decision wins (stop > restart > continue), and among equals the first
-    in hook order. A stop with reason ``complete`` ends the run as a success. The engine's own
-    decision (tests passed → complete; limits; stuck detection) is weighed with the plugins'.
+    in hook order. ``Decision.complete()`` ends the run as a success. The engine's own decision
+    (tests passed → complete; limits; stuck detection) is weighed with the plugins'. A
+    decision's ``remaining_iterations`` lowers the budget whichever decision wins.
 
     .. versionadded:: 0.1
+    .. versionchanged:: 0.2 ``test_run`` argument; called for every iteration.
     """
 
 
@@ -255,7 +302,7 @@ def on_restart(loop: Loop, restart: Restart) -> None:
     """The session was restarted: artifacts are archived and the next iteration gets a fresh
     agent session.
 
-    :param restart: a :class:`loopctl.engine.Restart` with ``number`` (1-based), ``reason``,
+    :param restart: a :class:`loopctl.Restart` with ``number`` (1-based), ``reason``,
         ``message`` and ``archive_dir`` (the ``restart-N/`` directory).
 
     Use it to prepare a briefing for the fresh session (inject it through ``compose_prompt``).
@@ -269,7 +316,7 @@ def on_restart(loop: Loop, restart: Restart) -> None:
 def on_loop_end(loop: Loop, outcome: LoopOutcome) -> None:
     """The loop ended, however it ended (complete, a limit, an error, Ctrl-C).
 
-    :param outcome: a :class:`loopctl.engine.LoopOutcome` with ``status``, ``reason``,
+    :param outcome: a :class:`loopctl.LoopOutcome` with ``status``, ``reason``,
         ``message`` and ``exit_code``. The run report is written after this hook, so sections a
         plugin adds with ``loop.add_report_section`` appear in it. Return value: ignored.
 

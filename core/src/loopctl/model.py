@@ -187,6 +187,9 @@ class TestRun:
     runner: str = "generic"
     #: Normalised fingerprint of the error lines (numbers, paths, hex, times masked); "" on pass.
     fingerprint: str = ""
+    #: "" for the iteration's own test run; a plugin's re-run carries the label it gave
+    #: :meth:`loopctl.Loop.run_tests` (``rerun``, ``flaky-check`` …).
+    label: str = ""
 
     @property
     def passed(self) -> bool:
@@ -231,12 +234,29 @@ class AgentSummary:
         )
 
 
+class IterationEnd(str, enum.Enum):
+    """Why an iteration ended, in :attr:`IterationRecord.ending`: every ``before_iteration`` is
+    closed by an ``after_iteration`` whose record says which of these it was."""
+
+    #: The agent's turn ended and the tests ran (the usual case).
+    TESTS_RAN = "tests_ran"
+    #: The agent's turn failed in a way that ends the loop before the tests (a login or
+    #: billing error, an agent that cannot start, too many crashes in a row).
+    AGENT_FAILED = "agent_failed"
+    #: The agent hit a rate limit; the loop waited it out and tries this iteration again.
+    RATE_LIMITED = "rate_limited"
+    #: Ctrl-C, SIGTERM or an error inside loopctl ended the iteration early; it is not
+    #: recorded in ``iterations.jsonl`` and ``loopctl resume`` runs it again.
+    INTERRUPTED = "interrupted"
+
+
 @attrs.define
 class IterationRecord:
     """One line of ``iterations.jsonl``: what one iteration did and what came of it."""
 
     iteration: int
-    generation: int = 0  # how many restarts came before this iteration
+    #: How many session restarts came before this iteration.
+    restarts: int = 0
     started_at: float = 0.0
     duration_s: float = 0.0
     tests_passed: bool = False
@@ -254,6 +274,8 @@ class IterationRecord:
     reason: str = ""
     #: Set by plugins (e.g. a failure classifier) through :meth:`loopctl.Loop.annotate`.
     annotations: dict[str, Any] = attrs.Factory(dict)
+    #: Why the iteration ended: an :class:`IterationEnd` value.
+    ending: str = IterationEnd.TESTS_RAN.value
 
 
 class Action(str, enum.Enum):
@@ -269,25 +291,66 @@ ACTION_STRENGTH = {Action.CONTINUE: 0, Action.RESTART: 1, Action.STOP: 2}
 @attrs.define(frozen=True)
 class Decision:
     """What a plugin asks the loop to do next (returned from ``after_iteration`` or
-    ``on_agent_message``). Use the constructors: ``Decision.restart("context_exhaustion", "…")``."""
+    ``on_agent_message``). Use the constructors: ``Decision.restart("context_exhaustion", "…")``,
+    ``Decision.stop("dependency_issue", "…")``, ``Decision.complete()``."""
 
     action: Action
     #: A short machine-readable reason (``context_exhaustion``, ``stuck``, ``dependency_issue``…).
     reason: str = ""
+    #: Words for the user: shown when the loop restarts or stops, and in the report.
     message: str = ""
+    #: For a stop: the run's :class:`StopStatus` value, which sets the exit code.
+    status: str = ""
+    #: At most this many more iterations after this one (a plugin cutting the budget: a
+    #: loop it judges unproductive, say). None leaves the budget alone; the loop always gets
+    #: at least the next iteration it has already decided on.
+    remaining_iterations: int | None = None
+    #: The plugin that returned it (filled in by the plugin host); ``engine`` for loopctl's own.
+    source: str = ""
 
     @classmethod
-    def proceed(cls, reason: str = "", message: str = "") -> Decision:
-        return cls(Action.CONTINUE, reason, message)
+    def proceed(
+        cls, reason: str = "", message: str = "", *, remaining_iterations: int | None = None
+    ) -> Decision:
+        """Go on with the next iteration (optionally with a smaller budget)."""
+        return cls(Action.CONTINUE, reason, message, remaining_iterations=remaining_iterations)
 
     @classmethod
     def restart(cls, reason: str, message: str = "") -> Decision:
+        """End the agent session after this iteration and start a fresh one."""
         return cls(Action.RESTART, reason, message)
 
     @classmethod
-    def stop(cls, reason: str, message: str = "") -> Decision:
-        """Stop the loop; ``reason`` becomes the run's status (``complete`` counts as success)."""
-        return cls(Action.STOP, reason, message)
+    def stop(cls, reason: str, message: str = "", *, status: str = "plugin") -> Decision:
+        """Stop the loop. ``status`` (a :class:`StopStatus` value) sets the exit code; a
+        plugin's own stop keeps the default ``plugin`` (exit code 17)."""
+        return cls(Action.STOP, reason, message, status=str(getattr(status, "value", status)))
+
+    @classmethod
+    def complete(cls, message: str = "the goal is met") -> Decision:
+        """Stop the loop as a success (status ``complete``, exit code 0)."""
+        return cls(Action.STOP, "complete", message, status="complete")
+
+
+@attrs.define(frozen=True)
+class NotAgentsFault:
+    """Returned from ``on_failure``: this iteration failed for a reason the agent cannot fix (a
+    flaky test, a broken environment). Stuck detection skips it, as it skips rate limits and
+    network errors, and the record is annotated with ``not_agents_fault``."""
+
+    reason: str
+    #: The plugin that returned it (filled in by the plugin host).
+    source: str = ""
+
+
+@attrs.define(frozen=True)
+class CompletionVeto:
+    """Returned from ``on_success``: do not count this iteration's passing tests as completion
+    (a pass the plugin believes is flaky, say). The loop goes on."""
+
+    reason: str
+    #: The plugin that returned it (filled in by the plugin host).
+    source: str = ""
 
 
 @attrs.define(frozen=True)

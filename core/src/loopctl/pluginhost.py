@@ -26,14 +26,15 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import pluggy
 
-from loopctl import hookspecs
+from loopctl import builtin, hookspecs
+from loopctl.agents.builtin import BUILTIN_ADAPTERS, AdapterPlugin
 
 if TYPE_CHECKING:
     from loopctl.config import LoadedConfig
 
 ENTRY_POINT_GROUP = "loopctl.plugins"
-#: loopctl's own plugin: the default prompt sections and the built-in agent adapters.
-BUILTIN_PLUGINS = {"builtin": "loopctl.builtin"}
+#: loopctl's own plugin that cannot be disabled: the prompt's goal, status and test sections.
+CORE_PLUGIN = "core"
 
 
 class PluginError(Exception):
@@ -48,13 +49,15 @@ class PluginInfo:
     name: str
     distribution: str | None
     version: str | None
-    #: enabled | disabled | broken | builtin
+    #: enabled | disabled | broken
     status: str
     #: Why it is disabled, or the import error of a broken plugin.
     detail: str = ""
     hooks: list[str] = attrs.Factory(list)
     #: The entry point (``module:attr``) and where the distribution is installed.
     source: str = ""
+    #: ``builtin`` (part of loopctl) or ``installed`` (an entry point of a distribution).
+    origin: str = "installed"
 
 
 @attrs.define
@@ -138,7 +141,7 @@ class PluginHost:
         self._loaded = False
 
     @property
-    def hook(self) -> Any:
+    def hook(self) -> pluggy.HookRelay:
         """The hook relay (``host.hook.after_iteration(...)``), including plugins' own hooks."""
         return self.pm.hook
 
@@ -149,20 +152,31 @@ class PluginHost:
         if self._loaded:
             return
         self._loaded = True
-        for name, module_name in BUILTIN_PLUGINS.items():
-            module = __import__(module_name, fromlist=["_"])
-            self.register(module, name)
-            self.infos[name] = PluginInfo(
-                name=name,
-                distribution="loopctl",
-                version=_loopctl_version(),
-                status="builtin",
-                detail="part of loopctl; cannot be disabled",
-                hooks=self.hooks_of(name),
-                source=module_name,
-            )
+        self._load_builtin(CORE_PLUGIN, builtin, "loopctl.builtin", required=True)
+        for name, target in BUILTIN_ADAPTERS.items():
+            self._load_builtin(name, AdapterPlugin(target), target, required=False)
         for ep in entry_points if entry_points is not None else discover_entry_points():
             self._load_entry_point(ep)
+
+    def _load_builtin(self, name: str, plugin: object, source: str, *, required: bool) -> None:
+        """A plugin that is part of loopctl: only ``plugins.disable`` turns one off (not the
+        allow-list, nor ``--no-plugins``), and the core one not even that."""
+        info = PluginInfo(
+            name=name,
+            distribution="loopctl",
+            version=_loopctl_version(),
+            status="enabled",
+            source=source,
+            origin="builtin",
+        )
+        if required:
+            info.detail = "part of loopctl; cannot be disabled"
+        elif name in self.selection.disable:
+            info.status, info.detail = "disabled", "listed in plugins.disable"
+        if info.status == "enabled":
+            self.register(plugin, name)
+            info.hooks = self.hooks_of(name)
+        self.infos[name] = info
 
     def _load_entry_point(self, ep: Any) -> None:
         dist = getattr(ep, "dist", None)
@@ -175,7 +189,7 @@ class PluginHost:
             source=f"{ep.value} ({_location(dist)})",
         )
         self.infos[ep.name] = info
-        if ep.name in BUILTIN_PLUGINS:
+        if ep.name == CORE_PLUGIN or ep.name in BUILTIN_ADAPTERS:
             info.status, info.detail = "broken", f"the name {ep.name!r} is reserved for loopctl"
             return
         enabled, why = self.selection.decide(ep.name)
@@ -226,7 +240,7 @@ class PluginHost:
         return sorted(caller.name for caller in callers)
 
     def enabled_names(self) -> list[str]:
-        return [i.name for i in self.infos.values() if i.status in ("enabled", "builtin")]
+        return [i.name for i in self.infos.values() if i.status == "enabled"]
 
     def check_unknown_hooks(self) -> list[str]:
         """Hook implementations that match no known spec (after every plugin added its specs).
@@ -302,7 +316,7 @@ class PluginHost:
         return proxy
 
     def _guard(self, function: Callable[..., Any], plugin: str, hook: str) -> Callable[..., Any]:
-        attribute = _attribute_sections if hook == "compose_prompt" else None
+        attribute = _attribute if hook in _ATTRIBUTED_HOOKS else None
         strict = self.selection.strict
 
         @functools.wraps(function)
@@ -364,12 +378,18 @@ class PluginHost:
         return found
 
 
-def _attribute_sections(result: Any, plugin: str) -> Any:
-    """Fill in ``source`` on the prompt sections a plugin returned without one."""
-    from loopctl.model import PromptSection
+#: Hooks whose results carry a ``source``: the host fills it in with the plugin's name.
+_ATTRIBUTED_HOOKS = frozenset(
+    {"compose_prompt", "after_iteration", "on_agent_message", "on_failure", "on_success"}
+)
+
+
+def _attribute(result: Any, plugin: str) -> Any:
+    """Fill in ``source`` on the results (prompt sections, decisions, verdicts) a plugin
+    returned without one, so the loop can say which plugin decided."""
 
     def named(item: Any) -> Any:
-        if isinstance(item, PromptSection) and not item.source:
+        if attrs.has(type(item)) and getattr(item, "source", None) == "":
             return attrs.evolve(item, source=plugin)
         return item
 

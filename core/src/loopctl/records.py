@@ -16,8 +16,14 @@ def unstructure_record(record: IterationRecord) -> dict[str, Any]:
     return data
 
 
+#: Older names of record fields, read as the new ones.
+RENAMED_FIELDS = {"generation": "restarts"}
+
+
 def structure_record(data: Any) -> IterationRecord:
     """Raises ``ValueError`` naming the problem when ``data`` is not an iteration record."""
+    if isinstance(data, dict) and any(old in data for old in RENAMED_FIELDS):
+        data = {RENAMED_FIELDS.get(key, key): value for key, value in data.items()}
     try:
         return _converter.structure(data, IterationRecord)
     except Exception as exc:

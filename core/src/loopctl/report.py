@@ -4,14 +4,17 @@ help, what was tried, and what should a person look at next."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import attrs
 
 from loopctl import records
 from loopctl import state as st
-from loopctl.model import StopStatus
-
-if TYPE_CHECKING:
-    from loopctl.engine import Engine
+from loopctl.loop import LoopOutcome, ReportSection
+from loopctl.model import IterationRecord, StopStatus
+from loopctl.pluginhost import HookFailure
 
 #: What a person should look at next, by status.
 NEXT_STEPS = {
@@ -40,16 +43,31 @@ NEXT_STEPS = {
 }
 
 
-def build_report(engine: Engine) -> dict[str, Any]:
-    outcome = engine.outcome
-    assert outcome is not None
-    state = engine.state
+@attrs.frozen
+class RunSummary:
+    """Everything the report says about a run, handed over by the engine when the run ends."""
+
+    outcome: LoopOutcome
+    goal: str
+    agent: str
+    test_cmd: str
+    start_commit: str | None
+    state_dir: Path
+    elapsed_s: float
+    history: Sequence[IterationRecord]
+    failed_approaches: Sequence[str] = ()
+    plugin_errors: Sequence[HookFailure] = ()
+    sections: Sequence[ReportSection] = ()
+
+
+def build_report(run: RunSummary) -> dict[str, Any]:
+    outcome = run.outcome
     iterations: list[dict[str, Any]] = []
-    for record in engine.history:
+    for record in run.history:
         iterations.append(
             {
                 "iteration": record.iteration,
-                "generation": record.generation,
+                "restarts": record.restarts,
                 "tests_passed": record.tests_passed,
                 "failing_tests": len(record.failing_tests),
                 "error_fingerprint": record.error_fingerprint,
@@ -66,32 +84,28 @@ def build_report(engine: Engine) -> dict[str, Any]:
     next_step = NEXT_STEPS.get(
         outcome.status,
         "A plugin stopped the run ({reason}); its section below says why.",
-    ).format(start=state.start_commit or "HEAD", state_dir=engine.state_dir, reason=outcome.reason)
+    ).format(start=run.start_commit or "HEAD", state_dir=run.state_dir, reason=outcome.reason)
     return {
         "status": outcome.status,
         "reason": outcome.reason,
         "message": outcome.message,
         "exit_code": outcome.exit_code,
-        "goal": state.original_goal,
-        "agent": state.agent,
-        "test_cmd": state.test_cmd,
+        "goal": run.goal,
+        "agent": run.agent,
+        "test_cmd": run.test_cmd,
         "iterations": outcome.iterations,
         "restarts": outcome.restarts,
         "tokens": sum(i["tokens"] for i in iterations),
         "cost_usd": round(sum(i["cost_usd"] or 0.0 for i in iterations), 4),
-        "elapsed_s": round(engine.elapsed_s(), 1),
-        "failed_approaches": list(engine.loop.failed_approaches),
+        "elapsed_s": round(run.elapsed_s, 1),
+        "failed_approaches": list(run.failed_approaches),
         "plugin_errors": [
-            {"plugin": f.plugin, "hook": f.hook, "error": f.error} for f in engine.host.failures
+            {"plugin": f.plugin, "hook": f.hook, "error": f.error} for f in run.plugin_errors
         ],
         "per_iteration": iterations,
-        "sections": [
-            {"title": s.title, "body": s.body, "source": s.source} for s in engine.report_sections
-        ],
+        "sections": [{"title": s.title, "body": s.body, "source": s.source} for s in run.sections],
         "next": next_step,
-        "last_iteration": records.unstructure_record(engine.history[-1])
-        if engine.history
-        else None,
+        "last_iteration": records.unstructure_record(run.history[-1]) if run.history else None,
     }
 
 
@@ -114,12 +128,12 @@ def render_markdown(report: dict[str, Any]) -> str:
         "",
         "## Iterations",
         "",
-        "| # | session | tests | failing | tokens | context | agent | decision |",
+        "| # | restarts | tests | failing | tokens | context | agent | decision |",
         "|---|---|---|---|---|---|---|---|",
     ]
     for row in report["per_iteration"]:
         lines.append(
-            f"| {row['iteration']} | {row['generation']} | "
+            f"| {row['iteration']} | {row['restarts']} | "
             f"{'pass' if row['tests_passed'] else 'fail'} | {row['failing_tests']} | "
             f"{row['tokens']:,} | {row['context_tokens'] if row['context_tokens'] is not None else '?'} | "
             f"{row['agent_outcome']} | {row['decision']} {row['reason']} |".replace("  |", " |")
@@ -138,8 +152,9 @@ def render_markdown(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def write_report(engine: Engine) -> dict[str, Any]:
-    report = build_report(engine)
-    st.atomic_write_json(engine.state_dir / "report.json", report)
-    st.atomic_write_text(engine.state_dir / "report.md", render_markdown(report))
+def write_report(state_dir: Path, run: RunSummary) -> dict[str, Any]:
+    """Write ``report.json`` and ``report.md`` into ``state_dir``; returns the report."""
+    report = build_report(run)
+    st.atomic_write_json(state_dir / "report.json", report)
+    st.atomic_write_text(state_dir / "report.md", render_markdown(report))
     return report

@@ -16,7 +16,7 @@ from loopctl.agents.base import AgentAdapter
 from loopctl.config import LoadedConfig, load_config
 from loopctl.engine import Engine
 from loopctl.model import Event
-from loopctl.pluginhost import PluginHost, PluginSelection
+from loopctl.pluginhost import CORE_PLUGIN, PluginHost, PluginSelection
 
 
 class UsageError(Exception):
@@ -27,7 +27,7 @@ def build_host(loaded: LoadedConfig, *, no_plugins: bool = False) -> PluginHost:
     host = PluginHost(PluginSelection.from_config(loaded, no_plugins=no_plugins))
     host.load()
     for name in loaded.config.plugins.disable:
-        if name in host.infos and host.infos[name].status == "builtin":
+        if name == CORE_PLUGIN:
             raise UsageError(f"plugin {name!r} is part of loopctl and cannot be disabled")
     host.check_required(loaded.config.required_plugins)
     return host

@@ -165,12 +165,12 @@ def register_config() -> dict[str, type]:
 
 @hookimpl
 def register_event_schemas() -> dict[str, dict[str, Any]]:
-    from loopctl.events import INT, event
+    from loopctl import EventField, define_event
 
     return {
-        "{{slug}}.failure_seen": event(
+        "{{slug}}.failure_seen": define_event(
             "An iteration ended with failing tests.",
-            {"failing": INT},
+            {"failing": EventField.INT},
             line="{{name}}: {failing} failing test(s)",
         )
     }

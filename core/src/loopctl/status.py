@@ -99,7 +99,7 @@ def render_status(data: dict[str, Any]) -> str:
         f"loop in {data['state_dir']}: {data['status']}{pid}",
         f"goal: {_first_line(state.get('original_goal'))}",
         f"iteration {state.get('iteration')} of {state.get('max_iterations')}, "
-        f"restarts {state.get('generation')}, agent {state.get('agent') or '?'}, "
+        f"restarts {state.get('restarts', state.get('generation'))}, agent {state.get('agent') or '?'}, "
         f"session {state.get('session_mode')}",
     ]
     if state.get("reason"):

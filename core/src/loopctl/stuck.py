@@ -19,7 +19,7 @@ from collections.abc import Sequence
 
 import attrs
 
-from loopctl.model import IterationRecord
+from loopctl.model import INFRASTRUCTURE_ERRORS, IterationRecord
 
 
 class Escalation(int, enum.Enum):
@@ -57,10 +57,10 @@ class StuckDetector:
         if record.tests_passed or self._is_exempt(error_lines):
             self.streak, self.level = 0, Escalation.NONE
             return Escalation.NONE
-        if previous is None or previous.tests_passed or _made_progress(previous, record):
+        if previous is None or previous.tests_passed or made_progress(previous, record):
             self.streak, self.level = 1, Escalation.NONE
             return Escalation.NONE
-        if not _same_failure(previous, record):
+        if not same_failure(previous, record):
             self.streak, self.level = 1, Escalation.NONE
             return Escalation.NONE
         self.streak += 1
@@ -74,17 +74,21 @@ class StuckDetector:
         """Rebuild the streak from recorded history after ``loopctl resume``."""
         self.streak, self._previous = 0, None
         for record in history:
-            self.observe(record, error_lines=(), infrastructure=_was_infrastructure(record))
+            self.observe(record, error_lines=(), infrastructure=is_infrastructure_failure(record))
         self.level = Escalation(min(max(level, 0), Escalation.STOP))
 
 
-def _same_failure(a: IterationRecord, b: IterationRecord) -> bool:
+def same_failure(a: IterationRecord, b: IterationRecord) -> bool:
+    """Whether two failed iterations failed the same way, by the stuck rule: the same error
+    fingerprint, or the same set of failing tests."""
     if a.error_fingerprint and a.error_fingerprint == b.error_fingerprint:
         return True
     return bool(a.failing_tests) and sorted(a.failing_tests) == sorted(b.failing_tests)
 
 
-def _made_progress(previous: IterationRecord, current: IterationRecord) -> bool:
+def made_progress(previous: IterationRecord, current: IterationRecord) -> bool:
+    """Whether ``current`` moved on from ``previous``: a new commit, a changed working tree, or
+    fewer failing tests. Progress of any kind resets stuck detection."""
     if current.commit and current.commit != previous.commit:
         return True
     if current.tree_hash and current.tree_hash != previous.tree_hash:
@@ -92,9 +96,13 @@ def _made_progress(previous: IterationRecord, current: IterationRecord) -> bool:
     return len(current.failing_tests) < len(previous.failing_tests)
 
 
-def _was_infrastructure(record: IterationRecord) -> bool:
-    from loopctl.model import INFRASTRUCTURE_ERRORS
+_INFRASTRUCTURE_KINDS = frozenset(kind.value for kind in INFRASTRUCTURE_ERRORS)
 
-    return "not_agents_fault" in record.annotations or record.agent.error_kind in {
-        kind.value for kind in INFRASTRUCTURE_ERRORS
-    }
+
+def is_infrastructure_failure(record: IterationRecord) -> bool:
+    """Whether the iteration failed for a reason that is not the agent's: an infrastructure
+    error of the agent's turn (rate limit, network, timeout) or a plugin's
+    :class:`~loopctl.model.NotAgentsFault`. Stuck detection skips such iterations."""
+    return (
+        "not_agents_fault" in record.annotations or record.agent.error_kind in _INFRASTRUCTURE_KINDS
+    )

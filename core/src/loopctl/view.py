@@ -125,8 +125,9 @@ def _loop_start(e: Event, d: Mapping[str, Any]) -> str:
 
 
 def _iteration_start(e: Event, d: Mapping[str, Any]) -> str:
-    generation = _number(d.get("generation")) or 0
-    return f"iteration {_text(e.iteration)} (session {generation + 1:.0f})"
+    restarts = _number(d.get("restarts", d.get("generation"))) or 0
+    after = f" (after {_plural(restarts, 'restart')})" if restarts else ""
+    return f"iteration {_text(e.iteration)}{after}"
 
 
 def _agent_end(e: Event, d: Mapping[str, Any]) -> str:

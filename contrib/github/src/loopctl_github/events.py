@@ -11,36 +11,36 @@ EVENT_TYPES = (POSTED, FAILED, DISABLED)
 
 
 def event_schemas() -> dict[str, dict[str, Any]]:
-    from loopctl.events import BOOL, INT, OPT_INT, STR, STR_LIST, event
+    from loopctl import EventField, define_event
 
     return {
-        POSTED: event(
+        POSTED: define_event(
             "The context-error comment was created or updated on GitHub.",
             {
                 "action": {"enum": ["created", "updated"]},
-                "comment_id": OPT_INT,
-                "url": STR,
+                "comment_id": EventField.OPT_INT,
+                "url": EventField.STR,
                 "state": {"enum": ["failing", "resolved", "stopped", "passed"]},
-                "for_iteration": OPT_INT,
+                "for_iteration": EventField.OPT_INT,
             },
-            {"superseded": INT, "attempts": INT, "recreated": BOOL},
+            {"superseded": EventField.INT, "attempts": EventField.INT, "recreated": EventField.BOOL},
             line="github: comment {action} ({state}) {url}",
         ),
-        FAILED: event(
+        FAILED: define_event(
             "A comment update did not go out; the loop goes on.",
             {
-                "status": OPT_INT,
-                "reason": STR,
-                "message": STR,
-                "for_iteration": OPT_INT,
-                "stopped": BOOL,
+                "status": EventField.OPT_INT,
+                "reason": EventField.STR,
+                "message": EventField.STR,
+                "for_iteration": EventField.OPT_INT,
+                "stopped": EventField.BOOL,
             },
             line="github: comment not posted ({reason}): {message}",
         ),
-        DISABLED: event(
+        DISABLED: define_event(
             "The plugin posts nothing this run: something is missing (the message says what to "
             "set). Also written as a loop.warning.",
-            {"reason": STR, "message": STR, "missing": STR_LIST},
+            {"reason": EventField.STR, "message": EventField.STR, "missing": EventField.STR_LIST},
             line="",
         ),
     }

@@ -22,7 +22,8 @@ from loopctl._version import __version__
 from loopctl.model import EXIT_USAGE
 
 if TYPE_CHECKING:
-    from loopctl.engine import Engine, LoopOutcome
+    from loopctl.engine import Engine
+    from loopctl.loop import LoopOutcome
 
 CONTEXT = {"help_option_names": ["-h", "--help"]}
 app = typer.Typer(
@@ -432,7 +433,7 @@ def resume_command(
 def plugin_run_options(workdir: Path, config: Optional[Path]) -> dict[str, Any]:
     """The options enabled plugins add to run/resume, by flag (register_run_options)."""
     from loopctl.config import load_config
-    from loopctl.model import RunOption
+    from loopctl import RunOption
     from loopctl.pluginhost import PluginError
     from loopctl.runner import build_host
 
@@ -440,7 +441,8 @@ def plugin_run_options(workdir: Path, config: Optional[Path]) -> dict[str, Any]:
         host = build_host(load_config(workdir, config_file=config))
     options: dict[str, tuple[RunOption, str]] = {}
     for impl in host.hook.register_run_options.get_hookimpls():
-        for option in impl.function() or ():
+        offered: list[RunOption] = impl.function() or []
+        for option in offered:
             if not isinstance(option, RunOption):
                 continue
             if option.flag in options and options[option.flag][1] != impl.plugin_name:

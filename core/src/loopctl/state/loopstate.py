@@ -33,8 +33,8 @@ class LoopState:
     #: running | complete | max_iterations | stuck | interrupted | …
     status: str = "running"
     reason: str = ""
-    #: How many restarts so far.
-    generation: int = 0
+    #: How many session restarts so far.
+    restarts: int = 0
     session_id: str | None = None
     session_mode: str = "fresh"
     agent: str = ""
@@ -46,7 +46,22 @@ class LoopState:
     pid: int | None = None
     loopctl_version: str = ""
     max_iterations: int = 0
-    #: Plugins' small values (strings, numbers, bools, lists), written as one ``extra:`` object.
+    #: The protected list of approaches that did not work (``loop.failed_approaches``).
+    failed_approaches: list[str] = attrs.Factory(list)
+    #: The repeated failure a stuck nudge quotes, until the next restart.
+    stuck_nudge: str | None = None
+    #: How far stuck detection has escalated (0 none, 1 nudged, 2 restarted).
+    stuck_level: int = 0
+    #: ``[process group, start time]`` of the running agent, so a later loopctl can end it.
+    agent_process: list[int] | None = None
+    #: Rate-limit waits so far (the backoff grows with them).
+    rate_limit_waits: int = 0
+    #: Wall-clock seconds used by the earlier runs of a resumed loop.
+    wall_clock_used_s: float = 0.0
+    #: While ``status`` is ``restarting``: the restart's reason and message.
+    restart_reason: str = ""
+    restart_message: str = ""
+    #: Plugins' small values (``loop.set_value``), written as one ``extra:`` object.
     extra: dict[str, Any] = attrs.Factory(dict)
 
 
@@ -57,7 +72,7 @@ FIELD_KINDS: dict[str, str] = {
     "iteration": "int",
     "status": "str",
     "reason": "str",
-    "generation": "int",
+    "restarts": "int",
     "session_id": "str?",
     "session_mode": "str",
     "agent": "str",
@@ -69,8 +84,18 @@ FIELD_KINDS: dict[str, str] = {
     "pid": "int?",
     "loopctl_version": "str",
     "max_iterations": "int",
+    "failed_approaches": "str_list",
+    "stuck_nudge": "str?",
+    "stuck_level": "int",
+    "agent_process": "process?",
+    "rate_limit_waits": "int",
+    "wall_clock_used_s": "num",
+    "restart_reason": "str",
+    "restart_message": "str",
     "extra": "dict",
 }
+#: Older names of fields, read as the new ones.
+RENAMED_FIELDS = {"generation": "restarts"}
 
 
 def default_body(state: LoopState) -> str:
@@ -79,7 +104,7 @@ def default_body(state: LoopState) -> str:
         "# loopctl loop state",
         "",
         f"- status: {state.status}" + (f" ({state.reason})" if state.reason else ""),
-        f"- iteration: {state.iteration}{of_max}, restarts: {state.generation}",
+        f"- iteration: {state.iteration}{of_max}, restarts: {state.restarts}",
     ]
     if state.agent:
         lines.append(f"- agent: {state.agent}")
@@ -189,13 +214,41 @@ def _as_str(entry: Entry, source: str) -> str:
     raise _type_error(entry, source, "text")
 
 
+def _as_num(entry: Entry, source: str) -> float:
+    value = entry.value
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    raise _type_error(entry, source, "a number")
+
+
+def _as_str_list(entry: Entry, source: str) -> list[str]:
+    value = entry.value
+    if isinstance(value, list) and all(isinstance(item, str) for item in value):
+        return list(value)
+    raise _type_error(entry, source, "a list of texts")
+
+
+def _as_process(entry: Entry, source: str) -> list[int]:
+    value = entry.value
+    if (
+        isinstance(value, list)
+        and len(value) == 2
+        and all(isinstance(v, int) and not isinstance(v, bool) for v in value)
+    ):
+        return list(value)
+    raise _type_error(entry, source, "[process group, start time]")
+
+
 #: How each kind in :data:`FIELD_KINDS` (but ``dict``) is read; ``?`` kinds may also be null.
 _READERS: dict[str, Callable[[Entry, str], Any]] = {
     "str": _as_str,
     "str?": _as_str,
     "int": _as_int,
     "int?": _as_int,
+    "num": _as_num,
     "time": _as_time,
+    "str_list": _as_str_list,
+    "process?": _as_process,
 }
 
 
@@ -215,7 +268,26 @@ def read_loop_state(path: Path) -> LoopState:
             f"file away to start a fresh loop"
         )
     values.setdefault("original_goal", "")
+    _lift_engine_keys(values, extra, source)
     return LoopState(**values, extra=extra)
+
+
+def _lift_engine_keys(values: dict[str, Any], extra: dict[str, Any], source: str) -> None:
+    """Files written before the engine's own state had typed fields kept it in ``extra``:
+    move those keys to their fields (a value of the wrong type is dropped: it was never
+    valid there either)."""
+    for key in [k for k in extra if k in FIELD_KINDS and k != "extra"]:
+        raw = extra.pop(key)
+        if key in values:
+            continue
+        entry = Entry(key=key, value=raw, raw=json_one_line(raw, default=str), line=0, quoted=False)
+        with contextlib.suppress(StateError):
+            values[key] = _READERS[FIELD_KINDS[key]](entry, source)
+
+
+def _renamed(entry: Entry) -> Entry:
+    new = RENAMED_FIELDS.get(entry.key)
+    return entry if new is None else attrs.evolve(entry, key=new)
 
 
 def _read_text(path: Path) -> str:
@@ -237,6 +309,7 @@ def _values_of(entries: list[Entry], source: str) -> tuple[dict[str, Any], dict[
     unknown: dict[str, Any] = {}
     extra: dict[str, Any] = {}
     for entry in entries:
+        entry = _renamed(entry)
         kind = FIELD_KINDS.get(entry.key)
         if kind is None:
             if isinstance(entry.value, (str, bool, int, float)):

@@ -33,8 +33,8 @@ from typing import Any
 import attrs
 
 from loopctl import state as st
-from loopctl.engine import LoopOutcome
-from loopctl.model import Event
+from loopctl import LoopOutcome
+from loopctl import Event
 
 
 @attrs.define

@@ -142,7 +142,7 @@ def _inline(node: Any, root: dict[str, Any]) -> Any:
 def core_event_schemas() -> dict[str, dict[str, Any]]:
     """The events, in the form of loopctl's ``register_event_schemas`` hook (derived from the
     published schema, so the two cannot drift)."""
-    from loopctl.events import event
+    from loopctl import define_event
 
     root = load_schema()
     declared: dict[str, dict[str, Any]] = {}
@@ -151,7 +151,7 @@ def core_event_schemas() -> dict[str, dict[str, Any]]:
         properties = {k: v for k, v in spec["properties"].items() if k not in _ENVELOPE}
         required = {k: properties[k] for k in spec["required"] if k in properties}
         optional = {k: v for k, v in properties.items() if k not in required}
-        declared[name] = event(spec["description"], required, optional, line=VIEW_LINES[name])
+        declared[name] = define_event(spec["description"], required, optional, line=VIEW_LINES[name])
     return declared
 
 

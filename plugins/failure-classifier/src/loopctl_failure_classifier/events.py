@@ -4,78 +4,78 @@ from __future__ import annotations
 
 from typing import Any
 
-from loopctl.events import BOOL, INT, NUM, OPT_INT, STR, STR_LIST, event
+from loopctl import EventField, define_event
 
 _CANDIDATE = {
     "type": "object",
-    "properties": {"mode": STR, "detector": STR, "confidence": NUM},
+    "properties": {"mode": EventField.STR, "detector": EventField.STR, "confidence": EventField.NUM},
     "required": ["mode", "detector", "confidence"],
 }
 
 
 def event_schemas() -> dict[str, dict[str, Any]]:
     return {
-        "loop.failure_classified": event(
+        "loop.failure_classified": define_event(
             "A failed iteration (or a pass on code that just failed) was classified; the same "
             "verdict is in failure-mode.json.",
             {
-                "mode": STR,
-                "confidence": NUM,
-                "detector": STR,
-                "evidence": STR_LIST,
-                "forced": BOOL,
-                "flaky_pass": BOOL,
+                "mode": EventField.STR,
+                "confidence": EventField.NUM,
+                "detector": EventField.STR,
+                "evidence": EventField.STR_LIST,
+                "forced": EventField.BOOL,
+                "flaky_pass": EventField.BOOL,
                 "candidates": {"type": "array", "items": _CANDIDATE},
             },
         ),
-        "loop.recovery_applied": event(
+        "loop.recovery_applied": define_event(
             "The mode's recovery was applied (the details depend on the mode).",
             {
-                "mode": STR,
-                "action": STR,
-                "attempt": INT,
-                "limit": OPT_INT,
+                "mode": EventField.STR,
+                "action": EventField.STR,
+                "attempt": EventField.INT,
+                "limit": EventField.OPT_INT,
                 "decision": {"enum": ["continue", "restart", "stop"]},
             },
             {
-                "flaky_tests": STR_LIST,
-                "ecosystems": STR_LIST,
-                "reinstall": STR,
-                "command": STR,
-                "because": STR,
-                "exit_code": OPT_INT,
-                "timed_out": BOOL,
-                "duration_s": NUM,
-                "output_tail": STR,
-                "approach": STR,
-                "iterations_cut": INT,
-                "briefing": STR,
-                "declared_by": STR,
-                "note": STR,
+                "flaky_tests": EventField.STR_LIST,
+                "ecosystems": EventField.STR_LIST,
+                "reinstall": EventField.STR,
+                "command": EventField.STR,
+                "because": EventField.STR,
+                "exit_code": EventField.OPT_INT,
+                "timed_out": EventField.BOOL,
+                "duration_s": EventField.NUM,
+                "output_tail": EventField.STR,
+                "approach": EventField.STR,
+                "iterations_cut": EventField.INT,
+                "briefing": EventField.STR,
+                "declared_by": EventField.STR,
+                "note": EventField.STR,
             },
         ),
-        "loop.failure_mode_forced": event(
+        "loop.failure_mode_forced": define_event(
             "--failure-mode is set: every failure is treated as this mode, unclassified.",
-            {"mode": STR, "message": STR},
+            {"mode": EventField.STR, "message": EventField.STR},
         ),
-        "failure_classifier.rerun": event(
+        "failure_classifier.rerun": define_event(
             "The failing tests were re-run with no code change to confirm flakiness.",
             {
-                "command": STR,
-                "how": STR,
-                "passed": BOOL,
-                "ran_tests": BOOL,
-                "exit_code": OPT_INT,
-                "failing_tests": STR_LIST,
-                "duration_s": NUM,
+                "command": EventField.STR,
+                "how": EventField.STR,
+                "passed": EventField.BOOL,
+                "ran_tests": EventField.BOOL,
+                "exit_code": EventField.OPT_INT,
+                "failing_tests": EventField.STR_LIST,
+                "duration_s": EventField.NUM,
             },
         ),
-        "failure_classifier.recovery_limit": event(
+        "failure_classifier.recovery_limit": define_event(
             "A mode's recovery reached its per-run limit: the loop stops with the mode as reason.",
-            {"mode": STR, "applied": INT, "limit": INT},
+            {"mode": EventField.STR, "applied": EventField.INT, "limit": EventField.INT},
         ),
-        "failure_classifier.warning": event(
+        "failure_classifier.warning": define_event(
             "A problem that did not stop classification (a refused custom mode or answer).",
-            {"message": STR},
+            {"message": EventField.STR},
         ),
     }
