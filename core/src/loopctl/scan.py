@@ -190,6 +190,18 @@ class Scanner(Generic[T]):
         """The first rule, in order, that matches ``line``; None when none does."""
         return self._first(self._prepare(line), 0)
 
+    def matches(self, line: str) -> list[ScanMatch[T]]:
+        """Every rule, in order, that matches ``line``."""
+        text = self._prepare(line)
+        if self.prefilter:
+            haystack = text.lower() if self.ignore_case else text
+            numbers = sorted({n for lit, ns in self._by_literal if lit in haystack for n in ns})
+            rules = [self.rules[number] for number in numbers]
+        else:
+            rules = list(self.rules)
+        found = ((rule, rule.pattern.search(text)) for rule in rules)
+        return [ScanMatch(rule, text, match) for rule, match in found if match is not None]
+
     def search_lines(self, lines: Iterable[str]) -> Iterator[ScanMatch[T]]:
         """The first match on each of ``lines`` that has one, in order (``offset`` is the
         line's index)."""
