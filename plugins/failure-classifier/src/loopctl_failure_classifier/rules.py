@@ -1,19 +1,21 @@
-"""The signatures of dependency failures across ecosystems, and the scanner that finds them.
+"""The signatures of dependency failures across ecosystems, and how they are found.
 
 Logs can be many megabytes, so nothing here runs a regular expression over the whole text.
-Every rule belongs to one *anchor*, a short literal that any line the rule matches contains.
-The scanner looks for each anchor with ``str.find`` (a fast C search), takes the line around
-each hit, and only then runs that anchor's few precompiled rules on that one line. There is no
-giant alternation: Python's ``re`` tries every branch at every position, which is what makes a
-single pattern of a hundred alternatives crawl at well under a megabyte per second.
+Every rule has one *anchor*, a short literal that any line the rule matches contains; the core's
+:class:`loopctl.Scanner` looks for the anchors with ``str.find``, takes the line around each
+hit, and only then runs the rules on that one line. There is no giant alternation: Python's
+``re`` tries every branch at every position, which is what makes a single pattern of a hundred
+alternatives crawl at well under a megabyte per second.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 
 import attrs
+
+from loopctl import Scanner, ScanRule, strip_ansi
 
 #: Lines longer than this are cut before a rule looks at them (the signature comes early).
 LINE_CHARS = 2000
@@ -402,15 +404,19 @@ class Hit:
     pkg: str | None
 
 
-def _anchors(rules: Iterable[Rule]) -> dict[str, tuple[Rule, ...]]:
-    grouped: dict[str, list[Rule]] = {}
-    for rule in rules:
-        grouped.setdefault(rule.anchor, []).append(rule)
-    return {anchor: tuple(group) for anchor, group in grouped.items()}
+def _clean(line: str) -> str:
+    return strip_ansi(line).strip()
 
 
-_BY_ANCHOR = _anchors(DEPENDENCY_RULES)
-_FULL_SCAN = _anchors(rule for rule in DEPENDENCY_RULES if rule.full_scan)
+def _scanner(rules: Iterable[Rule]) -> Scanner[Rule]:
+    """The rules, in order, each found by its anchor; lines cut to ``LINE_CHARS``, then
+    stripped of colour codes and surrounding spaces."""
+    scan_rules = [ScanRule(rule.name, rule.pattern, rule.anchor, rule) for rule in rules]
+    return Scanner(scan_rules, line_chars=LINE_CHARS, normalize=_clean)
+
+
+_ALL = _scanner(DEPENDENCY_RULES)
+_FULL_SCAN = _scanner(rule for rule in DEPENDENCY_RULES if rule.full_scan)
 
 
 def _package(match: re.Match[str]) -> str | None:
@@ -422,95 +428,36 @@ def _package(match: re.Match[str]) -> str | None:
     return None
 
 
-_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)")
-
-
-def match_line(line: str, rules: Sequence[Rule]) -> Iterator[Hit]:
-    """The rules of ``rules`` that match ``line`` (already known to hold their anchor)."""
-    text = line[:LINE_CHARS]
-    if "\x1b" in text:
-        text = _ANSI.sub("", text)
-    text = text.strip()
-    for rule in rules:
-        found = rule.pattern.search(text)
-        if found is not None:
-            yield Hit(rule, text, _package(found))
-
-
-def _lines_with(text: str, anchor: str, start: int, limit: int) -> Iterator[tuple[int, str]]:
-    """Up to ``limit`` lines of ``text`` from ``start`` on that contain ``anchor``."""
-    position = text.find(anchor, start)
-    count = 0
-    while position != -1 and count < limit:
-        begin = text.rfind("\n", 0, position) + 1
-        end = text.find("\n", position)
-        if end == -1:
-            end = len(text)
-        yield begin, text[begin : min(end, begin + LINE_CHARS)]
-        count += 1
-        position = text.find(anchor, end)
-
-
-def _last_lines_with(text: str, anchor: str, limit: int) -> Iterator[tuple[int, str]]:
-    """Up to ``limit`` lines that contain ``anchor``, from the end of ``text`` backwards."""
-    position = text.rfind(anchor)
-    count = 0
-    while position != -1 and count < limit:
-        begin = text.rfind("\n", 0, position) + 1
-        end = text.find("\n", position)
-        if end == -1:
-            end = len(text)
-        yield begin, text[begin : min(end, begin + LINE_CHARS)]
-        count += 1
-        position = text.rfind(anchor, 0, begin)
-
-
 def scan(text: str, lines: Sequence[str] = (), rules: Sequence[Rule] | None = None) -> list[Hit]:
     """Every dependency signature in ``lines`` (the decisive error lines, checked in full) and in
-    ``text`` (a whole log, checked anchor by anchor), in order, each line at most once."""
-    by_anchor = _BY_ANCHOR if rules is None else _anchors(rules)
-    full_scan = _FULL_SCAN if rules is None else _anchors(r for r in rules if r.full_scan)
+    ``text`` (a whole log, checked anchor by anchor: ``HITS_PER_ANCHOR`` lines from its start,
+    and as many from its end for a noisy anchor), in order, each line at most once and with the
+    first rule, in order, that matches it."""
+    every = _ALL if rules is None else _scanner(rules)
+    full_scan = _FULL_SCAN if rules is None else _scanner(r for r in rules if r.full_scan)
+    found = [*every.search_lines(lines)]
+    if text:
+        found += full_scan.search(text, per_literal=HITS_PER_ANCHOR, from_end=True)
     hits: list[Hit] = []
     seen: set[str] = set()
-    for line in lines:
-        for anchor, group in by_anchor.items():
-            if anchor in line:
-                for hit in match_line(line, group):
-                    if hit.line not in seen:
-                        seen.add(hit.line)
-                        hits.append(hit)
-    if not text:
-        return hits
-    found: list[tuple[int, Hit]] = []
-    for anchor, group in full_scan.items():
-        first = text.find(anchor)
-        if first == -1:
-            continue
-        starts: set[int] = set()
-        for begin, line in _lines_with(text, anchor, first, HITS_PER_ANCHOR):
-            starts.add(begin)
-            found.extend((begin, hit) for hit in match_line(line, group))
-        if len(starts) >= HITS_PER_ANCHOR:  # a noisy anchor: the end of the log counts too
-            for begin, line in _last_lines_with(text, anchor, HITS_PER_ANCHOR):
-                if begin in starts:
-                    break
-                found.extend((begin, hit) for hit in match_line(line, group))
-    found.sort(key=lambda item: item[0])
-    for _, hit in found:
-        if hit.line not in seen:
-            seen.add(hit.line)
-            hits.append(hit)
+    for match in found:
+        if match.line not in seen:
+            seen.add(match.line)
+            hits.append(Hit(match.tag, match.line, _package(match.match)))
     return hits
 
 
+_FLAKY: Scanner[str] = Scanner(
+    [ScanRule(name, pattern, anchor, name) for name, anchor, pattern in FLAKY_SIGNATURES],
+    line_chars=LINE_CHARS,
+)
+
+
 def flaky_signatures(lines: Iterable[str]) -> list[tuple[str, str]]:
-    """``(signature, line)`` for each timing/port/connection signature in ``lines``."""
-    found: list[tuple[str, str]] = []
-    names: set[str] = set()
+    """``(signature, line)`` for each timing/port/connection signature in ``lines``: each
+    signature once, on the first line that shows it."""
+    found: dict[str, str] = {}
     for line in lines:
-        text = line[:LINE_CHARS]
-        for name, anchor, pattern in FLAKY_SIGNATURES:
-            if name not in names and anchor in text and pattern.search(text):
-                names.add(name)
-                found.append((name, text.strip()))
-    return found
+        for match in _FLAKY.matches(line):
+            found.setdefault(match.tag, match.line.strip())
+    return list(found.items())
