@@ -11,7 +11,7 @@ How a category is decided (the precedence, also in the docs):
 1. **Overriding** rules (tier 0: memory exhausted, a crash, the test command timed out) win
    wherever they match in the output.
 2. Then the **decisive lines** (the exception line, the first compiler error, the assertion
-   diff, as :func:`loopctl.testoutput.extract` finds them, or the lines the caller gives) are
+   diff, as :func:`loopctl.parse_test_output` finds them, or the lines the caller gives) are
    tried tier by tier: tier 1 **causes** (a file, the network, a dependency, the clock, code
    that does not parse, a name that does not exist), tier 2 **symptoms** (a wrong type, a
    failed assertion), tier 3 **weak** signals (an exception the rules have no category for, a
@@ -26,10 +26,13 @@ of the same tier.
 from __future__ import annotations
 
 import enum
+import itertools
 import re
 from collections.abc import Iterable, Sequence
 
 import attrs
+
+from loopctl import Scanner, ScanRule, strip_ansi
 
 #: Lines longer than this are cut before a rule looks at them (the decisive part comes first).
 SCAN_CHARS = 4096
@@ -44,8 +47,6 @@ TAIL_CHARS = 192 * 1024
 #: (the overriding rules read all of it).
 RULE_HEAD_CHARS = 128 * 1024
 RULE_TAIL_CHARS = 384 * 1024
-
-_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)")
 
 
 class Category(str, enum.Enum):
@@ -166,129 +167,112 @@ def _exc(*names: str) -> str:
     return r"(?<![\w$])(?:" + "|".join(names) + r")\b(?![(\w])"
 
 
-R = Rule
-O_, C, S, W, H = Tier.OVERRIDE, Tier.CAUSE, Tier.SYMPTOM, Tier.WEAK, Tier.HINT
-FA, FN, SY, AS, TY = (
-    Category.FILE_ACCESS,
-    Category.FUNCTION_ERROR,
-    Category.SYNTAX_ERROR,
-    Category.ASSERTION_FAILURE,
-    Category.TYPE_ERROR,
-)
-TO, ME, NE, RE_, UN = (
-    Category.TIMEOUT,
-    Category.MEMORY_ERROR,
-    Category.NETWORK_ERROR,
-    Category.RESOURCE_ERROR,
-    Category.UNKNOWN,
-)
-
 #: The built-in rules, in precedence order within each tier.
 BUILTIN_RULES: tuple[Rule, ...] = (
     # --- tier 0: overriding ----------------------------------------------------------------
-    R(
+    Rule(
         "loopctl.test-command-timeout",
-        TO,
+        Category.TIMEOUT,
         r"the test command timed out",
         ("timed out",),
-        O_,
+        Tier.OVERRIDE,
         "loopctl stopped the test command at its time limit",
     ),
-    R(
+    Rule(
         "memory.out-of-memory",
-        ME,
+        Category.MEMORY_ERROR,
         _exc("MemoryError", "OutOfMemoryError", "OutOfMemoryException")
         + r"|heap out of memory|[Oo]ut of memory|memory allocation of \d+ bytes failed"
         r"|[Cc]annot allocate memory|\bENOMEM\b|std::bad_alloc|Reached heap limit",
         ("memory",),
-        O_,
+        Tier.OVERRIDE,
         "memory ran out",
     ),
-    R(
+    Rule(
         "memory.stack-overflow",
-        ME,
+        Category.MEMORY_ERROR,
         _exc("RecursionError", "StackOverflowError")
         + r"|maximum recursion depth|Maximum call stack size exceeded|stack overflow"
         r"|has overflowed its stack|too much recursion",
         ("recursion", "overflow", "call stack"),
-        O_,
+        Tier.OVERRIDE,
         "the stack ran out, usually runaway recursion",
     ),
-    R(
+    Rule(
         "memory.crash",
-        ME,
+        Category.MEMORY_ERROR,
         r"Segmentation fault|\bSIGSEGV\b|\bsegfault\b|\bBus error\b|\bSIGBUS\b|double free"
         r"|heap-buffer-overflow|stack smashing detected|AddressSanitizer",
         ("seg", "bus error", "double free", "overflow", "smashing"),
-        O_,
+        Tier.OVERRIDE,
         "the process crashed on a bad memory access",
     ),
     # --- tier 1: causes --------------------------------------------------------------------
     # Specific forms that later, more general rules would misread come first.
-    R(
+    Rule(
         "network.fetch-failed",
-        NE,
+        Category.NETWORK_ERROR,
         r"\bfetch failed\b",
         ("fail",),
-        C,
+        Tier.CAUSE,
         "fetch() could not reach the server (Node reports it as a TypeError)",
     ),
-    R(
+    Rule(
         "type.null-dereference",
-        TY,
+        Category.TYPE_ERROR,
         r"'NoneType' object has no attribute|Cannot (?:read|set) propert(?:y|ies) of (?:undefined|null)"
         r"|"
         + _exc("NullPointerException", "NullReferenceException")
         + r"|null pointer dereference|\bis possibly '(?:null|undefined)'|Object is possibly"
         r"|Item \"None\" of|called `Option::unwrap\(\)` on a `None` value",
         ("no ", "not ", "exception", "error", "null", "unwrap"),
-        C,
+        Tier.CAUSE,
         "a null, None or undefined value was used as if it were an object",
     ),
-    R(
+    Rule(
         "function.not-callable",
-        FN,
+        Category.FUNCTION_ERROR,
         r"\bis not a function\b|\bis not a constructor\b|object is not callable"
         r"|This expression is not callable",
         ("not ",),
-        C,
+        Tier.CAUSE,
         "something that is not a function was called",
     ),
-    R(
+    Rule(
         "mypy.syntax",
-        SY,
+        Category.SYNTAX_ERROR,
         r": error: .*\[syntax\]\s*$",
         ("error",),
-        C,
+        Tier.CAUSE,
         "mypy could not parse the file",
     ),
-    R(
+    Rule(
         "mypy.union-attr",
-        TY,
+        Category.TYPE_ERROR,
         r": error: .*\[union-attr\]\s*$",
         ("error",),
-        C,
+        Tier.CAUSE,
         "an attribute used on a union (often Optional) that one member lacks",
     ),
-    R(
+    Rule(
         "mypy.missing-name",
-        FN,
+        Category.FUNCTION_ERROR,
         r": error: .*\[(?:name-defined|attr-defined|has-type)\]\s*$",
         ("error",),
-        C,
+        Tier.CAUSE,
         "mypy: a name or attribute that does not exist",
     ),
-    R(
+    Rule(
         "mypy.missing-import",
-        RE_,
+        Category.RESOURCE_ERROR,
         r": error: .*\[(?:import-not-found|import-untyped|import)\]\s*$",
         ("error",),
-        C,
+        Tier.CAUSE,
         "mypy: a module that is not installed",
     ),
-    R(
+    Rule(
         "timeout.timed-out",
-        TO,
+        Category.TIMEOUT,
         _exc(
             "TimeoutError",
             "TimeoutException",
@@ -305,12 +289,12 @@ BUILTIN_RULES: tuple[Rule, ...] = (
         r"|kind: (?:WouldBlock|TimedOut)\b|\[TimeoutError\]|timeout: sending signal"
         r"|\bTIMEOUT\b|RecvTimeoutError::Timeout|Elapsed\(\(\)\)",
         ("timeout", "timed out", "deadline", "elapsed", "unavailable", "error", "exception"),
-        C,
+        Tier.CAUSE,
         "an operation or a test hit its time limit",
     ),
-    R(
+    Rule(
         "network.connection",
-        NE,
+        Category.NETWORK_ERROR,
         _exc(
             "ConnectionRefusedError",
             "ConnectionResetError",
@@ -327,168 +311,168 @@ BUILTIN_RULES: tuple[Rule, ...] = (
         r"|No route to host|\bEHOSTUNREACH\b|\bENETUNREACH\b|[Nn]etwork is unreachable"
         r"|Connection closed by peer|\bEPROTO\b",
         ("connect", "reset", "error", "exception", "fail", "no "),
-        C,
+        Tier.CAUSE,
         "a connection could not be made or was cut",
     ),
-    R(
+    Rule(
         "network.dns",
-        NE,
+        Category.NETWORK_ERROR,
         _exc("UnknownHostException", "gaierror")
         + r"|Name or service not known|nodename nor servname|Temporary failure in name resolution"
         r"|Could not resolve host|\bENOTFOUND\b|\bEAI_AGAIN\b|getaddrinfo \w+|no such host"
         r"|failed to lookup address",
         ("not ", "no ", "fail", "getaddrinfo", "error", "exception"),
-        C,
+        Tier.CAUSE,
         "a host name could not be resolved",
     ),
-    R(
+    Rule(
         "network.tls",
-        NE,
+        Category.NETWORK_ERROR,
         _exc("SSLError", "SSLHandshakeException", "CertificateError")
         + r"|certificate verify failed|self[- ]signed certificate|unable to get local issuer"
         r"|\bCERT_[A-Z_]+\b|\bERR_TLS_[A-Z_]+\b|TLS handshake",
         ("error", "exception", "fail", "certificate"),
-        C,
+        Tier.CAUSE,
         "a TLS connection failed (certificates, handshake)",
     ),
-    R(
+    Rule(
         "resource.disk-full",
-        RE_,
+        Category.RESOURCE_ERROR,
         r"No space left on device|\bENOSPC\b|Disk quota exceeded|\bEDQUOT\b|[Dd]isk full",
         ("no ", "error", "quota"),
-        C,
+        Tier.CAUSE,
         "the disk is full",
     ),
-    R(
+    Rule(
         "resource.open-files",
-        RE_,
+        Category.RESOURCE_ERROR,
         r"[Tt]oo many open files|\bEMFILE\b|\bENFILE\b",
         ("too many", "error"),
-        C,
+        Tier.CAUSE,
         "the process ran out of file descriptors",
     ),
-    R(
+    Rule(
         "resource.address-in-use",
-        RE_,
+        Category.RESOURCE_ERROR,
         r"[Aa]ddress already in use|\bEADDRINUSE\b|\bAddrInUse\b|" + _exc("BindException"),
         ("in use", "error", "exception"),
-        C,
+        Tier.CAUSE,
         "a port or address is already taken",
     ),
-    R(
+    Rule(
         "resource.busy",
-        RE_,
+        Category.RESOURCE_ERROR,
         r"Resource temporarily unavailable|\bEAGAIN\b|Device or resource busy|\bEBUSY\b"
         r"|Text file busy|[Cc]annot fork|fork: retry",
         ("unavailable", "busy", "error", "not "),
-        C,
+        Tier.CAUSE,
         "a system limit or a busy resource",
     ),
-    R(
+    Rule(
         "module.relative-missing",
-        FA,
+        Category.FILE_ACCESS,
         r"Cannot find module '(?:\.{1,2}/|/)[^']*'|Cannot find module \"(?:\.{1,2}/|/)[^\"]*\"",
         ("not ",),
-        C,
+        Tier.CAUSE,
         "a module given by path (./x, ../x, /x) does not exist",
     ),
-    R(
+    Rule(
         "resource.missing-python-module",
-        RE_,
+        Category.RESOURCE_ERROR,
         _exc("ModuleNotFoundError", "PackageNotFoundError")
         + r"|No module named\b|No package metadata was found",
         ("error", "no "),
-        C,
+        Tier.CAUSE,
         "a Python module is not installed (or not on the path)",
     ),
-    R(
+    Rule(
         "resource.missing-js-package",
-        RE_,
+        Category.RESOURCE_ERROR,
         r"Cannot find (?:module|package) '[^'./][^']*'|Cannot find (?:module|package) \"[^\"./][^\"]*\""
         r"|\bERR_MODULE_NOT_FOUND\b",
         ("not ", "error"),
-        C,
+        Tier.CAUSE,
         "a JavaScript package is not installed",
     ),
-    R(
+    Rule(
         "resource.missing-crate",
-        RE_,
+        Category.RESOURCE_ERROR,
         r"unresolved module or unlinked crate|can't find crate|cannot find module or crate"
         r"|use of undeclared crate|no matching package named|failed to select a version"
         r"|could not find `\w+` in the list of imported crates",
         ("crate", "no ", "fail"),
-        C,
+        Tier.CAUSE,
         "a Rust crate is not a dependency (or not available offline)",
     ),
-    R(
+    Rule(
         "resource.missing-java-class",
-        RE_,
+        Category.RESOURCE_ERROR,
         r"error: package [\w.]+ does not exist|"
         + _exc("ClassNotFoundException", "NoClassDefFoundError")
         + r"|Could not find or load main class",
         ("not ", "error", "exception"),
-        C,
+        Tier.CAUSE,
         "a Java package or class is not on the classpath",
     ),
-    R(
+    Rule(
         "function.shell-undefined",
-        FN,
+        Category.FUNCTION_ERROR,
         r"(?:^|[\s:])[a-z][a-z0-9]*_[a-z0-9_]+: command not found",
         ("not ",),
-        C,
+        Tier.CAUSE,
         "an undefined shell function (a snake_case name reads as a function, not a program)",
     ),
-    R(
+    Rule(
         "resource.missing-command",
-        RE_,
+        Category.RESOURCE_ERROR,
         r": command not found|: not found\s*$|is not recognized as an internal or external command"
         r"|executable file not found|No such file or directory \(os error 2\).*spawn"
         r"|\bspawn \S+ ENOENT\b",
         ("not ", "error"),
-        C,
+        Tier.CAUSE,
         "a program is not installed or not on PATH",
     ),
-    R(
+    Rule(
         "file.not-found",
-        FA,
+        Category.FILE_ACCESS,
         _exc("FileNotFoundError", "FileNotFoundException", "NoSuchFileException")
         + r"|No such file or directory|\bENOENT\b|kind: NotFound\b|cannot stat"
         r"|The system cannot find the (?:file|path) specified|error TS6053:",
         ("no ", "error", "exception", "notfound", "not "),
-        C,
+        Tier.CAUSE,
         "a file or directory does not exist",
     ),
-    R(
+    Rule(
         "file.permission",
-        FA,
+        Category.FILE_ACCESS,
         _exc("PermissionError", "AccessDeniedException", "UnauthorizedAccessException")
         + r"|Permission denied|\bEACCES\b|\bEPERM\b|Operation not permitted"
         r"|Read-only file system|\bEROFS\b|kind: PermissionDenied\b",
         ("denied", "error", "exception", "not "),
-        C,
+        Tier.CAUSE,
         "the file system refused access",
     ),
-    R(
+    Rule(
         "file.wrong-kind",
-        FA,
+        Category.FILE_ACCESS,
         _exc("IsADirectoryError", "NotADirectoryError")
         + r"|\bEISDIR\b|\bENOTDIR\b|Is a directory|Not a directory|kind: IsADirectory\b",
         ("error", "is a directory", "not "),
-        C,
+        Tier.CAUSE,
         "a path is a directory where a file was expected, or the reverse",
     ),
-    R(
+    Rule(
         "syntax.exception",
-        SY,
+        Category.SYNTAX_ERROR,
         _exc("SyntaxError", "IndentationError", "TabError", "ParseError", "ParserError")
         + r"|\binvalid syntax\b|^invalid-syntax:|Jest encountered an unexpected token",
         ("error", "invalid", "expect"),
-        C,
+        Tier.CAUSE,
         "the source code does not parse",
     ),
-    R(
+    Rule(
         "syntax.data",
-        SY,
+        Category.SYNTAX_ERROR,
         _exc(
             "JSONDecodeError",
             "JSONParseError",
@@ -501,21 +485,21 @@ BUILTIN_RULES: tuple[Rule, ...] = (
         + r"|\bEJSONPARSE\b|is not valid JSON|Unexpected (?:token|end of JSON)"
         r"|Invalid package\.json|Failed to parse JSON",
         ("error", "exception", "not ", "expect", "invalid", "fail"),
-        C,
+        Tier.CAUSE,
         "a data file or string does not parse",
     ),
-    R(
+    Rule(
         "syntax.shell",
-        SY,
+        Category.SYNTAX_ERROR,
         r"syntax error near unexpected token|syntax error: unexpected end of file"
         r"|unexpected EOF while looking for matching|: syntax error\b|Syntax error:",
         ("error", "expect"),
-        C,
+        Tier.CAUSE,
         "a shell script does not parse",
     ),
-    R(
+    Rule(
         "syntax.compiler",
-        SY,
+        Category.SYNTAX_ERROR,
         r"^error(?:\[E0(?:765|758|766|762|763)\])?: (?:expected|unexpected"
         r"|mismatched closing delimiter|unclosed delimiter"
         r"|this file contains an unclosed delimiter|unterminated|unknown start of token)"
@@ -524,22 +508,22 @@ BUILTIN_RULES: tuple[Rule, ...] = (
         r"|not a statement|unclosed (?:string|character) literal|orphaned)"
         r"|error TS1\d{3}:|: error: expected (?:';'|'\)'|'\}'|expression|identifier)",
         ("error", "expect"),
-        C,
+        Tier.CAUSE,
         "the compiler could not parse the source",
     ),
-    R(
+    Rule(
         "function.undefined-name",
-        FN,
+        Category.FUNCTION_ERROR,
         _exc("NameError", "UnboundLocalError", "ReferenceError")
         + r"|\bis not defined\b|Undefined name\b|undefined reference to|undefined symbol"
         r"|implicit declaration of function|use of undeclared identifier",
         ("error", "not ", "undefined"),
-        C,
+        Tier.CAUSE,
         "a name that was never defined",
     ),
-    R(
+    Rule(
         "function.missing-member",
-        FN,
+        Category.FUNCTION_ERROR,
         _exc("AttributeError", "NoSuchMethodError", "NoSuchFieldError", "MissingMethodException")
         + r"|has no attribute\b|does not exist on type|has no member named|\bno method named\b"
         r"|no function or associated item named|\bno field `|cannot import name\b"
@@ -547,129 +531,129 @@ BUILTIN_RULES: tuple[Rule, ...] = (
         r"|^error\[E0603\]: \w+ `[^`]+` is private|is private and only accessible"
         r"|has private access in",
         ("error", "no ", "not ", "exception"),
-        C,
+        Tier.CAUSE,
         "an attribute, method or export that does not exist or is not visible",
     ),
-    R(
+    Rule(
         "function.missing-symbol",
-        FN,
+        Category.FUNCTION_ERROR,
         r"cannot find (?:function|value|symbol|macro|method|type|struct|trait)\b"
         r"|error: cannot find symbol|Cannot find name '|error TS2304:|error TS2339:|error TS2551:"
         r"|not found in this scope|unresolved (?:name|reference)",
         ("not ", "error", "unresolved"),
-        C,
+        Tier.CAUSE,
         "a compiler could not find a function or symbol",
     ),
-    R(
+    Rule(
         "function.pytest-fixture",
-        FN,
+        Category.FUNCTION_ERROR,
         r"fixture '[^']+' not found",
         ("not ",),
-        C,
+        Tier.CAUSE,
         "a pytest fixture that does not exist",
     ),
-    R(
+    Rule(
         "function.missing-script",
-        FN,
+        Category.FUNCTION_ERROR,
         r"Missing script:|missing script:",
         ("error",),
-        C,
+        Tier.CAUSE,
         "a package script that does not exist",
     ),
     # --- tier 2: symptoms ------------------------------------------------------------------
-    R(
+    Rule(
         "type.conversion",
-        TY,
+        Category.TYPE_ERROR,
         r"invalid literal for (?:int|float)\(\)|could not convert string to|"
         + _exc("NumberFormatException", "ParseIntError", "ParseFloatError", "InvalidCastException")
         + r"|invalid digit found in string|integer expression expected|cannot be converted to"
         r"|[Cc]annot convert\b|value too great for base|invalid number",
         ("invalid", "not ", "error", "exception", "expect"),
-        S,
+        Tier.SYMPTOM,
         "a value could not be converted to the type needed",
     ),
-    R(
+    Rule(
         "type.checker",
-        TY,
+        Category.TYPE_ERROR,
         r"^error\[E\d{4}\]|error TS[2-9]\d{3}:|^\S+:\d+(?::\d+)?: error: .*\[[a-z][a-z-]*\]\s*$"
         r"|error: incompatible types|error: bad operand types|cannot be applied to given types"
         r"|cannot be dereferenced|\bmismatched types\b|is not assignable to",
         ("error",),
-        S,
+        Tier.SYMPTOM,
         "the type checker or compiler rejected the types",
     ),
-    R(
+    Rule(
         "type.exception",
-        TY,
+        Category.TYPE_ERROR,
         _exc("TypeError", "ClassCastException", "ArrayStoreException", "TypeMismatchError")
         + r"|\btype mismatch\b",
         ("error", "exception"),
-        S,
+        Tier.SYMPTOM,
         "a TypeError (or the language's equivalent)",
     ),
-    R(
+    Rule(
         "assertion.failed",
-        AS,
+        Category.ASSERTION_FAILURE,
         _exc("AssertionError", "AssertionFailedError", "ComparisonFailure", "AssertionException")
         + r"|\bERR_ASSERTION\b|[Aa]ssertion (?:`[^`]*` )?failed|assertion failed"
         r"|Assertion .* failed",
         ("assert", "error", "exception"),
-        S,
+        Tier.SYMPTOM,
         "an assertion did not hold",
     ),
-    R(
+    Rule(
         "assertion.pytest",
-        AS,
+        Category.ASSERTION_FAILURE,
         r"^E\s+assert\b|^E\s+Failed: DID NOT (?:RAISE|WARN)|^FAILED \S+ - assert\b"
         r"|Failed: DID NOT (?:RAISE|WARN)",
         ("assert", "not "),
-        S,
+        Tier.SYMPTOM,
         "a pytest assertion did not hold",
     ),
-    R(
+    Rule(
         "assertion.expectation",
-        AS,
+        Category.ASSERTION_FAILURE,
         r"expect\((?:received|jest\.fn\(\)|[^)]*)\)\.(?:not\.)?\w+\(|^\s*Expected(?: \w+)*:\s"
         r"|^\s*Received(?: \w+)*:\s|Received function did not throw|Error Trace:"
         r"|Expected values to be (?:strictly |loosely )?(?:deep-)?equal",
         ("expect", "not "),
-        S,
+        Tier.SYMPTOM,
         "an expectation (jest, node:assert, testify) did not hold",
     ),
     # --- tier 3: weak signals --------------------------------------------------------------
-    R(
+    Rule(
         "assertion.test-panic",
-        AS,
+        Category.ASSERTION_FAILURE,
         r"thread '(?!main')[^']+'(?: \(\d+\))? panicked at",
         ("panic",),
-        W,
+        Tier.WEAK,
         "a panic inside a Rust test (how assert! and friends fail)",
     ),
-    R(
+    Rule(
         "exception.uncategorized",
-        UN,
+        Category.UNKNOWN,
         r"^(?:E\s+)?(?:[\w$]+\.)*[A-Z]\w*(?:Error|Exception)\b(?: \[\w+\])?(?::|\s*$)"
         r"|Exception in thread|panicked at|^Error: |^(?:FAILED|ERROR) \S+ - [\w.]+:",
         ("error", "exception", "panic", "fail"),
-        W,
+        Tier.WEAK,
         "an exception or panic the rules have no category for",
     ),
     # --- tier 4: hints ---------------------------------------------------------------------
-    R(
+    Rule(
         "timeout.hint",
-        TO,
+        Category.TIMEOUT,
         r"\b[Tt]ime-?out\b|\bTIMEOUT\b|\btimed out\b",
         ("timeout", "time-out", "timed out"),
-        H,
+        Tier.HINT,
         "the output mentions a timeout",
     ),
-    R(
+    Rule(
         "assertion.tests-failed",
-        AS,
+        Category.ASSERTION_FAILURE,
         r"^FAIL\b|--- FAIL:|^not ok \d+|\b\d+ failed\b|^FAILED\b|test result: FAILED|✕|✗"
         r"|Tests:\s+\d+ failed",
         ("fail", "not "),
-        H,
+        Tier.HINT,
         "tests failed without a more specific reason",
     ),
 )
@@ -709,9 +693,9 @@ class Categorization:
 
 
 class RuleSet:
-    """Rules in precedence order, grouped by tier, with what the scan needs to be fast: each
-    tier's needles, and one combined expression per tier that rejects most lines at C speed
-    before the rules are tried one by one, in order."""
+    """Rules in precedence order, grouped by tier; each tier is a :class:`loopctl.Scanner`
+    that finds lines by the rules' needles, and one combined expression per tier that rejects
+    most lines at C speed before the rules are tried one by one, in order."""
 
     def __init__(self, rules: Iterable[Rule], *, use_needles: bool = True) -> None:
         self.rules: tuple[Rule, ...] = tuple(rules)
@@ -722,15 +706,27 @@ class RuleSet:
         #: False only in tests: every rule runs on every line (to check the needles change
         #: nothing but speed).
         self.use_needles = use_needles
-        self.by_tier: dict[Tier, tuple[tuple[Rule, re.Pattern[str]], ...]] = {
-            tier: tuple((r, r.compiled()) for r in self.rules if r.tier == tier) for tier in Tier
-        }
-        self.needles_by_tier: dict[Tier, tuple[str, ...]] = {
-            tier: tuple(sorted({n for r in self.rules if r.tier == tier for n in r.needles}))
+        #: Each tier's scanner: needles are lowercase and looked for in lowercased lines.
+        self.scanners: dict[Tier, Scanner[Rule]] = {
+            tier: Scanner(
+                [
+                    ScanRule(r.name, r.compiled(), r.needles, r)
+                    for r in self.rules
+                    if r.tier == tier
+                ],
+                line_chars=SCAN_CHARS,
+                ignore_case=True,
+                prefilter=use_needles,
+                combine=True,
+            )
             for tier in Tier
         }
+        self.by_tier: dict[Tier, tuple[tuple[Rule, re.Pattern[str]], ...]] = {
+            tier: tuple((r.tag, r.pattern) for r in scanner.rules)
+            for tier, scanner in self.scanners.items()
+        }
         self.combined: dict[Tier, re.Pattern[str] | None] = {
-            tier: _combine(self.by_tier[tier]) for tier in Tier
+            tier: scanner.combined for tier, scanner in self.scanners.items()
         }
 
     @classmethod
@@ -741,26 +737,8 @@ class RuleSet:
 
     def first_match(self, line: str, tier: Tier) -> Rule | None:
         """The first rule of ``tier``, in order, that matches ``line``."""
-        combined = self.combined[tier]
-        if combined is not None and combined.search(line) is None:
-            return None
-        lowered = line.lower()
-        for rule, pattern in self.by_tier[tier]:
-            if self.use_needles and not any(needle in lowered for needle in rule.needles):
-                continue
-            if pattern.search(line):
-                return rule
-        return None
-
-
-def _combine(rules: Sequence[tuple[Rule, re.Pattern[str]]]) -> re.Pattern[str] | None:
-    """One alternation of a tier's patterns (None when flags differ or it will not compile)."""
-    if not rules or any(rule.flags for rule, _ in rules):
-        return None
-    try:
-        return re.compile("|".join(f"(?:{rule.pattern})" for rule, _ in rules))
-    except re.error:
-        return None
+        found = self.scanners[tier].first(line)
+        return None if found is None else found.tag
 
 
 DEFAULT_RULES = RuleSet(BUILTIN_RULES)
@@ -768,99 +746,25 @@ DEFAULT_RULES = RuleSet(BUILTIN_RULES)
 
 # --- scanning ----------------------------------------------------------------------------------
 
-
-class _Output:
-    """Output text searched lazily: needles → candidate lines, in output order."""
-
-    def __init__(self, text: str = "", *, data: bytes | None = None, lowered: bytes | None = None):
-        self.data = text.encode("utf-8", "surrogatepass") if data is None else data
-        # ASCII-only lowercasing: byte offsets stay the same
-        self.lowered = self.data.lower() if lowered is None else lowered
-        self.seen_needles: set[str] = set()
-        self.spans: dict[int, int] = {}  # line start → line end (byte offsets)
-        self._decoded: dict[int, str] = {}
-
-    def add_needles(self, needles: Iterable[str]) -> None:
-        data, spans = self.lowered, self.spans
-        for needle in needles:
-            if needle in self.seen_needles:
-                continue
-            self.seen_needles.add(needle)
-            raw = needle.encode("utf-8")
-            position = data.find(raw)
-            while position != -1 and len(spans) < MAX_CANDIDATES:
-                start = data.rfind(b"\n", 0, position) + 1
-                end = data.find(b"\n", position)
-                if end == -1:
-                    end = len(data)
-                spans[start] = end
-                position = data.find(raw, end + 1)
-
-    def lines_with(self, needles: Iterable[str], limit: int = 20) -> list[str]:
-        """Lines containing any of ``needles`` (lowercase), in output order, at most ``limit``."""
-        starts: dict[int, int] = {}
-        for needle in needles:
-            raw = needle.encode("utf-8")
-            position = self.lowered.find(raw)
-            while position != -1 and len(starts) < limit * 4:
-                start = self.lowered.rfind(b"\n", 0, position) + 1
-                end = self.lowered.find(b"\n", position)
-                end = len(self.lowered) if end == -1 else end
-                starts[start] = end
-                position = self.lowered.find(raw, end + 1)
-        found = []
-        for start in sorted(starts)[:limit]:
-            end = min(starts[start], start + SCAN_CHARS)
-            found.append(self.data[start:end].decode("utf-8", "replace").strip())
-        return found
-
-    def window(self, head: int, tail: int) -> _Output:
-        """The first ``head`` and last ``tail`` bytes, cut at line ends (the same object when
-        the output is not longer than both)."""
-        if len(self.data) <= head + tail:
-            return self
-        first_end = self.data.rfind(b"\n", 0, head) + 1 or head
-        last_start = self.data.find(b"\n", len(self.data) - tail) + 1 or len(self.data) - tail
-        data = self.data[:first_end] + b"\n" + self.data[last_start:]
-        lowered = self.lowered[:first_end] + b"\n" + self.lowered[last_start:]
-        return _Output(data=data, lowered=lowered)
-
-    def lines(self) -> list[tuple[int, str]]:
-        """Candidate lines so far, in output order: (byte offset, text)."""
-        out = []
-        decoded = self._decoded
-        for start in sorted(self.spans):
-            line = decoded.get(start)
-            if line is None:
-                end = min(self.spans[start], start + SCAN_CHARS * 4)
-                line = self.data[start:end].decode("utf-8", "replace").rstrip("\r")[:SCAN_CHARS]
-                decoded[start] = line
-            out.append((start, line))
-        return out
-
-    def context_after(self, offset: int, count: int) -> list[str]:
-        """Up to ``count`` non-blank lines starting at the line at ``offset``."""
-        found: list[str] = []
-        position = offset
-        data = self.data
-        while len(found) < count and position < len(data):
-            end = data.find(b"\n", position)
-            if end == -1:
-                end = len(data)
-            line = data[position : min(end, position + SCAN_CHARS)].decode("utf-8", "replace")
-            if line.strip():
-                found.append(line.rstrip())
-            position = end + 1
-        return found
-
-
-_CAUSE_NEEDLES = ("[cause]", "caused by:", "cause:")
-_CAUSE_LINE = re.compile(r"^(?:\[cause\]|Caused by|Cause):\s*\S", re.IGNORECASE)
+#: The cause of a wrapped error ("[cause]: …", "Caused by: …") is decisive too.
+_CAUSES: Scanner[None] = Scanner(
+    [
+        ScanRule(
+            "cause",
+            re.compile(r"^\s*(?:\[cause\]|Caused by|Cause):\s*\S", re.IGNORECASE),
+            ("[cause]", "caused by:", "cause:"),
+            None,
+        )
+    ],
+    line_chars=SCAN_CHARS,
+    ignore_case=True,
+)
+#: At most this many cause lines are added to the decisive lines.
+_MAX_CAUSES = 20
 
 
 def _clean(text: str) -> str:
-    if "\x1b" in text:
-        text = _ANSI.sub("", text)
+    text = strip_ansi(text)
     return text.replace("\r\n", "\n") if "\r" in text else text
 
 
@@ -876,10 +780,10 @@ def _window(text: str, head: int = HEAD_CHARS, tail: int = TAIL_CHARS) -> str:
 
 
 def extract_decisive(text: str) -> tuple[list[str], str]:
-    """The decisive lines and the runner, from :func:`loopctl.testoutput.extract`."""
-    from loopctl.testoutput import extract
+    """The decisive lines and the runner, from :func:`loopctl.parse_test_output`."""
+    from loopctl import parse_test_output
 
-    found = extract(_window(text), max_lines=40)
+    found = parse_test_output(_window(text), max_lines=40)
     return list(found.error_lines), found.runner
 
 
@@ -890,6 +794,19 @@ def _strip_line(line: str) -> str:
 def _around(lines: Sequence[str], index: int, before: int = 2, after: int = 5) -> list[str]:
     picked = [_strip_line(line) for line in lines[max(0, index - before) : index + after + 1]]
     return [line for line in picked if line]
+
+
+def _lines_from(text: str, offset: int, count: int) -> list[str]:
+    """Up to ``count`` non-blank lines of ``text``, from the line that starts at ``offset``."""
+    found: list[str] = []
+    while len(found) < count and offset < len(text):
+        end = text.find("\n", offset)
+        end = len(text) if end == -1 else end
+        line = _strip_line(text[offset : min(end, offset + SCAN_CHARS)])
+        if line:
+            found.append(line)
+        offset = end + 1
+    return found
 
 
 def categorize(
@@ -912,77 +829,98 @@ def categorize(
         return Categorization(Category.UNKNOWN, None, [_strip_line(x) for x in lines[:8]])
 
 
+#: Where to look, tier by tier; the first rule found decides (the module docstring explains
+#: why). "decisive" is the decisive lines, "output" the whole output for the overriding tier
+#: and its start and end for the others.
+PRECEDENCE: tuple[tuple[str, Tier], ...] = (
+    ("decisive", Tier.OVERRIDE),
+    ("output", Tier.OVERRIDE),
+    ("decisive", Tier.CAUSE),
+    ("decisive", Tier.SYMPTOM),
+    ("decisive", Tier.WEAK),
+    ("output", Tier.CAUSE),
+    ("output", Tier.SYMPTOM),
+    ("output", Tier.WEAK),
+    ("decisive", Tier.HINT),
+    ("output", Tier.HINT),
+)
+
+
+@attrs.define
+class _Evidence:
+    """One output made ready for the precedence: cleaned, its decisive lines found."""
+
+    rules: RuleSet
+    #: The whole output, without colour codes; the overriding rules read all of it.
+    whole: str
+    #: Its start and end; the other tiers read only this.
+    window: str
+    decisive: list[str]
+    runner: str
+
+    @classmethod
+    def gather(
+        cls, text: str, given: Sequence[str] | None, rules: RuleSet, runner: str | None
+    ) -> _Evidence:
+        whole = _clean(text if isinstance(text, str) else str(text))
+        if given is None:
+            decisive, found_runner = extract_decisive(whole)
+            runner = runner or found_runner
+        else:
+            decisive = [_clean(line) for line in given if isinstance(line, str)]
+        decisive = [line[:SCAN_CHARS] for line in decisive if line.strip()]
+        window = _window(whole, RULE_HEAD_CHARS, RULE_TAIL_CHARS)
+        causes = _CAUSES.search(window, max_lines=_MAX_CAUSES * 4)
+        for cause in itertools.islice(causes, _MAX_CAUSES):
+            line = cause.line.strip()
+            if line not in decisive:
+                decisive.append(line)
+        return cls(rules, whole, window, decisive, runner or "generic")
+
+    def find(self, where: str, tier: Tier) -> Categorization | None:
+        """The first rule of ``tier`` that matches in the decisive lines or the output."""
+        return self.in_decisive(tier) if where == "decisive" else self.in_output(tier)
+
+    def in_decisive(self, tier: Tier) -> Categorization | None:
+        found = next(self.rules.scanners[tier].search_lines(self.decisive), None)
+        if found is None:
+            return None
+        lines = _around(self.decisive, found.offset)
+        line = _strip_line(self.decisive[found.offset])
+        return Categorization(found.tag.category, found.tag, lines, line, "decisive", self.runner)
+
+    def in_output(self, tier: Tier) -> Categorization | None:
+        text = self.whole if tier is Tier.OVERRIDE else self.window
+        hits = self.rules.scanners[tier].search(text, max_lines=MAX_CANDIDATES)
+        found = next(hits, None)
+        if found is None:
+            return None
+        context = _lines_from(text, found.offset, 6)
+        line = _strip_line(found.line)
+        return Categorization(found.tag.category, found.tag, context, line, "output", self.runner)
+
+    def unknown(self) -> Categorization:
+        fallback = self.decisive[:8] or [x for x in self.whole.splitlines()[-8:] if x.strip()]
+        lines = [_strip_line(x) for x in fallback if x.strip()]
+        return Categorization(Category.UNKNOWN, None, lines, "", "none", self.runner)
+
+
 def _categorize(
     text: str, given: Sequence[str] | None, rules: RuleSet, runner: str | None
 ) -> Categorization:
-    text = _clean(text if isinstance(text, str) else str(text))
-    if given is None:
-        decisive, found_runner = extract_decisive(text)
-        runner = runner or found_runner
-    else:
-        decisive = [_clean(line) for line in given if isinstance(line, str)]
-    runner = runner or "generic"
-    decisive = [line[:SCAN_CHARS] for line in decisive if line.strip()]
-    whole = _Output(text)  # overriding rules read all of it
-    window = whole.window(RULE_HEAD_CHARS, RULE_TAIL_CHARS)
-    # The cause of a wrapped error ("[cause]: …", "Caused by: …") is decisive too.
-    for line in window.lines_with(_CAUSE_NEEDLES):
-        if _CAUSE_LINE.match(line) and line not in decisive:
-            decisive.append(line)
-
-    def in_decisive(tier: Tier) -> Categorization | None:
-        for index, line in enumerate(decisive):
-            rule = rules.first_match(line, tier)
-            if rule is not None:
-                return Categorization(
-                    rule.category,
-                    rule,
-                    _around(decisive, index),
-                    _strip_line(line),
-                    "decisive",
-                    runner,
-                )
-        return None
-
-    def in_output(tier: Tier) -> Categorization | None:
-        output = whole if tier is Tier.OVERRIDE else window
-        output.add_needles(rules.needles_by_tier[tier] if rules.use_needles else ("",))
-        for offset, line in output.lines():
-            rule = rules.first_match(line, tier)
-            if rule is not None:
-                context = [_strip_line(x) for x in output.context_after(offset, 6)]
-                return Categorization(
-                    rule.category,
-                    rule,
-                    [x for x in context if x],
-                    _strip_line(line),
-                    "output",
-                    runner,
-                )
-        return None
-
-    # 1. overriding rules, anywhere (the decisive lines first: they are the better evidence)
-    found = in_decisive(Tier.OVERRIDE) or in_output(Tier.OVERRIDE)
-    # 2. causes, symptoms, weak signals in the decisive lines, then 3. in the output
-    for scope in (in_decisive, in_output):
-        for tier in (Tier.CAUSE, Tier.SYMPTOM, Tier.WEAK):
-            if found is None:
-                found = scope(tier)
-    # 4. hints anywhere
-    if found is None:
-        found = in_decisive(Tier.HINT) or in_output(Tier.HINT)
-    if found is not None:
-        return found
-    fallback = decisive[:8] or [line for line in text.splitlines()[-8:] if line.strip()]
-    return Categorization(
-        Category.UNKNOWN, None, [_strip_line(x) for x in fallback if x.strip()], "", "none", runner
-    )
+    evidence = _Evidence.gather(text, given, rules, runner)
+    for where, tier in PRECEDENCE:
+        found = evidence.find(where, tier)
+        if found is not None:
+            return found
+    return evidence.unknown()
 
 
 __all__ = [
     "BUILTIN_RULES",
     "CATEGORY_MEANING",
     "DEFAULT_RULES",
+    "PRECEDENCE",
     "Categorization",
     "Category",
     "Rule",
