@@ -79,29 +79,35 @@ def _is_container(tp: Any) -> bool:
 def _container_hook_factory(tp: Any, converter: cattrs.Converter) -> Callable[[Any, Any], Any]:
     """Structure hooks that check the container's own type first: cattrs alone would happily
     read a string as a list of characters, or look keys up in it as if it were a table."""
-    if attrs.has(tp) or is_mapping(tp):
-        inner = (
-            make_dict_structure_fn(tp, converter)
-            if attrs.has(tp)
-            else mapping_structure_factory(tp, converter, structure_to=dict)
-        )
+    if attrs.has(tp):
+        return _class_hook(tp, make_dict_structure_fn(tp, converter))
+    if is_mapping(tp):
+        return _table_hook(tp, mapping_structure_factory(tp, converter, structure_to=dict))
+    return _array_hook(tp, converter)
 
-        def structure_table(obj: object, _: object) -> Any:
-            if not isinstance(obj, Mapping):
-                raise Mismatch("a table", obj)
-            return inner(obj, tp)
 
-        if not attrs.has(tp):
-            return structure_table
+def _table_hook(tp: Any, inner: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
+    def structure_table(obj: object, _: object) -> Any:
+        if not isinstance(obj, Mapping):
+            raise Mismatch("a table", obj)
+        return inner(obj, tp)
 
-        def structure_class(obj: object, _: object) -> Any:
-            try:
-                return structure_table(obj, tp)
-            except ClassValidationError as exc:
-                raise _with_range_problems(exc, obj, tp) from None
+    return structure_table
 
-        return structure_class
 
+def _class_hook(cls: Any, inner: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
+    structure_table = _table_hook(cls, inner)
+
+    def structure_class(obj: object, _: object) -> Any:
+        try:
+            return structure_table(obj, cls)
+        except ClassValidationError as exc:
+            raise _with_range_problems(exc, obj, cls) from None
+
+    return structure_class
+
+
+def _array_hook(tp: Any, converter: cattrs.Converter) -> Callable[[Any, Any], Any]:
     args = get_args(tp)
     if is_any_set(tp):
         list_type: Any = types.GenericAlias(list, (args[0],)) if args else list
