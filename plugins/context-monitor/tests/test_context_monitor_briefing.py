@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from loopctl.model import ToolCall
+from loopctl import ToolCall
 from loopctl_context_monitor.activity import ActivityLog, key_line, tool_kind
 from loopctl_context_monitor.briefing import (
     BriefingInputs,

@@ -15,6 +15,7 @@ from context_monitor_testkit import PLUGIN, dump
 from loopctl.testing import Project, RunResult, make_project, python_test_cmd, run_loop
 from loopctl.testing import model_server as ms
 from loopctl.testing.realcli import FOREIGN_ENV, ArgvLog, require_cli
+from loopctl_context_monitor import events as ev
 
 pytestmark = pytest.mark.e2e
 
@@ -89,9 +90,7 @@ def first_message(request: ms.RecordedRequest) -> str:
 
 
 def iteration_tokens(result: RunResult) -> list[Any]:
-    return [
-        e["tokens"] for e in result.events_of("loop.context_usage") if e["source"] == "iteration"
-    ]
+    return [e["tokens"] for e in result.events_of(ev.USAGE) if e["source"] == "iteration"]
 
 
 def test_resume_mode_climbing_usage_restarts_at_the_right_iteration_with_a_briefing(
@@ -121,7 +120,7 @@ def test_resume_mode_climbing_usage_restarts_at_the_right_iteration_with_a_brief
     assert result.status == "complete", dump(result)
     assert [r["decision"] for r in result.records] == ["continue", "continue", "restart", "stop"]
     assert result.records[2]["reason"] == "context_exhaustion"
-    (warning,) = result.events_of("loop.context_exhaustion_warning")
+    (warning,) = result.events_of(ev.EXHAUSTION_WARNING)
     assert (warning["iteration"], warning["tokens"], warning["window"]) == (3, 145_000, WINDOW)
     assert iteration_tokens(result) == [62_000, 120_000, 145_000, 23_000]
     session = result.records[0]["agent"]["session_id"]
@@ -168,7 +167,7 @@ def test_prompt_too_long_mid_run_restarts_with_a_fresh_session_and_the_briefing(
     assert [r["decision"] for r in result.records] == ["continue", "restart", "stop"]
     assert result.records[1]["agent"]["error_kind"] == "context_overflow"
     assert [e["reason"] for e in result.events_of("loop.restart")] == ["context_exhaustion"]
-    (restart,) = result.events_of("loop.context_exhaustion_restart")
+    (restart,) = result.events_of(ev.EXHAUSTION_RESTART)
     assert restart["trigger"] == "overflow"
     session = result.records[0]["agent"]["session_id"]
     assert argv.resumed() == [None, session, None]  # never resumes the exhausted session
@@ -202,6 +201,6 @@ def test_fresh_mode_high_usage_every_iteration_is_no_false_alarm(
     assert len(result.records) == 3
     # summed over the three sessions this would be 405,000 tokens: twice the window
     assert iteration_tokens(result) == [135_000] * 3
-    assert not result.events_of("loop.context_exhaustion_warning")
+    assert not result.events_of(ev.EXHAUSTION_WARNING)
     assert not result.events_of("loop.restart")
     assert argv.resumed() == [None, None, None]

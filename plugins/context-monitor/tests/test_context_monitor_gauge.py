@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from loopctl.model import AgentMessage, MessageKind, ToolCall, Usage
+from loopctl import AgentMessage, MessageKind, ToolCall, Usage
 from loopctl_context_monitor import gauge as g
 from loopctl_context_monitor.gauge import Gauge, Reading, threshold_tokens, window_lookup
 
@@ -103,8 +103,13 @@ def test_cache_and_output_tokens_count_toward_the_fill() -> None:
     assert flags & g.WARN
 
 
+def loopctl_windows(model: str) -> int | None:
+    """Stands in for ``loop.context_window``: loopctl's ``[models]`` over its built-in table."""
+    return {"my-model": 50_000, "claude-sonnet-4-5": 200_000}.get(model)
+
+
 def test_window_precedence_override_then_reported_then_model_table() -> None:
-    table = window_lookup({"my-model": 50_000}, {"plugin-model": 20_000})
+    table = window_lookup({"plugin-model": 20_000}, loopctl_windows)
     gauge = Gauge(warn=0.7, hard=0.9, window_for_model=table, model="my-model")
     gauge.observe(used(10_000, window=None))
     assert gauge.window == 50_000  # loopctl's [models]
@@ -113,13 +118,36 @@ def test_window_precedence_override_then_reported_then_model_table() -> None:
     assert gauge.window == 20_000  # the plugin's own models table
     gauge.observe(AgentMessage(kind=MessageKind.INIT, model="claude-sonnet-4-5"))
     gauge.observe(used(10_000, window=None))
-    assert gauge.window == 200_000  # the built-in table
+    assert gauge.window == 200_000  # the built-in table, through loopctl
     gauge.observe(used(10_000, window=1_000_000))
     assert gauge.window == 1_000_000  # what the agent reports wins over tables
     overridden = Gauge(warn=0.7, hard=0.9, override=100_000, window_for_model=table)
     overridden.observe(used(70_000, window=1_000_000))
     assert overridden.window == 100_000
     assert overridden.warned
+
+
+def test_the_plugins_models_table_wins_and_matches_names_like_loopctls() -> None:
+    asked: list[str] = []
+
+    def loopctl(model: str) -> int | None:
+        asked.append(model)
+        return 999
+
+    lookup = window_lookup(
+        {"Acme-Large": 300_000, "acme": 100_000, "acme-large-v2": 400_000}, loopctl
+    )
+    assert lookup("acme-large") == 300_000  # exact, case ignored
+    assert lookup("openrouter/acme/acme-large") == 300_000  # the provider path ignored
+    assert lookup("acme-large-v2") == 400_000
+    assert lookup("acme-large-2025") == 300_000  # the longest prefix
+    assert lookup("acme-small") == 100_000
+    assert asked == []  # the plugin's own table answered: loopctl was not asked
+    assert lookup("other-model") == 999
+    assert asked == ["other-model"]
+    assert lookup(None) is None
+    assert lookup("  ") is None
+    assert asked == ["other-model"]  # no model, no lookup
 
 
 def test_a_new_session_starts_empty_and_warns_again() -> None:
@@ -185,7 +213,7 @@ def test_any_message_stream_gives_a_consistent_gauge(
         warn=0.7,
         hard=0.9,
         override=override,
-        window_for_model=window_lookup({}, {}),
+        window_for_model=window_lookup({}, loopctl_windows),
     )
     warns = hards = 0
     for message in stream:

@@ -10,6 +10,7 @@ from context_monitor_testkit import BUG, FIX, PLUGIN, WINDOW, dump, prompt, usag
 
 from loopctl import hookimpl
 from loopctl.testing import Project, RunResult
+from loopctl_context_monitor import events as ev
 
 NO_STUCK = {"stuck": {"enabled": False}}
 BRIEFING_HEADER = "## Previous Session Context (Summarized)"
@@ -27,7 +28,7 @@ def config(session: str = "resume", max_iterations: int = 8, **plugin: Any) -> d
 
 
 def iteration_usage(result: RunResult) -> list[dict[str, Any]]:
-    return [e for e in result.events_of("loop.context_usage") if e["source"] == "iteration"]
+    return [e for e in result.events_of(ev.USAGE) if e["source"] == "iteration"]
 
 
 def briefing_body(result: RunResult) -> str:
@@ -50,7 +51,7 @@ def test_resume_mode_climbing_usage_warns_and_restarts_exactly_at_the_crossing(
     result = run_loop("make test_add pass", turns=turns, plugins=PLUGIN, config=config())
 
     assert result.status == "complete", dump(result)
-    warnings = result.events_of("loop.context_exhaustion_warning")
+    warnings = result.events_of(ev.EXHAUSTION_WARNING)
     assert [(w["iteration"], w["tokens"], w["percent"]) for w in warnings] == [(4, 140_000, 70.0)]
     assert warnings[0]["action"] == "restart after this iteration"
     assert [r["decision"] for r in result.records] == [
@@ -62,7 +63,7 @@ def test_resume_mode_climbing_usage_warns_and_restarts_exactly_at_the_crossing(
     ]
     assert result.records[3]["reason"] == "context_exhaustion"
     assert [e["reason"] for e in result.events_of("loop.restart")] == ["context_exhaustion"]
-    (restart,) = result.events_of("loop.context_exhaustion_restart")
+    (restart,) = result.events_of(ev.EXHAUSTION_RESTART)
     assert restart["iteration"] == 4
     assert restart["trigger"] == "warn"
     assert (restart["tokens"], restart["window"]) == (140_000, WINDOW)
@@ -70,7 +71,7 @@ def test_resume_mode_climbing_usage_warns_and_restarts_exactly_at_the_crossing(
     # the gauge followed the one resumed session, then the fresh one: never a sum
     per_iteration = iteration_usage(result)
     assert [e["tokens"] for e in per_iteration] == [60_000, 120_000, 139_999, 140_000, 20_000]
-    assert [e["generation"] for e in per_iteration] == [0, 0, 0, 0, 1]
+    assert [e["restarts"] for e in per_iteration] == [0, 0, 0, 0, 1]
     assert all(e["window"] == WINDOW and e["known"] for e in per_iteration)
     sessions = [r["agent"]["session_id"] for r in result.records]
     assert len(set(sessions[:4])) == 1
@@ -103,13 +104,13 @@ def test_fresh_mode_high_usage_every_iteration_is_no_false_alarm(
     result = run_loop("make test_add pass", turns=turns, plugins=PLUGIN, config=config("fresh", 4))
 
     assert result.status == "max_iterations", dump(result)
-    assert not result.events_of("loop.context_exhaustion_warning")
+    assert not result.events_of(ev.EXHAUSTION_WARNING)
     assert not result.events_of("loop.restart")
     per_iteration = iteration_usage(result)
     # 4 × 135,000 would be 270% of the window if summed across iterations
     assert [e["tokens"] for e in per_iteration] == [135_000] * 4
     assert [e["percent"] for e in per_iteration] == [67.5] * 4
-    streamed = [e for e in result.events_of("loop.context_usage") if e["source"] == "stream"]
+    streamed = [e for e in result.events_of(ev.USAGE) if e["source"] == "stream"]
     assert [e["tokens"] for e in streamed] == [130_000, 135_000] * 4
     assert len({e["session"] for e in per_iteration}) == 4  # a new session every iteration
 
@@ -122,7 +123,7 @@ def test_fresh_mode_warn_is_reported_without_a_restart(buggy: Project, run_loop:
     result = run_loop("make test_add pass", turns=turns, plugins=PLUGIN, config=config("fresh"))
 
     assert result.status == "complete", dump(result)
-    (warning,) = result.events_of("loop.context_exhaustion_warning")
+    (warning,) = result.events_of(ev.EXHAUSTION_WARNING)
     assert warning["action"].startswith("none: in fresh session mode")
     assert not result.events_of("loop.restart")
 
@@ -151,14 +152,14 @@ def test_hard_threshold_mid_turn_ends_the_turn_and_restarts_with_flagged_files(
     first = result.records[0]
     assert first["agent"]["interrupted"] is True
     assert (first["decision"], first["reason"]) == ("restart", "context_exhaustion")
-    (hard,) = result.events_of("loop.context_hard_limit")
+    (hard,) = result.events_of(ev.HARD_LIMIT)
     assert (hard["tokens"], hard["percent"]) == (185_000, 92.5)
     (stopped,) = result.events_of("agent.turn_stopped")
     assert stopped["reason"] == "context_exhaustion"
     assert len(result.events_of("loop.restart")) == 1
-    (restart,) = result.events_of("loop.context_exhaustion_restart")
+    (restart,) = result.events_of(ev.EXHAUSTION_RESTART)
     assert restart["trigger"] == "hard"
-    (cut,) = result.events_of("loop.context_interrupted_turn")
+    (cut,) = result.events_of(ev.INTERRUPTED_TURN)
     assert cut["action"] == "flag"
     assert sorted(cut["files"]) == ["calc.py", "helper.py"]
     body = briefing_body(result)
@@ -186,10 +187,10 @@ def test_context_overflow_restarts_once_with_a_fresh_session_and_a_briefing(
     assert first["agent"]["error_kind"] == "context_overflow"
     assert (first["decision"], first["reason"]) == ("restart", "context_exhaustion")
     assert [e["reason"] for e in result.events_of("loop.restart")] == ["context_exhaustion"]
-    (restart,) = result.events_of("loop.context_exhaustion_restart")
+    (restart,) = result.events_of(ev.EXHAUSTION_RESTART)
     assert restart["trigger"] == "overflow"
-    assert result.events_of("loop.context_overflow")
-    assert second["generation"] == 1
+    assert result.events_of(ev.OVERFLOW)
+    assert second["restarts"] == 1
     assert second["agent"]["session_id"] != first["agent"]["session_id"]
     body = briefing_body(result)
     assert "the agent ran out of context (last measured: 75% full" in body
@@ -211,7 +212,7 @@ def test_storm_guard_stops_when_the_fresh_session_starts_over_warn(
     assert "baseline 145,000 tokens" in result.outcome.message
     assert "72.5% full" in result.outcome.message
     assert len(result.events_of("loop.restart")) == 1
-    (high,) = result.events_of("loop.context_baseline_high")
+    (high,) = result.events_of(ev.BASELINE_HIGH)
     assert (high["iteration"], high["tokens"], high["percent"]) == (2, 145_000, 72.5)
     assert len(result.records) == 2
     assert result.loop_state().reason  # the message is kept
@@ -230,14 +231,14 @@ def test_storm_guard_shrinks_the_briefing_when_it_is_what_pushed_the_baseline_ov
     result = run_loop("make test_add pass", turns=turns, plugins=PLUGIN, config=config())
 
     assert result.status == "complete", dump(result)
-    (shrunk,) = result.events_of("loop.context_briefing_shrunk")
+    (shrunk,) = result.events_of(ev.BRIEFING_SHRUNK)
     assert shrunk["budget_from"] == 2000
     assert 300 <= shrunk["budget_to"] < 2000
-    restarts = result.events_of("loop.context_exhaustion_restart")
+    restarts = result.events_of(ev.EXHAUSTION_RESTART)
     assert [r["trigger"] for r in restarts] == ["warn", "hard"]
     assert restarts[1]["briefing_chars"] < restarts[0]["briefing_chars"]
     assert restarts[1]["briefing_budget"] == shrunk["budget_to"]
-    assert not result.events_of("loop.context_baseline_too_high")
+    assert not result.events_of(ev.BASELINE_TOO_HIGH)
 
 
 def test_no_usage_is_unknown_never_zero(buggy: Project, run_loop: Any) -> None:
@@ -256,9 +257,9 @@ def test_no_usage_is_unknown_never_zero(buggy: Project, run_loop: Any) -> None:
         assert event["percent"] is None
         assert event["known"] is False
         assert event["reason"] == "the agent reported no token usage"
-    (unknown,) = result.events_of("loop.context_usage_unknown")
+    (unknown,) = result.events_of(ev.USAGE_UNKNOWN)
     assert unknown["agent"] == "scripted"
-    assert not result.events_of("loop.context_exhaustion_warning")
+    assert not result.events_of(ev.EXHAUSTION_WARNING)
     report = (result.state_dir / "report.md").read_text(encoding="utf-8")
     assert "No context fill was measured" in report
 
@@ -283,7 +284,7 @@ def test_rollback_restores_the_interrupted_turns_files(buggy: Project, run_loop:
     )
 
     assert result.status == "complete", dump(result)
-    (rollback,) = result.events_of("loop.context_rollback")
+    (rollback,) = result.events_of(ev.ROLLBACK)
     assert sorted(rollback["restored"]) == ["calc.py", "draft.py"]
     assert rollback["deleted"] == ["brand_new.py"]
     assert rollback["failed"] == []
@@ -315,12 +316,12 @@ def test_graceful_handoff_asks_for_a_note_then_restarts_with_it(
 
     assert result.status == "complete", dump(result)
     assert [r["decision"] for r in result.records] == ["continue", "restart", "stop"]
-    (requested,) = result.events_of("loop.context_handoff_requested")
+    (requested,) = result.events_of(ev.HANDOFF_REQUESTED)
     assert requested["iteration"] == 1
     handoff_prompt = prompt(result, 2)
     assert "## Context Limit: Finish Up and Hand Off" in handoff_prompt
     assert str(result.state_dir / "handoff.md") in handoff_prompt
-    (restart,) = result.events_of("loop.context_exhaustion_restart")
+    (restart,) = result.events_of(ev.EXHAUSTION_RESTART)
     assert restart["trigger"] == "handoff"
     body = briefing_body(result)
     assert "Remaining: make add() add." in body
@@ -381,17 +382,17 @@ def test_another_plugin_can_enrich_the_briefing_with_a_deterministic_fallback(
     assert result.status == "complete", dump(result)
     (deterministic,) = enricher.seen
     body = briefing_body(result)
-    (restart,) = result.events_of("loop.context_exhaustion_restart")
+    (restart,) = result.events_of(ev.EXHAUSTION_RESTART)
     if used:
         assert (
             body == deterministic + "\n\n### Snapshot by the enricher\n- overall_goal: add numbers"
         )
         assert restart["briefing_source"] == "hook"
-        assert not result.events_of("loop.context_briefing_fallback")
+        assert not result.events_of(ev.BRIEFING_FALLBACK)
     else:
         assert body == deterministic
         assert restart["briefing_source"] == "deterministic"
-        (fallback,) = result.events_of("loop.context_briefing_fallback")
+        (fallback,) = result.events_of(ev.BRIEFING_FALLBACK)
         assert fallback["reason"] == reason
     if behaviour == "raise":
         (error,) = result.events_of("plugin.error")
@@ -432,7 +433,7 @@ class InterruptOnce:
 
     @hookimpl
     def before_iteration(self, loop: Any) -> None:
-        if loop.generation == 1 and not self.fired:
+        if loop.restarts == 1 and not self.fired:
             self.fired = True
             raise KeyboardInterrupt
 
@@ -447,7 +448,7 @@ def test_a_pending_briefing_survives_loopctl_resume(buggy: Project, run_loop: An
         config=config(),
     )
     assert first.status == "interrupted", dump(first)
-    assert first.events_of("loop.context_exhaustion_restart")
+    assert first.events_of(ev.EXHAUSTION_RESTART)
 
     second = run_loop(
         "make test_add pass", turns=turns, plugins=PLUGIN, config=config(), resume=True
@@ -470,7 +471,7 @@ def test_a_turn_cut_by_a_timeout_flags_its_files_in_the_next_prompt(
 
     assert result.status == "complete", dump(result)
     assert result.records[0]["agent"]["interrupted"] is True
-    (cut,) = result.events_of("loop.context_interrupted_turn")
+    (cut,) = result.events_of(ev.INTERRUPTED_TURN)
     assert (cut["reason"], cut["action"], cut["files"]) == ("timeout", "flag", ["half.py"])
     assert not result.events_of("loop.restart")
     next_prompt = prompt(result, 2)
@@ -499,7 +500,7 @@ def test_without_git_the_briefing_lists_the_files_loopctl_saw_change(tmp_path: A
     )
 
     assert result.status == "complete", dump(result)
-    assert result.events_of("loop.context_rollback_unavailable")
+    assert result.events_of(ev.ROLLBACK_UNAVAILABLE)
     body = briefing_body(result)
     assert "### Files modified since the loop began" in body
     assert "1 file changed during the loop (from loopctl's snapshots)" in body

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections import OrderedDict, deque
 
-from loopctl.model import ToolCall
+from loopctl import ToolCall
 
 #: Longest target (path, command, pattern) kept for one call.
 TARGET_CHARS = 160

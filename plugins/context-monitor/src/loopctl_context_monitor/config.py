@@ -11,7 +11,7 @@ from typing import Literal
 
 import attrs
 
-from loopctl.config import InvalidFields
+from loopctl import InvalidFields
 
 #: The config section name, the plugin's entry-point name.
 SECTION = "context-monitor"

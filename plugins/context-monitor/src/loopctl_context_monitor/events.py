@@ -1,4 +1,15 @@
-"""The events the context monitor writes to ``events.jsonl``, for ``loopctl events schema``."""
+"""The context monitor's events: their names (public constants) and their schemas.
+
+Every event type starts with the plugin's name, ``context-monitor.``. Other plugins subscribe
+through these constants, never through copies of the strings::
+
+    from loopctl_context_monitor import events as context_events
+
+    if event.type == context_events.EXHAUSTION_WARNING: ...
+
+:data:`EXHAUSTION_SIGNALS` groups the events that say the agent's context ran (or is about to
+run) out, the ones a failure classifier weighs as evidence of context exhaustion.
+"""
 
 from __future__ import annotations
 
@@ -6,117 +17,185 @@ from typing import Any
 
 from loopctl import EventField, define_event
 
-_READING = {"tokens": EventField.OPT_INT, "window": EventField.OPT_INT, "percent": EventField.OPT_NUM}
+#: What every event type of this plugin starts with.
+PREFIX = "context-monitor."
+
+#: The fill of the current session: each streamed whole-percent change and once per iteration.
+USAGE = "context-monitor.usage"
+#: The fill could not be measured (no usage reported, or an unknown window).
+USAGE_UNKNOWN = "context-monitor.usage_unknown"
+#: The fill reached the warn threshold; ``action`` says what follows.
+EXHAUSTION_WARNING = "context-monitor.exhaustion_warning"
+#: The fill reached the hard threshold mid-turn: the turn is ended.
+HARD_LIMIT = "context-monitor.hard_limit"
+#: The agent ran out of context; the engine restarts with a fresh session.
+OVERFLOW = "context-monitor.overflow"
+#: A context restart happened; the briefing was written.
+EXHAUSTION_RESTART = "context-monitor.exhaustion_restart"
+#: A fresh session started at or over warn after a context restart.
+BASELINE_HIGH = "context-monitor.baseline_high"
+#: The briefing budget was lowered for the next restart.
+BRIEFING_SHRUNK = "context-monitor.briefing_shrunk"
+#: Shrinking the briefing cannot help: the loop stops after the iteration.
+BASELINE_TOO_HIGH = "context-monitor.baseline_too_high"
+#: A cut-off turn's files were flagged or rolled back.
+INTERRUPTED_TURN = "context-monitor.interrupted_turn"
+#: The files of a cut-off turn were restored.
+ROLLBACK = "context-monitor.rollback"
+#: Rollback is configured but cannot be done.
+ROLLBACK_UNAVAILABLE = "context-monitor.rollback_unavailable"
+#: Graceful handoff: the next turn is asked to wrap up and write a note.
+HANDOFF_REQUESTED = "context-monitor.handoff_requested"
+#: The handoff note was read and checked against git.
+HANDOFF = "context-monitor.handoff"
+#: Another plugin's ``context_monitor_briefing`` answer is used.
+BRIEFING_ENRICHED = "context-monitor.briefing_enriched"
+#: Another plugin's ``context_monitor_briefing`` failed, was slow or said nothing.
+BRIEFING_FALLBACK = "context-monitor.briefing_fallback"
+
+#: The events that are evidence of context exhaustion (warned, cut off, ran out, restarted).
+EXHAUSTION_SIGNALS = (EXHAUSTION_WARNING, EXHAUSTION_RESTART, HARD_LIMIT, OVERFLOW)
+
+_READING = {
+    "tokens": EventField.OPT_INT,
+    "window": EventField.OPT_INT,
+    "percent": EventField.OPT_NUM,
+}
 
 
 def event_schemas() -> dict[str, dict[str, Any]]:
+    """The schema of every event above, for ``register_event_schemas``."""
+    f = EventField
     return {
-        "loop.context_usage": define_event(
+        USAGE: define_event(
             "The context fill of the current agent session: on each streamed usage update "
             "(source 'stream', when the whole percent changes) and once per iteration (source "
             "'iteration'). Unknown fills have tokens or window null, never 0.",
             {
                 **_READING,
-                "session": EventField.OPT_STR,
-                "generation": EventField.INT,
+                "session": f.OPT_STR,
+                "restarts": f.INT,
                 "source": {"enum": ["stream", "iteration"]},
-                "known": EventField.BOOL,
+                "known": f.BOOL,
             },
-            {"reason": EventField.STR},
+            {"reason": f.STR},
+            line="context {percent}% full ({tokens:,} of {window:,} tokens)",
         ),
-        "loop.context_usage_unknown": define_event(
+        USAGE_UNKNOWN: define_event(
             "The fill could not be measured (no usage reported, or an unknown window); once per "
-            "restart generation and reason.",
-            {"reason": EventField.STR, "model": EventField.OPT_STR, "agent": EventField.OPT_STR, "hint": EventField.STR},
+            "session restart and reason.",
+            {"reason": f.STR, "model": f.OPT_STR, "agent": f.OPT_STR, "hint": f.STR},
             line="context fill unknown: {reason}",
         ),
-        "loop.context_exhaustion_warning": define_event(
+        EXHAUSTION_WARNING: define_event(
             "The session's context reached the warn threshold.",
             {
                 **_READING,
-                "threshold": EventField.NUM,
-                "session": EventField.OPT_STR,
-                "generation": EventField.INT,
-                "action": EventField.STR,
+                "threshold": f.NUM,
+                "session": f.OPT_STR,
+                "restarts": f.INT,
+                "action": f.STR,
             },
             line="context {percent}% full, over the warn threshold ({threshold}): {action}",
         ),
-        "loop.context_hard_limit": define_event(
+        HARD_LIMIT: define_event(
             "The context reached the hard threshold mid-turn: the turn is ended at this message.",
-            {**_READING, "threshold": EventField.NUM, "session": EventField.OPT_STR, "generation": EventField.INT},
+            {**_READING, "threshold": f.NUM, "session": f.OPT_STR, "restarts": f.INT},
             line="context {percent}% full mid-turn, over the hard threshold: ending the turn",
         ),
-        "loop.context_overflow": define_event(
+        OVERFLOW: define_event(
             "The agent ran out of context; the engine restarts with a fresh session.",
-            {"message": EventField.STR, "tokens": EventField.OPT_INT, "window": EventField.OPT_INT},
+            {"message": f.STR, "tokens": f.OPT_INT, "window": f.OPT_INT},
             line="the agent ran out of context: {message}",
         ),
-        "loop.context_exhaustion_restart": define_event(
+        EXHAUSTION_RESTART: define_event(
             "The session was restarted for context exhaustion; the briefing was written.",
             {
-                "number": EventField.INT,
-                "trigger": EventField.STR,
+                "number": f.INT,
+                "trigger": f.STR,
                 **_READING,
-                "briefing_chars": EventField.INT,
-                "briefing_budget": EventField.INT,
+                "briefing_chars": f.INT,
+                "briefing_budget": f.INT,
                 "briefing_source": {"enum": ["deterministic", "hook"]},
-                "trimmed": EventField.STR_LIST,
-                "path": EventField.OPT_STR,
-                "archived": EventField.OPT_STR,
+                "trimmed": f.STR_LIST,
+                "path": f.OPT_STR,
+                "archived": f.OPT_STR,
             },
-            line="fresh session #{number} ({trigger}) with a {briefing_chars}-char briefing ({briefing_source})",
+            line="fresh session #{number} ({trigger}) with a {briefing_chars}-char briefing "
+            "({briefing_source})",
         ),
-        "loop.context_baseline_high": define_event(
+        BASELINE_HIGH: define_event(
             "After a context restart, the fresh session started at or over the warn threshold.",
+            {**_READING, "threshold": f.NUM, "briefing_chars": f.INT, "message": f.STR},
+        ),
+        BRIEFING_SHRUNK: define_event(
+            "The briefing budget was lowered, so the next fresh session starts smaller.",
             {
-                **_READING,
-                "threshold": EventField.NUM,
-                "briefing_chars": EventField.INT,
-                "message": EventField.STR,
+                "budget_from": f.INT,
+                "budget_to": f.INT,
+                "baseline": f.INT,
+                "briefing_chars": f.INT,
             },
         ),
-        "loop.context_briefing_shrunk": define_event(
-            "The briefing budget was lowered, so the next fresh session starts smaller.",
-            {"budget_from": EventField.INT, "budget_to": EventField.INT, "baseline": EventField.INT, "briefing_chars": EventField.INT},
-        ),
-        "loop.context_baseline_too_high": define_event(
+        BASELINE_TOO_HIGH: define_event(
             "Shrinking the briefing cannot help: the loop stops after this iteration.",
-            {"baseline": EventField.INT, "message": EventField.STR},
+            {"baseline": f.INT, "message": f.STR},
             line="{message}",
         ),
-        "loop.context_interrupted_turn": define_event(
+        INTERRUPTED_TURN: define_event(
             "A turn was cut off; the files it changed are flagged or rolled back.",
             {
-                "reason": EventField.STR,
+                "reason": f.STR,
                 "action": {"enum": ["flag", "rollback"]},
-                "files": EventField.STR_LIST,
-                "count": EventField.INT,
+                "files": f.STR_LIST,
+                "count": f.INT,
             },
             line="a cut-off turn changed {count} file(s): {action}",
         ),
-        "loop.context_rollback": define_event(
+        ROLLBACK: define_event(
             "The files of a cut-off turn were restored to their pre-turn state.",
-            {"restored": EventField.STR_LIST, "deleted": EventField.STR_LIST, "failed": EventField.STR_LIST},
+            {"restored": f.STR_LIST, "deleted": f.STR_LIST, "failed": f.STR_LIST},
         ),
-        "loop.context_rollback_unavailable": define_event(
+        ROLLBACK_UNAVAILABLE: define_event(
             "Rollback is configured but cannot be done; interrupted turns are flagged instead.",
-            {"reason": EventField.STR},
+            {"reason": f.STR},
         ),
-        "loop.context_handoff_requested": define_event(
+        HANDOFF_REQUESTED: define_event(
             "Graceful handoff: the next turn is asked to wrap up and write a note.",
-            {"path": EventField.STR, **_READING},
+            {"path": f.STR, **_READING},
         ),
-        "loop.context_handoff": define_event(
+        HANDOFF: define_event(
             "The handoff turn ended; its note was read and checked against git.",
-            {"written": EventField.BOOL, "chars": EventField.INT, "check": EventField.STR_LIST},
+            {"written": f.BOOL, "chars": f.INT, "check": f.STR_LIST},
         ),
-        "loop.context_briefing_enriched": define_event(
+        BRIEFING_ENRICHED: define_event(
             "A plugin's context_monitor_briefing replaced the briefing.",
-            {"chars": EventField.INT, "cut": EventField.BOOL},
+            {"chars": f.INT, "cut": f.BOOL},
         ),
-        "loop.context_briefing_fallback": define_event(
+        BRIEFING_FALLBACK: define_event(
             "A plugin's context_monitor_briefing failed, was slow or said nothing: the "
             "deterministic briefing is used.",
-            {"reason": EventField.STR},
+            {"reason": f.STR},
         ),
     }
+
+
+#: Every event type this plugin emits.
+ALL_EVENTS = (
+    USAGE,
+    USAGE_UNKNOWN,
+    EXHAUSTION_WARNING,
+    HARD_LIMIT,
+    OVERFLOW,
+    EXHAUSTION_RESTART,
+    BASELINE_HIGH,
+    BRIEFING_SHRUNK,
+    BASELINE_TOO_HIGH,
+    INTERRUPTED_TURN,
+    ROLLBACK,
+    ROLLBACK_UNAVAILABLE,
+    HANDOFF_REQUESTED,
+    HANDOFF,
+    BRIEFING_ENRICHED,
+    BRIEFING_FALLBACK,
+)

@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 
 import attrs
 
-from loopctl.model import AgentMessage, MessageKind
+from loopctl import AgentMessage, MessageKind
 
 # What one observation found (bit flags, combined).
 NOTHING = 0
@@ -225,11 +225,29 @@ class Gauge:
 
 
 def window_lookup(
-    core_table: Mapping[str, int], plugin_table: Mapping[str, int]
+    plugin_table: Mapping[str, int], loopctl_window: Callable[[str], int | None]
 ) -> Callable[[str | None], int | None]:
-    """A model → window function: the plugin's ``models`` merged over loopctl's ``[models]``
-    (which itself extends the built-in table)."""
-    from loopctl.config import context_window_for
+    """A model → window function: the plugin's own ``models`` table first, then loopctl's
+    (``loop.context_window``: its ``[models]`` config over the built-in table).
 
-    table = {**core_table, **plugin_table}
-    return lambda model: context_window_for(model, table)
+    A ``models`` entry names a model exactly, or a prefix of its name (the longest wins);
+    case and a provider path (``openrouter/…/``) are ignored. No model, no window.
+    """
+    table = {name.strip().lower(): size for name, size in plugin_table.items() if name.strip()}
+
+    def lookup(model: str | None) -> int | None:
+        if not model or not model.strip():
+            return None
+        if table:
+            name = model.strip().lower()
+            candidates = list(dict.fromkeys([name, name.rsplit("/", 1)[-1]]))
+            for candidate in candidates:
+                if candidate in table:
+                    return table[candidate]
+            for candidate in candidates:
+                prefixes = [key for key in table if candidate.startswith(key)]
+                if prefixes:
+                    return table[max(prefixes, key=len)]
+        return loopctl_window(model)
+
+    return lookup

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from loopctl.hookspecs import hookspec
+from loopctl import hookspec
 
 if TYPE_CHECKING:
-    from loopctl.engine import Loop
+    from loopctl import Loop
     from loopctl_context_monitor.briefing import Briefing
 
 
@@ -30,7 +30,7 @@ def context_monitor_briefing(loop: Loop, briefing: Briefing) -> str | None:
     Return the text to use instead (it is cut to ``summary_budget_chars`` at a line boundary if
     longer), or ``None`` to keep the deterministic one. The first non-``None`` answer wins. The
     call is time-boxed by ``briefing_hook_timeout_s``: an implementation that raises, returns
-    nothing usable or takes too long is ignored (with a ``loop.context_briefing_fallback`` event)
+    nothing usable or takes too long is ignored (with a ``context-monitor.briefing_fallback`` event)
     and the deterministic briefing is used.
 
     .. versionadded:: 0.1

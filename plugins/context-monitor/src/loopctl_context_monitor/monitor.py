@@ -1,11 +1,11 @@
 """The context monitor of one running loop: gauge, thresholds, restarts, briefing, storm guard.
 
-:mod:`loopctl_context_monitor.plugin` keeps one :class:`Monitor` per :class:`loopctl.Loop` and
+:mod:`loopctl_context_monitor.plugin` keeps one :class:`Monitor` per run in ``loop.stash`` and
 forwards the hooks to it. How it decides, in one place:
 
 * **Gauge.** Every streamed main-thread usage updates the fill (:mod:`.gauge`). A fresh agent
   session starts empty: every iteration in ``fresh`` mode, after a restart in ``resume`` mode.
-* **Warn** (default 70%): a ``loop.context_exhaustion_warning`` the moment it is reached; in
+* **Warn** (default 70%): a ``context-monitor.exhaustion_warning`` the moment it is reached; in
   ``resume`` mode the session is restarted after the iteration (``after_iteration``), with a
   graceful handoff turn first when configured. In ``fresh`` mode nothing more happens: the next
   iteration starts a new, empty session anyway, and a restart would only use up the restart
@@ -27,14 +27,17 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from loopctl.model import (
+from loopctl import (
     AgentMessage,
     Decision,
     ErrorKind,
+    IterationEnd,
     IterationRecord,
     MessageKind,
     PromptSection,
+    StopStatus,
 )
+from loopctl_context_monitor import events as ev
 from loopctl_context_monitor import gauge as g
 from loopctl_context_monitor.activity import ActivityLog
 from loopctl_context_monitor.briefing import Briefing, BriefingInputs, build_briefing, trim_text
@@ -42,8 +45,7 @@ from loopctl_context_monitor.config import MIN_BUDGET_CHARS, SECTION, ContextMon
 from loopctl_context_monitor.gauge import Gauge, Reading, window_lookup
 
 if TYPE_CHECKING:
-    from loopctl.engine import Loop, LoopOutcome, Restart
-    from loopctl.model import TurnResult
+    from loopctl import Loop, LoopOutcome, Restart, TestRun, TurnResult
 
 #: The prompt section the briefing is injected as.
 BRIEFING_TITLE = "Previous Session Context (Summarized)"
@@ -70,13 +72,12 @@ class Monitor:
     def __init__(self, loop: Loop, config: ContextMonitorConfig) -> None:
         self.loop = loop
         self.cfg = config
-        settings_model = getattr(getattr(loop.agent, "settings", None), "model", None)
         self.gauge = Gauge(
             warn=config.warn_threshold,
             hard=config.hard_threshold,
             override=config.window,
-            window_for_model=window_lookup(loop.config.models, config.models),
-            model=settings_model if isinstance(settings_model, str) else None,
+            window_for_model=window_lookup(config.models, loop.context_window),
+            model=loop.agent_model,
         )
         self.activity = ActivityLog(
             config.recent_tool_calls, config.activity_retention, root=str(loop.workdir)
@@ -90,6 +91,7 @@ class Monitor:
         self.session_briefing_chars = 0
         # the current iteration
         self.warn_pending = False
+        self.carry_warn = False  # a rate-limited retry keeps the warn restart it earned
         self.hard_this_iteration = False
         self.rollback_tree: str | None = None
         # across iterations (persisted)
@@ -167,7 +169,7 @@ class Monitor:
 
     def before_iteration(self) -> None:
         loop = self.loop
-        self.warn_pending = False
+        self.warn_pending, self.carry_warn = self.carry_warn, False
         self.hard_this_iteration = False
         if not self.resume_mode or not loop.session_id:
             self._new_session()
@@ -270,7 +272,7 @@ class Monitor:
         self.check_baseline = False
         reading = Reading(baseline, gauge.window)
         self.loop.emit(
-            "loop.context_baseline_high",
+            ev.BASELINE_HIGH,
             tokens=baseline,
             window=gauge.window,
             percent=reading.percent,
@@ -291,7 +293,7 @@ class Monitor:
             target = self.session_briefing_chars - 4 * excess
             new_budget = max(MIN_BUDGET_CHARS, min(self.budget // 2, target))
             self.loop.emit(
-                "loop.context_briefing_shrunk",
+                ev.BRIEFING_SHRUNK,
                 budget_from=self.budget,
                 budget_to=new_budget,
                 baseline=baseline,
@@ -307,9 +309,7 @@ class Monitor:
             "loop: reduce the agent's fixed context (system prompt, memory files, tools), use a "
             "model with a larger window, or raise plugins.context-monitor.warn_threshold"
         )
-        self.loop.emit(
-            "loop.context_baseline_too_high", baseline=baseline, message=self.stop_message
-        )
+        self.loop.emit(ev.BASELINE_TOO_HIGH, baseline=baseline, message=self.stop_message)
 
     def _on_warn(self, reading: Reading) -> None:
         if self.baseline_high:
@@ -325,13 +325,13 @@ class Monitor:
         if self.resume_mode and not self.baseline_high:
             self.warn_pending = True
         self.loop.emit(
-            "loop.context_exhaustion_warning",
+            ev.EXHAUSTION_WARNING,
             tokens=reading.tokens,
             window=reading.window,
             percent=reading.percent,
             threshold=self.cfg.warn_threshold,
             session=self.gauge.session_id or self.loop.session_id,
-            generation=self.loop.generation,
+            restarts=self.loop.restarts,
             action=action,
         )
 
@@ -345,23 +345,36 @@ class Monitor:
             f"{self.cfg.hard_threshold:.0%} mid-turn; the turn was ended at a message boundary"
         )
         self.loop.emit(
-            "loop.context_hard_limit",
+            ev.HARD_LIMIT,
             tokens=reading.tokens,
             window=reading.window,
             percent=reading.percent,
             threshold=self.cfg.hard_threshold,
             session=self.gauge.session_id or self.loop.session_id,
-            generation=self.loop.generation,
+            restarts=self.loop.restarts,
         )
         return Decision.restart(REASON, message)
 
-    def after_iteration(self, record: IterationRecord) -> Decision | None:
+    def after_iteration(self, record: IterationRecord, test_run: TestRun | None) -> Decision | None:
+        ending = record.ending
+        if ending == IterationEnd.RATE_LIMITED.value:
+            # the iteration runs again in the same session: a warn restart it earned still
+            # stands (the gauge does not warn twice in one session)
+            self.carry_warn = self.warn_pending
+            return None
+        if ending == IterationEnd.INTERRUPTED.value:
+            return None  # the run is ending; resume runs the iteration again
         turn = self.loop.last_turn
         self._emit_iteration_usage()
+        if ending == IterationEnd.AGENT_FAILED.value:
+            # the agent's failure ends the loop: the fill is reported, nothing is decided
+            self.warn_pending = False
+            self.persist()
+            return None
         overflow = turn is not None and turn.outcome.error_kind is ErrorKind.CONTEXT_OVERFLOW
         if turn is not None and (turn.interrupted or overflow):
             self._cut_off(turn, record)
-        self._count_fingerprint(record, add=True)
+        self._count_fingerprint(record, test_run, add=True)
         decision = self._decide(record, turn, overflow)
         self.persist()
         return decision
@@ -375,7 +388,7 @@ class Monitor:
             self.warn_pending = False
             self.handoff = None
             self.loop.emit(
-                "loop.context_overflow",
+                ev.OVERFLOW,
                 message=(turn.outcome.message if turn else "")[:300],
                 tokens=self.gauge.tokens,
                 window=self.gauge.window,
@@ -387,7 +400,7 @@ class Monitor:
         passed = record.tests_passed and turn is not None and turn.outcome.ok
         if self.stop_message and not passed:
             message, self.stop_message = self.stop_message, None
-            return Decision.stop(STOP_REASON, message)
+            return Decision.stop(STOP_REASON, message, status=StopStatus.PLUGIN)
         if self.handoff == "requested":
             self._collect_handoff()
             self.handoff = None
@@ -410,7 +423,7 @@ class Monitor:
             except OSError:
                 pass
             self.loop.emit(
-                "loop.context_handoff_requested",
+                ev.HANDOFF_REQUESTED,
                 path=str(self.handoff_path),
                 tokens=reading.tokens,
                 window=reading.window,
@@ -442,10 +455,10 @@ class Monitor:
         briefing = self._briefing(restart.number, trigger, reading)
         text = briefing.text
         state_dir = self.loop.state_dir
-        written = _write_briefing(state_dir / BRIEFING_FILE, text)
-        archived = _write_briefing(Path(restart.archive_dir) / BRIEFING_FILE, text)
+        written = self._write(state_dir / BRIEFING_FILE, _briefing_file(text))
+        archived = self._write(Path(restart.archive_dir) / BRIEFING_FILE, _briefing_file(text))
         if self.handoff_text is not None:
-            _write_text(Path(restart.archive_dir) / "handoff.md", self.handoff_text + "\n")
+            self._write(Path(restart.archive_dir) / "handoff.md", self.handoff_text + "\n")
         self.briefing_pending = text
         self.after_context_restart = True
         self.restarts.append(
@@ -453,7 +466,7 @@ class Monitor:
             f"context {reading.describe()}"
         )
         self.loop.emit(
-            "loop.context_exhaustion_restart",
+            ev.EXHAUSTION_RESTART,
             number=restart.number,
             trigger=trigger,
             tokens=reading.tokens,
@@ -488,6 +501,15 @@ class Monitor:
 
     # --- pieces ------------------------------------------------------------------------------
 
+    def _write(self, path: Path, text: str) -> bool:
+        """Write ``path`` (in the state directory) atomically, now: the event that follows
+        names it, and ``loopctl resume`` reads the briefing back. False when it failed."""
+        try:
+            self.loop.write_file(path, text, background=False)
+        except OSError:
+            return False
+        return True
+
     @property
     def handoff_path(self) -> Path:
         from loopctl_context_monitor.handoff import HANDOFF_FILE
@@ -496,12 +518,12 @@ class Monitor:
 
     def _emit_usage(self, source: str, reading: Reading, **extra: Any) -> None:
         self.loop.emit(
-            "loop.context_usage",
+            ev.USAGE,
             tokens=reading.tokens,
             window=reading.window,
             percent=reading.percent,
             session=self.gauge.session_id or self.loop.session_id,
-            generation=self.loop.generation,
+            restarts=self.loop.restarts,
             source=source,
             known=reading.known,
             **extra,
@@ -522,7 +544,7 @@ class Monitor:
         else:
             reason = f"the context window of model {gauge.model or '(unknown)'} is not known"
         self._emit_usage("iteration", reading, reason=reason)
-        key = (self.loop.generation, reason)
+        key = (self.loop.restarts, reason)
         if key not in self.unknown_reported:
             self.unknown_reported.add(key)
             hint = (
@@ -531,10 +553,10 @@ class Monitor:
                 else "this agent may not report usage; the thresholds cannot act"
             )
             self.loop.emit(
-                "loop.context_usage_unknown",
+                ev.USAGE_UNKNOWN,
                 reason=reason,
                 model=gauge.model,
-                agent=getattr(self.loop.agent, "name", None),
+                agent=self.loop.agent_name,
                 hint=hint,
             )
 
@@ -544,7 +566,7 @@ class Monitor:
             if "rollback_no_git" not in self.warned_about:
                 self.warned_about.add("rollback_no_git")
                 loop.emit(
-                    "loop.context_rollback_unavailable",
+                    ev.ROLLBACK_UNAVAILABLE,
                     reason="the working directory is not a git repository; interrupted turns "
                     "are flagged instead",
                 )
@@ -555,7 +577,7 @@ class Monitor:
         if self.rollback_tree is None and "rollback_snapshot" not in self.warned_about:
             self.warned_about.add("rollback_snapshot")
             loop.emit(
-                "loop.context_rollback_unavailable",
+                ev.ROLLBACK_UNAVAILABLE,
                 reason="git could not record the working tree before the turn",
             )
 
@@ -577,7 +599,7 @@ class Monitor:
             flagged = [p for p in files if p not in set(restored)]
             action = "rollback"
             self.loop.emit(
-                "loop.context_rollback",
+                ev.ROLLBACK,
                 restored=result.restored[:50],
                 deleted=result.deleted[:50],
                 failed=result.failed[:50],
@@ -585,14 +607,16 @@ class Monitor:
         self.incomplete = flagged
         self.restored = restored
         self.loop.emit(
-            "loop.context_interrupted_turn",
+            ev.INTERRUPTED_TURN,
             reason=why,
             action=action,
             files=files[:50],
             count=len(files),
         )
 
-    def _count_fingerprint(self, record: IterationRecord, *, add: bool = False) -> None:
+    def _count_fingerprint(
+        self, record: IterationRecord, run: TestRun | None = None, *, add: bool = False
+    ) -> None:
         fingerprint = record.error_fingerprint
         if record.tests_passed or not fingerprint:
             self.fingerprint, self.fingerprint_count = "", 0
@@ -604,7 +628,6 @@ class Monitor:
             self.fingerprint_first = record.iteration
             self.fingerprint_count = 1
         if add and self.fingerprint_count == FINGERPRINT_STREAK:
-            run = self.loop.last_test_run
             parts = []
             if record.failing_tests:
                 parts.append(", ".join(record.failing_tests[:2]))
@@ -635,7 +658,7 @@ class Monitor:
             self.handoff_text = text
             self.handoff_check = cross_check(text, changed, exists)
         self.loop.emit(
-            "loop.context_handoff",
+            ev.HANDOFF,
             written=text is not None,
             chars=len(text or ""),
             check=self.handoff_check,
@@ -747,27 +770,16 @@ class Monitor:
             why = "it returned no text"
         else:
             trimmed, cut = trim_text(text, self.budget)
-            self.loop.emit("loop.context_briefing_enriched", chars=len(trimmed), cut=cut)
+            self.loop.emit(ev.BRIEFING_ENRICHED, chars=len(trimmed), cut=cut)
             briefing.text = trimmed
             briefing.source = "hook"
             return briefing
-        self.loop.emit("loop.context_briefing_fallback", reason=why)
+        self.loop.emit(ev.BRIEFING_FALLBACK, reason=why)
         return briefing
 
 
-def _write_briefing(path: Path, text: str) -> bool:
-    return _write_text(path, f"# {BRIEFING_TITLE}\n\n{text.rstrip()}\n")
-
-
-def _write_text(path: Path, text: str) -> bool:
-    from loopctl.state import atomic_write_text
-
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(path, text)
-    except OSError:
-        return False
-    return True
+def _briefing_file(text: str) -> str:
+    return f"# {BRIEFING_TITLE}\n\n{text.rstrip()}\n"
 
 
 def _strip_title(text: str) -> str:

@@ -1,37 +1,46 @@
 """The context monitor's hook implementations (the ``context-monitor`` entry point).
 
 Cheap to import on purpose: ``loopctl plugins list`` imports every enabled plugin, so everything
-heavier than the hook marker is imported inside the hooks. Each loop gets its own
-:class:`~loopctl_context_monitor.monitor.Monitor`; the hooks only forward to it.
+heavier than the hook marker is imported inside the hooks. Each run gets its own
+:class:`~loopctl_context_monitor.monitor.Monitor`, kept in ``loop.stash`` under :data:`MONITOR`;
+the hooks only forward to it.
 """
 
 from __future__ import annotations
 
-import weakref
 from typing import TYPE_CHECKING, Any
 
-from loopctl.hookspecs import hookimpl
+from loopctl import StashKey, hookimpl
 
 if TYPE_CHECKING:
     import pluggy
 
-    from loopctl.engine import Loop, LoopOutcome, Restart
-    from loopctl.model import AgentMessage, Decision, IterationRecord, PromptSection
+    from loopctl import (
+        AgentMessage,
+        Decision,
+        IterationRecord,
+        Loop,
+        LoopOutcome,
+        PromptSection,
+        Restart,
+        TestRun,
+    )
     from loopctl_context_monitor.monitor import Monitor
 
 NAME = "context-monitor"
 
-_monitors: weakref.WeakKeyDictionary[Any, Monitor] = weakref.WeakKeyDictionary()
+#: The run's monitor, in ``loop.stash``.
+MONITOR: StashKey[Monitor] = StashKey()
 
 
 def monitor_for(loop: Loop) -> Monitor:
-    """The monitor of ``loop``, made on first use (normally in ``on_loop_start``)."""
-    monitor = _monitors.get(loop)
+    """The monitor of ``loop``'s run, made on first use (normally in ``on_loop_start``)."""
+    monitor = loop.stash.get(MONITOR)
     if monitor is None:
         from loopctl_context_monitor.monitor import Monitor
 
         monitor = Monitor(loop, loop.plugin_config(NAME))
-        _monitors[loop] = monitor
+        loop.stash[MONITOR] = monitor
         if loop.resumed:  # on_restart can come first: a resume that finishes a restart
             monitor.restore()
     return monitor
@@ -75,15 +84,17 @@ def compose_prompt(loop: Loop) -> list[PromptSection]:
 
 @hookimpl
 def on_agent_message(loop: Loop, message: AgentMessage) -> Decision | None:
-    monitor = _monitors.get(loop)
+    monitor = loop.stash.get(MONITOR)
     if monitor is None:
         monitor = monitor_for(loop)
     return monitor.on_message(message)
 
 
 @hookimpl
-def after_iteration(loop: Loop, record: IterationRecord) -> Decision | None:
-    return monitor_for(loop).after_iteration(record)
+def after_iteration(
+    loop: Loop, record: IterationRecord, test_run: TestRun | None
+) -> Decision | None:
+    return monitor_for(loop).after_iteration(record, test_run)
 
 
 @hookimpl
@@ -93,6 +104,7 @@ def on_restart(loop: Loop, restart: Restart) -> None:
 
 @hookimpl
 def on_loop_end(loop: Loop, outcome: LoopOutcome) -> None:
-    monitor = _monitors.pop(loop, None)
+    monitor = loop.stash.get(MONITOR)
     if monitor is not None:
+        del loop.stash[MONITOR]
         monitor.on_loop_end(outcome)
