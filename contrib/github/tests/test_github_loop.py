@@ -27,6 +27,8 @@ import loopctl_context_errors.plugin as context_errors
 import loopctl_github.plugin as github_plugin
 from loopctl import Event, hookimpl
 from loopctl.testing import RunResult, run_loop
+from loopctl_context_errors import CONTEXT_GENERATED
+from loopctl_github import DISABLED, FAILED, POSTED
 from loopctl_github.comment import default_key, marker
 from loopctl_github.runtime import STATE_KEY
 
@@ -49,7 +51,7 @@ def run(path: Path, turns: list[list[dict[str, Any]]], api_url: str, **kw: Any) 
 
 
 def posted(result: RunResult) -> list[dict[str, Any]]:
-    return result.events_of("github.comment_posted")
+    return result.events_of(POSTED)
 
 
 def test_one_comment_created_then_updated_then_marked_resolved(
@@ -59,7 +61,7 @@ def test_one_comment_created_then_updated_then_marked_resolved(
 
     assert result.status == "complete"
     assert github.violations == []
-    assert len(result.events_of("error.context_generated")) == 2
+    assert len(result.events_of(CONTEXT_GENERATED)) == 2
     # one search, one comment created, every later report an update of it
     assert github.methods()[:2] == ["GET", "POST"]
     assert github.methods().count("POST") == 1
@@ -92,7 +94,7 @@ def test_one_comment_created_then_updated_then_marked_resolved(
         "target": f"{OWNER}/{REPO}#{ISSUE}",
     }
     assert "GitHub comment" in (result.state_dir / "report.md").read_text(encoding="utf-8")
-    assert not result.events_of("github.comment_failed")
+    assert not result.events_of(FAILED)
     assert not result.events_of("plugin.error")
     assert_events_match_their_schema(result)
 
@@ -155,6 +157,33 @@ def test_posting_never_holds_up_the_loop(tmp_path: Path, github: FakeGitHub) -> 
     assert not github.hold_timed_out
     assert github.violations == []
     assert posted(result)[-1]["state"] == "resolved"  # the end of the loop flushed it
+
+
+def test_the_session_lives_in_the_run_stash_and_ends_with_the_run(
+    tmp_path: Path, github: FakeGitHub
+) -> None:
+    """Per-run state is in ``loop.stash`` (never a module global): present from the first
+    iteration on, gone once the loop ended; every iteration's end drains the poster, also an
+    iteration whose agent failed."""
+    from loopctl_github import runtime
+
+    seen: list[tuple[str, bool]] = []
+
+    class Spy:
+        @hookimpl(trylast=True)
+        def after_iteration(self, loop: Any, record: Any) -> None:
+            seen.append((str(record.ending), runtime.SESSION in loop.stash))
+
+        @hookimpl(trylast=True)
+        def on_loop_end(self, loop: Any) -> None:
+            seen.append(("end", runtime.SESSION in loop.stash))
+
+    result = run_loop(calc_project(tmp_path / "p"), GOAL, turns=[[SAY], [FIX_ADD]],
+                      plugins={**PLUGINS, "spy": Spy()},
+                      config=loop_config(github.api_url))  # fmt: skip
+    assert result.status == "complete"
+    assert [has for _, has in seen] == [True, True, False]
+    assert not any(name.isupper() and name.startswith("_") for name in vars(runtime))
 
 
 def test_resume_keeps_updating_the_same_comment(tmp_path: Path, github: FakeGitHub) -> None:
@@ -255,7 +284,7 @@ def test_server_errors_are_retried(tmp_path: Path, github: FakeGitHub) -> None:
     assert created["action"] == "created"
     assert created["attempts"] == 3  # the search, the 502, the retry
     assert len(github.comments) == 1
-    assert not result.events_of("github.comment_failed")
+    assert not result.events_of(FAILED)
 
 
 def test_a_rejected_token_stops_posting_and_the_loop_goes_on(
@@ -267,7 +296,7 @@ def test_a_rejected_token_stops_posting_and_the_loop_goes_on(
 
     assert result.status == "complete"
     assert github.methods() == ["GET"]  # one try; nothing more this run
-    (failed,) = result.events_of("github.comment_failed")
+    (failed,) = result.events_of(FAILED)
     assert failed["reason"] == "unauthorized"
     assert failed["status"] == 401
     assert failed["stopped"] is True
@@ -284,7 +313,7 @@ def test_server_down_the_loop_completes_and_says_so_once(
     api = f"http://127.0.0.1:{closed_port()}"
     result = run(tmp_path / "p", [[SAY], [SAY], [FIX_ADD]], api, retries=1, timeout_s=0.5)
     assert result.status == "complete"
-    failed = result.events_of("github.comment_failed")
+    failed = result.events_of(FAILED)
     assert [f["reason"] for f in failed] == ["network"]  # reported once, not per iteration
     assert "cannot reach http://127.0.0.1" in failed[0]["message"]
     assert not posted(result)
@@ -297,7 +326,7 @@ def test_missing_settings_one_clear_warning_then_quiet(
     monkeypatch.delenv("GITHUB_TOKEN")
     result = run(tmp_path / "p", [[SAY], [FIX_ADD]], github.api_url, repository="", issue=0)
     assert result.status == "complete"
-    (disabled,) = result.events_of("github.disabled")
+    (disabled,) = result.events_of(DISABLED)
     assert disabled["missing"] == ["repository", "issue", "token"]
     for words in ("repository", "GITHUB_REPOSITORY", "issue", "$GITHUB_TOKEN"):
         assert words in disabled["message"]
@@ -330,7 +359,7 @@ def test_without_context_errors_it_says_there_is_nothing_to_post(
                       plugins={"github": github_plugin},
                       config={"plugins": {"github": {"repository": "a/b", "issue": 1}}})  # fmt: skip
     assert result.status == "complete"
-    (disabled,) = result.events_of("github.disabled")
+    (disabled,) = result.events_of(DISABLED)
     assert disabled["reason"] == "no_reports"
     assert "context-errors" in disabled["message"]
     assert github.requests == []
@@ -355,7 +384,7 @@ def test_without_context_errors_it_says_there_is_nothing_to_post(
 def test_config_errors_name_the_key(
     tmp_path: Path, section: dict[str, Any], key: str, words: str
 ) -> None:
-    from loopctl.config import ConfigError
+    from loopctl import ConfigError
 
     with pytest.raises(ConfigError) as caught:
         run_loop(calc_project(tmp_path / "p"), GOAL, turns=[[SAY]], plugins=PLUGINS,
@@ -366,7 +395,7 @@ def test_config_errors_name_the_key(
 
 
 def test_a_token_in_the_config_file_is_refused_without_echoing_it(tmp_path: Path) -> None:
-    from loopctl.config import ConfigError
+    from loopctl import ConfigError
 
     secret = "ghp_" + "S3cr3t" * 6
     with pytest.raises(ConfigError) as caught:
@@ -403,9 +432,9 @@ def test_a_generated_token_never_leaks_from_a_real_loop(
         assert server.violations == []
         kinds = [e["type"] for e in result.events if e["type"].startswith("github.")]
         if reject:
-            assert kinds == ["github.comment_failed"]
+            assert kinds == [FAILED]
         else:  # created (and updated, unless the end of the loop overtook the first report)
-            assert set(kinds) == {"github.comment_posted"}
+            assert set(kinds) == {POSTED}
         assert_token_absent(token, result, capfd)
         assert all(token not in r.raw for r in server.requests)
     finally:

@@ -32,7 +32,7 @@ MAX_EVENT_FILE_BYTES = 25 * 1024 * 1024
 
 def _invalid(problems: list[tuple[tuple[str, ...], str]]) -> Exception:
     """The core's "these fields are wrong" error, so the loader names each key."""
-    from loopctl.config import InvalidFields
+    from loopctl import InvalidFields
 
     return InvalidFields(problems)
 

@@ -1,12 +1,21 @@
-"""The events this plugin writes to ``events.jsonl`` (none of them ever holds the token)."""
+"""The events this plugin writes to ``events.jsonl`` (none of them ever holds the token).
+
+Every type starts with the plugin's name, ``github.``; the names are published as the constants
+below (re-exported from :mod:`loopctl_github`), for other plugins and tests to match on.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
-POSTED = "github.comment_posted"
-FAILED = "github.comment_failed"
-DISABLED = "github.disabled"
+#: What every event type of this plugin starts with.
+PREFIX = "github."
+#: The comment was created or updated.
+POSTED = PREFIX + "comment_posted"
+#: An update did not go out; the loop goes on.
+FAILED = PREFIX + "comment_failed"
+#: Nothing is posted this run (a setting or the context-errors plugin is missing).
+DISABLED = PREFIX + "disabled"
 EVENT_TYPES = (POSTED, FAILED, DISABLED)
 
 
@@ -23,7 +32,11 @@ def event_schemas() -> dict[str, dict[str, Any]]:
                 "state": {"enum": ["failing", "resolved", "stopped", "passed"]},
                 "for_iteration": EventField.OPT_INT,
             },
-            {"superseded": EventField.INT, "attempts": EventField.INT, "recreated": EventField.BOOL},
+            {
+                "superseded": EventField.INT,
+                "attempts": EventField.INT,
+                "recreated": EventField.BOOL,
+            },
             line="github: comment {action} ({state}) {url}",
         ),
         FAILED: define_event(
@@ -46,4 +59,4 @@ def event_schemas() -> dict[str, dict[str, Any]]:
     }
 
 
-__all__ = ["DISABLED", "EVENT_TYPES", "FAILED", "POSTED", "event_schemas"]
+__all__ = ["DISABLED", "EVENT_TYPES", "FAILED", "POSTED", "PREFIX", "event_schemas"]

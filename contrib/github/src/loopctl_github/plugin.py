@@ -12,8 +12,7 @@ from typing import TYPE_CHECKING, Any
 from loopctl import hookimpl
 
 if TYPE_CHECKING:
-    from loopctl.engine import Loop, LoopOutcome
-    from loopctl.model import IterationRecord, RunOption
+    from loopctl import Loop, LoopOutcome, RunOption
 
 NAME = "github"
 
@@ -34,7 +33,7 @@ def register_event_schemas() -> dict[str, dict[str, Any]]:
 
 @hookimpl
 def register_run_options() -> list[RunOption]:
-    from loopctl.model import RunOption
+    from loopctl import RunOption
 
     return [
         RunOption(
@@ -75,7 +74,8 @@ def before_iteration(loop: Loop) -> None:
 
 
 @hookimpl
-def after_iteration(loop: Loop, record: IterationRecord) -> None:
+def after_iteration(loop: Loop) -> None:
+    """Every iteration ends here, however it ended: emit what the poster did meanwhile."""
     from loopctl_github import runtime
 
     runtime.drain(loop)

@@ -469,10 +469,13 @@ class Poster:
     def _save_last(self, last: LastReport) -> None:
         if self.state_dir is None:
             return
-        from loopctl.state import atomic_write_json
+        import json
+
+        from loopctl import atomic_write_text
 
         with contextlib.suppress(OSError, ValueError):
-            atomic_write_json(self.state_dir / LAST_REPORT_FILE, last.to_json())
+            text = json.dumps(last.to_json(), indent=2, ensure_ascii=False) + "\n"
+            atomic_write_text(self.state_dir / LAST_REPORT_FILE, text)
 
 
 def without_token(body: str, token: str) -> str:

@@ -1,8 +1,8 @@
 """What the plugin does inside a loop; :mod:`loopctl_github.plugin` calls in here.
 
-One :class:`Session` per running loop (keyed by its state directory): the resolved target and
-the background :class:`~loopctl_github.poster.Poster`. Everything that touches the loop
-(emitting events, ``loop.set_value``) happens here, on the loop's thread.
+One :class:`Session` per running loop, kept in ``loop.stash`` under :data:`SESSION`: the
+resolved target and the background :class:`~loopctl_github.poster.Poster`. Everything that
+touches the loop (emitting events, ``loop.set_value``) happens here, on the loop's thread.
 """
 
 from __future__ import annotations
@@ -11,16 +11,19 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from loopctl import StashKey
 from loopctl_github.comment import comment_key
 from loopctl_github.config import NAME, GitHubConfig, Target, Unusable, resolve
 from loopctl_github.events import DISABLED
 from loopctl_github.poster import Job, Poster, load_last
 
 if TYPE_CHECKING:
-    from loopctl.engine import Loop, LoopOutcome
+    from loopctl import Loop, LoopOutcome
 
 #: Loop-state key: the comment this run posts to (id, URL, and which issue it is on).
 STATE_KEY = "github.comment"
+#: loopctl-context-errors' hook that hands over each failed iteration's report.
+REPORT_HOOK = "context_errors_report"
 #: An interrupted loop (Ctrl-C) waits at most this long for the last update.
 INTERRUPTED_FLUSH_S = 3.0
 
@@ -33,7 +36,8 @@ class Session:
     saved_id: int | None = None
 
 
-_SESSIONS: dict[str, Session] = {}
+#: The run's session (absent when the plugin posts nothing this run).
+SESSION = StashKey[Session]()
 
 
 def settings(loop: Loop) -> GitHubConfig:
@@ -52,7 +56,7 @@ def _disable(loop: Loop, reason: str, message: str, missing: list[str]) -> None:
 
 def _reports_available(loop: Loop) -> bool:
     """Whether loopctl-context-errors is loaded (its hook spec is registered)."""
-    caller = getattr(loop.hook, "context_errors_report", None)
+    caller = getattr(loop.hook, REPORT_HOOK, None)
     return getattr(caller, "spec", None) is not None
 
 
@@ -68,10 +72,6 @@ def _stored_comment(loop: Loop, target: Target) -> tuple[int | None, str]:
 
 
 def start(loop: Loop) -> None:
-    key = str(loop.state_dir)
-    previous = _SESSIONS.pop(key, None)
-    if previous is not None:
-        previous.poster.close()
     config = settings(loop)
     if not _reports_available(loop):
         _disable(
@@ -101,12 +101,12 @@ def start(loop: Loop) -> None:
         state_dir=loop.state_dir,
         last=load_last(loop.state_dir) if loop.resumed else None,
     )
-    _SESSIONS[key] = Session(config=config, target=found, poster=poster, saved_id=comment_id)
+    loop.stash[SESSION] = Session(config=config, target=found, poster=poster, saved_id=comment_id)
 
 
 def drain(loop: Loop) -> None:
     """Emit what the poster did since last time, and remember the comment in loop state."""
-    session = _SESSIONS.get(str(loop.state_dir))
+    session = loop.stash.get(SESSION)
     if session is not None:
         _drain(loop, session)
 
@@ -124,7 +124,7 @@ def _drain(loop: Loop, session: Session) -> None:
 
 
 def on_report(loop: Loop, report: Any) -> None:
-    session = _SESSIONS.get(str(loop.state_dir))
+    session = loop.stash.get(SESSION)
     if session is None:
         return
     _drain(loop, session)
@@ -132,7 +132,7 @@ def on_report(loop: Loop, report: Any) -> None:
 
 
 def end(loop: Loop, outcome: LoopOutcome) -> None:
-    session = _SESSIONS.pop(str(loop.state_dir), None)
+    session = loop.stash.get(SESSION)
     if session is None:
         return
     poster = session.poster
@@ -153,6 +153,7 @@ def end(loop: Loop, outcome: LoopOutcome) -> None:
         wait = min(wait, INTERRUPTED_FLUSH_S)
     poster.flush(wait)
     poster.close()
+    del loop.stash[SESSION]
     _drain(loop, session)
     if poster.comment_url:
         note = f"The context-error report is on {session.target.label}: {poster.comment_url}"
@@ -161,4 +162,14 @@ def end(loop: Loop, outcome: LoopOutcome) -> None:
         loop.add_report_section("GitHub comment", note, source=NAME)
 
 
-__all__ = ["STATE_KEY", "Session", "drain", "end", "on_report", "settings", "start"]
+__all__ = [
+    "REPORT_HOOK",
+    "SESSION",
+    "STATE_KEY",
+    "Session",
+    "drain",
+    "end",
+    "on_report",
+    "settings",
+    "start",
+]
