@@ -9,25 +9,32 @@ from pathlib import Path
 import pytest
 
 import loopctl_context_errors
-from loopctl_context_errors.events import EVENT_TYPES, load_schema, validate
+from loopctl_context_errors.events import (
+    CONTEXT_GENERATED,
+    EVENT_TYPES,
+    SUGGESTION_RECORDED,
+    SUGGESTION_RESOLVED,
+    load_schema,
+    validate,
+)
 
 GOOD = {
-    "error.context_generated": {
-        "type": "error.context_generated", "ts": 1.5, "iteration": 2, "stage": "tests",
+    CONTEXT_GENERATED: {
+        "type": CONTEXT_GENERATED, "ts": 1.5, "iteration": 2, "stage": "tests",
         "category": "TYPE_ERROR", "rule": "type.checker", "signature": "0123456789abcdef",
         "runner": "mypy", "decisive_lines": ["app.py:2: error: x  [assignment]"], "failing": 0,
         "similar_count": 1, "fixed_similar_count": 0, "actions_count": 3,
         "memory_status": "ok", "memory_ms": 1.2, "report_path": "/s/x.md",
         "duration_ms": 3.0,
     },
-    "suggestion.recorded": {
-        "type": "suggestion.recorded", "ts": 2.0, "iteration": 2, "suggestion_id": "ab-0002-tests",
+    SUGGESTION_RECORDED: {
+        "type": SUGGESTION_RECORDED, "ts": 2.0, "iteration": 2, "suggestion_id": "ab-0002-tests",
         "stage": "tests", "category": "TYPE_ERROR", "rule": "type.checker",
         "actions": ["one", "two"], "action_keys": ["a", "b"], "failing_tests": [],
         "signature": "0123456789abcdef",
     },
-    "suggestion.resolved": {
-        "type": "suggestion.resolved", "ts": 3.0, "iteration": 3, "suggestion_id": "ab-0002-tests",
+    SUGGESTION_RESOLVED: {
+        "type": SUGGESTION_RESOLVED, "ts": 3.0, "iteration": 3, "suggestion_id": "ab-0002-tests",
         "resolved": True, "effective": False, "reason": "still_failing", "stage": "tests",
         "category": "TYPE_ERROR", "suggested_at_iteration": 2, "passed_tests": [],
         "still_failing": ["t"],
@@ -35,12 +42,21 @@ GOOD = {
 }  # fmt: skip
 
 
-def test_schema_registers_exactly_the_seed_event_names() -> None:
+def test_schema_registers_exactly_the_plugins_namespaced_event_names() -> None:
     schema = load_schema()
     assert schema["$schema"].endswith("2020-12/schema")
     assert tuple(schema["properties"]["type"]["enum"]) == EVENT_TYPES
     assert set(EVENT_TYPES) <= set(schema["$defs"])
-    assert EVENT_TYPES == ("error.context_generated", "suggestion.recorded", "suggestion.resolved")
+    assert EVENT_TYPES == (
+        "context-errors.context_generated",
+        "context-errors.suggestion_recorded",
+        "context-errors.suggestion_resolved",
+    )
+    # published from the package, for other plugins to subscribe through
+    assert loopctl_context_errors.CONTEXT_GENERATED == CONTEXT_GENERATED
+    assert loopctl_context_errors.SUGGESTION_RECORDED == SUGGESTION_RECORDED
+    assert loopctl_context_errors.SUGGESTION_RESOLVED == SUGGESTION_RESOLVED
+    assert loopctl_context_errors.EVENT_TYPES == EVENT_TYPES
     # shipped as package data next to the module
     path = Path(loopctl_context_errors.__file__).parent / "events.schema.json"
     assert json.loads(path.read_text(encoding="utf-8")) == schema
@@ -54,16 +70,16 @@ def test_valid_events_pass(event_type: str) -> None:
 @pytest.mark.parametrize(
     ("event_type", "change", "problem"),
     [
-        ("error.context_generated", {"category": "OOPS"}, "is not one of"),
-        ("error.context_generated", {"actions_count": 7}, "maximum"),
-        ("error.context_generated", {"similar_count": "1"}, "expected integer"),
-        ("error.context_generated", {"surprise": 1}, "unexpected key"),
-        ("error.context_generated", {"decisive_lines": ["x"] * 9}, "more than 8"),
-        ("suggestion.recorded", {"actions": ["only one"]}, "fewer than 2"),
-        ("suggestion.recorded", {"signature": 7}, "expected string"),
-        ("suggestion.resolved", {"resolved": False}, "must be True"),
-        ("suggestion.resolved", {"reason": "guess"}, "is not one of"),
-        ("suggestion.resolved", {"effective": None}, "expected boolean"),
+        (CONTEXT_GENERATED, {"category": "OOPS"}, "is not one of"),
+        (CONTEXT_GENERATED, {"actions_count": 7}, "maximum"),
+        (CONTEXT_GENERATED, {"similar_count": "1"}, "expected integer"),
+        (CONTEXT_GENERATED, {"surprise": 1}, "unexpected key"),
+        (CONTEXT_GENERATED, {"decisive_lines": ["x"] * 9}, "more than 8"),
+        (SUGGESTION_RECORDED, {"actions": ["only one"]}, "fewer than 2"),
+        (SUGGESTION_RECORDED, {"signature": 7}, "expected string"),
+        (SUGGESTION_RESOLVED, {"resolved": False}, "must be True"),
+        (SUGGESTION_RESOLVED, {"reason": "guess"}, "is not one of"),
+        (SUGGESTION_RESOLVED, {"effective": None}, "expected boolean"),
     ],
 )
 def test_invalid_events_are_named(event_type: str, change: dict, problem: str) -> None:  # type: ignore[type-arg]
@@ -74,7 +90,7 @@ def test_invalid_events_are_named(event_type: str, change: dict, problem: str) -
 
 
 def test_missing_required_keys_and_unsupported_keywords() -> None:
-    event = dict(GOOD["suggestion.resolved"])
+    event = dict(GOOD[SUGGESTION_RESOLVED])
     del event["effective"]
     assert any("missing required key 'effective'" in e for e in validate(event))
     with pytest.raises(ValueError, match="unsupported"):
@@ -88,7 +104,7 @@ def test_schema_agrees_with_jsonschema_when_installed() -> None:
     validator = jsonschema.Draft202012Validator(schema)
     for event in GOOD.values():
         assert list(validator.iter_errors(event)) == []
-    bad = {**GOOD["suggestion.resolved"], "reason": "guess"}
+    bad = {**GOOD[SUGGESTION_RESOLVED], "reason": "guess"}
     assert list(validator.iter_errors(bad))
     assert validate(bad)
 
@@ -122,7 +138,7 @@ def test_declared_to_loopctl_and_every_written_event_validates(
     combined = event_schema(declared)
     mine = [event for event in result.events if event["type"] in EVENT_TYPES]
     assert {event["type"] for event in mine} == set(EVENT_TYPES)
-    assert len([e for e in mine if e["type"] == "suggestion.resolved"]) == 2
+    assert len([e for e in mine if e["type"] == SUGGESTION_RESOLVED]) == 2
     for event in mine:
         assert validate(event) == [], event
         assert validate(event, combined) == [], event

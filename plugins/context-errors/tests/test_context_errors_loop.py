@@ -14,7 +14,13 @@ import loopctl_context_errors.plugin as plugin
 from loopctl import hookimpl
 from loopctl.testing import make_project, run_loop
 from loopctl_context_errors.categories import Rule
-from loopctl_context_errors.events import EVENT_TYPES, validate
+from loopctl_context_errors.events import (
+    CONTEXT_GENERATED,
+    EVENT_TYPES,
+    SUGGESTION_RECORDED,
+    SUGGESTION_RESOLVED,
+    validate,
+)
 from loopctl_context_errors.runtime import report_path, sanitize_stage
 
 PLUGINS = {"context-errors": plugin}
@@ -62,13 +68,13 @@ def test_failure_then_fix_reports_resolves_and_remembers(
     assert "Iteration: 1" in report
     assert "make the tests pass" in report
 
-    generated = result.events_of("error.context_generated")
+    generated = result.events_of(CONTEXT_GENERATED)
     assert len(generated) == 1
     assert generated[0]["category"] == "ASSERTION_FAILURE"
     assert generated[0]["rule"] == "assertion.failed"
     assert generated[0]["report_path"] == str(state / "context-error-tests.md")
-    recorded = result.events_of("suggestion.recorded")
-    resolved = result.events_of("suggestion.resolved")
+    recorded = result.events_of(SUGGESTION_RECORDED)
+    resolved = result.events_of(SUGGESTION_RESOLVED)
     assert [r["suggestion_id"] for r in resolved] == [recorded[0]["suggestion_id"]]
     assert resolved[0]["effective"] is True
     assert resolved[0]["reason"] == "tests_pass"
@@ -115,7 +121,7 @@ def test_failure_then_fix_reports_resolves_and_remembers(
     assert "calc.py" in report
     prompt = (second.state_dir / "logs" / "iteration-0002.prompt.md").read_text(encoding="utf-8")
     assert "fixed by changing calc.py" in prompt
-    actions = second.events_of("suggestion.recorded")[0]["actions"]
+    actions = second.events_of(SUGGESTION_RECORDED)[0]["actions"]
     assert actions[0].startswith("A matching failure in shop was fixed by changing calc.py")
 
 
@@ -124,8 +130,8 @@ def test_effective_only_when_the_tests_it_was_about_pass(tmp_path: Path) -> None
     result = run_loop(project, "fix both", turns=[[{"say": "x"}], [FIX_MUL], [FIX_ADD]],
                       plugins=PLUGINS)  # fmt: skip
     assert result.status == "complete"
-    recorded = result.events_of("suggestion.recorded")
-    resolved = {r["suggestion_id"]: r for r in result.events_of("suggestion.resolved")}
+    recorded = result.events_of(SUGGESTION_RECORDED)
+    resolved = {r["suggestion_id"]: r for r in result.events_of(SUGGESTION_RESOLVED)}
     assert len(recorded) == 2
     first, second = recorded
     assert sorted(first["failing_tests"]) == [
@@ -158,7 +164,7 @@ def test_plugin_rules_from_the_hook(tmp_path: Path) -> None:
     project = _calc_project(tmp_path / "p")
     result = run_loop(project, "fix", turns=[[{"say": "x"}], [FIX_ADD]],
                       plugins={**PLUGINS, "lock-rules": LockRules()})  # fmt: skip
-    generated = result.events_of("error.context_generated")[0]
+    generated = result.events_of(CONTEXT_GENERATED)[0]
     assert (generated["rule"], generated["category"]) == ("demo.add-mismatch", "TYPE_ERROR")
 
 
@@ -194,17 +200,17 @@ def test_memory_off_by_config_and_by_environment(
     project = _calc_project(tmp_path / "p")
     result = run_loop(project, "fix", turns=[[{"say": "x"}], [FIX_ADD]], plugins=PLUGINS,
                       config={"plugins": {"context-errors": {"memory": False}}})  # fmt: skip
-    assert result.events_of("error.context_generated")[0]["memory_status"] == "disabled"
+    assert result.events_of(CONTEXT_GENERATED)[0]["memory_status"] == "disabled"
     assert not private_memory.exists()
     monkeypatch.setenv("LOOPCTL_FAILURE_MEMORY", "off")
     project = _calc_project(tmp_path / "q")
     result = run_loop(project, "fix", turns=[[{"say": "x"}], [FIX_ADD]], plugins=PLUGINS)
-    assert result.events_of("error.context_generated")[0]["memory_status"] == "disabled"
+    assert result.events_of(CONTEXT_GENERATED)[0]["memory_status"] == "disabled"
     assert not private_memory.exists()
 
 
 def test_config_errors_name_the_key(tmp_path: Path) -> None:
-    from loopctl.config import ConfigError
+    from loopctl import ConfigError
 
     project = _calc_project(tmp_path / "p")
     with pytest.raises(ConfigError, match=r"plugins\.context-errors\.memory_timeout_s"):
@@ -237,7 +243,7 @@ def test_secrets_in_test_output_never_reach_state_or_memory(
     project.commit("api")
     result = run_loop(project, f"call the API with {secret}", turns=[[{"say": "x"}]],
                       plugins=PLUGINS, config={"limits": {"max_iterations": 1}})  # fmt: skip
-    assert result.events_of("error.context_generated")
+    assert result.events_of(CONTEXT_GENERATED)
     written = [
         (result.state_dir / "context-error-tests.md").read_text(encoding="utf-8"),
         (result.state_dir / "suggestions.jsonl").read_text(encoding="utf-8"),
@@ -261,7 +267,7 @@ def test_an_agent_failure_is_reported_as_its_own_stage(tmp_path: Path) -> None:
                [{"say": "done"}]],
         plugins=PLUGINS,
     )  # fmt: skip
-    generated = result.events_of("error.context_generated")
+    generated = result.events_of(CONTEXT_GENERATED)
     assert generated
     assert generated[0]["stage"] == "agent"
     assert generated[0]["category"] == "NETWORK_ERROR"

@@ -5,6 +5,9 @@ The public API is imported lazily (``loopctl plugins list`` imports the plugin m
 it this package, so importing it must stay cheap)::
 
     from loopctl_context_errors import categorize, build_report, render_github, FailureMemory
+
+The names of the events it writes are published here too (``CONTEXT_GENERATED``,
+``SUGGESTION_RECORDED``, ``SUGGESTION_RESOLVED``, ``EVENT_TYPES``): subscribe through them.
 """
 
 from __future__ import annotations
@@ -39,6 +42,10 @@ _EXPORTS = {
     "Ledger": "ledger",
     "redact": "redaction",
     "validate_event": "events",
+    "CONTEXT_GENERATED": "events",
+    "SUGGESTION_RECORDED": "events",
+    "SUGGESTION_RESOLVED": "events",
+    "EVENT_TYPES": "events",
 }
 
 

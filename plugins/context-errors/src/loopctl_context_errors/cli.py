@@ -70,11 +70,10 @@ def _read_input(source: str) -> str:
 def _configured_memory_path() -> str:
     """The ``memory_path`` setting of the project in the working directory, if any."""
     try:
-        from loopctl.config import load_config
+        from loopctl import load_project
         from loopctl_context_errors.config import ContextErrorsConfig
 
-        loaded = load_config(Path.cwd())
-        config = loaded.plugin_section("context-errors", ContextErrorsConfig)
+        config = load_project().plugin_config("context-errors", ContextErrorsConfig)
     except Exception:  # noqa: BLE001 - a broken project config must not break these commands
         return ""
     return "off" if not config.memory else config.memory_path
@@ -93,11 +92,9 @@ def _rules() -> Any:
     from loopctl_context_errors.categories import BUILTIN_RULES, Rule, RuleSet
 
     try:
-        from loopctl.config import load_config
-        from loopctl.runner import build_host
+        from loopctl import load_project
 
-        host = build_host(load_config(Path.cwd()))
-        hook = getattr(host.hook, "context_errors_rules", None)
+        hook = getattr(load_project().hook, "context_errors_rules", None)
         results = hook() if hook is not None else []
     except Exception:  # noqa: BLE001
         results = []

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import attrs
 
-from loopctl.config import InvalidFields
+from loopctl import InvalidFields
 
 
 @attrs.define(kw_only=True)

@@ -1,8 +1,10 @@
 """The events this plugin writes, and the JSON Schema they are published under.
 
-``events.schema.json`` (next to this module) registers the seed's three event names —
-``error.context_generated``, ``suggestion.recorded``, ``suggestion.resolved`` — with their
-required and optional keys. :func:`validate` checks an ``events.jsonl`` line against it with a
+``events.schema.json`` (next to this module) registers the three event names —
+``context-errors.context_generated``, ``context-errors.suggestion_recorded``,
+``context-errors.suggestion_resolved`` — with their required and optional keys. The names are
+published as the constants below (re-exported from :mod:`loopctl_context_errors`): other
+plugins subscribe through them, never through copies of the strings. :func:`validate` checks an ``events.jsonl`` line against it with a
 small validator for the part of JSON Schema (draft 2020-12) the schema uses, so the plugin and
 its tests need no extra package: ``type``, ``enum``, ``const``, ``required``, ``properties``,
 ``additionalProperties: false``, ``items``, ``minItems``/``maxItems``, ``maxLength``,
@@ -17,9 +19,15 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any
 
-CONTEXT_GENERATED = "error.context_generated"
-SUGGESTION_RECORDED = "suggestion.recorded"
-SUGGESTION_RESOLVED = "suggestion.resolved"
+#: The plugin's name: every event it writes starts with it and a dot.
+PREFIX = "context-errors."
+#: A failure was categorized and its report written (it was ``error.context_generated``).
+CONTEXT_GENERATED = PREFIX + "context_generated"
+#: Suggested actions were shown to the agent and written to the ledger (was
+#: ``suggestion.recorded``).
+SUGGESTION_RECORDED = PREFIX + "suggestion_recorded"
+#: A suggestion set was judged at the next test run (was ``suggestion.resolved``).
+SUGGESTION_RESOLVED = PREFIX + "suggestion_resolved"
 EVENT_TYPES = (CONTEXT_GENERATED, SUGGESTION_RECORDED, SUGGESTION_RESOLVED)
 SCHEMA_FILE = "events.schema.json"
 
@@ -119,7 +127,7 @@ def _check(value: Any, schema: dict[str, Any], root: dict[str, Any], path: str) 
     return errors
 
 
-#: How the plain and live views show each event (``loopctl.events.event``'s ``line``).
+#: How the plain and live views show each event (``loopctl.define_event``'s ``line``).
 VIEW_LINES = {
     CONTEXT_GENERATED: "{stage} failed: {category} (rule {rule}), {similar_count} similar",
     SUGGESTION_RECORDED: "",
@@ -151,7 +159,9 @@ def core_event_schemas() -> dict[str, dict[str, Any]]:
         properties = {k: v for k, v in spec["properties"].items() if k not in _ENVELOPE}
         required = {k: properties[k] for k in spec["required"] if k in properties}
         optional = {k: v for k, v in properties.items() if k not in required}
-        declared[name] = define_event(spec["description"], required, optional, line=VIEW_LINES[name])
+        declared[name] = define_event(
+            spec["description"], required, optional, line=VIEW_LINES[name]
+        )
     return declared
 
 
@@ -164,6 +174,7 @@ def validate(event: dict[str, Any], schema: dict[str, Any] | None = None) -> lis
 __all__ = [
     "CONTEXT_GENERATED",
     "EVENT_TYPES",
+    "PREFIX",
     "SUGGESTION_RECORDED",
     "SUGGESTION_RESOLVED",
     "VIEW_LINES",

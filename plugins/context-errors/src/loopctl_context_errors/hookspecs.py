@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from loopctl.hookspecs import hookspec
+from loopctl import hookspec
 
 if TYPE_CHECKING:
     from loopctl import Loop
@@ -39,7 +39,8 @@ def context_errors_rules() -> list[Rule] | None:
 @hookspec
 def context_errors_report(loop: Loop, report: ErrorReport) -> None:
     """Called once per failed iteration, after the report is built and
-    ``error.context_generated`` is emitted: the place to send the report elsewhere (a pull
+    ``context-errors.context_generated`` (:data:`~loopctl_context_errors.CONTEXT_GENERATED`)
+    is emitted: the place to send the report elsewhere (a pull
     request comment, a chat channel).
 
     :param loop: the running loop.

@@ -3,7 +3,7 @@
 The file is append-only. A suggestion set is one ``{"kind": "suggestion", …}`` line; its
 resolution is a later ``{"kind": "resolution", "id": …}`` line. Nothing is ever rewritten, so
 the cost of resolving stays constant however long the run gets, and a crash can at worst lose
-the last line (read back tolerantly by :func:`loopctl.state.read_jsonl`).
+the last line (read back tolerantly by :func:`loopctl.read_jsonl`).
 
 A suggestion set is judged at the next test run after the agent saw it: **effective** only when
 the failing tests it was about now pass (all of them, or the whole run when it named none);
@@ -20,7 +20,7 @@ from typing import Any
 
 import attrs
 
-from loopctl import state as st
+from loopctl import JsonlAppender, read_jsonl
 from loopctl_context_errors.redaction import redact
 
 FILE_NAME = "suggestions.jsonl"
@@ -75,12 +75,12 @@ class Ledger:
         self.path = Path(state_dir) / FILE_NAME
         #: Keep the file open between appends (a loop appends on every failed iteration).
         self.keep_open = keep_open
-        self._appender: st.JsonlAppender | None = None
+        self._appender: JsonlAppender | None = None
 
     def _append(self, line: dict[str, Any]) -> None:
         if self._appender is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._appender = st.JsonlAppender(self.path)
+            self._appender = JsonlAppender(self.path)
         try:
             self._appender.append(line)
         finally:
@@ -160,7 +160,7 @@ class Ledger:
     def entries(self) -> list[SuggestionSet]:
         """Every suggestion set, with its resolution folded in, oldest first."""
         sets: dict[str, SuggestionSet] = {}
-        for line in st.read_jsonl(self.path).records if self.path.exists() else []:
+        for line in read_jsonl(self.path).records if self.path.exists() else []:
             kind = line.get("kind")
             ident = str(line.get("id", ""))
             if kind == "suggestion" and ident and ident not in sets:

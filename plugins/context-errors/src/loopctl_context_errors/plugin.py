@@ -14,8 +14,7 @@ from loopctl import hookimpl
 if TYPE_CHECKING:
     import pluggy
 
-    from loopctl.engine import Loop, LoopOutcome
-    from loopctl.model import IterationRecord, PromptSection
+    from loopctl import IterationRecord, Loop, LoopOutcome, PromptSection, TestRun
 
 NAME = "context-errors"
 
@@ -63,14 +62,16 @@ def compose_prompt(loop: Loop) -> PromptSection | None:
 
 
 @hookimpl
-def on_failure(loop: Loop, record: IterationRecord) -> None:
+def on_failure(loop: Loop, record: IterationRecord, test_run: TestRun | None) -> None:
+    """Report the failure (no verdict: a failure this plugin explains is still the agent's)."""
     from loopctl_context_errors import runtime
 
-    runtime.handle_failure(loop, record)
+    runtime.handle_failure(loop, record, test_run)
 
 
 @hookimpl
 def on_success(loop: Loop, record: IterationRecord) -> None:
+    """Judge the outstanding suggestions (no veto: a pass is a pass)."""
     from loopctl_context_errors import runtime
 
     runtime.handle_success(loop, record)

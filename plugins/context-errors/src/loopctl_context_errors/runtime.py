@@ -16,6 +16,7 @@ from functools import lru_cache, partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from loopctl import StashKey
 from loopctl_context_errors import events
 from loopctl_context_errors.categories import Categorization, Rule, RuleSet, categorize
 from loopctl_context_errors.config import ContextErrorsConfig
@@ -30,8 +31,7 @@ from loopctl_context_errors.redaction import redact
 from loopctl_context_errors.report import ErrorReport, build_report, render_markdown
 
 if TYPE_CHECKING:
-    from loopctl.engine import Loop, LoopOutcome
-    from loopctl.model import IterationRecord, PromptSection
+    from loopctl import IterationRecord, Loop, LoopOutcome, PromptSection, TestRun
 
 NAME = "context-errors"
 RUN_ID_KEY = "context_errors.run_id"
@@ -148,14 +148,16 @@ def _judge(
     memory: FailureMemory | None,
     *,
     tests_passed: bool,
+    failing_now: list[str],
 ) -> None:
-    """Resolve every outstanding suggestion set against this iteration's test run."""
+    """Resolve every outstanding suggestion set against this iteration's test run (its
+    failing tests are ``failing_now``)."""
     pending = _outstanding(loop)
     if not pending:
         return
     ledger = _ledger(loop)
     for entry in pending:
-        verdict = judge(entry, tests_passed=tests_passed, failing_now=list(record.failing_tests))
+        verdict = judge(entry, tests_passed=tests_passed, failing_now=failing_now)
         ledger.mark_resolved(entry.id, verdict, iteration=loop.iteration)
         loop.emit(
             events.SUGGESTION_RESOLVED,
@@ -197,53 +199,59 @@ def _judge(
     loop.set_value(OUTSTANDING_KEY, [])
 
 
-#: Each running loop's ledger, kept open between appends (closed when the loop ends).
-_LEDGERS: dict[str, Ledger] = {}
+#: The run's ledger, kept open between appends (closed when the loop ends).
+LEDGER = StashKey[Ledger]()
 
 
 def _ledger(loop: Loop) -> Ledger:
-    key = str(loop.state_dir)
-    ledger = _LEDGERS.get(key)
+    ledger = loop.stash.get(LEDGER)
     if ledger is None:
-        ledger = _LEDGERS[key] = Ledger(loop.state_dir, keep_open=True)
+        ledger = loop.stash[LEDGER] = Ledger(loop.state_dir, keep_open=True)
     return ledger
 
 
 #: Lines of the test output the in-loop report carries (the whole log is in logs/ anyway).
 REPORT_EXCERPT_LINES = 80
-#: Similar-failure answers already fetched in this process, by (run, signature).
-_SIMILAR: dict[tuple[str, str], QueryOutcome] = {}
+#: The memory's answers already fetched in this run, by the failure's signature.
+SIMILAR = StashKey[dict[str, QueryOutcome]]()
+#: Answers kept at most per run (a long run of ever-new failures starts over past this).
+SIMILAR_CACHE_SIZE = 256
 
 
 def _similar(
-    memory: FailureMemory | None, found: Categorization, rid: str, limit: int
+    loop: Loop, memory: FailureMemory | None, found: Categorization, rid: str, limit: int
 ) -> QueryOutcome:
     """The memory's answer for this failure; a failure repeated within the run reuses it."""
     if memory is None:
         return QueryOutcome(status="disabled")
     signature, _ = signature_of(found.decisive_lines)
-    key = (rid, signature)
-    cached = _SIMILAR.get(key)
+    answers = loop.stash.setdefault(SIMILAR, {})
+    cached = answers.get(signature)
     if cached is not None and signature:
         return cached
     outcome = memory.query_similar(
         found.decisive_lines, limit=limit, category=found.category.value, exclude_run=rid
     )
     if outcome.status in ("ok", "missing"):
-        if len(_SIMILAR) > 256:
-            _SIMILAR.clear()
-        _SIMILAR[key] = outcome
+        if len(answers) >= SIMILAR_CACHE_SIZE:
+            answers.clear()
+        answers[signature] = outcome
     return outcome
 
 
-def _failure_input(loop: Loop) -> tuple[str, str, list[str] | None, list[str], str | None]:
-    """(stage, text, decisive lines, failing tests, runner) of what failed this iteration."""
-    test_run = loop.last_test_run
+def _failure_input(
+    loop: Loop, test_run: TestRun | None
+) -> tuple[str, str, list[str] | None, list[str], str | None]:
+    """(stage, text, decisive lines, failing tests, runner) of what failed this iteration.
+
+    A failed test run comes as the core parsed it: its error lines are the decisive lines
+    (none found is an answer too, so the output is never parsed a second time), with its
+    failing tests and runner."""
     if test_run is not None and not test_run.passed:
         return (
             "tests",
             test_run.output,
-            list(test_run.error_lines) or None,
+            list(test_run.error_lines),
             list(test_run.failing_tests),
             test_run.runner,
         )
@@ -256,14 +264,18 @@ def _failure_input(loop: Loop) -> tuple[str, str, list[str] | None, list[str], s
     return "agent", text, None, [], None
 
 
-def handle_failure(loop: Loop, record: IterationRecord) -> ErrorReport:
+def handle_failure(loop: Loop, record: IterationRecord, test_run: TestRun | None) -> ErrorReport:
+    """Report the failure of ``record``; ``test_run`` is the iteration's own (None when the
+    agent failed before the tests ran)."""
     started = time.perf_counter()
     config = settings(loop)
     memory = memory_for(config)
     rid = run_id(loop)
-    _judge(loop, record, memory, tests_passed=record.tests_passed)
+    passed = test_run is not None and test_run.passed
+    failing_now = list(test_run.failing_tests) if test_run is not None else []
+    _judge(loop, record, memory, tests_passed=passed, failing_now=failing_now)
 
-    stage, text, decisive, failing, runner = _failure_input(loop)
+    stage, text, decisive, failing, runner = _failure_input(loop, test_run)
     found: Categorization = categorize(
         text, decisive_lines=decisive, rules=rules_for(loop), runner=runner
     )
@@ -279,7 +291,7 @@ def handle_failure(loop: Loop, record: IterationRecord) -> ErrorReport:
         max_similar=config.max_similar,
         exclude_run=rid,
         categorization=found,
-        similar=_similar(memory, found, rid, config.max_similar),
+        similar=_similar(loop, memory, found, rid, config.max_similar),
         excerpt_lines=REPORT_EXCERPT_LINES,
     )
     path: Path | None = None
@@ -401,7 +413,7 @@ def historical_context(loop: Loop) -> PromptSection | None:
     last = loop.get_value(LAST_KEY)
     if not isinstance(last, dict) or not last.get("category"):
         return None
-    from loopctl.model import PromptSection
+    from loopctl import PromptSection
 
     config = settings(loop)
     lines = [
@@ -441,7 +453,7 @@ def _fit(lines: list[str], budget: int) -> str:
 
 def handle_success(loop: Loop, record: IterationRecord) -> None:
     config = settings(loop)
-    _judge(loop, record, memory_for(config), tests_passed=True)
+    _judge(loop, record, memory_for(config), tests_passed=True, failing_now=[])
     loop.set_value(LAST_KEY, None)
 
 
@@ -450,9 +462,10 @@ def handle_loop_end(loop: Loop, outcome: LoopOutcome) -> None:
     loop.wait_for_background(
         config.memory_timeout_s
     )  # the last report and memory writes land first
-    ledger = _LEDGERS.pop(str(loop.state_dir), None)
+    ledger = loop.stash.get(LEDGER)
     if ledger is not None:
         ledger.close()
+        del loop.stash[LEDGER]
     entries = Ledger(loop.state_dir).entries()
     if entries:
         by_category: dict[str, int] = {}
@@ -472,8 +485,6 @@ def handle_loop_end(loop: Loop, outcome: LoopOutcome) -> None:
     memory = memory_for(config)
     if memory is not None:
         memory.enforce_cap(config.memory_max_records)
-    for key in [key for key in _SIMILAR if key[0] == loop.get_value(RUN_ID_KEY)]:
-        _SIMILAR.pop(key, None)
 
 
 __all__ = [
