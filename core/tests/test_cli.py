@@ -234,7 +234,7 @@ def test_run_stops_at_max_iterations_with_exit_code_10(project: Project) -> None
     assert "\x1b" not in result.stdout  # stdout is a pipe: plain mode
     lines = event_lines(result.stdout)
     assert all(STAMP.match(line) for line in lines), lines
-    assert sum("] iteration " in line and "(session" in line for line in lines) == 2
+    assert sum(line.endswith(("] iteration 1", "] iteration 2")) for line in lines) == 2
     assert any("tests failed (exit 1, 1 failing" in line for line in lines)
     assert "loop ended: max_iterations" in lines[-1]
     assert "(exit code 10)" in lines[-1]
@@ -535,21 +535,43 @@ def test_plugin_commands_and_help_survive_a_broken_plugin(project: Project, tmp_
     listed = loopctl("plugins", "list", "--json", cwd=project.path, env=env)
     assert listed.returncode == 0, listed.stderr
     status = {row["name"]: row for row in json.loads(listed.stdout)}
-    assert status["builtin"]["status"] == "builtin"
+    assert status["core"]["status"] == "enabled"
+    assert status["core"]["origin"] == "builtin"
     assert status["hello"]["status"] == "enabled"
     assert status["hello"]["hooks"] == ["register_commands"]
     assert status["broken"]["status"] == "broken"
     assert "boom at import" in status["broken"]["detail"]
 
 
-def test_plugins_list_json_shows_the_builtin_plugin(tmp_path: Path) -> None:
+def test_plugins_list_json_shows_the_builtin_plugins(tmp_path: Path) -> None:
     result = loopctl("plugins", "list", "--json", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     rows = {row["name"]: row for row in json.loads(result.stdout)}
-    builtin = rows["builtin"]
-    assert builtin["status"] == "builtin"
-    assert builtin["version"] == __version__
-    assert "register_agents" in builtin["hooks"]
+    core = rows["core"]
+    assert (core["status"], core["origin"], core["version"]) == ("enabled", "builtin", __version__)
+    assert core["hooks"] == ["compose_prompt"]
+    for adapter in ("claude", "codex", "gemini", "aider", "command", "scripted"):
+        assert rows[adapter]["origin"] == "builtin"
+        assert rows[adapter]["hooks"] == ["register_agents"]
+
+
+def test_a_builtin_adapter_can_be_disabled_on_its_own(tmp_path: Path) -> None:
+    (tmp_path / "loopctl.toml").write_text('[plugins]\ndisable = ["aider"]\n')
+    listed = loopctl("plugins", "list", cwd=tmp_path)
+    assert listed.returncode == 0, listed.stderr
+    assert re.search(r"^aider +disabled +loopctl .*\(builtin\)$", listed.stdout, re.M)
+    agents = loopctl("agents", "list", "--json", cwd=tmp_path)
+    assert agents.returncode == 0, agents.stderr
+    names = {row["name"] for row in json.loads(agents.stdout)}
+    assert "aider" not in names
+    assert {"claude", "codex", "gemini", "command", "scripted"} <= names
+
+
+def test_the_core_plugin_cannot_be_disabled(tmp_path: Path) -> None:
+    (tmp_path / "loopctl.toml").write_text('[plugins]\ndisable = ["core"]\n')
+    result = loopctl("agents", "list", cwd=tmp_path)
+    assert result.returncode == 2
+    assert "plugin 'core' is part of loopctl and cannot be disabled" in result.stderr
 
 
 @pytest.mark.parametrize(("value", "footer"), [("1", True), ("0", False), ("", False)])

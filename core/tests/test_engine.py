@@ -8,7 +8,7 @@ import pytest
 
 from loopctl import hookimpl
 from loopctl.engine import LoopError
-from loopctl.model import Decision, PromptSection
+from loopctl.model import CompletionVeto, Decision, PromptSection
 from loopctl.state import StateLock, read_error_summary, read_jsonl, read_loop_state
 
 BUGGY = "def add(a, b):\n    return a - b\n"
@@ -138,7 +138,7 @@ def test_a_plugin_restart_archives_artifacts_and_starts_a_fresh_session(project)
 
         @hookimpl
         def compose_prompt(self, loop):
-            if loop.generation:
+            if loop.restarts:
                 return PromptSection(
                     "Previous Session Context (Summarized)", "briefing text", priority=95
                 )
@@ -230,14 +230,15 @@ def test_token_budget_stops_the_loop(project):
 def test_a_veto_keeps_a_passing_iteration_from_completing(project):
     class Veto:
         @hookimpl
-        def on_success(self, loop, record):
-            if loop.iteration == 1:
-                loop.veto_completion("flaky pass", source="veto")
+        def on_success(self, loop, record, test_run):
+            assert test_run.passed
+            return CompletionVeto("flaky pass") if loop.iteration == 1 else None
 
     result = run(project, [[FIX], IDLE], plugins={"veto": Veto()})
     assert result.status == "complete"
     assert len(result.records) == 2
-    assert result.events_of("loop.completion_vetoed")
+    (vetoed,) = result.events_of("loop.completion_vetoed")
+    assert vetoed["reason"] == "veto: flaky pass"  # the host names the plugin
 
 
 def test_a_second_loop_in_the_same_state_dir_is_refused(project):

@@ -10,7 +10,7 @@ import pytest
 
 import loopctl.engine
 from loopctl import hookimpl
-from loopctl.events import CORE_EVENTS, event, event_schema
+from loopctl.events import CORE_EVENTS, define_event, event_schema
 from loopctl.model import Decision
 from loopctl.testing import run_loop
 
@@ -42,7 +42,7 @@ class Noisy:
 
     @hookimpl
     def register_event_schemas(self):
-        return {"noisy.seen": event("A test event.", {"count": {"type": "integer"}})}
+        return {"noisy.seen": define_event("A test event.", {"count": {"type": "integer"}})}
 
     @hookimpl
     def after_iteration(self, loop, record):

@@ -1,5 +1,6 @@
 import sys
 
+import attrs
 import pytest
 
 from loopctl import hookimpl
@@ -37,7 +38,46 @@ def test_installed_plugins_are_discovered_and_enabled_by_default(fake_site):
     assert info.version == "2.3"
     assert info.hooks == ["after_iteration", "on_event"]
     assert "loopctl_test_alpha" in info.source
-    assert host.infos["builtin"].status == "builtin"
+    assert host.infos["core"].status == "enabled"
+    assert host.infos["core"].origin == "builtin"
+    assert info.origin == "installed"
+
+
+def test_each_builtin_adapter_is_its_own_plugin_and_can_be_disabled():
+    host = PluginHost(PluginSelection(disable=["aider"], enable=["nothing-else"]))
+    host.load([])
+    adapters = {"claude", "codex", "gemini", "command", "scripted"}
+    for name in adapters:
+        assert host.infos[name].origin == "builtin"
+        assert host.infos[name].status == "enabled"  # the allow-list is for installed plugins
+        assert host.infos[name].hooks == ["register_agents"]
+    assert host.infos["aider"].status == "disabled"
+    assert host.infos["aider"].detail == "listed in plugins.disable"
+    registered = host.collect_named("register_agents", "agent adapter")
+    assert set(registered) == adapters
+    assert {plugin for _, plugin in registered.values()} == adapters
+
+
+def test_no_plugins_still_loads_the_builtins():
+    host = PluginHost(PluginSelection(no_plugins=True))
+    host.load([])
+    assert host.enabled_names() == [
+        "core",
+        "claude",
+        "codex",
+        "gemini",
+        "aider",
+        "command",
+        "scripted",
+    ]
+
+
+def test_a_distribution_cannot_take_a_builtin_name(fake_site):
+    fake_site.add_plugin("claude", GOOD)
+    host = PluginHost()
+    host.load(entry_points_named("claude"))
+    assert host.infos["claude"].status == "broken"
+    assert "reserved for loopctl" in host.infos["claude"].detail
 
 
 @pytest.mark.parametrize(
@@ -115,8 +155,9 @@ def test_a_raising_hookimpl_does_not_stop_other_plugins():
     host.error_sink = failures.append
     host.register(Decider(), "decider")
     host.register(Raiser(), "raiser")
-    results = host.hook.after_iteration(loop=None, record=None)
-    assert results == [Decision.stop("complete")]
+    results = host.hook.after_iteration(loop=None, record=None, test_run=None)
+    # the host names the plugin that decided
+    assert results == [attrs.evolve(Decision.stop("complete"), source="decider")]
     assert [(f.plugin, f.hook) for f in failures] == [("raiser", "after_iteration")]
     assert "ValueError: plugin bug" in failures[0].error
     assert "plugin bug" in failures[0].traceback
@@ -126,7 +167,7 @@ def test_strict_mode_lets_the_exception_through():
     host = PluginHost(PluginSelection(strict=True))
     host.register(Raiser(), "raiser")
     with pytest.raises(ValueError, match="plugin bug"):
-        host.hook.after_iteration(loop=None, record=None)
+        host.hook.after_iteration(loop=None, record=None, test_run=None)
 
 
 def test_required_plugins_fail_fast_with_the_reason(fake_site):

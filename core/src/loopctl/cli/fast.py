@@ -40,6 +40,7 @@ def plugins_list(*, json_output: bool, config_file: Path | None = None) -> int:
             "detail": info.detail,
             "hooks": info.hooks,
             "source": info.source,
+            "origin": info.origin,
         }
         for info in host.infos.values()
     ]
@@ -50,7 +51,10 @@ def plugins_list(*, json_output: bool, config_file: Path | None = None) -> int:
     width = max((len(r["name"]) for r in rows), default=8)
     for row in rows:
         version = row["version"] or "?"
-        out.write(f"{row['name']:<{width}}  {row['status']:<8}  {row['distribution']} {version}\n")
+        origin = " (builtin)" if row["origin"] == "builtin" else ""
+        out.write(
+            f"{row['name']:<{width}}  {row['status']:<8}  {row['distribution']} {version}{origin}\n"
+        )
         if row["detail"]:
             out.write(f"{'':<{width}}  {row['detail']}\n")
         if row["hooks"]:
