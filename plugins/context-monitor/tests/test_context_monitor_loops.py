@@ -505,3 +505,69 @@ def test_without_git_the_briefing_lists_the_files_loopctl_saw_change(tmp_path: A
     assert "### Files modified since the loop began" in body
     assert "1 file changed during the loop (from loopctl's snapshots)" in body
     assert "- calc.py" in body
+
+
+def test_a_rate_limited_turn_that_reached_warn_still_restarts_after_its_retry(
+    buggy: Project, run_loop: Any
+) -> None:
+    # after_iteration sees the rate-limited attempt (ending "rate_limited", result ignored);
+    # the retry runs in the same session, where the gauge does not warn a second time
+    limited = {"error": "rate_limit", "message": "slow down", "retry_after": 0, "once": True}
+    turns = [
+        [{"read": "calc.py"}, usage(150_000), limited, {"read": "calc.py"}],
+        [FIX_ACTION, usage(1_000), {"done": True}],
+    ]
+    result = run_loop("make test_add pass", turns=turns, plugins=PLUGIN, config=config())
+
+    assert result.status == "complete", dump(result)
+    assert result.events_of("agent.rate_limit_wait"), dump(result)
+    assert len(result.events_of(ev.EXHAUSTION_WARNING)) == 1
+    assert [r["decision"] for r in result.records] == ["restart", "stop"]
+    (restart,) = result.events_of(ev.EXHAUSTION_RESTART)
+    assert (restart["iteration"], restart["trigger"]) == (1, "warn")
+    # one usage event per recorded iteration: none for the attempt that was retried
+    assert [e["iteration"] for e in iteration_usage(result)] == [1, 2]
+
+
+def test_an_agent_failure_reports_the_fill_and_decides_nothing(
+    buggy: Project, run_loop: Any
+) -> None:
+    turns = [[{"read": "calc.py"}, usage(150_000), {"error": "auth", "message": "log in"}]]
+    result = run_loop("make test_add pass", turns=turns, plugins=PLUGIN, config=config())
+
+    assert result.status != "complete"
+    assert [r["ending"] for r in result.records] == ["agent_failed"], dump(result)
+    (warning,) = result.events_of(ev.EXHAUSTION_WARNING)
+    assert warning["tokens"] == 150_000
+    (reported,) = iteration_usage(result)
+    assert reported["tokens"] == 150_000
+    assert result.records[0]["decision"] == "stop"
+    assert result.records[0]["reason"] != "context_exhaustion"
+    assert not result.events_of(ev.EXHAUSTION_RESTART)
+
+
+def test_each_run_has_its_own_monitor(buggy: Project, run_loop: Any) -> None:
+    # the monitor lives in loop.stash: a second run in the same process starts from nothing
+    import weakref
+
+    import loopctl_context_monitor.plugin as module
+
+    turns = [[{"read": "calc.py"}, usage(150_000)], [FIX_ACTION, usage(1_000), {"done": True}]]
+    reports = []
+    for _ in range(2):
+        buggy.write("calc.py", f"def add(a, b):\n    {BUG}\n")
+        result = run_loop("make test_add pass", turns=turns, plugins=PLUGIN, config=config())
+        assert result.status == "complete", dump(result)
+        (restart,) = result.events_of(ev.EXHAUSTION_RESTART)
+        assert restart["number"] == 1
+        reports.append((result.state_dir / "report.md").read_text(encoding="utf-8"))
+    for report in reports:
+        assert report.count("- restart 1 after iteration 1") == 1
+        assert "restart 2" not in report
+    containers = (dict, list, set, weakref.WeakKeyDictionary, weakref.WeakValueDictionary)
+    module_state = [
+        name
+        for name, value in vars(module).items()
+        if not name.startswith("__") and isinstance(value, containers)
+    ]
+    assert module_state == []
