@@ -290,3 +290,81 @@ def test_stage_names_are_safe_file_names(tmp_path: Path, stage: str, name: str) 
     path = report_path(tmp_path, stage)
     assert path.parent == tmp_path
     assert path.name == f"context-error-{name}.md"
+
+
+def test_the_failure_is_read_from_the_test_run_the_core_parsed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """on_failure's ``test_run`` is the input: its error lines, failing tests and runner, never
+    a second parse of its output, and never a plugin's re-run made before it."""
+    import loopctl_context_errors.categories as categories
+
+    def no_second_parse(text: str) -> Any:
+        raise AssertionError("the test output was parsed again")
+
+    monkeypatch.setattr(categories, "extract_decisive", no_second_parse)
+    seen: list[Any] = []
+
+    class Rerunner:  # runs first and re-runs the tests with a command that passes
+        @hookimpl(tryfirst=True)
+        def on_failure(self, loop: Any, test_run: Any) -> None:
+            seen.append((test_run, loop.run_tests("true", label="flaky-check")))
+
+    project = _calc_project(tmp_path / "p")
+    result = run_loop(project, "fix", turns=[[{"say": "x"}], [FIX_ADD]],
+                      plugins={**PLUGINS, "rerunner": Rerunner()})  # fmt: skip
+    assert result.status == "complete"
+    ((test_run, rerun),) = seen
+    assert rerun.passed
+    assert not test_run.passed
+    generated = result.events_of(CONTEXT_GENERATED)[0]
+    assert generated["stage"] == "tests"
+    assert generated["category"] == "ASSERTION_FAILURE"
+    assert generated["runner"] == test_run.runner
+    assert generated["failing"] == len(test_run.failing_tests) == 1
+    assert set(test_run.error_lines) & set(generated["decisive_lines"])
+    recorded = result.events_of(SUGGESTION_RECORDED)[0]
+    assert recorded["failing_tests"] == test_run.failing_tests
+
+
+def test_run_state_lives_in_the_loops_stash(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The ledger and the memory's answers belong to one run: a failure repeated within a run
+    asks the memory once, a second run asks again, and the ledger is closed at the end."""
+    from loopctl_context_errors import runtime
+    from loopctl_context_errors.memory import FailureMemory
+
+    asked: list[str] = []
+    query = FailureMemory.query_similar
+
+    def counting(self: FailureMemory, decisive: Any, **kwargs: Any) -> Any:
+        asked.append(kwargs.get("exclude_run", ""))
+        return query(self, decisive, **kwargs)
+
+    monkeypatch.setattr(FailureMemory, "query_similar", counting)
+    during: list[Any] = []
+    after: list[Any] = []
+
+    class Watcher:
+        @hookimpl
+        def after_iteration(self, loop: Any) -> None:
+            during.append(loop.stash.get(runtime.LEDGER))
+
+        @hookimpl(trylast=True)
+        def on_loop_end(self, loop: Any) -> None:
+            after.append((loop.stash.get(runtime.LEDGER), loop.stash.get(runtime.SIMILAR)))
+
+    for name in ("first", "second"):
+        project = _calc_project(tmp_path / name)
+        result = run_loop(project, "fix", turns=[[{"say": "x"}], [{"say": "y"}], [FIX_ADD]],
+                          plugins={**PLUGINS, "watcher": Watcher()})  # fmt: skip
+        assert len(result.events_of(CONTEXT_GENERATED)) == 2
+    assert len(asked) == 2  # once per run
+    assert asked[0] != asked[1]  # each run its own id
+    ledgers = [ledger for ledger in during if ledger is not None]
+    assert len({id(ledger) for ledger in ledgers}) == 2  # one per run, kept open between appends
+    assert all(ledger.keep_open for ledger in ledgers)
+    assert [ledger for ledger, _ in after] == [None, None]  # closed and dropped at the end
+    assert all(len(answers) == 1 for _, answers in after)
+    assert not [name for name in vars(runtime) if name in ("_LEDGERS", "_SIMILAR")]
