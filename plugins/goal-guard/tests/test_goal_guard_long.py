@@ -26,7 +26,8 @@ from goal_guard_helpers import (
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from loopctl import state as lst
+import loopctl_goal_guard as gg
+from loopctl import SavedRun, StateError, read_jsonl
 from loopctl.testing import make_project, run_loop
 from loopctl_goal_guard import record as rec
 
@@ -68,7 +69,7 @@ def test_fifty_iterations_keep_the_goal_exact_and_the_prompt_flat(loopctl_projec
     # "Your Goal" is byte-identical to the original in every one of the fifty prompts.
     assert all(goal_section_is(prompt, GOAL) for prompt in logged.values())
     # Notes were appended every iteration (3 new remarks + 3 test failures + 1 steady)...
-    events = result.events_of("goal_guard.notes")
+    events = result.events_of(gg.NOTES)
     assert [e["notes"] for e in events[:3]] == [0, 7, 10]
     assert events[-1]["notes"] == 4 + 3 * 49
     assert events[-1]["left_out"] > 100
@@ -89,7 +90,7 @@ def test_fifty_iterations_keep_the_goal_exact_and_the_prompt_flat(loopctl_projec
     state = result.loop_state()
     assert state.original_goal == GOAL
     assert len(state.goal) <= len(GOAL) + notes_budget + 100
-    assert result.events_of("goal_guard.violation") == []
+    assert result.events_of(gg.VIOLATION) == []
 
 
 RUNNER = """
@@ -104,13 +105,13 @@ run_loop(Project(Path(args["project"])), args["goal"], turns=args["turns"],
 
 
 def _events(state_dir: Path) -> list[dict[str, Any]]:
-    return lst.read_jsonl(state_dir / "events.jsonl").records
+    return read_jsonl(state_dir / "events.jsonl").records
 
 
 def _kill_agent_group(state_dir: Path) -> None:
     try:
-        recorded = lst.read_loop_state(state_dir / "loop-state.md").extra.get("agent_process")
-    except lst.StateError:
+        recorded = SavedRun(state_dir).loop_state().agent_process
+    except StateError:
         return
     if isinstance(recorded, list) and recorded and isinstance(recorded[0], int):
         try:
@@ -149,7 +150,7 @@ def test_a_loop_killed_mid_iteration_resumes_with_the_same_goal_and_notes(loopct
             time.sleep(0.02)
         proc.kill()  # SIGKILL: no chance to clean up
         proc.wait(timeout=10)
-        assert lst.read_loop_state(state_dir / "loop-state.md").status == "running"
+        assert SavedRun(state_dir).loop_state().status == "running"
         resumed = run_loop(
             loopctl_project,
             "not used on resume",
@@ -167,9 +168,9 @@ def test_a_loop_killed_mid_iteration_resumes_with_the_same_goal_and_notes(loopct
     assert resumed.status == "max_iterations"
     types = [e["type"] for e in resumed.events]
     after_resume = types[types.index("loop.resume") :]
-    assert "goal_guard.violation" not in types
-    assert types.count("goal_guard.sealed") == 1  # sealed once, by the killed run...
-    assert "goal_guard.sealed" not in after_resume  # ...and its record kept on resume
+    assert gg.VIOLATION not in types
+    assert types.count(gg.SEALED) == 1  # sealed once, by the killed run...
+    assert gg.SEALED not in after_resume  # ...and its record kept on resume
     assert resumed.loop_state().original_goal == GOAL
     assert (state_dir / rec.GUARD_DIR / rec.GOAL_FILE).read_text(encoding="utf-8") == GOAL
     logged = prompts(state_dir)
@@ -205,7 +206,7 @@ def test_any_goal_round_trips_through_a_real_run_and_resume(
     state = second.loop_state()
     assert state.original_goal == goal
     assert state.goal.startswith(goal + "\n\n")  # the working goal: the original, then notes
-    assert second.events_of("goal_guard.violation") == []
+    assert second.events_of(gg.VIOLATION) == []
     sealed = rec.load(second.state_dir).sealed
     assert sealed is not None
     assert sealed.text == goal
@@ -240,15 +241,15 @@ def test_the_real_cli_round_trips_a_goal_file_through_run_and_resume(loopctl_pro
     second = loopctl("resume", "--max-iterations", "2")
     assert second.returncode == 10, second.stderr
     state_dir = loopctl_project.path / ".loopctl"
-    assert lst.read_loop_state(state_dir / "loop-state.md").original_goal == text
+    assert SavedRun(state_dir).loop_state().original_goal == text
     shown = loopctl("goal", "show", "--json")
     assert shown.returncode == 0, shown.stderr
     data = json.loads(shown.stdout)
     assert data["sealed"]["text"] == text
     assert data["agrees"] is True
     events = _events(state_dir)
-    assert [e["type"] for e in events].count("goal_guard.sealed") == 1
-    assert not [e for e in events if e["type"] == "goal_guard.violation"]
+    assert [e["type"] for e in events].count(gg.SEALED) == 1
+    assert not [e for e in events if e["type"] == gg.VIOLATION]
     logged = prompts(state_dir)
     assert sorted(logged) == [1, 2]
     assert all(goal_section_is(prompt, text) for prompt in logged.values())

@@ -26,9 +26,8 @@ from goal_guard_helpers import (
     prompts,
 )
 
-from loopctl import hookimpl
-from loopctl import state as lst
-from loopctl.model import PromptSection
+import loopctl_goal_guard as gg
+from loopctl import PromptSection, SavedRun, hookimpl
 from loopctl_goal_guard import record as rec
 from loopctl_goal_guard.guard import NOTES_HEADING
 
@@ -43,7 +42,7 @@ SAY = [[{"say": "working on it"}]]
 
 
 def violations(result: Any) -> list[dict[str, Any]]:
-    return result.events_of("goal_guard.violation")
+    return result.events_of(gg.VIOLATION)
 
 
 def cli(*args: str) -> tuple[int, str, str]:
@@ -63,11 +62,11 @@ class Snapshots:
     """Reads loop-state.md from disk as each iteration starts (the seed's manual inspection)."""
 
     def __init__(self) -> None:
-        self.taken: list[lst.LoopState] = []
+        self.taken: list[Any] = []
 
     @hookimpl
     def before_iteration(self, loop):
-        self.taken.append(lst.read_loop_state(loop.state_dir / "loop-state.md"))
+        self.taken.append(SavedRun(loop.state_dir).loop_state())
 
 
 def test_a_fresh_run_seals_the_goal_and_keeps_notes_beside_it(loopctl_project, run_loop):
@@ -84,7 +83,7 @@ def test_a_fresh_run_seals_the_goal_and_keeps_notes_beside_it(loopctl_project, r
     assert result.status == "max_iterations"
     # The file on disk, as iterations go: original_goal never changes while goal picks up notes.
     assert [s.original_goal for s in snapshots.taken] == [GOAL] * 3
-    [sealed] = result.events_of("goal_guard.sealed")
+    [sealed] = result.events_of(gg.SEALED)
     assert sealed["sealed_from"] == "cli"
     assert sealed["sha256"] == hashlib.sha256(GOAL.encode()).hexdigest()
     guard_dir = result.state_dir / rec.GUARD_DIR
@@ -106,7 +105,7 @@ def test_a_fresh_run_seals_the_goal_and_keeps_notes_beside_it(loopctl_project, r
     assert "(tests, iteration 1" in notes
     # Every record has the prompt size; the notes size is in goal-guard's events.
     assert [r["prompt_chars"] for r in result.records] == [len(p) for p in logged.values()]
-    sizes = result.events_of("goal_guard.notes")
+    sizes = result.events_of(gg.NOTES)
     assert [e["iteration"] for e in sizes] == [1, 2, 3]
     assert sizes[2]["shown"] == 2
     assert sizes[2]["left_out"] == 0
@@ -134,7 +133,7 @@ def test_a_test_failure_note_expires_when_that_test_passes(loopctl_project, run_
         "test_two` fails: AssertionError: test_b.py::test_two is broken _(tests, iteration 1, seen 3×"
         in (notes_section(logged[4]))
     )
-    expired = result.events_of("goal_guard.notes_expired")
+    expired = result.events_of(gg.NOTES_EXPIRED)
     assert [e["iteration"] for e in expired] == [2, 4]
     assert result.loop_state().goal == "make the tests pass"  # no notes left: just the goal
 
@@ -144,16 +143,14 @@ def test_a_test_failure_note_expires_when_that_test_passes(loopctl_project, run_
 
 class Contaminator:
     """Does what the bash predecessor's intake stage did: appends synthesized sections to the
-    goal, the working goal, and the prompt's goal section."""
+    working goal and the prompt's goal section (the original goal it cannot reach: the public
+    API has no way to change it)."""
 
     SYNTHESIZED = "\n\nBLOCKING ISSUES (from review):\n- test_one fails\n"
 
     @hookimpl
     def before_iteration(self, loop):
         loop.set_working_goal(loop.goal + self.SYNTHESIZED, source="intake")
-        loop.repair_original_goal(
-            loop.original_goal + self.SYNTHESIZED, source="intake", why="add build context"
-        )
 
     @hookimpl
     def compose_prompt(self, loop):
@@ -172,12 +169,9 @@ def test_a_plugin_changing_the_goal_is_refused_and_named(loopctl_project, run_lo
         config=config(3),
     )
     found = violations(result)
-    refused = [v for v in found if v["where"] == "on_event"]
-    assert [v["iteration"] for v in refused] == [1, 2, 3]
-    assert all(v["source"] == "plugin" and v["plugin"] == "intake" for v in refused)
-    assert all(v["action"] == "repaired" for v in refused)
-    sections = [v for v in found if v["where"] == "compose_prompt"]
-    assert [v["plugin"] for v in sections] == ["intake"] * 3
+    assert [(v["where"], v["plugin"], v["iteration"]) for v in found] == [
+        ("compose_prompt", "intake", n) for n in (1, 2, 3)
+    ]
     for prompt in prompts(result.state_dir).values():
         assert goal_section_is(prompt, GOAL)
         assert "BLOCKING ISSUES" not in prompt
@@ -185,60 +179,122 @@ def test_a_plugin_changing_the_goal_is_refused_and_named(loopctl_project, run_lo
     state = result.loop_state()
     assert state.original_goal == GOAL
     assert "BLOCKING ISSUES" not in state.goal  # the working goal was put back too
-    assert result.events_of("goal_guard.working_goal_restored")[0]["plugins"] == ["intake"]
+    restored = result.events_of(gg.WORKING_GOAL_RESTORED)
+    assert [(e["iteration"], e["plugins"]) for e in restored] == [
+        (n, ["intake"]) for n in (1, 2, 3)
+    ]
+
+
+class LateResolver:
+    """Answers resolve_original_goal after goal-guard (an ordinary implementation)."""
+
+    @hookimpl
+    def resolve_original_goal(self, loop, stored):
+        return stored + "\n\nHUMAN FEEDBACK: also rewrite the UI"
+
+
+@pytest.mark.parametrize("resume", [False, True], ids=["fresh", "resume"])
+def test_goal_guard_answers_first_so_no_other_plugin_changes_the_goal(
+    loopctl_project, run_loop, resume
+):
+    prepare_project(loopctl_project)
+    plugins = {**PLUGINS, "late": LateResolver()}
+    if resume:
+        run_loop(GOAL, turns=SAY, test_cmd=TEST_CMD, plugins=PLUGINS, config=config(1))
+    result = run_loop(
+        GOAL, turns=SAY, test_cmd=TEST_CMD, plugins=plugins, config=config(2), resume=resume
+    )
+    assert result.events_of("loop.original_goal_restored") == []
+    assert violations(result) == []
+    assert result.loop_state().original_goal == GOAL
+    assert all(goal_section_is(p, GOAL) for p in prompts(result.state_dir).values())
 
 
 class Poker:
-    """Changes the goal behind the API's back (no event)."""
+    """Changes the goal behind the API's back (the engine's private state; no event)."""
 
     @hookimpl
     def after_iteration(self, loop, record):
-        loop._engine.state.original_goal += "\n\nHUMAN FEEDBACK: also rewrite the UI"
+        loop._driver.state.original_goal += "\n\nHUMAN FEEDBACK: also rewrite the UI"
 
 
-def test_a_change_without_an_event_is_caught_before_the_next_prompt(loopctl_project, run_loop):
+def test_a_change_behind_the_apis_back_is_reported_and_kept_out_of_the_prompt(
+    loopctl_project, run_loop
+):
     prepare_project(loopctl_project)
     result = run_loop(
         GOAL, turns=SAY, test_cmd=TEST_CMD, plugins={**PLUGINS, "poker": Poker()}, config=config(3)
     )
     found = violations(result)
-    assert [(v["iteration"], v["source"], v["where"]) for v in found] == [
-        (2, "unknown", "before_iteration"),
-        (3, "unknown", "before_iteration"),
+    # Once per changed text (iteration 1's change, then iteration 2's), not every iteration.
+    assert [(v["iteration"], v["source"], v["where"], v["action"]) for v in found] == [
+        (2, "unknown", "before_iteration", "unrepaired"),
+        (3, "unknown", "before_iteration", "unrepaired"),
     ]
     assert found[0]["expected_sha256"] == hashlib.sha256(GOAL.encode()).hexdigest()
     assert all(goal_section_is(p, GOAL) for p in prompts(result.state_dir).values())
+    # loopctl resume puts the sealed goal back in loop-state.md.
+    assert "HUMAN FEEDBACK" in result.loop_state().original_goal
+    resumed = run_loop(
+        GOAL, turns=SAY, test_cmd=TEST_CMD, plugins=PLUGINS, config=config(4), resume=True
+    )
+    repaired = violations(resumed)[-1]  # events.jsonl holds the first run's too
+    assert len(violations(resumed)) == len(found) + 1
+    assert (repaired["source"], repaired["action"]) == ("state_file", "repaired")
+    assert resumed.loop_state().original_goal == GOAL
 
 
-class EarlyBird:
-    """Changes the goal in an on_loop_start that runs before goal-guard's."""
+class EarlyResolver:
+    """Answers resolve_original_goal before goal-guard (its own tryfirst, registered later)."""
 
     @hookimpl(tryfirst=True)
-    def on_loop_start(self, loop):
-        loop.repair_original_goal(
-            "KNOWN FIX (from past success): x\n\n" + loop.original_goal,
-            source="early",
-            why="prepend",
-        )
+    def resolve_original_goal(self, loop, stored):
+        return "KNOWN FIX (from past success): x\n\n" + stored
 
 
-def test_a_change_before_the_goal_is_sealed_is_undone(loopctl_project, run_loop):
+def test_a_plugin_answering_before_goal_guard_is_named(loopctl_project, run_loop):
     prepare_project(loopctl_project)
     result = run_loop(
         GOAL,
         turns=SAY,
         test_cmd=TEST_CMD,
-        plugins={**PLUGINS, "early": EarlyBird()},
+        plugins={**PLUGINS, "early": EarlyResolver()},
         config=config(1),
     )
     [violation] = violations(result)
     assert (violation["source"], violation["plugin"], violation["where"]) == (
         "plugin",
         "early",
-        "on_loop_start",
+        "resolve_original_goal",
     )
-    assert result.events_of("goal_guard.sealed")[0]["sha256"] == rec.goal_digest(GOAL)
-    assert goal_section_is(prompts(result.state_dir)[1], GOAL)
+    assert violation["action"] == "unrepaired"
+    assert "sealed as found" in violation["detail"]
+    [restored] = result.events_of("loop.original_goal_restored")
+    assert restored["source"] == "early"
+
+
+def test_a_plugin_answering_before_goal_guard_on_resume_cannot_change_the_prompt(
+    loopctl_project, run_loop
+):
+    prepare_project(loopctl_project)
+    run_loop(GOAL, turns=SAY, test_cmd=TEST_CMD, plugins=PLUGINS, config=config(1))
+    result = run_loop(
+        GOAL,
+        turns=SAY,
+        test_cmd=TEST_CMD,
+        plugins={**PLUGINS, "early": EarlyResolver()},
+        config=config(3),
+        resume=True,
+    )
+    [violation] = violations(result)
+    assert (violation["source"], violation["plugin"], violation["action"]) == (
+        "plugin",
+        "early",
+        "unrepaired",
+    )
+    assert violation["expected_sha256"] == rec.goal_digest(GOAL)
+    assert all(goal_section_is(p, GOAL) for p in prompts(result.state_dir).values())
+    assert rec.load(result.state_dir).sealed.text == GOAL  # the seal is kept
 
 
 def test_on_violation_stop_ends_the_loop(loopctl_project, run_loop):
@@ -361,7 +417,7 @@ def test_a_legacy_state_file_is_recovered_and_said_so(
     result = run_loop(
         "ignored", turns=SAY, test_cmd=TEST_CMD, plugins=PLUGINS, config=config(2), resume=True
     )
-    [recovered] = result.events_of("goal_guard.legacy_recovered")
+    [recovered] = result.events_of(gg.LEGACY_RECOVERED)
     assert recovered["field"] == field
     assert recovered["removed"] == [
         "BLOCKING ISSUES",
@@ -369,13 +425,13 @@ def test_a_legacy_state_file_is_recovered_and_said_so(
         "HUMAN FEEDBACK",
     ]
     assert recovered["chars"] == len(BASH_GOAL)
-    assert result.events_of("goal_guard.sealed")[0]["sealed_from"] == "legacy"
+    assert result.events_of(gg.SEALED)[0]["sealed_from"] == "legacy"
     assert violations(result) == []
     assert result.loop_state().original_goal == BASH_GOAL
     assert all(goal_section_is(p, BASH_GOAL) for p in prompts(state_dir).values())
-    repaired = result.events_of("loop.original_goal_repaired")
-    assert repaired[0]["source"] == "goal-guard"
-    assert "legacy" in repaired[0]["why"]
+    [restored] = result.events_of("loop.original_goal_restored")
+    assert restored["source"] == "goal-guard"
+    assert restored["chars"] == len(BASH_GOAL)
 
 
 #: A user's own goal that happens to contain a bash sentinel after a blank line.
@@ -393,8 +449,8 @@ def test_a_record_from_another_run_is_not_mistaken_for_a_violation(loopctl_proje
         "x", turns=SAY, test_cmd=TEST_CMD, plugins=PLUGINS, config=config(2), resume=True
     )
     assert violations(third) == []
-    assert third.events_of("goal_guard.record_replaced")
-    assert third.events_of("goal_guard.legacy_recovered") == []
+    assert third.events_of(gg.RECORD_REPLACED)
+    assert third.events_of(gg.LEGACY_RECOVERED) == []
     assert third.loop_state().original_goal == SENTINEL_GOAL
     assert (third.state_dir / rec.GUARD_DIR / rec.GOAL_FILE).read_text() == SENTINEL_GOAL
     assert goal_section_is(prompts(third.state_dir)[2], SENTINEL_GOAL)
@@ -504,7 +560,7 @@ def test_the_goal_commands(loopctl_project, run_loop):
 
 
 def test_a_bad_config_value_names_the_key(loopctl_project, run_loop):
-    from loopctl.config import ConfigError
+    from loopctl import ConfigError
 
     prepare_project(loopctl_project)
     with pytest.raises(ConfigError, match=r"plugins\.goal-guard\.notes_budget_chars.*at least"):
@@ -561,13 +617,13 @@ def test_every_event_of_a_guarded_run_matches_the_published_schema(loopctl_proje
         validator.validate(line)
         seen.add(line["type"])
     assert {
-        "goal_guard.sealed",
-        "goal_guard.violation",
-        "goal_guard.notes",
-        "goal_guard.notes_expired",
-        "goal_guard.working_goal_restored",
+        gg.SEALED,
+        gg.VIOLATION,
+        gg.NOTES,
+        gg.NOTES_EXPIRED,
+        gg.WORKING_GOAL_RESTORED,
     } <= seen
-    assert lst.read_loop_state(result.state_dir / "loop-state.md").original_goal == GOAL
+    assert SavedRun(result.state_dir).loop_state().original_goal == GOAL
 
 
 def test_a_failure_inside_the_prompt_wrapper_never_breaks_the_loop(

@@ -15,20 +15,19 @@ STATE_DIR_HELP = "The state directory (default: .loopctl in the working director
 def _state_dir(state_dir: Optional[Path]) -> Path:
     if state_dir is not None:
         return state_dir if state_dir.is_absolute() else Path.cwd() / state_dir
-    from loopctl.config import ConfigError, load_config
+    from loopctl import ConfigError, load_project
 
     try:
-        configured = Path(load_config(Path.cwd()).config.state_dir)
+        return load_project(Path.cwd()).state_dir
     except ConfigError as exc:
         for line in str(exc).splitlines():
             print(f"loopctl: error: {line}", file=sys.stderr)
         raise typer.Exit(2) from None
-    return configured if configured.is_absolute() else Path.cwd() / configured
 
 
 def inspect_goal(state_dir: Path) -> dict[str, Any]:
     """The sealed record, loop-state.md's goals, and whether they agree (never raises)."""
-    from loopctl import state as st
+    from loopctl import SavedRun, StateError
     from loopctl_goal_guard import record as rec
     from loopctl_goal_guard.guard import RUN_KEY
 
@@ -37,9 +36,9 @@ def inspect_goal(state_dir: Path) -> dict[str, Any]:
     state_original: str | None = None
     run_id: Any = None
     try:
-        loop_state = st.read_loop_state(state_dir / st.LOOP_STATE_FILE)
+        loop_state = SavedRun(state_dir).loop_state()
         state_original, run_id = loop_state.original_goal, loop_state.extra.get(RUN_KEY)
-    except st.StateError as exc:
+    except StateError as exc:
         problems.append(str(exc))
     sealed = read.sealed
     agrees = (

@@ -30,7 +30,7 @@ class GoalGuardConfig:
     on_violation: str = "repair"
 
     def __attrs_post_init__(self) -> None:
-        from loopctl.config import InvalidFields
+        from loopctl import InvalidFields
 
         problems: list[tuple[tuple[str, ...], str]] = []
 

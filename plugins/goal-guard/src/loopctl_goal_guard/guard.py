@@ -1,17 +1,23 @@
-"""The guard of one run: seals the original goal, checks it, repairs it, and keeps the notes.
+"""The guard of one run: seals the original goal, puts it back, and keeps the notes.
 
-How a change to the original goal is caught, by where it comes from:
+The original goal changes in one way only: a plugin's answer to ``resolve_original_goal``,
+asked once before ``on_loop_start``. goal-guard answers it first (``tryfirst``) and always
+answers for a goal it guards, so no later plugin can change it. How a change is caught, by where
+it comes from:
 
-* **state file** (``loop-state.md`` edited on disk while the loop was stopped): on resume the
-  engine reads ``original_goal`` from that file, and it no longer matches the sealed record;
-* **plugin**: a plugin calls ``loop.repair_original_goal`` (the ``loop.original_goal_repaired``
-  event names it) or contributes a "Your Goal" prompt section of its own;
-* **guard record**: goal-guard's own record is missing or damaged for a run it sealed;
-* **unknown**: the goal changed in memory without an event (checked before every iteration
-  and again while the prompt is composed).
+* **state file** (``loop-state.md`` edited on disk while the loop was stopped): on resume its
+  ``original_goal`` no longer matches the sealed record; goal-guard answers with the sealed goal
+  (``repaired``);
+* **guard record**: goal-guard's own record is missing or damaged for a run it sealed (resealed
+  from ``loop-state.md``);
+* **plugin**: a plugin answered ``resolve_original_goal`` before goal-guard (its own
+  ``tryfirst``) and changed the goal, or contributes a "Your Goal" prompt section of its own;
+* **unknown**: the goal changed in memory (through the engine's private state; the public API
+  cannot do it), checked before every iteration and while the prompt is composed.
 
-Every one is repaired (the sealed text is put back through ``loop.repair_original_goal``) and
-reported as a ``goal_guard.violation`` event naming the source.
+A change made after ``resolve_original_goal`` cannot be undone in the run's state
+(``unrepaired``); the prompt still shows the sealed goal, and ``loopctl resume`` repairs the
+state file. Every change is reported as a ``goal-guard.violation`` event naming its source.
 """
 
 from __future__ import annotations
@@ -19,18 +25,16 @@ from __future__ import annotations
 import re
 import secrets
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-import attrs
-
+from loopctl_goal_guard import events as ev
 from loopctl_goal_guard import record as rec
 from loopctl_goal_guard.legacy import strip_synthesized_sections
 from loopctl_goal_guard.notes import Note, NoteBook, NoteJournal, TestOutcome, coerce_note
 
 if TYPE_CHECKING:
-    from loopctl.engine import Loop, LoopOutcome
-    from loopctl.model import Decision, IterationRecord, PromptSection
+    from loopctl import Decision, IterationRecord, Loop, LoopOutcome, PromptSection, TestRun
     from loopctl_goal_guard.config import GoalGuardConfig
 
 NAME = "goal-guard"
@@ -43,20 +47,14 @@ NOTES_HEADING = "## Notes (goal-guard; not part of the original goal)"
 #: Source name of the notes goal-guard derives from test runs.
 TESTS_SOURCE = "tests"
 RUN_NOTE_PREFIX = f"{TESTS_SOURCE}:run:"
-#: The ``loop.start`` event carries the goal cut to this many characters.
-START_EVENT_GOAL_CHARS = 2000
 #: At most this many notes are taken from one plugin per call.
 MAX_NOTES_PER_PLUGIN = 100
+#: How many of the newest events are searched for the plugins that set the working goal.
+WORKING_GOAL_EVENTS = 200
 _ERROR_LINE_CHARS = 200
-
-
-@attrs.define
-class EarlySightings:
-    """What ``on_event`` saw before the guard existed (between the start of a run and
-    goal-guard's ``on_loop_start``): the goal as the run started, and plugins changing it."""
-
-    start_goal: str | None = None
-    foreign_changes: list[dict[str, Any]] = attrs.Factory(list)
+#: The core's events goal-guard reads back (core events keep their ``loop.`` names).
+_GOAL_RESTORED = "loop.original_goal_restored"
+_WORKING_GOAL_SET = "loop.working_goal_set"
 
 
 _ERROR_WORDS = re.compile(r"error|assert|exception|expected|fail", re.IGNORECASE)
@@ -90,7 +88,8 @@ def _error_for(test_id: str, lines: Sequence[str]) -> str:
 
 
 class GoalGuard:
-    """One run's guard; created by goal-guard's ``on_loop_start``."""
+    """One run's guard; created by goal-guard's ``resolve_original_goal`` (or its
+    ``on_loop_start``, when another plugin answered that hook first)."""
 
     def __init__(self, loop: Loop, config: GoalGuardConfig) -> None:
         self.loop = loop
@@ -99,8 +98,20 @@ class GoalGuard:
         self.book = NoteBook(max_notes=config.max_notes, default_ttl=config.note_ttl_iterations)
         self.journal = NoteJournal(rec.guard_dir(loop.state_dir) / rec.NOTES_FILE)
         self.violations = 0
+        #: Set once :meth:`resolve` ran (goal-guard's answer to ``resolve_original_goal``).
+        self.resolved = False
+        #: False when another plugin answered ``resolve_original_goal`` first: what
+        #: :meth:`resolve` finds can then no longer be put back.
+        self._answered = True
+        #: The plugin whose answer came first and changed the goal, until that is reported.
+        self._preempted_by: str | None = None
         self._stop_message: str | None = None
-        self._foreign_working_goal: list[str] = []
+        #: The goal text last reported as changed in memory: reported once, not every iteration.
+        self._reported_change: str | None = None
+        #: The working goal goal-guard last set, and the iteration it did: a different
+        #: ``loop.goal`` later means another plugin set it.
+        self._working_goal: str | None = None
+        self._working_goal_iteration = 0
         self._last_shown = 0
         #: Notes dropped over ``max_notes`` since the last prompt.
         self._evicted = 0
@@ -108,15 +119,17 @@ class GoalGuard:
         #: superseding them never scans every note.
         self._run_note_keys: set[str] = set()
 
-    # --- sealing -------------------------------------------------------------------------------
+    # --- sealing (resolve_original_goal) -------------------------------------------------------
 
-    def start(self, early: EarlySightings) -> None:
-        """Seal (fresh run) or verify (resume) the original goal, load the notes."""
-        if self.loop.resumed:
-            self._start_resumed()
-        else:
-            self._start_fresh(early)
-        self.sync_working_goal()
+    def resolve(self, stored: str) -> str | None:
+        """goal-guard's answer to ``resolve_original_goal``: the original goal this run must
+        carry (``stored`` when it is right), sealed; None only when there is no goal to guard
+        (a legacy state file without one). Loads the notes of a resumed run."""
+        self.resolved = True
+        if not self.loop.resumed:
+            self._seal(stored, "cli")
+            return stored
+        return self._resolve_resumed(stored)
 
     def _seal(self, text: str, sealed_from: str, *, keep_notes: bool = False) -> None:
         run_id = secrets.token_hex(8)
@@ -131,150 +144,166 @@ class GoalGuard:
         if not keep_notes:
             self.journal.reset()  # notes belong to a run: a new seal starts without any
         self.loop.emit(
-            "goal_guard.sealed",
+            ev.SEALED,
             sealed_from=sealed_from,
             chars=len(text),
             sha256=self.sealed.sha256,
             record=str(rec.guard_dir(self.loop.state_dir)),
         )
 
-    def _start_fresh(self, early: EarlySightings) -> None:
-        text = self.loop.original_goal
-        if early.foreign_changes:
-            plugins = sorted({str(c.get("source") or "?") for c in early.foreign_changes})
-            start = early.start_goal
-            complete = isinstance(start, str) and 0 < len(start) < START_EVENT_GOAL_CHARS
-            if complete and start != text:
-                assert start is not None
-                self._violation(
-                    found=text,
-                    expected=start,
-                    source="plugin",
-                    plugin=", ".join(plugins),
-                    detail="changed the goal before goal-guard sealed it",
-                    where="on_loop_start",
-                    repair=True,
-                )
-                text = start
-            elif not complete:
-                self.loop.emit(
-                    "goal_guard.violation",
-                    source="plugin",
-                    plugin=", ".join(plugins),
-                    detail="changed the goal before goal-guard sealed it, and the goal is too "
-                    "long to restore from the loop.start event; sealed as found",
-                    action="unrepaired",
-                    where="on_loop_start",
-                    found_chars=len(text),
-                )
-                self.violations += 1
-        self._seal(text, "cli")
-
-    def _start_resumed(self) -> None:
+    def _resolve_resumed(self, stored: str) -> str | None:
         loop = self.loop
         read = rec.load(loop.state_dir)
         run_id = loop.get_value(RUN_KEY)
         if read.repaired_files:
             loop.emit(
-                "goal_guard.record_repaired",
-                files=list(read.repaired_files),
-                problems=list(read.problems),
+                ev.RECORD_REPAIRED, files=list(read.repaired_files), problems=list(read.problems)
             )
-        ours = read.sealed is not None and isinstance(run_id, str) and read.sealed.run_id == run_id
-        if ours:
-            assert read.sealed is not None
-            self.sealed = read.sealed
+        sealed = read.sealed
+        if sealed is not None and isinstance(run_id, str) and sealed.run_id == run_id:
+            self.sealed = sealed
             self._load_notes()
-            current = loop.original_goal
-            if current != self.sealed.text:
-                self._violation(
-                    found=current,
-                    expected=self.sealed.text,
-                    source="state_file",
-                    detail=(
-                        "loop-state.md has no original_goal"
-                        if not current
-                        else "loop-state.md's original_goal differs from the sealed goal "
-                        "(edited on disk while the loop was stopped)"
-                    ),
-                    where="resume",
-                    repair=True,
+            if stored != sealed.text:
+                self._changed(
+                    stored,
+                    sealed.text,
+                    "loop-state.md has no original_goal"
+                    if not stored
+                    else "loop-state.md's original_goal differs from the sealed goal "
+                    "(edited on disk while the loop was stopped)",
                 )
-            return
+            return sealed.text
         if isinstance(run_id, str):  # this loop was sealed, but its record is gone or damaged
             self._violation(
                 found="",
-                expected=loop.original_goal,
+                expected=stored,
                 source="guard_record",
                 detail="goal-guard's record of this loop is "
                 + ("damaged: " + "; ".join(read.problems) if read.problems else "missing")
                 + "; resealed from loop-state.md",
                 where="resume",
-                repair=False,
+                action="resealed",
             )
-        elif read.sealed is not None:
+        elif sealed is not None:
             loop.emit(
-                "goal_guard.record_replaced",
-                why="the record belongs to another run in this state directory",
+                ev.RECORD_REPLACED, why="the record belongs to another run in this state directory"
             )
-        self._adopt(trusted=isinstance(run_id, str))
+        return self._adopt(stored, trusted=isinstance(run_id, str))
 
     def _written_by_loopctl(self) -> bool:
         """Whether loop-state.md was started by loopctl (it records its version; the bash
         predecessor did not), whose engine captures original_goal before any note exists."""
-        from loopctl import state as st
+        from loopctl import SavedRun, StateError
 
         try:
-            return bool(
-                st.read_loop_state(self.loop.state_dir / st.LOOP_STATE_FILE).loopctl_version
-            )
-        except st.StateError:
+            return bool(SavedRun(self.loop.state_dir).loop_state().loopctl_version)
+        except StateError:
             return False
 
-    def _adopt(self, *, trusted: bool) -> None:
+    def _adopt(self, stored: str, *, trusted: bool) -> str | None:
         """No record of this loop: take the goal from loop-state.md. A loopctl-era (or guarded)
         original_goal is taken as it is; a bash-era one, or a bash-era goal when there is no
         original_goal, has the sections the bash tool synthesized into it removed."""
         loop = self.loop
-        current = loop.original_goal
-        field = "original_goal" if current else "goal"
-        if current and (trusted or self._written_by_loopctl()):
+        field = "original_goal" if stored else "goal"
+        if stored and (trusted or self._written_by_loopctl()):
             if trusted:  # the same run, only its goal record was lost: keep its notes
                 self._load_notes()
-            self._seal(current, "state_file", keep_notes=trusted)
-            return
-        recovery = strip_synthesized_sections(current or loop.goal)
+            self._seal(stored, "state_file", keep_notes=trusted)
+            return stored
+        recovery = strip_synthesized_sections(stored or loop.goal)
         text = recovery.text
         if not text.strip():
             loop.emit(
-                "goal_guard.legacy_unrecoverable",
+                ev.LEGACY_UNRECOVERABLE,
                 detail="loop-state.md has neither original_goal nor a goal to recover it from",
             )
-            return
-        if recovery.changed or not current:
-            loop.repair_original_goal(
-                text,
-                source=NAME,
-                why=f"recovered from a legacy state file's {field}"
-                + (" (synthesized sections removed)" if recovery.changed else ""),
-            )
+            return None
+        recovered = recovery.changed or not stored
+        if recovered:
             loop.emit(
-                "goal_guard.legacy_recovered",
+                ev.LEGACY_RECOVERED,
                 field=field,
                 removed=list(recovery.removed),
                 removed_chars=recovery.removed_chars,
                 chars=len(text),
                 sha256=rec.goal_digest(text),
             )
-        self._seal(text, "legacy" if recovery.changed or not current else "state_file")
+        self._seal(text, "legacy" if recovered else "state_file")
+        return text
 
     def _load_notes(self) -> None:
         bad, problems = self.journal.read_into(self.book)
         self._run_note_keys = {k for k in self.book.entries if k.startswith(RUN_NOTE_PREFIX)}
         if bad or problems:
-            self.loop.emit(
-                "goal_guard.notes_journal_damaged", skipped_lines=bad, problems=problems[:5]
+            self.loop.emit(ev.NOTES_JOURNAL_DAMAGED, skipped_lines=bad, problems=problems[:5])
+
+    # --- on_loop_start -------------------------------------------------------------------------
+
+    def _changed(self, found: str, expected: str, state_file_detail: str) -> None:
+        """The run carries ``found`` where the sealed goal is ``expected``: a state file edited
+        on disk (put back by goal-guard's answer), or another plugin's earlier answer."""
+        if self._preempted_by is not None:
+            self._violation(
+                found=found,
+                expected=expected,
+                source="plugin",
+                plugin=self._preempted_by,
+                detail="answered resolve_original_goal before goal-guard and changed the "
+                "original goal; the prompt keeps the sealed goal",
+                where="resolve_original_goal",
+                action="unrepaired",
             )
+            self._preempted_by = None
+        else:
+            self._violation(
+                found=found,
+                expected=expected,
+                source="state_file",
+                detail=state_file_detail,
+                where="resume",
+                action="repaired" if self._answered else "unrepaired",
+            )
+        if not self._answered:
+            self._reported_change = found  # check() need not report it again
+
+    def start(self) -> None:
+        """At ``on_loop_start``: the goal is fixed now. When another plugin answered
+        ``resolve_original_goal`` before goal-guard, seal (or verify) what the run carries and
+        report what can no longer be undone. Then write the working goal."""
+        if not self.resolved:
+            current = self.loop.original_goal
+            foreign = self._foreign_restore()
+            self._answered = False
+            self._preempted_by = str(foreign.get("source") or "?") if foreign else None
+            self.resolve(current)
+            if self._preempted_by is not None:  # sealed what the other plugin's answer left
+                self._violation(
+                    found=current,
+                    expected=current,
+                    source="plugin",
+                    plugin=self._preempted_by,
+                    detail="answered resolve_original_goal before goal-guard and changed the "
+                    "original goal; sealed as found",
+                    where="resolve_original_goal",
+                    action="unrepaired",
+                )
+                self._preempted_by = None
+        self.sync_working_goal()
+
+    def _foreign_restore(self) -> dict[str, Any] | None:
+        """The ``loop.original_goal_restored`` event of this run's start, if another plugin's
+        answer to ``resolve_original_goal`` caused it (read back from events.jsonl: this runs
+        only when goal-guard's own answer was pre-empted)."""
+        from loopctl import SavedRun
+
+        for event in reversed(SavedRun(self.loop.state_dir).events(last=WORKING_GOAL_EVENTS)):
+            kind = event.get("type")
+            if kind in ("loop.start", "loop.resume"):
+                return None
+            if kind == _GOAL_RESTORED and event.get("source") != NAME:
+                return dict(event)
+        return None
 
     # --- checking ------------------------------------------------------------------------------
 
@@ -286,17 +315,14 @@ class GoalGuard:
         source: str,
         detail: str,
         where: str,
-        repair: bool,
+        action: str,
         plugin: str | None = None,
     ) -> None:
         self.violations += 1
-        if repair:
-            why = f"{source}{f' ({plugin})' if plugin else ''}: {detail}"
-            self.loop.repair_original_goal(expected, source=NAME, why=why)
         data: dict[str, Any] = {
             "source": source,
             "detail": detail,
-            "action": "repaired" if repair else "resealed",
+            "action": action,
             "where": where,
             "found_chars": len(found),
             "found_sha256": rec.goal_digest(found),
@@ -305,58 +331,46 @@ class GoalGuard:
         }
         if plugin:
             data["plugin"] = plugin
-        self.loop.emit("goal_guard.violation", **data)
+        self.loop.emit(ev.VIOLATION, **data)
         if self.config.on_violation == "stop" and self._stop_message is None:
-            self._stop_message = f"the original goal was changed ({source}: {detail}); repaired"
+            self._stop_message = f"the original goal was changed ({source}: {detail}); {action}"
 
     def check(self, where: str) -> str | None:
-        """Put the sealed goal back if it changed in memory; returns the text found then."""
+        """The goal the run carries when it is not the sealed one (else None).
+
+        Through the public API the original goal cannot change after ``resolve_original_goal``,
+        so this catches only a write to the engine's private state (or an engine bug). It cannot
+        be undone here: the prompt keeps the sealed goal (:meth:`police`) and ``loopctl
+        resume`` repairs loop-state.md. Reported once per changed text. One string comparison."""
         sealed = self.sealed
         if sealed is None:
             return None
         current = self.loop.original_goal
         if current == sealed.text:
             return None
-        self._violation(
-            found=current,
-            expected=sealed.text,
-            source="unknown",
-            detail="the original goal changed in memory without a loop.original_goal_repaired "
-            "event",
-            where=where,
-            repair=True,
-        )
+        if current != self._reported_change:
+            self._reported_change = current
+            self._violation(
+                found=current,
+                expected=sealed.text,
+                source="unknown",
+                detail="the original goal changed in memory after it was resolved; the prompt "
+                "keeps the sealed goal and `loopctl resume` repairs loop-state.md",
+                where=where,
+                action="unrepaired",
+            )
         return current
-
-    def refuse(self, change: Mapping[str, Any]) -> None:
-        """A plugin changed the original goal through ``loop.repair_original_goal``: undo it."""
-        sealed = self.sealed
-        if sealed is None or self.loop.original_goal == sealed.text:
-            return
-        why = str(change.get("why") or "")[:300]
-        self._violation(
-            found=self.loop.original_goal,
-            expected=sealed.text,
-            source="plugin",
-            plugin=str(change.get("source") or "?"),
-            detail="called loop.repair_original_goal" + (f" ({why})" if why else ""),
-            where="on_event",
-            repair=True,
-        )
-
-    def note_foreign_working_goal(self, source: str) -> None:
-        self._foreign_working_goal.append(source)
 
     # --- the prompt ----------------------------------------------------------------------------
 
     def notes_section(self) -> PromptSection | None:
-        from loopctl.model import PromptSection
+        from loopctl import PromptSection
 
         budget = self.config.notes_budget_chars
         rendered = self.book.render(budget)
         self._last_shown = rendered.shown
         self.loop.emit(
-            "goal_guard.notes",
+            ev.NOTES,
             notes=rendered.total,
             shown=rendered.shown,
             left_out=rendered.left_out,
@@ -377,7 +391,7 @@ class GoalGuard:
 
     def police(self, results: Sequence[Any]) -> list[Any]:
         """The prompt sections with exactly one "Your Goal", the sealed goal, placed first."""
-        from loopctl.model import PromptSection
+        from loopctl import PromptSection
 
         sealed = self.sealed
         if sealed is None:
@@ -400,7 +414,7 @@ class GoalGuard:
                 detail="contributed a 'Your Goal' prompt section that is not the original goal; "
                 "it was left out",
                 where="compose_prompt",
-                repair=False,
+                action="resealed",
             )
         if not goals:
             self._violation(
@@ -410,24 +424,23 @@ class GoalGuard:
                 plugin="a compose_prompt wrapper",
                 detail="the 'Your Goal' prompt section was missing; put back",
                 where="compose_prompt",
-                repair=False,
+                action="resealed",
             )
         goal = PromptSection(GOAL_TITLE, sealed.text, priority=100, protected=True, source=NAME)
         return [goal, *others]
 
     # --- notes ---------------------------------------------------------------------------------
 
-    def _test_outcome(self, record: IterationRecord) -> TestOutcome | None:
-        if record.test_exit_code is None and not record.tests_passed:
-            run = self.loop.last_test_run
-            if run is None or not run.timed_out:
-                return None  # no tests ran this iteration
+    def _test_outcome(
+        self, record: IterationRecord, test_run: TestRun | None
+    ) -> TestOutcome | None:
+        if test_run is None:
+            return None  # no tests ran this iteration
         failing = frozenset(record.failing_tests) if record.failing_tests else None
         return TestOutcome(passed=record.tests_passed, failing=failing)
 
-    def _derive_test_notes(self, record: IterationRecord, iteration: int) -> None:
-        run = self.loop.last_test_run
-        if record.tests_passed or run is None or run.passed:
+    def _derive_test_notes(self, record: IterationRecord, run: TestRun, iteration: int) -> None:
+        if record.tests_passed or run.passed:
             self._drop_run_notes()
             return
         lines = [line.strip() for line in run.error_lines if line.strip()]
@@ -491,16 +504,19 @@ class GoalGuard:
                 if note is not None:
                     self.book.report(note, iteration)
 
-    def collect(self, record: IterationRecord | None) -> Decision | None:
-        """After an iteration (or a restart, with no record): gather the notes, expire the
-        resolved ones, persist, and keep the working goal in step."""
+    def collect(
+        self, record: IterationRecord | None, test_run: TestRun | None = None
+    ) -> Decision | None:
+        """After an iteration (with its own test run, None when the tests did not run) or a
+        restart (no record): gather the notes, expire the resolved ones, persist, and keep the
+        working goal in step."""
         iteration = self.loop.iteration
         before = len(self.book)
         outcome = None
         if record is not None:
-            outcome = self._test_outcome(record)
-            if self.config.test_notes and outcome is not None:
-                self._derive_test_notes(record, iteration)
+            outcome = self._test_outcome(record, test_run)
+            if self.config.test_notes and outcome is not None and test_run is not None:
+                self._derive_test_notes(record, test_run, iteration)
         self._plugin_notes(iteration)
         gone = self.book.expire(iteration, outcome)
         evicted = self.book.evict_over_cap()
@@ -509,20 +525,20 @@ class GoalGuard:
         self._evicted += len(evicted)  # reported with the next prompt's notes event
         if gone:
             self.loop.emit(
-                "goal_guard.notes_expired",
+                ev.NOTES_EXPIRED,
                 resolved=len(gone),
                 evicted=len(evicted),
                 notes=len(self.book),
                 examples=[f"{key} ({why})" for key, why in gone[:3]],
             )
         if compacted:
-            self.loop.emit("goal_guard.notes_compacted", notes=len(self.book))
-        if changes or len(self.book) != before or self._foreign_working_goal:
+            self.loop.emit(ev.NOTES_COMPACTED, notes=len(self.book))
+        if changes or len(self.book) != before or self.loop.goal != self._working_goal:
             self.sync_working_goal()
         if self._stop_message is not None:
-            from loopctl.model import Decision
+            from loopctl import Decision, StopStatus
 
-            return Decision.stop("goal_violation", self._stop_message)
+            return Decision.stop("goal_violation", self._stop_message, status=StopStatus.PLUGIN)
         return None
 
     def sync_working_goal(self) -> None:
@@ -532,14 +548,27 @@ class GoalGuard:
             return
         body = self.book.render(self.config.notes_budget_chars).body
         text = sealed.text if not body else f"{sealed.text}\n\n{NOTES_HEADING}\n\n{body}"
-        if self.loop.goal != text:
-            if self._foreign_working_goal:
-                self.loop.emit(
-                    "goal_guard.working_goal_restored",
-                    plugins=sorted(set(self._foreign_working_goal)),
-                )
+        current = self.loop.goal
+        if current != text:
+            if self._working_goal is not None and current != self._working_goal:
+                self.loop.emit(ev.WORKING_GOAL_RESTORED, plugins=self._working_goal_setters())
             self.loop.set_working_goal(text, source=NAME)
-        self._foreign_working_goal.clear()
+        self._working_goal = text
+        self._working_goal_iteration = self.loop.iteration
+
+    def _working_goal_setters(self) -> list[str]:
+        """The plugins that set the working goal since goal-guard last did, from the
+        ``loop.working_goal_set`` events (read back only when one did: ``on_event`` is not
+        told which run an event belongs to)."""
+        from loopctl import SavedRun
+
+        found: set[str] = set()
+        for event in SavedRun(self.loop.state_dir).events(last=WORKING_GOAL_EVENTS):
+            if (event.get("iteration") or 0) < self._working_goal_iteration:
+                continue
+            if event.get("type") == _WORKING_GOAL_SET and event.get("source") != NAME:
+                found.add(str(event.get("source")))
+        return sorted(found) or ["?"]
 
     # --- the end -------------------------------------------------------------------------------
 

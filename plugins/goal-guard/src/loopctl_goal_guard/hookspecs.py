@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from loopctl.hookspecs import hookspec
+from loopctl import hookspec
 
 if TYPE_CHECKING:
-    from loopctl.engine import Loop
+    from loopctl import Loop
 
 
 @hookspec

@@ -24,7 +24,7 @@ from typing import Any
 
 import attrs
 
-from loopctl import state as st
+import loopctl
 
 #: Default note priority (0-100): lower goes first when the budget is reached.
 DEFAULT_PRIORITY = 50
@@ -130,7 +130,7 @@ def default_key(text: str) -> str:
     most expensive thing done per note)."""
     key = _KEY_CACHE.get(text)
     if key is None:
-        from loopctl.fingerprint import normalize_line
+        from loopctl import normalize_line
 
         key = "text:" + normalize_line(text).casefold()[:_MAX_KEY_CHARS]
         if len(_KEY_CACHE) >= _KEY_CACHE_SIZE:
@@ -501,7 +501,7 @@ class NoteJournal:
 
     def read_into(self, book: NoteBook) -> tuple[int, list[str]]:
         """Replay the journal into ``book``; returns (unusable ops, problems)."""
-        read = st.read_jsonl(self.path)
+        read = loopctl.read_jsonl(self.path)
         self.lines = sum(1 for _ in _expand_batches(read.records))
         return book.load_lines(read.records), list(read.problems)
 
@@ -510,7 +510,7 @@ class NoteJournal:
         self.close()
         lines = book.snapshot_lines() if book is not None else []
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        st.atomic_write_text(self.path, _journal_bytes(lines).decode("ascii"))
+        loopctl.atomic_write_text(self.path, _journal_bytes(lines).decode("ascii"))
         self.lines = len(lines)
 
     def append(self, lines: list[dict[str, Any]], book: NoteBook) -> bool:

@@ -1,7 +1,7 @@
 """goal-guard's hook implementations (the ``goal-guard`` entry point).
 
-Cheap to import: everything but the hook markers is imported when a hook first runs. One loop
-runs at a time in a process, so the guard of the current run is kept in this module.
+Cheap to import: everything but the hook markers and the stash key is imported when a hook
+first runs. The guard of a run lives in that run's ``loop.stash`` under :data:`GUARD`.
 """
 
 from __future__ import annotations
@@ -9,31 +9,49 @@ from __future__ import annotations
 from collections.abc import Generator
 from typing import TYPE_CHECKING, Any
 
-from loopctl.hookspecs import hookimpl
+from loopctl import StashKey, hookimpl
 
 if TYPE_CHECKING:
-    from loopctl.engine import Loop, LoopOutcome, Restart
-    from loopctl.model import Decision, Event, IterationRecord, PromptSection
-    from loopctl_goal_guard.guard import EarlySightings, GoalGuard
+    from loopctl import (
+        Decision,
+        IterationRecord,
+        Loop,
+        LoopOutcome,
+        PromptSection,
+        Restart,
+        TestRun,
+    )
+    from loopctl_goal_guard.guard import GoalGuard
 
 NAME = "goal-guard"
-
-_guard: GoalGuard | None = None
-_early: EarlySightings | None = None
-
-
-def current_guard() -> GoalGuard | None:
-    """The guard of the run in progress (None between runs): for tests and benchmarks."""
-    return _guard
+#: The run's guard, in ``loop.stash``.
+GUARD = StashKey["GoalGuard"]()
 
 
-def _sightings() -> EarlySightings:
-    global _early
-    if _early is None:
-        from loopctl_goal_guard.guard import EarlySightings
+def current_guard(loop: Loop) -> GoalGuard | None:
+    """The guard of ``loop`` (None before goal-guard's first hook ran): for tests and
+    benchmarks."""
+    return loop.stash.get(GUARD)
 
-        _early = EarlySightings()
-    return _early
+
+def _new_guard(loop: Loop) -> GoalGuard:
+    from loopctl_goal_guard.guard import GoalGuard
+
+    guard = GoalGuard(loop, loop.plugin_config(NAME))
+    loop.stash[GUARD] = guard
+    return guard
+
+
+def _report(loop: Loop, hook: str, exc: BaseException) -> None:
+    import traceback
+
+    loop.emit(
+        "plugin.error",
+        plugin=NAME,
+        hook=hook,
+        error=f"{type(exc).__name__}: {exc}",
+        traceback="".join(traceback.format_exception(type(exc), exc, exc.__traceback__))[-4000:],
+    )
 
 
 @hookimpl
@@ -58,90 +76,79 @@ def register_commands(cli: Any) -> None:
 
 
 @hookimpl(tryfirst=True)
-def on_loop_start(loop: Loop) -> None:
-    global _guard, _early
-    from loopctl_goal_guard.guard import GoalGuard
+def resolve_original_goal(loop: Loop, stored: str) -> str | None:
+    """Seal the goal of a fresh run; on resume, put back the sealed goal (state file edited on
+    disk) or recover a legacy one. Answers for every goal it guards, so no later plugin can
+    change it."""
+    try:
+        return _new_guard(loop).resolve(stored)
+    except Exception as exc:  # noqa: BLE001 - the engine does not isolate this hook's callers
+        _report(loop, "resolve_original_goal", exc)
+        return None
 
-    early = _sightings()
-    _early = None
-    _guard = GoalGuard(loop, loop.plugin_config(NAME))
-    _guard.start(early)
+
+@hookimpl(tryfirst=True)
+def on_loop_start(loop: Loop) -> None:
+    guard = loop.stash.get(GUARD)
+    if guard is None:  # another plugin answered resolve_original_goal before goal-guard
+        guard = _new_guard(loop)
+    guard.start()
 
 
 @hookimpl(tryfirst=True)
 def before_iteration(loop: Loop) -> None:
-    if _guard is not None:
-        _guard.check("before_iteration")
+    guard = loop.stash.get(GUARD)
+    if guard is not None:
+        guard.check("before_iteration")
 
 
 @hookimpl
 def compose_prompt(loop: Loop) -> PromptSection | None:
-    return _guard.notes_section() if _guard is not None else None
+    guard = loop.stash.get(GUARD)
+    return guard.notes_section() if guard is not None else None
 
 
 @hookimpl(wrapper=True, tryfirst=True, specname="compose_prompt")
 def police_prompt(loop: Loop) -> Generator[None, list[Any], list[Any]]:
     """Outermost wrapper of compose_prompt: one "Your Goal", the sealed goal, first."""
     results = yield
-    guard = _guard
+    guard = loop.stash.get(GUARD)
     if guard is None:
         return results
     try:
         return guard.police(results)
     except Exception as exc:  # noqa: BLE001 - a wrapper is not isolated by the host
-        import traceback
-
-        loop.emit(
-            "plugin.error",
-            plugin=NAME,
-            hook="compose_prompt",
-            error=f"{type(exc).__name__}: {exc}",
-            traceback="".join(traceback.format_exception(type(exc), exc, exc.__traceback__))[
-                -4000:
-            ],
-        )
+        _report(loop, "compose_prompt", exc)
         return results
 
 
 @hookimpl(trylast=True)
-def after_iteration(loop: Loop, record: IterationRecord) -> Decision | None:
-    return _guard.collect(record) if _guard is not None else None
+def after_iteration(
+    loop: Loop, record: IterationRecord, test_run: TestRun | None
+) -> Decision | None:
+    from loopctl import IterationEnd
+
+    guard = loop.stash.get(GUARD)
+    # A rate-limit wait (the iteration runs again) or an interruption (the run is ending) is not
+    # recorded and its result is ignored: nothing is learned from it.
+    if guard is None or record.ending in (IterationEnd.RATE_LIMITED, IterationEnd.INTERRUPTED):
+        return None
+    return guard.collect(record, test_run)
 
 
 @hookimpl(trylast=True)
 def on_restart(loop: Loop, restart: Restart) -> None:
-    if _guard is not None:
-        _guard.collect(None)
+    guard = loop.stash.get(GUARD)
+    if guard is not None:
+        guard.collect(None)
 
 
 @hookimpl
 def on_loop_end(loop: Loop, outcome: LoopOutcome) -> None:
-    global _guard
-    guard, _guard = _guard, None
+    guard = loop.stash.get(GUARD)
     if guard is not None:
+        del loop.stash[GUARD]
         guard.end(outcome)
-
-
-@hookimpl
-def on_event(event: Event) -> None:
-    kind = event.type
-    if kind == "loop.original_goal_repaired":
-        if event.data.get("source") == NAME:
-            return
-        if _guard is not None and _guard.sealed is not None:
-            _guard.refuse(event.data)
-        else:
-            _sightings().foreign_changes.append(dict(event.data))
-    elif kind in ("loop.start", "loop.resume"):
-        global _early
-        from loopctl_goal_guard.guard import EarlySightings
-
-        goal = event.data.get("goal")  # a new run: forget what an earlier one left behind
-        _early = EarlySightings(start_goal=goal if isinstance(goal, str) else None)
-    elif kind == "loop.working_goal_set":
-        source = event.data.get("source")
-        if source != NAME and _guard is not None:
-            _guard.note_foreign_working_goal(str(source))
 
 
 @hookimpl

@@ -21,7 +21,7 @@ from typing import Any
 
 import attrs
 
-from loopctl import state as st
+import loopctl
 
 #: The plugin's directory inside the state directory.
 GUARD_DIR = "goal-guard"
@@ -79,8 +79,8 @@ def _record_json(sealed: SealedGoal) -> str:
 
 def _write(directory: Path, sealed: SealedGoal) -> None:
     directory.mkdir(parents=True, exist_ok=True)
-    st.atomic_write_text(directory / GOAL_FILE, sealed.text)
-    st.atomic_write_text(directory / RECORD_FILE, _record_json(sealed))
+    loopctl.atomic_write_text(directory / GOAL_FILE, sealed.text)
+    loopctl.atomic_write_text(directory / RECORD_FILE, _record_json(sealed))
 
 
 def seal(
@@ -150,7 +150,7 @@ def load(state_dir: Path) -> RecordRead:
         if goal_ok:
             return RecordRead(sealed)
         try:
-            st.atomic_write_text(goal_path, text)
+            loopctl.atomic_write_text(goal_path, text)
         except OSError as exc:
             return RecordRead(sealed, (f"{goal_path}: cannot restore it ({exc})",))
         return RecordRead(
@@ -161,7 +161,7 @@ def load(state_dir: Path) -> RecordRead:
     if goal_ok and goal_bytes is not None:
         sealed = sealed_with(goal_bytes.decode("utf-8", "replace"))
         try:
-            st.atomic_write_text(record_path, _record_json(sealed))
+            loopctl.atomic_write_text(record_path, _record_json(sealed))
         except OSError as exc:
             return RecordRead(sealed, (f"{record_path}: cannot restore it ({exc})",))
         return RecordRead(
