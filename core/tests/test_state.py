@@ -303,7 +303,7 @@ loop_states = st.builds(
     iteration=st.integers(0, 10**6),
     status=st.sampled_from(["running", "complete", "stuck", "max_iterations", "---", "a: b"]),
     reason=any_text,
-    generation=st.integers(0, 1000),
+    restarts=st.integers(0, 1000),
     session_id=st.none() | any_text,
     session_mode=st.sampled_from(["fresh", "resume"]),
     agent=st.text(max_size=10),
@@ -315,6 +315,14 @@ loop_states = st.builds(
     pid=st.none() | st.integers(1, 2**22),
     loopctl_version=st.just("0.1.0"),
     max_iterations=st.integers(0, 10**4),
+    failed_approaches=st.lists(any_text, max_size=3),
+    stuck_nudge=st.none() | any_text,
+    stuck_level=st.integers(0, 3),
+    agent_process=st.none() | st.lists(st.integers(1, 2**40), min_size=2, max_size=2),
+    rate_limit_waits=st.integers(0, 100),
+    wall_clock_used_s=st.floats(0, 1e9),
+    restart_reason=any_text,
+    restart_message=any_text,
     extra=st.dictionaries(any_text, json_values, max_size=4),
 )
 
@@ -392,7 +400,7 @@ def test_reads_legacy_bash_state(tmp_path: Path) -> None:
     assert loaded.started_at == 1714564800.0
     assert loaded.max_iterations == 20
     assert loaded.test_cmd == "npm test"
-    assert (loaded.generation, loaded.session_mode) == (0, "fresh")  # defaults
+    assert (loaded.restarts, loaded.session_mode) == (0, "fresh")  # defaults
     assert loaded.extra == {"branch": "feature/login", "retries": 2}
     # Writing it back migrates unknown keys into `extra` and reads back the same.
     write_loop_state(path, loaded)
@@ -724,7 +732,7 @@ def test_archive_restart_finishes_after_a_crash_and_is_idempotent(tmp_path: Path
 def iteration_record(number: int, **changes: Any) -> dict[str, Any]:
     record = IterationRecord(
         iteration=number,
-        generation=number // 10,
+        restarts=number // 10,
         duration_s=65.0,
         tests_passed=False,
         failing_tests=["tests/test_a.py::test_x", "tests/test_a.py::test_y"],
@@ -771,7 +779,7 @@ small_values = st.one_of(json_scalars, st.lists(json_scalars, max_size=3))
 record_keys = st.sampled_from(
     [
         "iteration",
-        "generation",
+        "restarts",
         "duration_s",
         "tests_passed",
         "failing_tests",
@@ -827,3 +835,26 @@ def test_to_jsonable_writes_model_classes_as_cattrs_reads_them() -> None:
     assert data["annotations"] == {"kind": "network", "where": "a/b", "tags": ["x"]}
     assert json.loads(json.dumps(data)) == data
     assert cattrs.structure(data, IterationRecord).agent == record.agent
+
+
+def test_state_files_of_earlier_versions_read_into_the_typed_fields(tmp_path: Path) -> None:
+    """loopctl 0.1 kept the engine's own state among the plugins' values in ``extra`` and
+    counted restarts as ``generation``: both read into today's fields."""
+    path = tmp_path / "loop-state.md"
+    path.write_text(
+        "---\n"
+        'goal: "g"\n'
+        "generation: 2\n"
+        'extra: {"failed_approaches": ["a"], "stuck_nudge": "KeyError", "stuck_level": 1, '
+        '"agent_process": [123, 456], "rate_limit_waits": 3, "wall_clock_used_s": 12.5, '
+        '"restart_reason": "stuck", "goal_guard_run": "r1"}\n'
+        "---\n"
+    )
+    loaded = read_loop_state(path)
+    assert loaded.restarts == 2
+    assert loaded.failed_approaches == ["a"]
+    assert (loaded.stuck_nudge, loaded.stuck_level) == ("KeyError", 1)
+    assert loaded.agent_process == [123, 456]
+    assert (loaded.rate_limit_waits, loaded.wall_clock_used_s) == (3, 12.5)
+    assert loaded.restart_reason == "stuck"
+    assert loaded.extra == {"goal_guard_run": "r1"}  # only the plugins' values stay there

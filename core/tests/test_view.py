@@ -42,7 +42,7 @@ SAMPLES: dict[str, dict[str, Any]] = {
     },
     "loop.resume": {"agent": "claude", "test_cmd": "pytest -q", "max_iterations": 8},
     "loop.warning": {"message": "environment variable LOOPCTL_BOGUS is not a setting"},
-    "iteration.start": {"generation": 1, "session_id": None},
+    "iteration.start": {"restarts": 1, "session_id": None},
     "agent.start": {"agent": "claude", "prompt_chars": 1834, "trimmed": True},
     "agent.end": {
         "outcome": "ok",
@@ -83,18 +83,17 @@ SAMPLES: dict[str, dict[str, Any]] = {
     "loop.completion_signal_missing": {"signal": "LOOPCTL_DONE"},
     "loop.stuck": {"escalation": "nudge", "streak": 3, "fingerprint": "abc"},
     "loop.not_agents_fault": {"reason": "flaky test t::a", "source": "failure-classifier"},
-    "loop.original_goal_repaired": {
-        "source": "goal-guard",
-        "why": "loop-state.md was edited",
-        "previous_chars": 10,
-        "chars": 20,
-    },
+    "loop.original_goal_restored": {"source": "goal-guard", "previous_chars": 10, "chars": 20},
     "loop.failed_approach": {
         "text": "iterations 1-3 kept failing with: KeyError",
         "source": "engine",
     },
     "loop.working_goal_set": {"source": "goal-notes", "chars": 120},
-    "loop.iteration_budget_reduced": {"max_iterations": 6, "reason": "no progress"},
+    "loop.iteration_budget_reduced": {
+        "max_iterations": 6,
+        "reason": "no progress",
+        "source": "failure-classifier",
+    },
     "loop.restart": {"number": 1, "reason": "stuck", "message": "same failure", "archive": "/x"},
     "loop.end": {
         "status": "max_iterations",

@@ -177,15 +177,16 @@ CORE_EVENTS: dict[str, dict[str, Any]] = {
     "loop.not_agents_fault": define_event(
         "An iteration's failure is not counted against the agent.", {"reason": STR, "source": STR}
     ),
-    "loop.original_goal_repaired": define_event(
-        "A guard restored the original goal.",
-        {"source": STR, "why": STR, "previous_chars": INT, "chars": INT},
+    "loop.original_goal_restored": define_event(
+        "A plugin's resolve_original_goal put back the original goal the run carries.",
+        {"source": STR, "previous_chars": INT, "chars": INT},
     ),
     "loop.working_goal_set": define_event(
         "A plugin set the working goal.", {"source": STR, "chars": INT}
     ),
     "loop.iteration_budget_reduced": define_event(
-        "A plugin lowered the iteration limit.", {"max_iterations": INT, "reason": STR}
+        "A plugin's decision lowered the iteration limit.",
+        {"max_iterations": INT, "reason": STR, "source": STR},
     ),
     "loop.completion_vetoed": define_event(
         "The tests passed but a plugin vetoed completion.", {"reason": STR}

@@ -211,14 +211,16 @@ _DESCRIBERS: dict[str, Callable[[Event, Mapping[str, Any]], str]] = {
     "loop.not_agents_fault": lambda e, d: (
         f"not counted against the agent ({_text(d.get('source'))}): {_text(d.get('reason'))}"
     ),
-    "loop.original_goal_repaired": lambda e, d: (
-        f"original goal restored by {_text(d.get('source'))}: {_text(d.get('why'))}"
+    "loop.original_goal_restored": lambda e, d: (
+        f"original goal restored by {_text(d.get('source'))} "
+        f"({_count(d.get('chars'))} chars; the state file had {_count(d.get('previous_chars'))})"
     ),
     "loop.working_goal_set": lambda e, d: (
         f"working goal updated by {_text(d.get('source'))} ({_count(d.get('chars'))} chars)"
     ),
     "loop.iteration_budget_reduced": lambda e, d: (
-        f"iteration limit lowered to {_count(d.get('max_iterations'))}{_tail(d.get('reason'))}"
+        f"iteration limit lowered to {_count(d.get('max_iterations'))} by "
+        f"{_text(d.get('source'))}{_tail(d.get('reason'))}"
     ),
     "loop.restart": lambda e, d: (
         f"restarting the agent session (#{_text(d.get('number'))}: {_text(d.get('reason'))})"

@@ -181,9 +181,9 @@ def _totals(records: Sequence[Mapping[str, Any]]) -> str:
         record_cost = _cost_of(record)
         if record_cost is not None:
             costs.append(record_cost)
-        generation = record.get("generation")
-        if isinstance(generation, int) and not isinstance(generation, bool):
-            restarts = max(restarts, min(generation, 10**9))
+        before = record.get("restarts", record.get("generation"))  # 0.1 called it generation
+        if isinstance(before, int) and not isinstance(before, bool):
+            restarts = max(restarts, min(before, 10**9))
     summary = (
         f"**Totals:** {_plural(len(records), 'iteration')}, {_plural(restarts, 'restart')}, "
         f"{_tokens_text(sum(totals.values()))} tokens ({_tokens_text(totals['input_tokens'])} in, "
