@@ -1,0 +1,195 @@
+"""loopctl.scan: the literal prefilter only saves time, the caps hold, odd input never raises."""
+
+from __future__ import annotations
+
+import re
+import string
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import loopctl
+from loopctl.scan import ScanMatch, Scanner, ScanRule, strip_ansi
+
+FAST = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+RULES = [
+    ScanRule("oom", r"[Oo]ut of memory|MemoryError", ("memory", "Memory"), "memory"),
+    ScanRule("refused", r"[Cc]onnection refused|ECONNREFUSED", ("efused", "REFUSED"), "network"),
+    ScanRule("error", r"^(?:E\s+)?\w*Error: ", "Error: ", "error"),
+    ScanRule("fail", r"\bFAIL(?:ED)?\b", "FAIL", "fail"),
+]
+LOWER_RULES = [
+    # ASCII case variants only: a (?i) pattern would also match "TİMEOUT", whose lowercase
+    # does not hold the literal, breaking the literals' contract
+    ScanRule(
+        "timeout",
+        r"[Tt]ime ?[Oo]ut|[Tt]imed out|TIME ?OUT|TIMED OUT",
+        ("timeout", "timed out", "time out"),
+        "timeout",
+    ),
+    ScanRule("error", r"\b(?:[Ee]rror|ERROR)\b", "error", "error"),
+    ScanRule("cause", r"^\s*(?:[Cc]aused by|CAUSED BY):", "caused by:", "cause"),
+]
+WORDS = [
+    "Out of memory",
+    "MemoryError",
+    "Connection refused",
+    "ECONNREFUSED",
+    "TypeError: x",
+    "FAILED",
+    "FAIL",
+    "timed out",
+    "TimeOut",
+    "ERROR",
+    "Caused by: y",
+    "é",
+    "İ",
+    "\r",
+    "ok",
+    " ",
+]
+lines = st.lists(
+    st.one_of(st.sampled_from(WORDS), st.text(string.printable + "éİλ→\x1b", max_size=12)),
+    max_size=8,
+).map("".join)
+texts = st.lists(lines, max_size=25).map("\n".join)
+
+
+def _pairs(matches: list[ScanMatch[str]]) -> list[tuple[int, str, str]]:
+    return [(m.offset, m.rule.name, m.line) for m in matches]
+
+
+def test_the_public_names_are_exported_from_loopctl() -> None:
+    assert loopctl.Scanner is Scanner
+    assert loopctl.ScanRule is ScanRule
+    assert loopctl.ScanMatch is ScanMatch
+    assert loopctl.strip_ansi is strip_ansi
+    assert {"Scanner", "ScanRule", "ScanMatch", "strip_ansi"} <= set(loopctl.__all__)
+
+
+def test_first_gives_the_first_rule_in_order_with_its_tag() -> None:
+    scanner = Scanner(RULES)
+    found = scanner.first("FAILED: MemoryError: Out of memory")
+    assert found is not None
+    assert (found.rule.name, found.tag, found.match.group()) == ("oom", "memory", "MemoryError")
+    assert scanner.first("all good") is None
+    assert [m.rule.name for m in scanner.matches("E   MemoryError: boom FAILED")] == [
+        "oom",
+        "error",
+        "fail",
+    ]
+
+
+def test_a_rule_runs_only_on_lines_holding_one_of_its_literals() -> None:
+    # the pattern would match, but the line lacks the literal: the literals are a contract
+    rule = ScanRule("x", r"boom", "BOOM", None)
+    assert Scanner([rule]).first("boom") is None
+    assert Scanner([rule], prefilter=False).first("boom") is not None
+
+
+def test_rules_are_validated() -> None:
+    with pytest.raises(ValueError, match="non-empty"):
+        ScanRule("x", "x", (), None)
+    with pytest.raises(ValueError, match="non-empty"):
+        ScanRule("x", "x", ("a", ""), None)
+    with pytest.raises(ValueError, match="lowercase"):
+        Scanner([ScanRule("x", "x", "Upper", None)], ignore_case=True)
+    assert ScanRule("x", "x", "one", None).literals == ("one",)
+    assert ScanRule("x", re.compile("x"), ["a", "b"], None).literals == ("a", "b")
+
+
+def test_search_reads_lines_in_output_order_with_their_offsets() -> None:
+    text = "ok\nFAILED a\r\nfine\nConnection refused\n"
+    found = list(Scanner(RULES).search(text))
+    assert _pairs(found) == [(3, "fail", "FAILED a"), (18, "refused", "Connection refused")]
+    assert text[found[1].offset :].startswith("Connection refused")
+
+
+def test_search_ignoring_case_keeps_offsets_in_non_ascii_text() -> None:
+    text = "λ ok\nİ TIMED OUT\nσ Error here\n"
+    found = list(Scanner(LOWER_RULES, ignore_case=True).search(text))
+    assert [m.rule.name for m in found] == ["timeout", "error"]
+    for match in found:
+        assert text[match.offset :].startswith(match.line)
+
+
+def test_caps_on_candidate_lines() -> None:
+    text = "".join(f"FAIL {i}\n" for i in range(1000))
+    scanner = Scanner(RULES)
+    assert len(list(scanner.search(text, max_lines=10))) == 10
+    ends = [m.line for m in scanner.search(text, per_literal=3, from_end=True)]
+    assert ends == ["FAIL 0", "FAIL 1", "FAIL 2", "FAIL 997", "FAIL 998", "FAIL 999"]
+    assert len(list(scanner.search(text, per_literal=3))) == 3
+    assert len(list(Scanner(RULES, prefilter=False).search(text, max_lines=7))) == 7
+
+
+def test_lines_are_cut_and_normalized_before_anything_looks_at_them() -> None:
+    scanner = Scanner(RULES, line_chars=20, normalize=lambda line: strip_ansi(line).strip())
+    assert scanner.first("x" * 30 + " FAILED") is None
+    found = scanner.first("  \x1b[31mFAILED\x1b[0m  ")
+    assert found is not None
+    assert found.line == "FAILED"
+    assert strip_ansi("\x1b]0;title\x07a\x1b[1mb") == "ab"
+
+
+def test_combined_prefilter_is_dropped_when_it_cannot_compile() -> None:
+    assert Scanner(RULES, combine=True).combined is not None
+    named = [ScanRule("a", r"(?P<x>a)", "a", None), ScanRule("b", r"(?P<x>b)", "b", None)]
+    assert Scanner(named, combine=True).combined is None
+    assert Scanner(RULES).combined is None
+
+
+# --- properties: outside input -------------------------------------------------------------------
+
+
+@FAST
+@given(line=lines)
+def test_the_prefilter_never_changes_a_lines_result(line: str) -> None:
+    for rules, ignore_case in ((RULES, False), (LOWER_RULES, True)):
+        fast = Scanner(rules, ignore_case=ignore_case, combine=True)
+        slow = Scanner(rules, ignore_case=ignore_case, prefilter=False)
+        quick, every = fast.first(line), slow.first(line)
+        assert (quick and quick.rule.name) == (every and every.rule.name)
+        assert [m.rule.name for m in fast.matches(line)] == [
+            m.rule.name for m in slow.matches(line)
+        ]
+
+
+@FAST
+@given(text=texts)
+def test_the_prefilter_never_changes_a_texts_result(text: str) -> None:
+    for rules, ignore_case in ((RULES, False), (LOWER_RULES, True)):
+        fast = Scanner(rules, ignore_case=ignore_case)
+        slow = Scanner(rules, ignore_case=ignore_case, prefilter=False)
+        assert _pairs(list(fast.search(text))) == _pairs(list(slow.search(text)))
+        assert _pairs(list(fast.search_lines(text.split("\n")))) == _pairs(
+            list(slow.search_lines(text.split("\n")))
+        )
+
+
+@FAST
+@given(
+    text=texts,
+    max_lines=st.integers(0, 6),
+    per_literal=st.integers(0, 4),
+    from_end=st.booleans(),
+    line_chars=st.integers(1, 30),
+)
+def test_the_caps_are_never_exceeded(
+    text: str, max_lines: int, per_literal: int, from_end: bool, line_chars: int
+) -> None:
+    for rules, ignore_case in ((RULES, False), (LOWER_RULES, True)):
+        scanner = Scanner(rules, ignore_case=ignore_case, line_chars=line_chars)
+        capped = list(scanner.search(text, max_lines=max_lines))
+        assert len(capped) <= max_lines
+        each = list(scanner.search(text, per_literal=per_literal, from_end=from_end))
+        limit = per_literal * len(scanner.literals) * (2 if from_end else 1)
+        assert len(each) <= limit
+        offsets = [m.offset for m in each]
+        assert offsets == sorted(set(offsets))
+        for match in [*capped, *each]:
+            assert len(match.line) <= line_chars
+            assert "\n" not in match.line
+            assert text[match.offset :].startswith(match.line)
