@@ -157,42 +157,40 @@ class Scanner(Generic[T]):
     def __repr__(self) -> str:
         return f"<Scanner {len(self.rules)} rules, {len(self.literals)} literals>"
 
-    def _prepare(self, line: str) -> str:
+    def first(self, line: str) -> ScanMatch[T] | None:
+        """The first rule, in order, that matches ``line``; None when none does."""
+        # The hot path of every scan: one `in` test per distinct literal, no other call.
         if len(line) > self.line_chars:
             line = line[: self.line_chars]
-        return line if self.normalize is None else self.normalize(line)
-
-    def _first(self, text: str, offset: int) -> ScanMatch[T] | None:
-        """The first rule matching ``text`` (already cut and normalized)."""
+        if self.normalize is not None:
+            line = self.normalize(line)
         rules = self.rules
         if not self.prefilter:
             for rule in rules:
-                found = rule.pattern.search(text)
+                found = rule.pattern.search(line)
                 if found is not None:
-                    return ScanMatch(rule, text, found, offset)
+                    return ScanMatch(rule, line, found)
             return None
-        haystack = text.lower() if self.ignore_case else text
+        haystack = line.lower() if self.ignore_case else line
         candidates = [n for literal, ns in self._by_literal if literal in haystack for n in ns]
         if not candidates:
             return None
-        if self.combined is not None and self.combined.search(text) is None:
+        if self.combined is not None and self.combined.search(line) is None:
             return None
         if len(candidates) > 1:
             candidates = sorted(set(candidates))
         for number in candidates:
             rule = rules[number]
-            found = rule.pattern.search(text)
+            found = rule.pattern.search(line)
             if found is not None:
-                return ScanMatch(rule, text, found, offset)
+                return ScanMatch(rule, line, found)
         return None
-
-    def first(self, line: str) -> ScanMatch[T] | None:
-        """The first rule, in order, that matches ``line``; None when none does."""
-        return self._first(self._prepare(line), 0)
 
     def matches(self, line: str) -> list[ScanMatch[T]]:
         """Every rule, in order, that matches ``line``."""
-        text = self._prepare(line)
+        text = line[: self.line_chars]
+        if self.normalize is not None:
+            text = self.normalize(text)
         if self.prefilter:
             haystack = text.lower() if self.ignore_case else text
             numbers = sorted({n for lit, ns in self._by_literal if lit in haystack for n in ns})
@@ -205,10 +203,11 @@ class Scanner(Generic[T]):
     def search_lines(self, lines: Iterable[str]) -> Iterator[ScanMatch[T]]:
         """The first match on each of ``lines`` that has one, in order (``offset`` is the
         line's index)."""
+        first = self.first
         for index, line in enumerate(lines):
-            found = self._first(self._prepare(line), index)
+            found = first(line)
             if found is not None:
-                yield found
+                yield found if index == 0 else attrs.evolve(found, offset=index)
 
     def search(
         self,
@@ -283,9 +282,8 @@ class Scanner(Generic[T]):
             begin, count = end + 1, count + 1
 
     def _line_match(self, line: str, offset: int) -> ScanMatch[T] | None:
-        if line.endswith("\r"):
-            line = line[:-1]
-        return self._first(self._prepare(line), offset)
+        found = self.first(line[:-1] if line.endswith("\r") else line)
+        return found if found is None or offset == 0 else attrs.evolve(found, offset=offset)
 
 
 @attrs.frozen

@@ -288,19 +288,19 @@ _PYTEST_LINES: Scanner[_PytestStep] = Scanner(
         ScanRule(
             "summary",
             r"^(FAILED|ERROR) (.+?)(?: - (.*))?$",
-            ("FAILED ", "ERROR "),
+            ("FAILED", "ERROR"),
             _PytestReader.summary,
         ),
         ScanRule(
             "progress",
             r"^(?P<test>\S+::\S.*?) (FAILED|ERROR)(?:\s+\[\s*\d+%\])?$",
-            (" FAILED", " ERROR"),
+            ("FAILED", "ERROR"),
             _PytestReader.progress,
         ),
         ScanRule(
             "xdist progress",
             r"^(?=.*::)\[gw\d+\] \[\s*\d+%\] (FAILED|ERROR) (?P<test>\S+)",
-            (" FAILED ", " ERROR "),
+            ("FAILED", "ERROR"),
             _PytestReader.progress,
         ),
         ScanRule("location", r"^(\S+?\.py):(\d+): (?!in )(.+)$", ".py:", _PytestReader.location),
