@@ -10,7 +10,9 @@ import pytest
 
 from loopctl import hookimpl
 from loopctl.testing.conformance import (
+    SCENARIOS,
     config_problems,
+    event_problems,
     heavy_imports,
     hook_problems,
     survival_problems,
@@ -36,6 +38,32 @@ def test_a_well_behaved_plugin_has_no_problems(tmp_path: Path) -> None:
     assert hook_problems(Good(), "good") == []
     assert survival_problems(Good(), "good", tmp_path) == []
     assert config_problems(Good(), "good", tmp_path) == []
+    assert event_problems(Good(), "good") == []
+
+
+def test_events_outside_the_plugins_namespace_are_caught(tmp_path: Path) -> None:
+    from loopctl import define_event
+
+    class Squatter:
+        @hookimpl
+        def register_event_schemas(self):
+            return {
+                "squatter.seen": define_event("fine", {}),
+                "loop.context_usage": define_event("in loopctl's namespace", {}),
+            }
+
+        @hookimpl
+        def after_iteration(self, loop):
+            loop.emit("squatter.ok")
+            loop.emit("flaky_found")
+
+    assert event_problems(Squatter(), "squatter") == [
+        "declared event 'loop.context_usage' is not namespaced: it must start with 'squatter.'"
+    ]
+    written = survival_problems(Squatter(), "squatter", tmp_path, scenarios=SCENARIOS[:1])
+    assert written == [
+        "agent crashes: event 'flaky_found' is not namespaced: it must start with 'squatter.'"
+    ]
 
 
 def test_a_misspelled_hook_and_an_argument_no_hook_passes_are_caught() -> None:

@@ -21,11 +21,14 @@ The checks:
   out of context, a test command that is missing, test output that is binary junk, a loop that
   passes at once, none of them ending in a ``plugin.error`` of this plugin;
 * a config section with an unknown key or a wrong type is refused with an error that names the
-  key path (when the plugin registers a config class).
+  key path (when the plugin registers a config class);
+* every event it declares (``register_event_schemas``) or writes during those loops is
+  namespaced: its type starts with the plugin's name and a dot (``my-plugin.flaky_test``), so
+  two plugins' events never collide and a reader can tell whose an event is.
 
 The functions behind the tests (:func:`hook_problems`, :func:`heavy_imports`,
-:func:`survival_problems`, :func:`config_problems`) return lists of problems, for use outside
-pytest.
+:func:`survival_problems`, :func:`config_problems`, :func:`event_problems`) return lists of
+problems, for use outside pytest.
 """
 
 from __future__ import annotations
@@ -183,6 +186,10 @@ def survival_problems(
         for event in result.events_of("plugin.error"):
             if event.get("plugin") == name:
                 problems.append(f"{scenario.name}: {event.get('hook')} raised {event.get('error')}")
+        problems += [
+            f"{scenario.name}: {problem}"
+            for problem in _namespace_problems({str(e.get("type")) for e in result.events}, name)
+        ]
         if scenario.passing and result.status != "complete":
             problems.append(f"{scenario.name}: expected status complete, got {result.status}")
     return problems
@@ -227,6 +234,26 @@ def config_problems(plugin: object, name: str, workdir: Path) -> list[str]:
     return problems
 
 
+def event_problems(plugin: object, name: str) -> list[str]:
+    """The event types the plugin declares (``register_event_schemas``) that do not start with
+    ``NAME.``. (The survival loops check the events it actually writes the same way.)"""
+    register = getattr(plugin, "register_event_schemas", None)
+    declared = register() if callable(register) else None
+    if not isinstance(declared, Mapping):
+        return []
+    return [f"declared {p}" for p in _namespace_problems(set(declared), name)]
+
+
+def _namespace_problems(types_: set[str], name: str) -> list[str]:
+    from loopctl.events import CORE_EVENTS
+
+    return [
+        f"event {kind!r} is not namespaced: it must start with {name + '.'!r}"
+        for kind in sorted(types_)
+        if kind not in CORE_EVENTS and not kind.startswith(f"{name}.")
+    ]
+
+
 class PluginConformance:
     """Inherit from this in a ``Test…`` class and set :attr:`plugin` and :attr:`name`."""
 
@@ -251,6 +278,9 @@ class PluginConformance:
     def test_config_errors_name_the_key(self, tmp_path: Path) -> None:
         assert config_problems(self.plugin, self.name, tmp_path) == []
 
+    def test_events_are_namespaced(self) -> None:
+        assert event_problems(self.plugin, self.name) == []
+
 
 __all__ = [
     "HEAVY_MODULES",
@@ -258,6 +288,7 @@ __all__ = [
     "PluginConformance",
     "Scenario",
     "config_problems",
+    "event_problems",
     "heavy_imports",
     "hook_problems",
     "survival_problems",
