@@ -3,7 +3,9 @@ add classifiers.
 
 The names custom classifiers use are importable from here (loaded on first use, so importing
 the plugin module stays cheap): :class:`Evidence`, :class:`Classification`, :class:`FailureMode`,
-:class:`RecoveryStrategy`, :class:`Verdict`, the mode constants, and :func:`classify`.
+:class:`RecoveryStrategy`, :class:`Verdict`, the mode constants, :func:`classify`, and the
+names of the plugin's events (:data:`CLASSIFIED`, :data:`RECOVERY_APPLIED` … from
+:mod:`loopctl_failure_classifier.events`), for plugins that subscribe to them.
 """
 
 from __future__ import annotations
@@ -14,6 +16,14 @@ __version__ = "0.1.0"
 
 if TYPE_CHECKING:
     from loopctl_failure_classifier.classify import classify
+    from loopctl_failure_classifier.events import (
+        CLASSIFIED,
+        MODE_FORCED,
+        RECOVERY_APPLIED,
+        RECOVERY_LIMIT,
+        RERUN,
+        WARNING,
+    )
     from loopctl_failure_classifier.model import (
         BUILTIN_MODES,
         BUILTIN_PRIORITY,
@@ -49,8 +59,17 @@ _MODEL_NAMES = (
     "Rerun",
     "Verdict",
 )
+_EVENT_NAMES = (
+    "CLASSIFIED",
+    "MODE_FORCED",
+    "RECOVERY_APPLIED",
+    "RECOVERY_LIMIT",
+    "RERUN",
+    "WARNING",
+)
 _LAZY = {
     **{name: "loopctl_failure_classifier.model" for name in _MODEL_NAMES},
+    **{name: "loopctl_failure_classifier.events" for name in _EVENT_NAMES},
     "classify": "loopctl_failure_classifier.classify",
     "classify_offline": "loopctl_failure_classifier.offline",
     "strategy": "loopctl_failure_classifier.recovery",
@@ -71,12 +90,18 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "BUILTIN_MODES",
     "BUILTIN_PRIORITY",
+    "CLASSIFIED",
     "CODE_ERROR",
     "CONTEXT_EXHAUSTION",
     "DEFAULT_CUSTOM_PRIORITY",
     "DEPENDENCY_ISSUE",
     "INFINITE_LOOP",
+    "MODE_FORCED",
+    "RECOVERY_APPLIED",
+    "RECOVERY_LIMIT",
+    "RERUN",
     "TEST_FLAKINESS",
+    "WARNING",
     "Classification",
     "Evidence",
     "FailureMode",

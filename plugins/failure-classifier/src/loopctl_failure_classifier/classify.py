@@ -13,6 +13,7 @@ Ordering and tie-break, in full:
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
@@ -20,7 +21,7 @@ from typing import Any
 
 import attrs
 
-from loopctl import state as st
+from loopctl import atomic_write_text
 from loopctl_failure_classifier.detectors import Settings, builtin_classifications
 from loopctl_failure_classifier.model import (
     BUILTIN_MODES,
@@ -193,7 +194,7 @@ def failure_mode_text(verdict: Verdict, recovery: Mapping[str, Any] | None = Non
     data = verdict.to_json()
     if recovery is not None:
         data["recovery"] = dict(recovery)
-    return st.json_text(data)
+    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
 
 
 def write_failure_mode(
@@ -201,7 +202,7 @@ def write_failure_mode(
 ) -> Path:
     """Write ``failure-mode.json`` atomically (a reader sees the old or the new verdict)."""
     path = Path(state_dir) / FAILURE_MODE_FILE
-    st.atomic_write_text(path, failure_mode_text(verdict, recovery))
+    atomic_write_text(path, failure_mode_text(verdict, recovery))
     return path
 
 

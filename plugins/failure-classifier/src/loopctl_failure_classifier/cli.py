@@ -22,30 +22,30 @@ HELP = (
 
 
 def _environment(workdir: Path) -> tuple[Any, FailureClassifierConfig, int, list[str]]:
-    """The plugin host (for custom classifiers), this plugin's config and the restart limit;
-    a broken config or plugin setup degrades to the built-in classifiers, with a warning."""
+    """The project's hook relay (for custom classifiers), this plugin's config and the restart
+    limit; a broken config or plugin setup degrades to the built-in classifiers, with a
+    warning."""
     warnings: list[str] = []
     config = FailureClassifierConfig()
     max_restarts = 3
-    host = None
+    hook = None
     try:
-        from loopctl.config import load_config
-        from loopctl.runner import build_host
+        from loopctl import load_project
 
-        loaded = load_config(workdir)
-        max_restarts = loaded.config.limits.max_restarts
-        host = build_host(loaded)
+        project = load_project(workdir)
+        max_restarts = project.max_restarts
+        hook = project.hook
         try:
-            section = loaded.plugin_section(PLUGIN_NAME, FailureClassifierConfig)
+            section = project.plugin_config(PLUGIN_NAME, FailureClassifierConfig)
             config = attrs.evolve(section, force_mode=None)
         except Exception as exc:  # noqa: BLE001 - classify with the defaults instead
             warnings.append(f"[plugins.{PLUGIN_NAME}] ignored: {exc}")
     except Exception as exc:  # noqa: BLE001 - the built-in classifiers still work
         warnings.append(f"custom classifiers unavailable: {exc}")
-    return host, config, max_restarts, warnings
+    return hook, config, max_restarts, warnings
 
 
-def render(result: OfflineResult, failures: list[str]) -> str:
+def render(result: OfflineResult) -> str:
     verdict, recovery = result.verdict, result.recovery
     lines = [
         f"mode:        {verdict.mode}",
@@ -66,7 +66,7 @@ def render(result: OfflineResult, failures: list[str]) -> str:
             f"  - {c.mode} ({c.detector}, priority {c.priority}, confidence {c.confidence:.2f})"
             for c in others
         ]
-    problems = [*result.evidence.problems, *result.problems, *verdict.rejected, *failures]
+    problems = [*result.evidence.problems, *result.problems, *verdict.rejected]
     if problems:
         lines.append("problems:")
         lines += [f"  - {p}" for p in problems]
@@ -124,32 +124,23 @@ def add_classify_command(cli: Any) -> None:
         if missing:
             print(f"loopctl: error: no such log file: {missing[0]}", file=sys.stderr)
             return 2
-        host, config, max_restarts, warnings = _environment(Path.cwd())
+        hook, config, max_restarts, warnings = _environment(Path.cwd())
         for warning in warnings:
             print(f"loopctl: warning: {warning}", file=sys.stderr)
-        before = len(host.failures) if host is not None else 0
         result = classify_offline(
             state_dir=None if logs else target,
             logs=logs,
             rerun_log=rerun_log,
             same_code=same_code,
             workdir=workdir or (Path.cwd() if logs else None),
-            hook=host.hook if host is not None else None,
+            hook=hook,
             config=config,
             max_restarts=max_restarts,
         )
-        failures = []
-        if host is not None:
-            failures = [
-                f"classifier {f.plugin!r} failed and was skipped: {f.error}"
-                for f in host.failures[before:]
-            ]
         if write and not logs:
             write_failure_mode(target, result.verdict, result.recovery.to_json())
         if json_output:
-            data = result.to_json()
-            data["problems"] = [*data["problems"], *failures]
-            print(json.dumps(data, indent=2, ensure_ascii=False))
+            print(json.dumps(result.to_json(), indent=2, ensure_ascii=False))
         else:
-            sys.stdout.write(render(result, failures))
+            sys.stdout.write(render(result))
         return 0

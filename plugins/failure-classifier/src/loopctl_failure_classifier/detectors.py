@@ -23,7 +23,7 @@ from typing import Any
 
 import attrs
 
-from loopctl.model import INFRASTRUCTURE_ERRORS, IterationRecord
+from loopctl import IterationRecord, is_infrastructure_failure, made_progress, same_failure
 from loopctl_failure_classifier import rules
 from loopctl_failure_classifier.locality import Locality
 from loopctl_failure_classifier.model import (
@@ -39,14 +39,22 @@ from loopctl_failure_classifier.model import (
 
 #: Annotation key this plugin sets on each iteration record (its verdict, and more).
 ANNOTATION = "failure_classifier"
-_INFRASTRUCTURE = frozenset(kind.value for kind in INFRASTRUCTURE_ERRORS)
-#: Context-monitor events that mean "this session is out of room".
-MONITOR_EVENTS = (
-    "loop.context_exhaustion_warning",
-    "loop.context_exhaustion_restart",
-    "loop.context_hard_limit",
-    "loop.context_overflow",
-)
+
+
+def _monitor_events() -> tuple[str, ...]:
+    """The context monitor's events that mean "this session is out of room", by the constants it
+    publishes. The classifier does not depend on that plugin: when it is not installed, none of
+    its events can appear in a run, so there is nothing to match."""
+    try:
+        from loopctl_context_monitor import events
+    except ImportError:
+        return ()
+    # an older monitor, from before its events had published names, has none of them
+    return tuple(getattr(events, "EXHAUSTION_SIGNALS", ()))
+
+
+#: Context-monitor events that mean "this session is out of room" (empty without the monitor).
+MONITOR_EVENTS = _monitor_events()
 #: Words an agent CLI uses when the model's context is full.
 _CONTEXT_WORDS = (
     "prompt is too long",
@@ -257,41 +265,24 @@ def detect_test_flakiness(evidence: Evidence, notes: Notes) -> Classification | 
 # --- infinite loops -------------------------------------------------------------------------------
 
 
-def _counts(record: IterationRecord) -> bool:
-    """Iterations that failed for infrastructure reasons neither extend nor break a loop."""
-    if "not_agents_fault" in record.annotations:
-        return False
-    return record.agent.error_kind not in _INFRASTRUCTURE
-
-
 def _same_failure(a: IterationRecord, b: IterationRecord) -> bool:
-    """The core's stuck rule: the same error fingerprint or the same failing tests. Without
-    tree hashes (raw logs) only the fingerprint counts: the same test failing with different
-    errors is then the only sign that anything changed at all."""
-    if a.error_fingerprint and a.error_fingerprint == b.error_fingerprint:
-        return True
+    """The core's stuck rule (:func:`loopctl.same_failure`), except without tree hashes (raw
+    logs): then only the fingerprint counts, since the same test failing with different errors
+    is the only sign that anything changed at all."""
     if not (a.tree_hash and b.tree_hash):
-        return False
-    return bool(a.failing_tests) and sorted(a.failing_tests) == sorted(b.failing_tests)
-
-
-def _progressed(previous: IterationRecord, current: IterationRecord) -> bool:
-    if current.commit and current.commit != previous.commit:
-        return True
-    if current.tree_hash and current.tree_hash != previous.tree_hash:
-        return True
-    return len(current.failing_tests) < len(previous.failing_tests)
+        return bool(a.error_fingerprint) and a.error_fingerprint == b.error_fingerprint
+    return same_failure(a, b)
 
 
 def _stuck_signal(evidence: Evidence) -> list[str]:
     """The engine's own stuck events since the last restart, or a stuck decision."""
     lines: list[str] = []
-    generation_start = 0.0
+    session_start = 0.0
     for event in evidence.events:
         if event.get("type") == "loop.restart":
-            generation_start = float(event.get("ts") or 0.0)
+            session_start = float(event.get("ts") or 0.0)
     for event in evidence.events:
-        if event.get("type") == "loop.stuck" and float(event.get("ts") or 0.0) >= generation_start:
+        if event.get("type") == "loop.stuck" and float(event.get("ts") or 0.0) >= session_start:
             lines.append(
                 f"the engine reported the loop stuck ({event.get('escalation', 'stuck')}, "
                 f"{event.get('streak', '?')} iterations in a row)"
@@ -306,15 +297,17 @@ def _stuck_signal(evidence: Evidence) -> list[str]:
 
 def failed_run(history: Sequence[IterationRecord]) -> list[IterationRecord]:
     """The trailing run of iterations failing the same way as the last one (oldest first),
-    within the current session generation."""
-    counted = [r for r in history if _counts(r)]
+    within the current session (since the last restart)."""
+    # infrastructure failures (and those a plugin said were not the agent's) neither extend
+    # nor break a run, as in the core's stuck detection
+    counted = [r for r in history if not is_infrastructure_failure(r)]
     if not counted or counted[-1].tests_passed:
         return []
     run = [counted[-1]]
     for record in reversed(counted[:-1]):
         if record.tests_passed or not _same_failure(record, run[0]):
             break
-        if record.generation != run[0].generation:
+        if record.restarts != run[0].restarts:
             break  # a restarted session is a new attempt: its streak starts over
         run.insert(0, record)
     return run
@@ -328,7 +321,7 @@ def detect_infinite_loop(evidence: Evidence, settings: Settings) -> Classificati
         return None
     stagnant = 1
     for previous, current in itertools.pairwise(run):
-        stagnant = 1 if _progressed(previous, current) else stagnant + 1
+        stagnant = 1 if made_progress(previous, current) else stagnant + 1
     what = _failure_words(run[-1]) if run else ""
     if len(run) >= window and stagnant >= window:
         known = all(r.tree_hash for r in run[-stagnant:])

@@ -1,4 +1,8 @@
-"""The events the failure classifier writes to ``events.jsonl``, for ``loopctl events schema``."""
+"""The events the failure classifier writes to ``events.jsonl``, for ``loopctl events schema``.
+
+Each name is published here as a constant (re-exported from :mod:`loopctl_failure_classifier`);
+other plugins subscribe through these constants, never through copies of the strings.
+"""
 
 from __future__ import annotations
 
@@ -6,16 +10,35 @@ from typing import Any
 
 from loopctl import EventField, define_event
 
+#: Every event of this plugin starts with its name and a dot.
+PREFIX = "failure-classifier."
+#: A failed iteration (or a pass on code that just failed) was classified.
+CLASSIFIED = "failure-classifier.classified"
+#: The mode's recovery was applied.
+RECOVERY_APPLIED = "failure-classifier.recovery_applied"
+#: ``--failure-mode`` is in force: failures are not classified.
+MODE_FORCED = "failure-classifier.mode_forced"
+#: The failing tests were re-run with no code change, to confirm flakiness.
+RERUN = "failure-classifier.rerun"
+#: A mode's recovery reached its per-run limit: the loop stops.
+RECOVERY_LIMIT = "failure-classifier.recovery_limit"
+#: A problem that did not stop classification.
+WARNING = "failure-classifier.warning"
+
 _CANDIDATE = {
     "type": "object",
-    "properties": {"mode": EventField.STR, "detector": EventField.STR, "confidence": EventField.NUM},
+    "properties": {
+        "mode": EventField.STR,
+        "detector": EventField.STR,
+        "confidence": EventField.NUM,
+    },
     "required": ["mode", "detector", "confidence"],
 }
 
 
 def event_schemas() -> dict[str, dict[str, Any]]:
     return {
-        "loop.failure_classified": define_event(
+        CLASSIFIED: define_event(
             "A failed iteration (or a pass on code that just failed) was classified; the same "
             "verdict is in failure-mode.json.",
             {
@@ -28,7 +51,7 @@ def event_schemas() -> dict[str, dict[str, Any]]:
                 "candidates": {"type": "array", "items": _CANDIDATE},
             },
         ),
-        "loop.recovery_applied": define_event(
+        RECOVERY_APPLIED: define_event(
             "The mode's recovery was applied (the details depend on the mode).",
             {
                 "mode": EventField.STR,
@@ -54,11 +77,11 @@ def event_schemas() -> dict[str, dict[str, Any]]:
                 "note": EventField.STR,
             },
         ),
-        "loop.failure_mode_forced": define_event(
+        MODE_FORCED: define_event(
             "--failure-mode is set: every failure is treated as this mode, unclassified.",
             {"mode": EventField.STR, "message": EventField.STR},
         ),
-        "failure_classifier.rerun": define_event(
+        RERUN: define_event(
             "The failing tests were re-run with no code change to confirm flakiness.",
             {
                 "command": EventField.STR,
@@ -70,12 +93,24 @@ def event_schemas() -> dict[str, dict[str, Any]]:
                 "duration_s": EventField.NUM,
             },
         ),
-        "failure_classifier.recovery_limit": define_event(
+        RECOVERY_LIMIT: define_event(
             "A mode's recovery reached its per-run limit: the loop stops with the mode as reason.",
             {"mode": EventField.STR, "applied": EventField.INT, "limit": EventField.INT},
         ),
-        "failure_classifier.warning": define_event(
+        WARNING: define_event(
             "A problem that did not stop classification (a refused custom mode or answer).",
             {"message": EventField.STR},
         ),
     }
+
+
+__all__ = [
+    "CLASSIFIED",
+    "MODE_FORCED",
+    "PREFIX",
+    "RECOVERY_APPLIED",
+    "RECOVERY_LIMIT",
+    "RERUN",
+    "WARNING",
+    "event_schemas",
+]

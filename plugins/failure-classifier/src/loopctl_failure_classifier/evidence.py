@@ -6,6 +6,7 @@ forgiving: what is missing or unreadable becomes a line in ``Evidence.problems``
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections import deque
@@ -13,16 +14,20 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from loopctl import records
-from loopctl import state as st
-from loopctl.fingerprint import fingerprint
-from loopctl.model import IterationRecord, TestRun, ToolCall
-from loopctl import parse_test_output
+from loopctl import (
+    IterationRecord,
+    SavedRun,
+    StateError,
+    TestRun,
+    ToolCall,
+    normalize_line,
+    parse_test_output,
+)
 from loopctl_failure_classifier.detectors import ANNOTATION, MONITOR_EVENTS
 from loopctl_failure_classifier.model import Evidence, Rerun
 
 if TYPE_CHECKING:
-    from loopctl.engine import Loop
+    from loopctl import Loop
 
 #: Recent relevant events kept (see :func:`relevant`).
 EVENTS_TAIL = 500
@@ -38,6 +43,12 @@ _INSTALL = re.compile(
     r"|download)\b"
 )
 _RESTART_DIR = re.compile(r"restart-(\d+)\Z")
+#: A run's files, as the state-directory reference names them (for reading ``events.jsonl`` a
+#: few new lines at a time, and for the words of a problem).
+EVENTS_FILE = "events.jsonl"
+LOOP_STATE_FILE = "loop-state.md"
+ITERATIONS_FILE = "iterations.jsonl"
+ERROR_SUMMARY_FILE = "error-summary.json"
 
 
 def ran_installs(tool_calls: Iterable[ToolCall]) -> bool:
@@ -53,8 +64,10 @@ def _read_tail(path: Path, limit: int = MAX_LOG_BYTES) -> str:
 
 
 #: The events the detectors read: restarts, the engine's stuck reports, and the context
-#: monitor's warnings (not its per-iteration ``loop.context_usage``).
+#: monitor's out-of-room signals (not its per-iteration usage readings).
 RELEVANT_EVENTS = frozenset({"loop.restart", "loop.stuck", *MONITOR_EVENTS})
+#: What a line of events.jsonl holding a relevant event contains, for a quick look before parsing.
+_NEEDLES = tuple(f'"{kind}"'.encode() for kind in sorted(RELEVANT_EVENTS))
 
 
 def relevant(event: Mapping[str, Any]) -> bool:
@@ -63,7 +76,7 @@ def relevant(event: Mapping[str, Any]) -> bool:
 
 
 def _events_tail(state_dir: Path) -> tuple[dict[str, Any], ...]:
-    return tuple(e for e in st.tail_jsonl(state_dir / st.EVENTS_FILE, EVENTS_TAIL) if relevant(e))
+    return tuple(e for e in SavedRun(state_dir).events(last=EVENTS_TAIL) if relevant(e))
 
 
 class EventTail:
@@ -86,7 +99,7 @@ class EventTail:
             chunk = stream.read()
         end = chunk.rfind(b"\n") + 1  # only whole lines; a line being written waits
         for raw in chunk[:end].splitlines():
-            if b'"loop.' not in raw:  # every relevant type starts so
+            if not any(needle in raw for needle in _NEEDLES):
                 continue
             try:
                 value = json.loads(raw)
@@ -118,16 +131,16 @@ def restart_archives(
             continue
         number = int(match.group(1))
         reason = reasons.get(number, "")
+        archive = SavedRun(entry)
         if not reason:
             try:
-                archived = st.read_loop_state(entry / st.LOOP_STATE_FILE)
-                reason = str(archived.extra.get("restart_reason", ""))
-            except (st.StateError, OSError, ValueError):
+                reason = str(archive.loop_state().extra.get("restart_reason", ""))
+            except (StateError, OSError, ValueError):
                 reason = ""
         try:
-            summary = st.read_error_summary(entry / st.ERROR_SUMMARY_FILE)
+            summary = archive.error_summary()
             count = summary["error_count"] if summary else None
-        except (st.StateError, OSError):
+        except (StateError, OSError):
             count = None
         found.append((number, reason, count))
     return tuple(sorted(found))
@@ -172,7 +185,7 @@ def from_loop(
         problems.append("no test run for this iteration")
     try:
         recent = events.read() if events is not None else _events_tail(loop.state_dir)
-        restarts = restart_archives(loop.state_dir, recent) if loop.generation else ()
+        restarts = restart_archives(loop.state_dir, recent) if loop.restarts else ()
     except (OSError, ValueError) as exc:
         recent, restarts = (), ()
         problems.append(f"events unreadable: {exc}")
@@ -203,8 +216,7 @@ def from_loop(
 
 
 def _find_test_log(state_dir: Path, iteration: int) -> Path | None:
-    name = st.log_name(iteration, "tests.log")
-    candidates = [state_dir / st.LOGS_DIR / name]
+    candidates = [SavedRun(state_dir).log_path(iteration, "tests.log")]
     try:
         archives = sorted(
             (p for p in state_dir.iterdir() if _RESTART_DIR.match(p.name)),
@@ -213,7 +225,7 @@ def _find_test_log(state_dir: Path, iteration: int) -> Path | None:
         )
     except OSError:
         archives = []
-    candidates += [archive / st.LOGS_DIR / name for archive in archives]
+    candidates += [SavedRun(archive).log_path(iteration, "tests.log") for archive in archives]
     return next((c for c in candidates if c.is_file()), None)
 
 
@@ -223,34 +235,29 @@ def from_state_dir(state_dir: Path, *, workdir: Path | None = None) -> Evidence:
     problems: list[str] = []
     if not state_dir.is_dir():
         return Evidence(problems=(f"{state_dir} is not a directory (no loop state to read)",))
+    run = SavedRun(state_dir)
     test_cmd = status = reason = ""
-    try:
-        loop_state = st.read_loop_state(state_dir / st.LOOP_STATE_FILE)
-        test_cmd, status = loop_state.test_cmd, loop_state.status
-        reason = str(loop_state.extra.get("restart_reason") or loop_state.reason or "")
-        if workdir is None and loop_state.workdir and Path(loop_state.workdir).is_dir():
-            workdir = Path(loop_state.workdir)
-    except FileNotFoundError:
-        problems.append(f"{st.LOOP_STATE_FILE} is missing")
-    except (st.StateError, OSError, ValueError) as exc:
-        problems.append(f"{st.LOOP_STATE_FILE} is unreadable: {exc}")
-    read = st.read_jsonl(state_dir / st.ITERATIONS_FILE)
-    problems.extend(read.problems[:5])
-    history: list[IterationRecord] = []
-    for raw in read.records:
+    if not (state_dir / LOOP_STATE_FILE).is_file():
+        problems.append(f"{LOOP_STATE_FILE} is missing")
+    else:
         try:
-            history.append(records.structure_record(raw))
-        except ValueError as exc:
-            problems.append(f"{st.ITERATIONS_FILE}: skipped a record ({str(exc)[:200]})")
+            loop_state = run.loop_state()
+            test_cmd, status = loop_state.test_cmd, loop_state.status
+            reason = str(loop_state.extra.get("restart_reason") or loop_state.reason or "")
+            if workdir is None and loop_state.workdir and Path(loop_state.workdir).is_dir():
+                workdir = Path(loop_state.workdir)
+        except (StateError, OSError, ValueError) as exc:
+            problems.append(f"{LOOP_STATE_FILE} is unreadable: {exc}")
+    history = run.iterations()
     summary: dict[str, Any] | None = None
     try:
-        summary = st.read_error_summary(state_dir / st.ERROR_SUMMARY_FILE)
+        summary = run.error_summary()
         if summary is None:
-            problems.append(f"{st.ERROR_SUMMARY_FILE} is missing")
-    except (st.StateError, OSError) as exc:
-        problems.append(f"{st.ERROR_SUMMARY_FILE} is malformed: {exc}")
+            problems.append(f"{ERROR_SUMMARY_FILE} is missing")
+    except (StateError, OSError) as exc:
+        problems.append(f"{ERROR_SUMMARY_FILE} is malformed: {exc}")
     if not history:
-        problems.append(f"{st.ITERATIONS_FILE} has no iteration records")
+        problems.append(f"{ITERATIONS_FILE} has no iteration records")
     events = _events_tail(state_dir)
     current = history[-1] if history else None
     iteration = current.iteration if current else int((summary or {}).get("iteration", 0))
@@ -316,6 +323,16 @@ def _log_passed(text: str) -> bool:
     return _PASS_LINE.search(text[-4000:]) is not None
 
 
+def _signature(lines: Iterable[str]) -> str:
+    """A short hash of the normalised, deduplicated error lines of a raw log. Records built from
+    raw logs are only ever compared with each other, never with a loop's own fingerprints (a
+    loop's records carry those: :attr:`loopctl.TestRun.fingerprint`)."""
+    parts = dict.fromkeys(n for n in map(normalize_line, lines) if n)
+    if not parts:
+        return ""
+    return hashlib.sha1("\n".join(parts).encode("utf-8")).hexdigest()[:16]
+
+
 def record_from_log(iteration: int, text: str, *, same_code: bool) -> IterationRecord:
     extraction = parse_test_output(text)
     passed = _log_passed(text)
@@ -324,7 +341,7 @@ def record_from_log(iteration: int, text: str, *, same_code: bool) -> IterationR
         tests_passed=passed,
         test_exit_code=0 if passed else 1,
         error_count=0 if passed else len(extraction.error_lines),
-        error_fingerprint="" if passed else fingerprint(extraction.error_lines),
+        error_fingerprint="" if passed else _signature(extraction.error_lines),
         failing_tests=[] if passed else list(extraction.failing_tests),
         tree_hash=SAME_CODE if same_code else None,
     )

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from loopctl.hookspecs import hookspec
+from loopctl import hookspec
 
 if TYPE_CHECKING:
     from loopctl_failure_classifier.model import Classification, Evidence

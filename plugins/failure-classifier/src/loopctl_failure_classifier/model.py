@@ -17,7 +17,7 @@ from typing import Any
 
 import attrs
 
-from loopctl.model import IterationRecord
+from loopctl import IterationRecord
 
 # --- the built-in modes -------------------------------------------------------------------------
 

@@ -9,13 +9,22 @@ from __future__ import annotations
 import weakref
 from typing import TYPE_CHECKING, Any
 
-from loopctl.hookspecs import hookimpl
+from loopctl import hookimpl
 
 if TYPE_CHECKING:
     import pluggy
 
-    from loopctl.engine import Loop, LoopOutcome
-    from loopctl.model import IterationRecord, PromptSection, RunOption
+    from loopctl import (
+        CompletionVeto,
+        Decision,
+        IterationRecord,
+        Loop,
+        LoopOutcome,
+        NotAgentsFault,
+        PromptSection,
+        RunOption,
+        TestRun,
+    )
 
 PLUGIN_NAME = "failure-classifier"
 
@@ -49,7 +58,7 @@ def register_event_schemas() -> dict[str, dict[str, Any]]:
 
 @hookimpl
 def register_run_options() -> list[RunOption]:
-    from loopctl.model import RunOption
+    from loopctl import RunOption
     from loopctl_failure_classifier.classify import hook_modes
     from loopctl_failure_classifier.model import BUILTIN_MODES
 
@@ -83,21 +92,23 @@ def on_loop_start(loop: Loop) -> None:
 
 
 @hookimpl
-def on_failure(loop: Loop, record: IterationRecord) -> None:
+def on_failure(
+    loop: Loop, record: IterationRecord, test_run: TestRun | None
+) -> NotAgentsFault | None:
     from loopctl_failure_classifier import runtime
 
-    runtime.diagnose(loop, record, passed=False)
+    return runtime.on_failure(loop, record, test_run)
 
 
 @hookimpl
-def on_success(loop: Loop, record: IterationRecord) -> None:
+def on_success(loop: Loop, record: IterationRecord, test_run: TestRun) -> CompletionVeto | None:
     from loopctl_failure_classifier import runtime
 
-    runtime.diagnose(loop, record, passed=True)
+    return runtime.on_success(loop, record, test_run)
 
 
 @hookimpl
-def after_iteration(loop: Loop, record: IterationRecord) -> Any:
+def after_iteration(loop: Loop, record: IterationRecord) -> Decision | None:
     from loopctl_failure_classifier import runtime
 
     return runtime.recover(loop, record)

@@ -2,21 +2,29 @@
 mode's recovery (``after_iteration``), and tell the agent what changed (``compose_prompt``).
 
 Per-run memory (how often each recovery was applied, the flaky tests found, notes for the next
-prompt) lives in ``loop-state.md`` through ``loop.set_value``, so it survives ``loopctl resume``.
+prompt) lives in ``loop-state.md`` through ``loop.set_value``, so it survives ``loopctl resume``;
+what only this process needs (the config, the custom modes, the diagnosis waiting for
+``after_iteration``) lives in ``loop.stash``.
 """
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Mapping
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from loopctl import state as st
-from loopctl.model import Decision, PromptSection, StopStatus
+from loopctl import (
+    CompletionVeto,
+    Decision,
+    IterationEnd,
+    NotAgentsFault,
+    PromptSection,
+    SavedRun,
+    StashKey,
+)
 from loopctl_failure_classifier import detectors
+from loopctl_failure_classifier import events as ev
 from loopctl_failure_classifier.classify import (
     FAILURE_MODE_FILE,
     Classifier,
@@ -29,7 +37,7 @@ from loopctl_failure_classifier.classify import (
 )
 from loopctl_failure_classifier.config import PLUGIN_NAME, FailureClassifierConfig
 from loopctl_failure_classifier.detectors import ANNOTATION, Notes, Settings
-from loopctl_failure_classifier.evidence import EventTail, from_loop, ran_installs
+from loopctl_failure_classifier.evidence import EVENTS_FILE, EventTail, from_loop, ran_installs
 from loopctl_failure_classifier.model import (
     BUILTIN_MODES,
     BUILTIN_PRIORITY,
@@ -51,8 +59,7 @@ from loopctl_failure_classifier.recovery import (
 from loopctl_failure_classifier.rerun import confirmation, rerun_command
 
 if TYPE_CHECKING:
-    from loopctl.engine import Loop, LoopOutcome
-    from loopctl.model import IterationRecord, TestRun
+    from loopctl import IterationRecord, Loop, LoopOutcome, TestRun
 
 #: The ``loop.set_value`` key of this plugin's memory.
 MEMORY = "failure_classifier"
@@ -82,7 +89,7 @@ class RunState:
     events: EventTail | None = None
 
 
-_RUNS: weakref.WeakKeyDictionary[Any, RunState] = weakref.WeakKeyDictionary()
+_RUN = StashKey[RunState]()
 
 
 def _config(loop: Loop) -> FailureClassifierConfig:
@@ -94,7 +101,7 @@ def _config(loop: Loop) -> FailureClassifierConfig:
 
 
 def _state(loop: Loop) -> RunState:
-    state = _RUNS.get(loop)
+    state = loop.stash.get(_RUN)
     if state is None:
         modes, _ = hook_modes(loop.hook)
         config = _config(loop)
@@ -104,7 +111,7 @@ def _state(loop: Loop) -> RunState:
             classifiers=hook_classifiers(loop.hook),
             force_mode=config.force_mode,
         )
-        _RUNS[loop] = state
+        loop.stash[_RUN] = state
     return state
 
 
@@ -133,20 +140,20 @@ def start(loop: Loop) -> None:
     state.started = True
     _, problems = hook_modes(loop.hook)
     for problem in problems:
-        loop.emit("failure_classifier.warning", message=f"custom failure mode refused: {problem}")
+        loop.emit(ev.WARNING, message=f"custom failure mode refused: {problem}")
     forced = state.config.force_mode
     if forced is not None:
         known = (*BUILTIN_MODES, *state.modes)
         if forced not in known:
             state.force_mode = None
             loop.emit(
-                "failure_classifier.warning",
+                ev.WARNING,
                 message=f"force_mode {forced!r} is not a known failure mode "
                 f"({', '.join(known)}); classifying normally",
             )
         else:
             loop.emit(
-                "loop.failure_mode_forced",
+                ev.MODE_FORCED,
                 mode=forced,
                 message="--failure-mode is for testing recoveries: every failure is treated as "
                 f"{forced} without classification",
@@ -197,16 +204,15 @@ def _already_confirmed(evidence: Evidence) -> bool:
 
 
 def _rerun(loop: Loop, config: FailureClassifierConfig, test_run: TestRun) -> Rerun | None:
-    planned = rerun_command(
-        test_run.command, test_run.failing_tests, test_run.runner, config.rerun_cmd
-    )
+    """Re-run the failing tests of ``test_run`` (the iteration's own run) where the command can be
+    narrowed to them; the re-run's result is its own and is compared with ``test_run``."""
+    planned = rerun_command(test_run.command, test_run.failing_tests, config.rerun_cmd)
     if planned is None:
         return None
     command, how = planned
-    run = loop.run_tests(command, label="rerun")
-    rerun = confirmation(run)
+    rerun = confirmation(loop.run_tests(command, label="rerun"))
     loop.emit(
-        "failure_classifier.rerun",
+        ev.RERUN,
         command=command,
         how=how,
         passed=rerun.passed,
@@ -218,21 +224,24 @@ def _rerun(loop: Loop, config: FailureClassifierConfig, test_run: TestRun) -> Re
     return rerun
 
 
-def diagnose(loop: Loop, record: IterationRecord, *, passed: bool) -> None:
+def diagnose(
+    loop: Loop, record: IterationRecord, test_run: TestRun | None, *, passed: bool
+) -> Verdict | None:
+    """Classify the iteration that just ended from ``record`` and ``test_run`` (its own test
+    run, never a re-run); the verdict waits in the stash for ``after_iteration``. None on a
+    pass that is not a flaky one."""
     state = _state(loop)
     config = state.config
-    test_run = loop.last_test_run
     turn = loop.last_turn
     installs = bool(turn is not None and ran_installs(turn.tool_calls))
     annotation: dict[str, Any] = {"environment_changed": True} if installs else {}
     if installs:
         loop.annotate(ANNOTATION, annotation)
     if state.events is None:
-        state.events = EventTail(loop.state_dir / st.EVENTS_FILE)
+        state.events = EventTail(loop.state_dir / EVENTS_FILE)
     evidence = from_loop(loop, record, test_run, environment_changed=installs, events=state.events)
     if passed:
-        _diagnose_pass(loop, state, evidence, annotation)
-        return
+        return _diagnose_pass(loop, state, evidence, annotation)
     if state.force_mode is not None:
         verdict = forced_verdict(state.force_mode, evidence, source="--failure-mode")
     else:
@@ -248,25 +257,49 @@ def diagnose(loop: Loop, record: IterationRecord, *, passed: bool) -> None:
             min_confidence=config.min_confidence,
         )
         for problem in verdict.rejected:
-            loop.emit("failure_classifier.warning", message=f"classification skipped: {problem}")
+            loop.emit(ev.WARNING, message=f"classification skipped: {problem}")
     _record_verdict(loop, state, verdict, evidence, annotation)
+    return verdict
+
+
+def on_failure(
+    loop: Loop, record: IterationRecord, test_run: TestRun | None
+) -> NotAgentsFault | None:
+    """Diagnose a failed iteration; a flaky failure, or a custom mode declared as not the
+    agent's fault, is reported as such, so the core's stuck detection skips it."""
+    verdict = diagnose(loop, record, test_run, passed=False)
+    if verdict is None:
+        return None
+    if verdict.mode == TEST_FLAKINESS:
+        tests = ", ".join(list(test_run.failing_tests)[:5]) if test_run is not None else ""
+        return NotAgentsFault(f"flaky test(s): {tests or 'the test command'}")
+    declared = _state(loop).modes.get(verdict.mode)
+    if declared is not None and declared.not_agents_fault:
+        return NotAgentsFault(f"{declared.name} (declared by {declared.source})")
+    return None
+
+
+def on_success(loop: Loop, record: IterationRecord, test_run: TestRun) -> CompletionVeto | None:
+    """A pass on the very code that just failed is a flaky pass: unless ``flaky_pass_completes``
+    it does not count as completion."""
+    verdict = diagnose(loop, record, test_run, passed=True)
+    if verdict is None or _state(loop).config.flaky_pass_completes:
+        return None
+    return CompletionVeto("the tests passed on the same code that failed before (flaky)")
 
 
 def _diagnose_pass(
     loop: Loop, state: RunState, evidence: Evidence, annotation: dict[str, Any]
-) -> None:
+) -> Verdict | None:
     """A pass on the very code that just failed is a flaky pass, not a success."""
     if evidence.environment_changed:
-        return
+        return None
     found = detectors.detect_test_flakiness(evidence, Notes())
     if found is None:
-        return
+        return None
     verdict = arbitrate([found], iteration=evidence.iteration)
-    if not state.config.flaky_pass_completes:
-        loop.veto_completion(
-            "the tests passed on the same code that failed before (flaky)", source=PLUGIN_NAME
-        )
     _record_verdict(loop, state, verdict, evidence, annotation, flaky_pass=True)
+    return verdict
 
 
 def _record_verdict(
@@ -286,11 +319,11 @@ def _record_verdict(
     if flaky_pass:
         annotation["flaky_pass"] = True
     loop.annotate(ANNOTATION, annotation)
-    plan = strategy(verdict.mode, state.modes, max_restarts=loop.config.limits.max_restarts)
+    plan = strategy(verdict.mode, state.modes, max_restarts=loop.max_restarts)
     recovery = plan.to_json()
     loop.write_file(FAILURE_MODE_FILE, lambda: failure_mode_text(verdict, recovery))
     loop.emit(
-        "loop.failure_classified",
+        ev.CLASSIFIED,
         mode=verdict.mode,
         confidence=round(verdict.confidence, 3),
         detector=verdict.detector,
@@ -308,10 +341,20 @@ def _record_verdict(
 # --- after_iteration: recovery ---------------------------------------------------------------------
 
 
+#: Endings whose ``after_iteration`` result is ignored: the iteration is tried again (a rate
+#: limit) or the run is ending (an interruption), so no recovery is spent on them.
+_NOT_RECOVERED = frozenset({IterationEnd.RATE_LIMITED.value, IterationEnd.INTERRUPTED.value})
+
+
 def recover(loop: Loop, record: IterationRecord) -> Decision | None:
+    """Apply the recovery of the verdict ``diagnose`` left for this iteration, if any: every
+    iteration ends here, also one where the agent failed before the tests (then classified
+    from the agent's error), was rate-limited or was interrupted (no recovery)."""
     state = _state(loop)
     pending, state.pending = state.pending, None
     if pending is None or pending.iteration != record.iteration:
+        return None
+    if str(getattr(record.ending, "value", record.ending)) in _NOT_RECOVERED:
         return None
     verdict = pending.verdict
     mode = verdict.mode
@@ -324,7 +367,7 @@ def recover(loop: Loop, record: IterationRecord) -> Decision | None:
             f"the {mode} recovery was already applied {count} time(s), the limit for one run; "
             f"last evidence: {verdict.evidence[0] if verdict.evidence else 'none'}"
         )
-        loop.emit("failure_classifier.recovery_limit", mode=mode, applied=count, limit=limit)
+        loop.emit(ev.RECOVERY_LIMIT, mode=mode, applied=count, limit=limit)
         pending.annotation["recovery"] = "stop"
         return Decision.stop(mode, message[:1000])
     memory["recoveries"][mode] = count + 1
@@ -333,7 +376,7 @@ def recover(loop: Loop, record: IterationRecord) -> Decision | None:
     pending.annotation["recovery"] = action
     _save(loop, memory)
     loop.emit(
-        "loop.recovery_applied",
+        ev.RECOVERY_APPLIED,
         mode=mode,
         action=action,
         attempt=count + 1,
@@ -374,22 +417,20 @@ def _recover_flakiness(
             known.append(test)
     memory["flaky_tests"] = known[-50:]
     details: dict[str, Any] = {"flaky_tests": tests[:20]}
-    if not pending.flaky_pass:
-        loop.mark_not_agents_fault(
-            f"flaky test(s): {', '.join(tests[:5]) or 'the test command'}", source=PLUGIN_NAME
+    # a flaky failure (on_failure told the core it was not the agent's fault): tell the agent
+    # too, so it does not chase the failure the prompt's test section shows
+    if not pending.flaky_pass and evidence.error_lines:
+        body = (
+            "The tests failed as below, then passed when re-run with no code change: "
+            "a flaky failure, not caused by your change.\n\n"
+            + "\n".join(f"    {line}" for line in evidence.error_lines[:10])
         )
-        if evidence.error_lines:  # the rerun passed, so the prompt's test section is empty
-            body = (
-                "The tests failed as below, then passed when re-run with no code change: "
-                "a flaky failure, not caused by your change.\n\n"
-                + "\n".join(f"    {line}" for line in evidence.error_lines[:10])
-            )
-            _note(memory, pending.iteration, "Flaky Failure", body, 70)
+        _note(memory, pending.iteration, "Flaky Failure", body, 70)
     rerun = evidence.rerun
     passed_now = pending.flaky_pass or bool(rerun and rerun.passed and rerun.ran_tests)
     if passed_now and state.config.flaky_pass_completes:
         message = f"the tests pass (flaky: {', '.join(tests[:5]) or 'the test command'})"
-        return Decision.stop(StopStatus.COMPLETE.value, message), "accept_flaky_pass", details
+        return Decision.complete(message), "accept_flaky_pass", details
     return None, "rerun_tests" if rerun else "quarantine_note", details
 
 
@@ -441,12 +482,9 @@ def _recover_dependency(
 
 
 def _write_recovery_log(loop: Loop, kind: str, text: str) -> None:
-    path: Path = loop.state_dir / st.LOGS_DIR / st.log_name(loop.iteration, f"{kind}.log")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8", errors="replace")
-    except OSError:
-        pass
+    """The output of a recovery command, beside the iteration's own logs (written atomically in
+    the background; a failed write is reported by the core as ``state.write_error``)."""
+    loop.write_file(SavedRun(loop.state_dir).log_path(loop.iteration, f"{kind}.log"), text)
 
 
 def _approach(pending: Pending) -> str:
@@ -469,8 +507,6 @@ def _recover_loop(loop: Loop, state: RunState, pending: Pending, memory: dict[st
     approach = _approach(pending)
     loop.add_failed_approach(approach, source=PLUGIN_NAME)
     cut = loop.remaining_iterations - state.config.loop_max_remaining
-    if cut > 0:
-        loop.reduce_iteration_budget(cut, reason=INFINITE_LOOP)
     body = (
         "The last iterations repeated one approach and failed the same way each time:\n\n"
         f"    {approach}\n\n"
@@ -481,11 +517,14 @@ def _recover_loop(loop: Loop, state: RunState, pending: Pending, memory: dict[st
     _note(memory, pending.iteration, "Change Strategy", body, 92)
     details = {"approach": approach[:500], "iterations_cut": max(0, cut)}
     message = f"infinite loop: {approach[:300]}"
-    return Decision.restart(INFINITE_LOOP, message), "reduce_and_redirect", details
+    decision = Decision.restart(INFINITE_LOOP, message)
+    if cut > 0:  # the restart also cuts the budget to loop_max_remaining more iterations
+        decision = attrs.evolve(decision, remaining_iterations=state.config.loop_max_remaining)
+    return decision, "reduce_and_redirect", details
 
 
 def _monitor_present(loop: Loop, evidence: Evidence) -> bool:
-    if any(str(e.get("type", "")).startswith("loop.context_") for e in evidence.events):
+    if any(e.get("type") in detectors.MONITOR_EVENTS for e in evidence.events):
         return True
     try:
         loop.plugin_config("context-monitor")
@@ -541,8 +580,6 @@ def _recover_custom(
             details["command"] = (
                 f"not run: set run_custom_recovery_commands = true to run `{mode.command}`"
             )
-    if mode.not_agents_fault:
-        loop.mark_not_agents_fault(f"{mode.name} (declared by {mode.source})", source=PLUGIN_NAME)
     decision = Decision.restart(mode.name, mode.description) if mode.restart else None
     return decision, mode.action, details
 
@@ -602,7 +639,6 @@ def report(loop: Loop, outcome: LoopOutcome) -> None:
         value = record.annotations.get(ANNOTATION)
         if isinstance(value, Mapping) and value.get("mode"):
             rows.append((record.iteration, value))
-    _RUNS.pop(loop, None)
     if not rows:
         return
     memory = _memory(loop)
@@ -621,4 +657,13 @@ def report(loop: Loop, outcome: LoopOutcome) -> None:
     loop.add_report_section("Failure classification", "\n".join(lines), source=PLUGIN_NAME)
 
 
-__all__ = ["BUILTIN_PRIORITY", "diagnose", "prompt_sections", "recover", "report", "start"]
+__all__ = [
+    "BUILTIN_PRIORITY",
+    "diagnose",
+    "on_failure",
+    "on_success",
+    "prompt_sections",
+    "recover",
+    "report",
+    "start",
+]
