@@ -4,7 +4,7 @@ A real engine is prepared (a git project, config, state directory, the plugin ho
 goal-guard and a note-reporting plugin) and goal-guard's hook implementations are called with
 its ``Loop`` exactly as the engine calls them in one iteration: ``before_iteration`` (the goal
 check), ``compose_prompt`` (the Notes section), the ``compose_prompt`` wrapper (the "Your Goal"
-police), and ``after_iteration`` (three test-failure notes derived from the test run, the notes
+police), and ``after_iteration`` (three test-failure notes derived from the iteration's test run, the notes
 hook of the other plugin with three new and two repeated notes, expiry, the cap, the journal
 append, the working goal, the events). Each iteration is timed with ``perf_counter``.
 
@@ -32,9 +32,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from _common import Figure, median_ms, print_table
 
-from loopctl import hookimpl
-from loopctl import LoopOutcome
-from loopctl import IterationRecord, TestRun
+from loopctl import IterationRecord, LoopOutcome, TestRun, hookimpl
 from loopctl.pluginhost import PluginHost, PluginSelection
 from loopctl.runner import prepare
 from loopctl.testing import make_project
@@ -99,8 +97,9 @@ def measure(notes: int, iterations: int) -> tuple[list[float], list[float], int,
         prepared = _prepared(Path(tmp))
         engine = prepared.engine
         loop = engine.loop
+        plugin.resolve_original_goal(loop, loop.original_goal)
         plugin.on_loop_start(loop)
-        guard = plugin.current_guard()
+        guard = plugin.current_guard(loop)
         assert guard is not None
         guard.book.max_notes = max(notes, 10)
         for n in range(notes):
@@ -114,7 +113,8 @@ def measure(notes: int, iterations: int) -> tuple[list[float], list[float], int,
         try:
             for _ in range(iterations):
                 engine.state.iteration += 1
-                engine.last_test_run = _test_run()
+                test_run = _test_run()
+                engine.last_test_run = test_run
                 record = IterationRecord(
                     iteration=engine.state.iteration,
                     tests_passed=False,
@@ -135,7 +135,7 @@ def measure(notes: int, iterations: int) -> tuple[list[float], list[float], int,
                     wrapper.send([core_sections, notes_section])
                 except StopIteration:
                     pass
-                plugin.after_iteration(loop, record)
+                plugin.after_iteration(loop, record, test_run)
                 guard_times.append(clock() - started)
             kept = len(guard.book)
             compactions = []

@@ -642,3 +642,36 @@ def test_a_failure_inside_the_prompt_wrapper_never_breaks_the_loop(
     assert [(e["plugin"], e["hook"]) for e in errors] == [("goal-guard", "compose_prompt")] * 2
     assert "police down" in errors[0]["traceback"]
     assert all(goal_section_is(p, GOAL) for p in prompts(result.state_dir).values())
+
+
+class CountingSource(NoteSource):
+    """A steady note, and the iterations goal-guard asked for notes after."""
+
+    def __init__(self) -> None:
+        super().__init__(per_iteration=0, steady=["Mind the cache."])
+        self.asked: list[int] = []
+
+    @hookimpl
+    def goal_guard_notes(self, loop: Any) -> list[Any]:
+        self.asked.append(loop.iteration)
+        return super().goal_guard_notes(loop)
+
+
+def test_an_iteration_retried_after_a_rate_limit_counts_once(loopctl_project, run_loop):
+    """after_iteration also closes a rate-limited attempt; goal-guard learns nothing from it
+    (the iteration runs again): notes are gathered once per iteration."""
+    prepare_project(loopctl_project)
+    limited = {"error": "rate_limit", "message": "slow down", "retry_after": 0.1, "once": True}
+    source = CountingSource()
+    result = run_loop(
+        GOAL,
+        turns=[[limited, {"say": "working"}], SAY[0]],
+        test_cmd=TEST_CMD,
+        plugins={**PLUGINS, "reviewer": source},
+        config=config(2),
+    )
+    assert result.events_of("agent.rate_limit_wait")
+    assert source.asked == [1, 2]
+    goal = result.loop_state().goal
+    assert "Mind the cache. _(reviewer, iteration 1, seen 2×, last in iteration 2)" in goal
+    assert "test_one` fails: AssertionError: test_a.py::test_one is broken _(tests, " in goal
