@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import math
 import string
+import subprocess
+import sys
 from typing import Any
 
 import pytest
@@ -14,6 +16,7 @@ from otel_testkit import DONE, FIX, PLUGINS
 
 from loopctl_otel.config import OtelConfig
 from loopctl_otel.headers import HeaderError, format_headers, parse_env_headers, parse_headers
+from loopctl_otel.peers import CONTEXT_USAGE
 from loopctl_otel.urls import (
     MAX_TIMEOUT_S,
     EndpointError,
@@ -66,7 +69,26 @@ def test_the_defaults() -> None:
     assert config.timeout_s is None
     assert config.header_map == {}
     assert config.use_global_provider is True
-    assert "loop.context_usage" in config.exclude_events
+    assert "agent.rate_limit_waiting" in config.exclude_events
+    if CONTEXT_USAGE is not None:  # the context monitor's reading, through its constant
+        assert CONTEXT_USAGE in config.exclude_events
+
+
+def test_without_the_context_monitor_otel_loads_and_excludes_only_core_events() -> None:
+    """The peers' constants are optional imports: with loopctl-context-monitor missing, the
+    config still loads and its default names no event of that plugin."""
+    code = (
+        "import sys\n"
+        "sys.modules['loopctl_context_monitor'] = None\n"
+        "sys.modules['loopctl_context_monitor.events'] = None\n"
+        "from loopctl_otel.config import OtelConfig\n"
+        "from loopctl_otel.peers import CONTEXT_USAGE\n"
+        "print(CONTEXT_USAGE, OtelConfig().exclude_events)\n"
+    )
+    found = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+    assert found.strip() == "None ['agent.rate_limit_waiting']"
 
 
 def test_headers_in_string_form_are_decoded() -> None:

@@ -17,6 +17,7 @@ import pytest
 from otel_testkit import DONE, FIX, PLUGINS, Collector, closed_port, usage
 
 from loopctl.testing import RunResult
+from loopctl_otel.events import EXPORT_FAILED, EXPORTING, WARNING
 
 TURNS = [[{"say": "looking"}, usage(1000, 200)], [FIX, usage(500, 100), DONE]]
 
@@ -87,7 +88,7 @@ def test_spans_and_metrics_arrive_over_otlp_http(run_loop: Any, collector: Colle
         },
     )
     assert result.status == "complete"
-    assert not result.events_of("otel.export_failed")
+    assert not result.events_of(EXPORT_FAILED)
     traces = [r for r in collector.requests if r.path == "/v1/traces"]
     assert traces
     assert traces[0].headers["content-type"] == "application/x-protobuf"
@@ -116,7 +117,7 @@ def test_spans_and_metrics_arrive_over_otlp_http(run_loop: Any, collector: Colle
     metrics = metric_names(collector.bodies("/v1/metrics"))
     assert {"loopctl.iterations", "loopctl.tokens", "loopctl.iteration.duration"} <= set(metrics)
     assert sum(p.as_int for p in metrics["loopctl.iterations"].sum.data_points) == 2
-    exporting = result.events_of("otel.exporting")[0]
+    exporting = result.events_of(EXPORTING)[0]
     assert exporting["traces"] == f"{collector.endpoint}/v1/traces"
     assert exporting["metrics"] == f"{collector.endpoint}/v1/metrics"
 
@@ -132,7 +133,7 @@ def test_a_closed_port_is_one_clear_event_and_does_not_slow_the_loop(
         config={"plugins": {"otel": {"endpoint": endpoint}}},  # default timeout_s: 10
     )
     assert result.status == "complete"
-    (failed,) = result.events_of("otel.export_failed")
+    (failed,) = result.events_of(EXPORT_FAILED)
     assert failed["error"] == "connection refused (is an OTLP collector listening there?)"
     assert endpoint in failed["destination"]
     # The exporter would retry for up to 10 s; the end of the loop stops at the first failure.
@@ -153,7 +154,7 @@ def test_an_http_error_is_reported_once_with_its_status(
         config={"plugins": {"otel": {"endpoint": collector.endpoint}}},
     )
     assert result.status == "complete"
-    (failed,) = result.events_of("otel.export_failed")
+    (failed,) = result.events_of(EXPORT_FAILED)
     assert failed["error"].startswith("HTTP 401 Unauthorized")
     assert collector.requests  # it was tried
 
@@ -168,7 +169,7 @@ def test_a_signal_the_collector_refuses_does_not_cost_the_other_one(
         plugins=PLUGINS,
         config={"plugins": {"otel": {"endpoint": collector.endpoint}}},
     )
-    (failed,) = result.events_of("otel.export_failed")
+    (failed,) = result.events_of(EXPORT_FAILED)
     assert failed["signals"] == "metrics"
     assert failed["error"].startswith("HTTP 404")
     spans, _ = spans_of(collector.bodies("/v1/traces"))
@@ -189,7 +190,7 @@ def test_an_endpoint_that_never_answers_costs_at_most_timeout_s(run_loop: Any) -
             },
         )
     assert result.status == "complete"
-    (failed,) = result.events_of("otel.export_failed")
+    (failed,) = result.events_of(EXPORT_FAILED)
     # Whichever comes first: the exporter's read timeout, or the end of the loop's wait.
     error = failed["error"]
     assert "timed out" in error or "did not finish within 0.5 s (timeout_s)" in error, error
@@ -208,13 +209,13 @@ def test_the_standard_variables_set_endpoint_headers_and_service(
         plugins=PLUGINS,
         config={"plugins": {"otel": {"headers": {"x-from-config": "2"}}}},
     )
-    assert not result.events_of("otel.export_failed")
+    assert not result.events_of(EXPORT_FAILED)
     traces = [r for r in collector.requests if r.path == "/v1/traces"]
     assert traces[0].headers["x-from-env"] == "1"
     assert traces[0].headers["x-from-config"] == "2"
     _, resource = spans_of(collector.bodies("/v1/traces"))
     assert resource["service.name"] == "service-from-env"
-    (warning,) = result.events_of("otel.warning")
+    (warning,) = result.events_of(WARNING)
     assert "OTEL_EXPORTER_OTLP_HEADERS" in warning["message"]
     assert "broken-entry" in warning["message"]
 
@@ -242,7 +243,7 @@ def test_exporter_none_records_nothing(run_loop: Any, collector: Collector) -> N
         config={"plugins": {"otel": {"endpoint": collector.endpoint, "exporter": "none"}}},
     )
     assert result.status == "complete"
-    assert not result.events_of("otel.exporting")
+    assert not result.events_of(EXPORTING)
     assert collector.requests == []
 
 
@@ -260,7 +261,7 @@ def test_the_console_exporter_writes_json_to_stderr(
     assert '"name": "loopctl.run"' in err
     assert '"name": "loopctl.iterations"' in err
     assert "loopctl.run" not in out
-    assert result.events_of("otel.exporting")[0]["traces"] == "stderr"
+    assert result.events_of(EXPORTING)[0]["traces"] == "stderr"
 
 
 HOST_SCRIPT = """
@@ -333,7 +334,7 @@ def test_every_event_of_a_failing_export_fits_the_published_schema(
     run_loop: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     jsonschema = pytest.importorskip("jsonschema")
-    from loopctl.events import event_schema
+    from loopctl.events import event_schema  # noqa: TID251 - no public schema builder for tests yet (asked of core)
     from loopctl_otel.events import event_schemas
 
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_HEADERS", "not-a-header")  # an otel.warning too
@@ -351,7 +352,7 @@ def test_every_event_of_a_failing_export_fits_the_published_schema(
 
 
 def test_the_run_options_set_exporter_and_endpoint(project: Any, collector: Collector) -> None:
-    from loopctl.agents.scripted import write_scenario
+    from loopctl.agents.scripted import write_scenario  # noqa: TID251 - not in loopctl.testing yet (asked of core)
     from loopctl.testing import python_test_cmd
 
     scenario = write_scenario(project.path / "scenario.json", [[FIX, DONE]])

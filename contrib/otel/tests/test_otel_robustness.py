@@ -10,10 +10,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from otel_testkit import DONE, FIX, PLUGINS
 
-from loopctl.model import Event
+from loopctl import Event
 from loopctl_otel.attributes import MAX_ITEMS, MAX_TEXT, attribute_value
 from loopctl_otel.config import OtelConfig
+from loopctl_otel.events import EXPORT_FAILED, WARNING
 from loopctl_otel.failures import FailureLog, describe_error, describe_status, is_decisive
+from loopctl_otel.peers import CONTEXT_USAGE
 from loopctl_otel.pipeline import Pipeline
 from loopctl_otel.recorder import Recorder
 
@@ -28,10 +30,10 @@ CORE_TYPES = [
     "tests.end",
     "iteration.end",
     "loop.restart",
-    "loop.context_usage",
+    *([CONTEXT_USAGE] if CONTEXT_USAGE else []),
     "loop.end",
     "demo.event",
-    "otel.export_failed",
+    EXPORT_FAILED,
 ]
 FIELDS = [
     "goal",
@@ -204,7 +206,7 @@ def test_reasons_from_real_exporter_messages() -> None:
 
 def synthetic_iteration(n: int, ts: float) -> list[Event]:
     return [
-        Event("iteration.start", ts, {"generation": 0, "session_id": None}, n),
+        Event("iteration.start", ts, {"restarts": 0, "session_id": None}, n),
         Event("agent.start", ts + 0.01, {"agent": "x", "prompt_chars": 900, "trimmed": []}, n),
         Event(
             "agent.end",
@@ -273,8 +275,47 @@ def test_a_recorder_bug_turns_telemetry_off_once_and_the_loop_goes_on(
     monkeypatch.setattr(Recorder, "handle", broken)
     result = run_loop("make add add", turns=[[{"say": "not yet"}], [FIX, DONE]], plugins=PLUGINS)
     assert result.status == "complete"
-    (warning,) = result.events_of("otel.warning")
+    (warning,) = result.events_of(WARNING)
     assert "a bug in the recorder" in warning["message"]
     assert not result.events_of("plugin.error")
     names = sorted(s.name for s in memory.finished())  # what was open got ended, once
     assert names == ["loopctl.agent", "loopctl.iteration", "loopctl.run", "loopctl.tests"]
+
+
+def test_span_times_come_from_one_clock_so_no_child_outlives_its_parent() -> None:
+    """Event stamps are the wall clock rounded to the millisecond, so the latest one may be
+    up to half a millisecond ahead of the wall clock when the loop ends. The run span's end
+    (no event gives it) is never taken earlier than that: here every stamp is ahead by far."""
+    import time
+
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider(shutdown_on_exit=False)
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    pipeline = Pipeline(
+        tracer=provider.get_tracer("test"),
+        meter=None,
+        kinds={"traces": "test"},
+        destinations={},
+        timeout_s=1.0,
+    )
+    rec = Recorder(pipeline, OtelConfig(), loop=None, env={})
+    ahead = time.time() + 5.0  # stamps in the wall clock's future
+    rec.handle(Event("loop.start", ahead, {"goal": "g", "agent": "x"}))
+    for event in synthetic_iteration(1, ahead + 0.001):
+        rec.handle(event)
+    rec.handle(Event("iteration.start", ahead + 3.0, {"restarts": 0}, 2))
+    rec.handle(Event("agent.start", ahead + 3.001, {"agent": "x"}, 2))  # never ends
+    rec.finish(None)
+    spans = {span.name: span for span in exporter.get_finished_spans()}
+    by_id = {span.context.span_id: span for span in exporter.get_finished_spans()}
+    for span in exporter.get_finished_spans():
+        assert span.start_time <= span.end_time, span.name
+        if span.parent is not None:
+            parent = by_id[span.parent.span_id]
+            assert span.end_time <= parent.end_time, (span.name, parent.name)
+    assert spans["loopctl.run"].end_time >= int((ahead + 3.001) * 1_000_000_000)
+    assert rec.now() >= rec.latest_ns

@@ -18,9 +18,10 @@ from otel_testkit import (
     usage,
 )
 
-from loopctl import hookimpl
-from loopctl.model import Decision, MessageKind
+from loopctl import Decision, MessageKind, hookimpl
 from loopctl.testing import Project, RunResult
+from loopctl_otel.events import EXPORTING
+from loopctl_otel.peers import CONTEXT_USAGE
 from loopctl_otel.pipeline import inject
 
 TWO_TURNS = [
@@ -55,7 +56,7 @@ def test_a_run_is_a_tree_of_iterations_and_their_phases(run_loop: Any, memory: M
         assert iteration.end_time <= run.end_time
     assert len(memory.finished()) == 1 + 2 * 3  # every span started was ended and exported
     assert {s.context.trace_id for s in memory.finished()} == {run.context.trace_id}
-    exporting = result.events_of("otel.exporting")
+    exporting = result.events_of(EXPORTING)
     assert exporting[0]["trace_id"] == f"{run.context.trace_id:032x}"
     assert exporting[0]["traces"] == "memory"
 
@@ -92,7 +93,8 @@ def test_attributes_carry_tokens_context_tests_and_changes(run_loop: Any, memory
     assert first.attributes["loopctl.tests.failing"] == 1  # test_add fails, test_zero passes
     assert first.attributes["loopctl.changed_files"] == 0
     assert first.attributes["loopctl.iteration.decision"] == "continue"
-    assert first.attributes["loopctl.generation"] == 0
+    assert first.attributes["loopctl.restarts"] == 0
+    assert "loopctl.generation" not in first.attributes
     assert second.attributes["loopctl.tests.passed"] is True
     assert second.attributes["loopctl.changed_files"] == 1  # calc.py
     assert second.attributes["loopctl.iteration.decision"] == "stop"
@@ -200,14 +202,22 @@ def test_a_plugins_rerun_of_the_tests_is_a_labelled_tests_span(
     assert rerun.attributes["loopctl.tests.label"] == "flaky-check"
 
 
+def context_usage() -> str:
+    """The context monitor's reading, through its published constant (skip without it)."""
+    if CONTEXT_USAGE is None:
+        pytest.skip("loopctl-context-monitor is not installed")
+    return CONTEXT_USAGE
+
+
 class Noticer:
-    """Emits one plugin event per iteration, and a noisy one that is excluded by default."""
+    """Emits one plugin event per iteration, and the context monitor's noisy reading (as that
+    plugin would), which is excluded by default."""
 
     @hookimpl
     def after_iteration(self, loop: Any, record: Any) -> None:
         loop.emit("demo.noticed", what="something", iteration_seen=record.iteration)
         loop.emit(
-            "loop.context_usage",
+            context_usage(),
             tokens=150_000,
             window=200_000,
             percent=75.0,
@@ -234,11 +244,11 @@ def test_a_restart_and_plugin_events_are_events_of_the_iteration(
     assert restart[0].timestamp == ns(result.events_of("loop.restart")[0]["ts"])
     assert first.end_time >= restart[0].timestamp  # the iteration covers its restart
     assert first.attributes["loopctl.iteration.decision"] == "restart"
-    assert second.attributes["loopctl.generation"] == 1
+    assert second.attributes["loopctl.restarts"] == 1
     noticed = [e for e in first.events if e.name == "demo.noticed"]
     assert noticed
     assert noticed[0].attributes["what"] == "something"
-    assert not [e for e in first.events if e.name == "loop.context_usage"]  # excluded
+    assert not [e for e in first.events if e.name == context_usage()]  # excluded
     assert first.attributes["loopctl.context.percent"] == 75.0  # but still read
     agent = memory.children(first)[0]
     assert agent.status.is_ok is False
@@ -254,11 +264,11 @@ def test_span_events_follow_the_include_and_exclude_patterns(run_loop: Any, memo
         "make add add",
         turns=[[FIX, DONE]],
         plugins={**PLUGINS, "noticer": Noticer()},
-        config={"plugins": {"otel": {"span_events": ["loop.*"], "exclude_events": []}}},
+        config={"plugins": {"otel": {"span_events": ["context-*"], "exclude_events": []}}},
     )
     (iteration,) = memory.named("loopctl.iteration")
     names = [e.name for e in iteration.events]
-    assert "loop.context_usage" in names
+    assert context_usage() in names
     assert "demo.noticed" not in names
 
 
@@ -402,5 +412,30 @@ def test_traces_off_records_no_spans(run_loop: Any, memory: Memory) -> None:
         config={"plugins": {"otel": {"traces": False}}},
     )
     assert memory.finished() == []
-    assert result.events_of("otel.exporting")[0]["traces"] is None
+    assert result.events_of(EXPORTING)[0]["traces"] is None
     assert memory.points()["loopctl.runs"]
+
+
+def test_the_run_state_lives_in_the_loop_stash(run_loop: Any, memory: Memory) -> None:
+    """The recorder is the run's (``loop.stash``), not a module global: present while the loop
+    runs, gone from the plugin once it ended, and a second run in the same process records a
+    trace of its own."""
+    from loopctl_otel import plugin as otel_plugin
+
+    seen: list[object] = []
+
+    class Spy:
+        @hookimpl
+        def after_iteration(self, loop: Any) -> None:
+            seen.append(otel_plugin.current_recorder(loop))
+
+    for _ in range(2):
+        result = run_loop("make add add", turns=[[FIX, DONE]], plugins={**PLUGINS, "spy": Spy()})
+        assert result.status == "complete"
+    assert len(seen) == 2
+    assert None not in seen
+    assert seen[0] is not seen[1]
+    assert otel_plugin._feeding is None  # nothing of a run outlives its loop
+    runs = memory.named("loopctl.run")
+    assert len(runs) == 2
+    assert runs[0].context.trace_id != runs[1].context.trace_id

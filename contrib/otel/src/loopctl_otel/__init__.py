@@ -10,6 +10,9 @@ telemetry to the SDK's in-memory exporter and reader with :func:`inject`::
     with inject(span_exporter=spans):
         run_loop("make the tests pass", plugins={"otel": loopctl_otel.plugin}, ...)
     names = [span.name for span in spans.get_finished_spans()]
+
+The names of the events it writes are published here (``EXPORTING``, ``EXPORT_FAILED``,
+``WARNING``, ``EVENT_TYPES``, ``PREFIX``).
 """
 
 from __future__ import annotations
@@ -17,6 +20,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
+
+from loopctl_otel.events import EVENT_TYPES, EXPORT_FAILED, EXPORTING, PREFIX, WARNING
 
 __version__ = "0.1.0"
 
@@ -33,4 +38,12 @@ def inject(*, span_exporter: Any = None, metric_reader: Any = None) -> Iterator[
         yield
 
 
-__all__ = ["__version__", "inject"]
+__all__ = [
+    "EVENT_TYPES",
+    "EXPORTING",
+    "EXPORT_FAILED",
+    "PREFIX",
+    "WARNING",
+    "__version__",
+    "inject",
+]

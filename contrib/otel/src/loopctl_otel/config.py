@@ -13,34 +13,23 @@ from typing import Any, Literal
 
 import attrs
 
+from loopctl import InvalidFields
 from loopctl_otel.headers import HeaderError, parse_headers
+from loopctl_otel.peers import CONTEXT_USAGE
 from loopctl_otel.urls import EndpointError, check_endpoint
 
 #: The config section name, the plugin's entry-point name.
 SECTION = "otel"
-#: Events that arrive too often to be worth a span event each (still used for attributes).
-DEFAULT_EXCLUDED_EVENTS = ("loop.context_usage", "agent.rate_limit_waiting")
+#: Events that arrive too often to be worth a span event each (still used for attributes):
+#: the core's rate-limit countdown, and the context monitor's fill readings when it is installed.
+DEFAULT_EXCLUDED_EVENTS = ("agent.rate_limit_waiting", *((CONTEXT_USAGE,) if CONTEXT_USAGE else ()))
 
 Problem = tuple[tuple[str, ...], str]
 
-try:  # the loader names the offending key for these; fall back to a plain ValueError
-    from loopctl.config import InvalidFields as _InvalidFields
-except ImportError:  # pragma: no cover - older or newer loopctl without it
-    _InvalidFields = None  # type: ignore[assignment,misc]
-
-
-class OtelConfigError(ValueError):
-    """Out-of-range values in ``[plugins.otel]``, each with the key it is about."""
-
-    def __init__(self, problems: Sequence[Problem]) -> None:
-        self.problems = list(problems)
-        super().__init__("; ".join(f"{'.'.join(path)}: {msg}" for path, msg in self.problems))
-
 
 def _raise(problems: Sequence[Problem]) -> None:
-    if _InvalidFields is not None:
-        raise _InvalidFields(problems)
-    raise OtelConfigError(problems)
+    """The core's "these fields are wrong" error, so the loader names each key."""
+    raise InvalidFields(problems)
 
 
 @attrs.define(kw_only=True)

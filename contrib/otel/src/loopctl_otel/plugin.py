@@ -1,34 +1,56 @@
 """loopctl-otel's hook implementations (the ``otel`` entry point).
 
-Cheap to import: the OpenTelemetry SDK is loaded when a run starts. One loop runs at a time in a
-process, so the recorder of the current run is kept in this module. ``on_event`` has no loop
-argument and the first events (``loop.start``, warnings) come before ``on_loop_start``, which
-is where the config can be read: they are kept until then and replayed.
+Cheap to import: the OpenTelemetry SDK is loaded when a run starts. A run's telemetry state (its
+:class:`~loopctl_otel.recorder.Recorder`, the events that came before it, whether an export
+failure was reported) is an :class:`OtelRun` in ``loop.stash`` under :data:`RUN`.
+
+``on_event`` receives no loop, so it reaches the run it feeds through :data:`_feeding`, the one
+module-level reference: set when a run's first event arrives, cleared when its loop ends. The
+first events (``loop.start``, warnings) come before ``on_loop_start``, which is where the config
+can be read: they are kept in the :class:`OtelRun` until then and replayed.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from loopctl.hookspecs import hookimpl
+from loopctl import StashKey, hookimpl
+from loopctl_otel.events import EXPORT_FAILED, EXPORTING, WARNING
 
 if TYPE_CHECKING:
-    from loopctl.engine import Loop, LoopOutcome
-    from loopctl.model import Event
+    from loopctl import Event, Loop, LoopOutcome
     from loopctl_otel.recorder import Recorder
 
 NAME = "otel"
 #: Events kept between ``loop.start`` and ``on_loop_start`` (normally a handful).
 _EARLY_LIMIT = 200
 
-_recorder: Recorder | None = None
-_early: list[Event] | None = None
-_reported = False
+
+class OtelRun:
+    """One run's telemetry state, in ``loop.stash[RUN]``."""
+
+    __slots__ = ("early", "recorder", "reported")
+
+    def __init__(self, early: list[Event] | None = None) -> None:
+        #: Events taken before the recorder existed, replayed into it (then None).
+        self.early: list[Event] | None = early if early is not None else []
+        #: Recording this run (None: telemetry is off, or not started yet).
+        self.recorder: Recorder | None = None
+        #: ``otel.export_failed`` was written (it is written once per run).
+        self.reported = False
 
 
-def current_recorder() -> Recorder | None:
-    """The recorder of the run in progress (None between runs): for tests."""
-    return _recorder
+#: This run's :class:`OtelRun`.
+RUN = StashKey[OtelRun]()
+
+#: The run ``on_event`` feeds (it gets no loop): from its ``loop.start`` to its ``on_loop_end``.
+_feeding: OtelRun | None = None
+
+
+def current_recorder(loop: Loop) -> Recorder | None:
+    """The recorder of ``loop``'s run (None when telemetry is off): for tests."""
+    run = loop.stash.get(RUN)
+    return run.recorder if run is not None else None
 
 
 @hookimpl
@@ -40,7 +62,7 @@ def register_config() -> dict[str, type]:
 
 @hookimpl
 def register_run_options() -> list[Any]:
-    from loopctl.model import RunOption
+    from loopctl import RunOption
 
     return [
         RunOption(
@@ -69,10 +91,11 @@ def register_event_schemas() -> dict[str, dict[str, Any]]:
 
 @hookimpl(tryfirst=True)
 def on_loop_start(loop: Loop) -> None:
-    global _recorder, _early, _reported
-    early, _early = _early or [], None
-    _reported = False
-    _recorder = None
+    global _feeding
+    run = _feeding if _feeding is not None and _feeding.recorder is None else OtelRun()
+    _feeding = run
+    loop.stash[RUN] = run
+    early, run.early = run.early or [], None
     from loopctl_otel import __version__, pipeline
     from loopctl_otel.recorder import Recorder
 
@@ -80,12 +103,12 @@ def on_loop_start(loop: Loop) -> None:
     try:
         built = pipeline.build(config, version=__version__)
     except Exception as exc:  # noqa: BLE001 - telemetry must never stop the loop
-        loop.emit("otel.warning", message=f"OpenTelemetry is off for this run: {_words(exc)}")
+        loop.emit(WARNING, message=f"OpenTelemetry is off for this run: {_words(exc)}")
         return
     if built is None:
         return
     for warning in built.warnings:
-        loop.emit("otel.warning", message=warning)
+        loop.emit(WARNING, message=warning)
     if not built.kinds:
         return
     try:
@@ -94,9 +117,9 @@ def on_loop_start(loop: Loop) -> None:
             recorder.handle(event)
     except Exception as exc:  # noqa: BLE001 - telemetry must never stop the loop
         built.close()
-        loop.emit("otel.warning", message=f"OpenTelemetry is off for this run: {_words(exc)}")
+        loop.emit(WARNING, message=f"OpenTelemetry is off for this run: {_words(exc)}")
         return
-    _recorder = recorder
+    run.recorder = recorder
     traces, metrics = built.destinations.get("traces"), built.destinations.get("metrics")
     trace_id = recorder.trace_id
     parts = []
@@ -105,7 +128,7 @@ def on_loop_start(loop: Loop) -> None:
     if metrics:
         parts.append(f"metrics → {metrics}")
     loop.emit(
-        "otel.exporting",
+        EXPORTING,
         summary=", ".join(parts),
         traces=traces,
         metrics=metrics,
@@ -115,37 +138,44 @@ def on_loop_start(loop: Loop) -> None:
 
 @hookimpl
 def on_event(event: Event) -> None:
-    global _early
-    global _recorder
-    recorder = _recorder
+    global _feeding
+    if event.type in ("loop.start", "loop.resume"):
+        _feeding = OtelRun([event])  # a new run: forget what an earlier one left
+        return
+    run = _feeding
+    if run is None:
+        return
+    recorder = run.recorder
     if recorder is not None:
         try:
             recorder.handle(event)
         except Exception as exc:  # noqa: BLE001 - one warning, not a plugin.error per event
-            _recorder = None
+            run.recorder = None
             _give_up(recorder, exc)
             return
-        _report_failures(recorder, emit=None)
-    elif event.type in ("loop.start", "loop.resume"):
-        _early = [event]  # a new run: forget what an earlier one left
-    elif _early is not None and len(_early) < _EARLY_LIMIT:
-        _early.append(event)
+        _report_failures(run, recorder, emit=None)
+    elif run.early is not None and len(run.early) < _EARLY_LIMIT:
+        run.early.append(event)
 
 
 @hookimpl(trylast=True)
 def on_loop_end(loop: Loop, outcome: LoopOutcome) -> None:
     """Last of all plugins, so their final events are in the trace: end every span, flush
     (bounded by ``timeout_s``), and report an export failure once."""
-    global _recorder, _early
-    recorder, _recorder = _recorder, None
-    _early = None
+    global _feeding
+    run = loop.stash.get(RUN)
+    if run is None:
+        return
+    if _feeding is run:
+        _feeding = None
+    recorder, run.recorder = run.recorder, None
     if recorder is None:
         return
     try:
         recorder.finish(outcome)
     finally:
         recorder.pipeline.close()
-        _report_failures(recorder, emit=loop.emit)
+        _report_failures(run, recorder, emit=loop.emit)
 
 
 def _words(exc: BaseException) -> str:
@@ -161,22 +191,21 @@ def _give_up(recorder: Recorder, exc: Exception) -> None:
     recorder.pipeline.close()
     if recorder.loop is not None:
         recorder.loop.emit(
-            "otel.warning",
+            WARNING,
             message=f"telemetry is off for the rest of this run after an error: {_words(exc)}",
         )
 
 
-def _report_failures(recorder: Recorder, emit: Any) -> None:
+def _report_failures(run: OtelRun, recorder: Recorder, emit: Any) -> None:
     """Write ``otel.export_failed`` the first time an export failed in this run."""
-    global _reported
-    if _reported or recorder.pipeline.failures.count == 0:
+    if run.reported or recorder.pipeline.failures.count == 0:
         return
     if emit is None:
         loop = recorder.loop
         if loop is None:
             return
         emit = loop.emit
-    _reported = True
+    run.reported = True
     failed = recorder.pipeline.failures.snapshot()
     destinations = recorder.pipeline.destinations
     where: list[str] = []
@@ -187,7 +216,7 @@ def _report_failures(recorder: Recorder, emit: Any) -> None:
             where.append(place)
     first = next(iter(failed.values()), "the exporter reported a failure")
     emit(
-        "otel.export_failed",
+        EXPORT_FAILED,
         signals=" and ".join(sorted(failed)),
         destination=", ".join(where),
         error=first,

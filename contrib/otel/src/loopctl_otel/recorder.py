@@ -9,7 +9,9 @@ The span tree of a run::
     └─ loopctl.iteration …
 
 Every span starts and ends at the timestamps of the core's events, so phases show their real
-durations. Other events (restarts, context exhaustion, a classified failure, plugin errors)
+durations. Times come from one clock: an end that no event gives (the run's, or an unfinished
+span's at the end of the loop) is the recorder's "now", never earlier than the latest event
+taken in, so no child span ever ends after its parent. Other events (restarts, context exhaustion, a classified failure, plugin errors)
 become span events of the iteration they happened in, or of the run outside iterations.
 Whatever is still open when the loop ends (an interrupt, an error, a plugin's stop in the
 middle of a phase) is ended then, with an error status saying so.
@@ -32,14 +34,15 @@ import attrs
 
 from loopctl_otel.attributes import AttributeValue, attribute_value, attributes, cut
 from loopctl_otel.config import OtelConfig
+from loopctl_otel.events import PREFIX
+from loopctl_otel.peers import CONTEXT_USAGE
 from loopctl_otel.pipeline import Pipeline
 
 if TYPE_CHECKING:
     from opentelemetry.context import Context
     from opentelemetry.trace import Span
 
-    from loopctl.engine import Loop, LoopOutcome
-    from loopctl.model import Event
+    from loopctl import Event, Loop, LoopOutcome
 
 RUN_SPAN = "loopctl.run"
 ITERATION_SPAN = "loopctl.iteration"
@@ -241,8 +244,25 @@ class Recorder:
         self.metric_attributes: dict[str, AttributeValue] = {}
         self.totals = _Totals()
         self.finished = False
+        #: The latest event time taken in (ns): the floor of :meth:`now`.
+        self.latest_ns = 0
         self._include = list(config.span_events)
         self._exclude = list(config.exclude_events)
+
+    # --- the clock -------------------------------------------------------------------------
+
+    def stamp(self, event: Event) -> int:
+        """``event``'s time in nanoseconds; every span time taken from an event goes through
+        here, so :meth:`now` never falls behind it."""
+        found = _ns(event.ts)
+        if found > self.latest_ns:
+            self.latest_ns = found
+        return found
+
+    def now(self) -> int:
+        """The time of an end no event gives: the wall clock, but never before the latest event
+        (event times are rounded to the millisecond, and may be up to half of one ahead)."""
+        return max(time.time_ns(), self.latest_ns)
 
     # --- the run ---------------------------------------------------------------------------
 
@@ -322,7 +342,7 @@ class Recorder:
             kind=self._trace.SpanKind.INTERNAL,
             attributes=attributes_,
             links=self._links(),
-            start_time=_ns(event.ts),
+            start_time=self.stamp(event),
         )
         self.run = _Open(span, self._trace.set_span_in_context(span))
         context = span.get_span_context()
@@ -334,7 +354,7 @@ class Recorder:
 
     def _ensure_run(self, event: Event) -> _Open | None:
         if self.run is None and self.tracer is not None and not self.finished:
-            from loopctl.model import Event as EventClass
+            from loopctl import Event as EventClass
 
             self._start_run(EventClass(type="loop.start", ts=event.ts, data={}))
         return self.run
@@ -344,14 +364,14 @@ class Recorder:
     def handle(self, event: Event) -> None:
         """Take one event into the trace and metrics."""
         kind = event.type
-        if self.finished or not isinstance(kind, str) or kind.startswith("otel."):
+        if self.finished or not isinstance(kind, str) or kind.startswith(PREFIX):
             return
         data = event.data if isinstance(event.data, Mapping) else {}
         handler = _HANDLERS.get(kind)
         if handler is not None:
             handler(self, event, data)
             return
-        if kind == "loop.context_usage":
+        if CONTEXT_USAGE is not None and kind == CONTEXT_USAGE:
             self._context_usage(data)
         if kind not in STRUCTURAL and self._wanted(kind):
             self._span_event(event, kind, data)
@@ -369,7 +389,7 @@ class Recorder:
         host = self._host() or self._ensure_run(event)
         if host is None:
             return
-        stamp = _ns(event.ts)
+        stamp = self.stamp(event)
         host.span.add_event(kind, attributes=attributes(data), timestamp=stamp)
         if host.end_ns is not None:  # a restart after the iteration: the span covers it
             host.end_ns = max(host.end_ns, stamp)
@@ -386,7 +406,7 @@ class Recorder:
         if current.end_ns is None:
             self._fail(current.span, why or "the iteration did not finish")
             current.span.set_attribute("loopctl.iteration.decision", "unfinished")
-            current.span.end(end_time=at_ns or time.time_ns())
+            current.span.end(end_time=at_ns or self.now())
         else:
             current.span.end(end_time=current.end_ns)
 
@@ -396,7 +416,7 @@ class Recorder:
             if phase is not None:
                 setattr(self, name, None)
                 self._fail(phase.span, why or "the phase did not finish")
-                phase.span.end(end_time=at_ns or time.time_ns())
+                phase.span.end(end_time=at_ns or self.now())
 
     def _fail(self, span: Span, description: str) -> None:
         from opentelemetry.trace import Status, StatusCode
@@ -404,7 +424,7 @@ class Recorder:
         span.set_status(Status(StatusCode.ERROR, cut(description, 300)))
 
     def _iteration_start(self, event: Event, data: Mapping[str, Any]) -> None:
-        stamp = _ns(event.ts)
+        stamp = self.stamp(event)
         if self.iteration is not None and self.iteration.end_ns is None:
             # The same number again: the attempt was waited out (a rate limit) and is retried.
             self.iteration.span.set_attribute("loopctl.iteration.retried", True)
@@ -417,7 +437,7 @@ class Recorder:
         attributes_: dict[str, AttributeValue] = {}
         number = event.iteration if isinstance(event.iteration, int) else None
         _put(attributes_, "loopctl.iteration", number)
-        _put(attributes_, "loopctl.generation", _int(data, "generation"))
+        _put(attributes_, "loopctl.restarts", _int(data, "restarts"))
         _put(attributes_, "loopctl.session_id", _str(data, "session_id"))
         span = self.tracer.start_span(
             ITERATION_SPAN, context=run.context, attributes=attributes_, start_time=stamp
@@ -425,7 +445,7 @@ class Recorder:
         self.iteration = _Open(span, self._trace.set_span_in_context(span), number=number)
 
     def _iteration_end(self, event: Event, data: Mapping[str, Any]) -> None:
-        self._close_phases(_ns(event.ts), why="the iteration ended before the phase did")
+        self._close_phases(self.stamp(event), why="the iteration ended before the phase did")
         passed = _bool(data, "tests_passed")
         failing = _int(data, "failing")
         duration = _num(data, "duration_s")
@@ -449,7 +469,7 @@ class Recorder:
         _put(values, "loopctl.error_fingerprint", _str(data, "error_fingerprint") or None)
         values.update(self._record_attributes(current.number))
         span.set_attributes(values)
-        current.end_ns = _ns(event.ts)
+        current.end_ns = self.stamp(event)
 
     def _record_attributes(self, number: int | None) -> dict[str, AttributeValue]:
         """What only the iteration record holds: changed files and plugins' annotations."""
@@ -479,14 +499,14 @@ class Recorder:
         if parent is None or self.tracer is None:
             return None
         span = self.tracer.start_span(
-            name, context=parent.context, attributes=attributes_, start_time=_ns(event.ts)
+            name, context=parent.context, attributes=attributes_, start_time=self.stamp(event)
         )
         return _Open(span, self._trace.set_span_in_context(span))
 
     def _agent_start(self, event: Event, data: Mapping[str, Any]) -> None:
         if self.agent is not None:
             self._fail(self.agent.span, "a new agent turn started before this one ended")
-            self.agent.span.end(end_time=_ns(event.ts))
+            self.agent.span.end(end_time=self.stamp(event))
         values: dict[str, AttributeValue] = {}
         _put(values, "loopctl.agent", _str(data, "agent"))
         _put(values, "loopctl.prompt.chars", _int(data, "prompt_chars"))
@@ -544,7 +564,7 @@ class Recorder:
         if outcome == "error":
             message = _str(data, "message") or ""
             self._fail(phase.span, f"{error_kind or 'error'}: {message}".rstrip(": "))
-        phase.span.end(end_time=_ns(event.ts))
+        phase.span.end(end_time=self.stamp(event))
 
     def _turn_usage(self, data: Mapping[str, Any]) -> dict[str, AttributeValue]:
         """The turn's tokens by kind: the event's ``usage`` (null: the agent reported none),
@@ -605,7 +625,7 @@ class Recorder:
     def _tests_start(self, event: Event, data: Mapping[str, Any]) -> None:
         if self.tests is not None:
             self._fail(self.tests.span, "a new test run started before this one ended")
-            self.tests.span.end(end_time=_ns(event.ts))
+            self.tests.span.end(end_time=self.stamp(event))
         values: dict[str, AttributeValue] = {}
         _put(values, "loopctl.tests.command", _str(data, "command"))
         label = _str(data, "label")
@@ -649,7 +669,7 @@ class Recorder:
             self._fail(phase.span, "the test command timed out")
         elif "exit_code" in data and exit_code is None:
             self._fail(phase.span, "the test command could not run")
-        phase.span.end(end_time=_ns(event.ts))
+        phase.span.end(end_time=self.stamp(event))
 
     # --- restarts and other events -----------------------------------------------------------
 
@@ -665,7 +685,7 @@ class Recorder:
         _put(values, "loopctl.restart.number", _int(data, "number"))
         _put(values, "loopctl.restart.reason", _str(data, "reason"))
         _put(values, "loopctl.restart.message", _str(data, "message"))
-        stamp = _ns(event.ts)
+        stamp = self.stamp(event)
         host.span.add_event("loopctl.restart", attributes=values, timestamp=stamp)
         if host.end_ns is not None:
             host.end_ns = max(host.end_ns, stamp)
@@ -682,7 +702,9 @@ class Recorder:
         """Config and state warnings: events of the run (they concern it, not an iteration)."""
         host = self.run or self._ensure_run(event)
         if host is not None:
-            host.span.add_event(event.type, attributes=attributes(data), timestamp=_ns(event.ts))
+            host.span.add_event(
+                event.type, attributes=attributes(data), timestamp=self.stamp(event)
+            )
 
     # --- the end -----------------------------------------------------------------------------
 
@@ -690,7 +712,7 @@ class Recorder:
         """End every span (unfinished ones with an error status), record the run's metrics."""
         if self.finished:
             return
-        now = time.time_ns()
+        now = self.now()
         status = getattr(outcome, "status", None) or "unknown"
         message = getattr(outcome, "message", "") or ""
         why = f"the loop ended ({status}) before this finished"
