@@ -16,10 +16,11 @@ from loopctl._version import __version__
 if TYPE_CHECKING:
     from loopctl.agents.base import AgentAdapter, AgentSettings, StreamParser, TurnRequest
     from loopctl.config import InvalidFields
+    from loopctl.configfile import ConfigError
     from loopctl.events import EventField, define_event
-    from loopctl.loop import Loop, LoopOutcome, ReportSection, Restart
     from loopctl.fingerprint import normalize_line
-    from loopctl.hookspecs import hookimpl, hookspec
+    from loopctl.loop import Loop, LoopOutcome, ReportSection, Restart
+    from loopctl.markers import hookimpl, hookspec
     from loopctl.model import (
         AgentMessage,
         CompletionVeto,
@@ -39,9 +40,8 @@ if TYPE_CHECKING:
         TurnResult,
         Usage,
     )
-    from loopctl.scan import ScanMatch, Scanner, ScanRule, strip_ansi
-    from loopctl.configfile import ConfigError
     from loopctl.project import Project, SavedRun, load_project
+    from loopctl.scan import ScanMatch, Scanner, ScanRule, strip_ansi
     from loopctl.stash import Stash, StashKey
     from loopctl.state import (
         JsonlAppender,
@@ -52,12 +52,12 @@ if TYPE_CHECKING:
         tail_jsonl,
     )
     from loopctl.stuck import is_infrastructure_failure, made_progress, same_failure
-    from loopctl.workspace import Snapshot, Workspace
     from loopctl.testoutput import ParsedTestOutput, parse_test_output
+    from loopctl.workspace import Snapshot, Workspace
 
 _LAZY = {
-    "hookimpl": "loopctl.hookspecs",
-    "hookspec": "loopctl.hookspecs",
+    "hookimpl": "loopctl.markers",
+    "hookspec": "loopctl.markers",
     "Loop": "loopctl.loop",
     "LoopOutcome": "loopctl.loop",
     "Restart": "loopctl.loop",

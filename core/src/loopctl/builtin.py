@@ -8,9 +8,13 @@ are plugins of their own (:mod:`loopctl.agents.builtin`).
 
 from __future__ import annotations
 
-from loopctl.hookspecs import hookimpl
-from loopctl.loop import Loop
+from typing import TYPE_CHECKING
+
+from loopctl.markers import hookimpl
 from loopctl.model import PromptSection, TestRun
+
+if TYPE_CHECKING:  # annotation only: `loopctl plugins list` imports this module
+    from loopctl.loop import Loop
 
 MAX_FAILING_TESTS_SHOWN = 20
 MAX_ERROR_LINES_SHOWN = 20

@@ -34,30 +34,28 @@ got as far as judging its result.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pluggy
 
-from loopctl.agents.base import AgentAdapter
-from loopctl.loop import Loop, LoopOutcome, Restart
-from loopctl.model import (
-    AgentMessage,
-    CompletionVeto,
-    Decision,
-    Event,
-    IterationRecord,
-    NotAgentsFault,
-    PromptSection,
-    RunOption,
-    TestRun,
-)
+from loopctl.markers import PROJECT_NAME, hookimpl, hookspec
 
-#: The project name shared by the spec and implementation markers and the entry-point group.
-PROJECT_NAME = "loopctl"
-
-hookspec = pluggy.HookspecMarker(PROJECT_NAME)
-#: The marker plugins use, re-exported as ``loopctl.hookimpl``.
-hookimpl = pluggy.HookimplMarker(PROJECT_NAME)
+# The types below appear in annotations only: pluggy never evaluates them, and importing them
+# would make every `loopctl plugins list` (which loads this module) pay for the loop's modules.
+if TYPE_CHECKING:
+    from loopctl.agents.base import AgentAdapter
+    from loopctl.loop import Loop, LoopOutcome, Restart
+    from loopctl.model import (
+        AgentMessage,
+        CompletionVeto,
+        Decision,
+        Event,
+        IterationRecord,
+        NotAgentsFault,
+        PromptSection,
+        RunOption,
+        TestRun,
+    )
 
 
 # --- registration hooks (called once, when the plugin host starts) ------------------------------

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import pluggy
 
-from loopctl import builtin, hookspecs
+from loopctl import builtin, hookspecs, markers
 from loopctl.agents.builtin import BUILTIN_ADAPTERS, AdapterPlugin
 
 if TYPE_CHECKING:
@@ -131,7 +131,7 @@ class PluginHost:
 
     def __init__(self, selection: PluginSelection | None = None) -> None:
         self.selection = selection or PluginSelection()
-        self.pm = pluggy.PluginManager(hookspecs.PROJECT_NAME)
+        self.pm = pluggy.PluginManager(markers.PROJECT_NAME)
         self.pm.add_hookspecs(hookspecs)
         # Historic: every plugin registered from now on gets its add_hookspecs called at once.
         self.pm.hook.add_hookspecs.call_historic(kwargs={"pluginmanager": self.pm})
@@ -310,7 +310,7 @@ class PluginHost:
                 continue
             hook_name = opts.get("specname") or attr
             safe = self._guard(function, plugin_name, hook_name)
-            setattr(safe, f"{hookspecs.PROJECT_NAME}_impl", opts)
+            setattr(safe, f"{markers.PROJECT_NAME}_impl", opts)
             setattr(proxy, attr, safe)
         proxy.__loopctl_plugin__ = plugin
         return proxy

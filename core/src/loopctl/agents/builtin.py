@@ -8,9 +8,12 @@ its ``register_agents`` hook is called, so listing plugins imports none of them.
 from __future__ import annotations
 
 import importlib
+from typing import TYPE_CHECKING
 
-from loopctl.agents.base import AgentAdapter
-from loopctl.hookspecs import hookimpl
+from loopctl.markers import hookimpl
+
+if TYPE_CHECKING:  # annotation only: listing plugins must not import the adapter machinery
+    from loopctl.agents.base import AgentAdapter
 
 #: Plugin name → ``module:class`` of the adapter it registers.
 BUILTIN_ADAPTERS = {

@@ -33,8 +33,9 @@ from typing import Any
 import attrs
 
 from loopctl import state as st
-from loopctl import LoopOutcome
-from loopctl import Event
+from loopctl.events import event_schema
+from loopctl.loop import LoopOutcome
+from loopctl.model import Event
 
 
 @attrs.define
@@ -236,6 +237,7 @@ def _value(value: Any) -> str:
 __all__ = [
     "Project",
     "RunResult",
+    "event_schema",
     "make_project",
     "python_test_cmd",
     "run_loop",
