@@ -3,15 +3,15 @@ writes them (iterations.jsonl, error-summary.json, events.jsonl, loop-state.md, 
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from loopctl import state as st
-from loopctl.fingerprint import fingerprint
-from loopctl.model import AgentSummary, IterationRecord
-from loopctl.records import unstructure_record
+import attrs
+
+from loopctl import IterationRecord, normalize_line
 
 PLUGIN_NAME = "failure-classifier"
 
@@ -24,29 +24,44 @@ def record(
     failing: Sequence[str] = ("tests/test_x.py::test_x",),
     tree: str | None = "tree-a",
     commit: str | None = "c0",
-    generation: int = 0,
+    restarts: int = 0,
     error_kind: str | None = None,
     message: str = "",
     reason: str = "",
     annotations: Mapping[str, Any] | None = None,
 ) -> IterationRecord:
     """An iteration record; a passing one has no errors and no failing tests."""
+    agent = attrs.evolve(
+        IterationRecord(iteration=0).agent,
+        outcome="ok" if error_kind is None else "error",
+        error_kind=error_kind,
+        message=message,
+    )
     return IterationRecord(
         iteration=iteration,
-        generation=generation,
+        restarts=restarts,
         tests_passed=passed,
         test_exit_code=0 if passed else 1,
         error_count=0 if passed else len(errors),
-        error_fingerprint="" if passed else fingerprint(errors),
+        error_fingerprint="" if passed else _fingerprint(errors),
         failing_tests=[] if passed else list(failing),
         tree_hash=tree,
         commit=commit,
-        agent=AgentSummary(
-            outcome="ok" if error_kind is None else "error", error_kind=error_kind, message=message
-        ),
+        agent=agent,
         reason=reason,
         annotations=dict(annotations or {}),
     )
+
+
+def _fingerprint(lines: Sequence[str]) -> str:
+    """A stable fingerprint of error lines (records of one test are only compared together)."""
+    normalized = "\n".join(dict.fromkeys(normalize_line(line) for line in lines))
+    return hashlib.sha1(normalized.encode("utf-8")).hexdigest()[:16]
+
+
+def _json_record(rec: IterationRecord) -> dict[str, Any]:
+    """The record as iterations.jsonl holds it."""
+    return attrs.asdict(rec, value_serializer=lambda _i, _a, v: getattr(v, "value", v))
 
 
 def make_state(
@@ -65,31 +80,33 @@ def make_state(
     (state / "logs").mkdir(parents=True, exist_ok=True)
     with open(state / "iterations.jsonl", "w", encoding="utf-8") as out:
         for rec in records:
-            out.write(json.dumps(unstructure_record(rec)) + "\n")
+            out.write(json.dumps(_json_record(rec)) + "\n")
     last = records[-1].iteration if records else 0
     if summary is not None:
         (state / "error-summary.json").write_text(summary, encoding="utf-8")
     elif error_lines is not None:
-        st.write_error_summary(
-            state / "error-summary.json",
-            iteration=last,
-            error_lines=list(error_lines),
-            test_cmd="pytest -q",
-        )
+        summary_data = {
+            "iteration": last,
+            "error_count": len(error_lines),
+            "error_lines": list(error_lines),
+            "test_cmd": "pytest -q",
+        }
+        (state / "error-summary.json").write_text(json.dumps(summary_data), encoding="utf-8")
     if log is not None:
         (state / "logs" / f"iteration-{last:04d}.tests.log").write_text(log, encoding="utf-8")
     with open(state / "events.jsonl", "w", encoding="utf-8") as out:
         for event in events:
             out.write(json.dumps({"ts": 1.0, **event}) + "\n")
-    loop_state = st.LoopState(
-        goal="g",
-        original_goal="g",
-        status=status,
-        iteration=last,
-        test_cmd="pytest -q",
-        workdir=str(workdir or root),
-    )
-    st.write_loop_state(state / "loop-state.md", loop_state)
+    front = {
+        "goal": "g",
+        "original_goal": "g",
+        "status": status,
+        "iteration": last,
+        "test_cmd": "pytest -q",
+        "workdir": str(workdir or root),
+    }
+    lines = [f"{key}: {json.dumps(value)}" for key, value in front.items()]
+    (state / "loop-state.md").write_text("---\n" + "\n".join(lines) + "\n---\n", "utf-8")
     return state
 
 

@@ -7,10 +7,31 @@ from typing import Any
 import pytest
 from failure_classifier_testkit import PLUGIN_NAME
 
-from loopctl.events import event_schema
 from loopctl.testing import Project
 from loopctl_failure_classifier import plugin
-from loopctl_failure_classifier.events import event_schemas
+from loopctl_failure_classifier.events import (
+    CLASSIFIED,
+    PREFIX,
+    RECOVERY_APPLIED,
+    RECOVERY_LIMIT,
+    event_schemas,
+)
+
+
+def _validator(jsonschema: Any) -> Any:
+    """A validator of this plugin's events, each by the schema it publishes."""
+    branches = [
+        {
+            "if": {"properties": {"type": {"const": kind}}},
+            "then": {
+                "type": "object",
+                "properties": spec["properties"],
+                "required": spec["required"],
+            },
+        }
+        for kind, spec in event_schemas().items()
+    ]
+    return jsonschema.Draft202012Validator({"allOf": branches})
 
 
 def test_every_event_of_a_loop_validates(loopctl_project: Project, run_loop: Any) -> None:
@@ -23,12 +44,12 @@ def test_every_event_of_a_loop_validates(loopctl_project: Project, run_loop: Any
         plugins={PLUGIN_NAME: plugin},
         config={"limits": {"max_iterations": 3}},
     )
-    validator = jsonschema.Draft202012Validator(event_schema(event_schemas()))
+    validator = _validator(jsonschema)
     ours = [e for e in result.events if e["type"] in event_schemas()]
     assert {e["type"] for e in ours} >= {
-        "loop.failure_classified",
-        "loop.recovery_applied",
-        "failure_classifier.recovery_limit",
+        CLASSIFIED,
+        RECOVERY_APPLIED,
+        RECOVERY_LIMIT,
     }
     for event in result.events:
         validator.validate(event)
@@ -36,6 +57,14 @@ def test_every_event_of_a_loop_validates(loopctl_project: Project, run_loop: Any
 
 def test_a_wrong_event_does_not_validate() -> None:
     jsonschema = pytest.importorskip("jsonschema")
-    validator = jsonschema.Draft202012Validator(event_schema(event_schemas()))
+    validator = _validator(jsonschema)
     with pytest.raises(jsonschema.ValidationError):
-        validator.validate({"type": "loop.failure_classified", "ts": 1.0, "mode": "x"})
+        validator.validate({"type": CLASSIFIED, "ts": 1.0, "mode": "x"})
+
+
+def test_every_event_is_namespaced_and_published_as_a_constant() -> None:
+    import loopctl_failure_classifier as fc
+
+    names = set(event_schemas())
+    assert all(name.startswith(PREFIX) for name in names)
+    assert names == {getattr(fc, constant) for constant in fc._EVENT_NAMES}

@@ -13,7 +13,15 @@ from failure_classifier_testkit import PLUGIN_NAME, events_of
 
 from loopctl import hookimpl
 from loopctl.testing import Project
-from loopctl_failure_classifier import plugin
+from loopctl_failure_classifier import (
+    CLASSIFIED,
+    MODE_FORCED,
+    RECOVERY_APPLIED,
+    RECOVERY_LIMIT,
+    RERUN,
+    WARNING,
+    plugin,
+)
 
 CALC = "def add(a, b):\n    return a - b\n"
 CALC_TEST = (
@@ -64,14 +72,14 @@ def test_a_missing_package_stops_the_loop_after_its_recoveries(
     result = run(run_loop, [[{"say": "hmm"}]])
     assert result.status == "plugin"
     assert result.outcome.reason == "dependency_issue"
-    classified = events_of(result, "loop.failure_classified")
+    classified = events_of(result, CLASSIFIED)
     assert [e["mode"] for e in classified] == ["dependency_issue"] * 3
-    applied = events_of(result, "loop.recovery_applied")
+    applied = events_of(result, RECOVERY_APPLIED)
     assert [e["attempt"] for e in applied] == [1, 2]
     assert "run_reinstall" in applied[0]["reinstall"] or "no reinstall" in applied[0]["reinstall"]
     assert "Dependency Problem" in prompt(result, 2)
     assert "yaml_loopctl_missing" in prompt(result, 2)
-    assert not events_of(result, "failure_classifier.rerun")  # a missing package needs no rerun
+    assert not events_of(result, RERUN)  # a missing package needs no rerun
 
 
 def test_reinstall_runs_only_when_opted_in_and_is_logged(
@@ -93,7 +101,7 @@ def test_reinstall_runs_only_when_opted_in_and_is_logged(
         config={"plugins": {PLUGIN_NAME: {"run_reinstall": True, "reinstall_cmd": install}}},
     )
     assert result.status == "complete"
-    (applied,) = events_of(result, "loop.recovery_applied")
+    (applied,) = events_of(result, RECOVERY_APPLIED)
     assert applied["command"] == install
     assert applied["exit_code"] == 0
     assert "installed" in applied["output_tail"]
@@ -129,11 +137,11 @@ def test_a_flaky_failure_is_confirmed_by_rerun_and_named_in_the_next_prompt(
     result = run(
         run_loop, [[{"say": "nothing to change"}]], config={"limits": {"max_iterations": 2}}
     )
-    (rerun, *_) = events_of(result, "failure_classifier.rerun")
+    (rerun, *_) = events_of(result, RERUN)
     assert rerun["passed"]
     assert rerun["ran_tests"]
     assert rerun["command"].endswith("-m unittest test_app.T.test_flaky")
-    classified = events_of(result, "loop.failure_classified")[0]
+    classified = events_of(result, CLASSIFIED)[0]
     assert classified["mode"] == "test_flakiness"
     assert classified["confidence"] >= 0.95
     assert result.records[0]["annotations"]["not_agents_fault"].startswith(PLUGIN_NAME)
@@ -157,7 +165,7 @@ def test_a_pass_on_rerun_completes_only_when_configured(
     )
     assert result.status == "complete"
     assert result.outcome.message.startswith("the tests pass (flaky: test_app.T.test_flaky")
-    assert events_of(result, "loop.recovery_applied")[0]["action"] == "accept_flaky_pass"
+    assert events_of(result, RECOVERY_APPLIED)[0]["action"] == "accept_flaky_pass"
 
 
 def test_a_pass_on_the_same_code_after_a_failure_is_a_flaky_pass_not_a_success(
@@ -173,10 +181,7 @@ def test_a_pass_on_the_same_code_after_a_failure_is_a_flaky_pass_not_a_success(
             "plugins": {PLUGIN_NAME: {"rerun_failed_tests": False}},
         },
     )
-    modes = [
-        (e["iteration"], e["mode"], e["flaky_pass"])
-        for e in events_of(result, "loop.failure_classified")
-    ]
+    modes = [(e["iteration"], e["mode"], e["flaky_pass"]) for e in events_of(result, CLASSIFIED)]
     assert modes == [(1, "code_error", False), (2, "test_flakiness", True)]
     assert events_of(result, "loop.completion_vetoed")
     assert result.status == "max_iterations"
@@ -194,7 +199,7 @@ def test_flakiness_recoveries_are_limited(
     )
     assert result.status == "plugin"
     assert result.outcome.reason == "test_flakiness"
-    assert events_of(result, "failure_classifier.recovery_limit")[0]["limit"] == 1
+    assert events_of(result, RECOVERY_LIMIT)[0]["limit"] == 1
     assert len(result.records) == 2
     report = (result.state_dir / "report.md").read_text("utf-8")
     assert "Failure classification" in report
@@ -215,9 +220,7 @@ def test_an_infinite_loop_names_the_failed_approach_cuts_the_budget_and_restarts
         [[{"say": "it looks fine"}]],
         config={"limits": {"max_iterations": 30}, "stuck": {"enabled": False}},
     )
-    loop_events = [
-        e for e in events_of(result, "loop.failure_classified") if e["mode"] == "infinite_loop"
-    ]
+    loop_events = [e for e in events_of(result, CLASSIFIED) if e["mode"] == "infinite_loop"]
     assert loop_events[0]["iteration"] == 3
     (restart, *_) = events_of(result, "loop.restart")
     assert restart["reason"] == "infinite_loop"
@@ -251,7 +254,7 @@ def test_context_exhaustion_restarts_with_a_lean_briefing(
     ]
     result = run(run_loop, turns)
     assert result.status == "complete"
-    (classified,) = events_of(result, "loop.failure_classified")
+    (classified,) = events_of(result, CLASSIFIED)
     assert classified["mode"] == "context_exhaustion"
     assert classified["detector"] == "builtin.context"
     assert events_of(result, "loop.restart")[0]["reason"] == "context_exhaustion"
@@ -276,8 +279,8 @@ def test_failure_mode_override_skips_classification(
             "plugins": {PLUGIN_NAME: {"force_mode": "infinite_loop"}},
         },
     )
-    assert events_of(result, "loop.failure_mode_forced")[0]["mode"] == "infinite_loop"
-    classified = events_of(result, "loop.failure_classified")
+    assert events_of(result, MODE_FORCED)[0]["mode"] == "infinite_loop"
+    classified = events_of(result, CLASSIFIED)
     assert classified[0]["forced"]
     assert classified[0]["detector"] == "override"
     assert events_of(result, "loop.restart")[0]["reason"] == "infinite_loop"
@@ -300,10 +303,10 @@ def test_an_unknown_forced_mode_is_reported_and_ignored(
             "plugins": {PLUGIN_NAME: {"force_mode": "lint_failure"}},
         },
     )
-    warning = events_of(result, "failure_classifier.warning")[0]["message"]
+    warning = events_of(result, WARNING)[0]["message"]
     assert "lint_failure" in warning
     assert "not a known failure mode" in warning
-    assert events_of(result, "loop.failure_classified")[0]["mode"] == "code_error"
+    assert events_of(result, CLASSIFIED)[0]["mode"] == "code_error"
 
 
 # --- custom classifiers ------------------------------------------------------------------------------
@@ -361,13 +364,13 @@ def test_a_custom_mode_and_its_declared_recovery(
         extra_plugins={"migrations": MigrationClassifier(), "broken": BrokenClassifier()},
         config={"plugins": {PLUGIN_NAME: {"run_custom_recovery_commands": opt_in}}},
     )
-    classified = events_of(result, "loop.failure_classified")
+    classified = events_of(result, CLASSIFIED)
     assert classified[0]["mode"] == "migration_pending"
     assert classified[0]["detector"] == "migrations"
     errors = [e for e in events_of(result, "plugin.error") if e["hook"] == "classify_failure"]
     assert errors
     assert errors[0]["plugin"] == "broken"
-    applied = events_of(result, "loop.recovery_applied")[0]
+    applied = events_of(result, RECOVERY_APPLIED)[0]
     assert applied["action"] == "apply_migrations"
     assert applied["declared_by"] == "migrations"
     assert (loopctl_project.path / "migrated.flag").exists() is opt_in
@@ -387,7 +390,7 @@ def test_a_broken_classifier_is_skipped_and_the_built_ins_still_decide(
         extra_plugins={"broken": BrokenClassifier()},
         config={"limits": {"max_iterations": 1}},
     )
-    assert events_of(result, "loop.failure_classified")[0]["mode"] == "dependency_issue"
+    assert events_of(result, CLASSIFIED)[0]["mode"] == "dependency_issue"
     (error,) = [e for e in events_of(result, "plugin.error") if e["hook"] == "classify_failure"]
     assert "classifier bug" in error["error"]
 
@@ -413,6 +416,63 @@ def test_a_higher_priority_custom_classification_overrides_a_built_in(
         extra_plugins={"vendored": Vendored()},
         config={"limits": {"max_iterations": 1}},
     )
-    classified = events_of(result, "loop.failure_classified")[0]
+    classified = events_of(result, CLASSIFIED)[0]
     assert (classified["mode"], classified["detector"]) == ("code_error", "vendored")
     assert [c["mode"] for c in classified["candidates"]][:2] == ["code_error", "dependency_issue"]
+
+
+class _Observer:
+    """A second plugin: what on_failure receives, and what the loop says its test run is."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[bool, bool, str]] = []
+
+    @hookimpl(trylast=True)  # after the classifier's on_failure (and its rerun)
+    def on_failure(self, loop: Any, record: Any, test_run: Any) -> None:
+        last = loop.last_test_run
+        self.seen.append((test_run.passed, last.passed, test_run.label))
+
+
+def test_the_rerun_never_replaces_the_iterations_test_run(
+    loopctl_project: Project, run_loop: Any, tmp_path: Path
+) -> None:
+    loopctl_project.write("test_app.py", flaky_test(tmp_path / "counter"))
+    loopctl_project.commit("tests")
+    observer = _Observer()
+    result = run(
+        run_loop,
+        [[{"say": "nothing to change"}]],
+        config={"limits": {"max_iterations": 1}},
+        extra_plugins={"observer": observer},
+    )
+    (rerun, *_) = events_of(result, RERUN)
+    assert rerun["passed"]  # the classifier's rerun passed …
+    assert observer.seen == [(False, False, "")]  # … and the others still see the failure
+    assert events_of(result, CLASSIFIED)[0]["mode"] == "test_flakiness"
+
+
+PYTEST_LOOKALIKE = """\
+#!/bin/sh
+if [ "$1" != "" ]; then echo "unexpected argument: $1" > args.txt; fi
+echo "tests/test_x.py F"
+echo "FAILED tests/test_x.py::test_x - assert 2 == 3"
+echo "1 failed in 0.01s"
+exit 1
+"""
+
+
+def test_a_script_whose_output_looks_like_pytest_is_not_rerun(
+    loopctl_project: Project, run_loop: Any
+) -> None:
+    loopctl_project.write("check.sh", PYTEST_LOOKALIKE)
+    loopctl_project.commit("tests")
+    result = run(
+        run_loop,
+        [[{"say": "nothing to change"}]],
+        test_cmd="sh check.sh",
+        config={"limits": {"max_iterations": 1}},
+    )
+    assert result.records[0]["failing_tests"] == ["tests/test_x.py::test_x"]
+    assert not events_of(result, RERUN)  # no rerun at all, so no --lf on a script
+    assert not (loopctl_project.path / "args.txt").exists()
+    assert events_of(result, CLASSIFIED)[0]["mode"] == "code_error"

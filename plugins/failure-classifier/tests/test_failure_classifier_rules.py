@@ -12,7 +12,7 @@ from failure_classifier_testkit import record
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from loopctl.model import TestRun
+from loopctl import TestRun
 from loopctl_failure_classifier import rules
 from loopctl_failure_classifier.classify import arbitrate, classify, run_custom
 from loopctl_failure_classifier.evidence import from_logs, from_state_dir
@@ -178,17 +178,36 @@ def test_custom_mode_declarations_are_validated() -> None:
 
 
 def test_the_rerun_command_targets_the_failing_tests() -> None:
-    assert rerun_command("pytest -q", ["t.py::a"], "pytest")[0] == "pytest -q --lf"
-    assert rerun_command("cd x && pytest -q", ["t.py::a"], "pytest")[0] == "cd x && pytest -q"
-    assert rerun_command("python -m unittest discover -q", ["m.T.a"], "unittest")[0] == (
+    assert rerun_command("pytest -q", ["t.py::a"])[0] == "pytest -q --lf"
+    assert rerun_command("uv run python -m pytest", ["t.py::a"])[0] == (
+        "uv run python -m pytest --lf"
+    )
+    assert rerun_command("pytest -q --lf", ["t.py::a"])[0] == "pytest -q --lf"
+    assert rerun_command("python -m unittest discover -q", ["m.T.a"])[0] == (
         "python -m unittest m.T.a"
     )
-    assert rerun_command("python -m unittest discover -s tests", ["m.T.a"], "unittest")[0] == (
-        "python -m unittest discover -s tests"
+    assert rerun_command("pytest", ["a b"], "pytest {tests}")[0] == "pytest 'a b'"
+    assert rerun_command("pytest", [], "pytest {tests}") is None
+    assert rerun_command("./check.sh", ["x"], "./check.sh --only-failed")[0] == (
+        "./check.sh --only-failed"
     )
-    assert rerun_command("npm test", ["x"], "node")[0] == "npm test"
-    assert rerun_command("pytest", ["a b"], "pytest", "pytest {tests}")[0] == "pytest 'a b'"
-    assert rerun_command("pytest", [], "pytest", "pytest {tests}") is None
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "sh tests.sh",  # a script, whatever its output looks like
+        "./run_pytest.sh",
+        "echo pytest",
+        "cd x && pytest -q",  # --lf would land on the wrong command
+        "python -m unittest discover -s tests",  # the ids are relative to tests/
+        "npm test",  # no way to narrow it: a whole second run proves little
+        "cargo test",
+        "",
+    ],
+)
+def test_no_rerun_where_the_command_cannot_be_narrowed(command: str) -> None:
+    assert rerun_command(command, ["tests/test_x.py::test_x"]) is None
 
 
 def test_a_rerun_that_ran_nothing_confirms_nothing() -> None:
