@@ -85,3 +85,23 @@ def test_the_generated_plugin_passes_its_own_tests(tmp_path: Path, classifier: b
     )  # fmt: skip
     assert done.returncode == 0, done.stdout[-3000:]
     assert " passed" in done.stdout
+
+
+@pytest.mark.parametrize("classifier", [False, True], ids=["plugin", "classifier"])
+def test_the_templates_use_only_the_public_api(tmp_path: Path, classifier: bool) -> None:
+    """What a third party starts from imports ``loopctl`` (and ``loopctl.testing`` in tests)
+    only, keeps run state in ``loop.stash``, and names its events after the plugin."""
+    import re
+
+    root = write_plugin(tmp_path, "flaky-db", classifier=classifier)[0]
+    private = re.compile(r"(?:from|import) loopctl\.(?!testing\b)[a-z]")
+    for path in root.rglob("*.py"):
+        text = path.read_text(encoding="utf-8")
+        assert not private.search(text), path
+        assert "global " not in text, path
+        assert '"loop.' not in text, path  # no copies of other plugins' or core event names
+    plugin = (root / "src" / "loopctl_flaky_db" / "plugin.py").read_text(encoding="utf-8")
+    if not classifier:
+        assert 'FAILURE_SEEN = f"{NAME}.failure_seen"' in plugin
+        assert "StashKey[" in plugin
+        assert "def after_iteration(loop: Loop, record: IterationRecord, test_run:" in plugin

@@ -118,7 +118,7 @@ _PLUGIN = {
     "README.md": """# loopctl-{{name}}
 
 A [loopctl](https://github.com/loopctl/loopctl) plugin. It adds a reminder to every agent
-prompt and emits `{{slug}}.failure_seen` after each failed iteration.
+prompt and emits `{{name}}.failure_seen` (`plugin.FAILURE_SEEN`) after each failed iteration.
 
     pip install -e .
     loopctl plugins list        # {{name}} is listed as enabled
@@ -142,12 +142,19 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import attrs
-from loopctl import PromptSection, hookimpl
+from loopctl import PromptSection, StashKey, hookimpl
 
 if TYPE_CHECKING:
-    from loopctl import IterationRecord, Loop
+    from loopctl import IterationRecord, Loop, TestRun
 
 NAME = "{{name}}"
+#: Every event of this plugin starts with its name and a dot. Publish the names as constants
+#: like this one, so other plugins (and your tests) match on them, never on copies.
+FAILURE_SEEN = f"{NAME}.failure_seen"
+
+#: Per-run state lives in ``loop.stash`` under a key of your own, never in module globals:
+#: here, how many iterations of this run ended with failing tests.
+FAILURES = StashKey[int]()
 
 
 @attrs.define(frozen=True)
@@ -168,9 +175,9 @@ def register_event_schemas() -> dict[str, dict[str, Any]]:
     from loopctl import EventField, define_event
 
     return {
-        "{{slug}}.failure_seen": define_event(
+        FAILURE_SEEN: define_event(
             "An iteration ended with failing tests.",
-            {"failing": EventField.INT},
+            {"failing": EventField.INT, "failures_so_far": EventField.INT},
             line="{{name}}: {failing} failing test(s)",
         )
     }
@@ -193,9 +200,14 @@ def compose_prompt(loop: Loop) -> PromptSection | None:
 
 
 @hookimpl
-def after_iteration(loop: Loop, record: IterationRecord) -> None:
-    if not record.tests_passed:
-        loop.emit("{{slug}}.failure_seen", failing=len(record.failing_tests))
+def after_iteration(loop: Loop, record: IterationRecord, test_run: TestRun | None) -> None:
+    # Called for every iteration, however it ended (``record.ending``); ``test_run`` is the
+    # iteration's own test run, None when the tests did not run (the agent failed first).
+    if test_run is None or test_run.passed:
+        return
+    failures = loop.stash.get(FAILURES, 0) + 1
+    loop.stash[FAILURES] = failures
+    loop.emit(FAILURE_SEEN, failing=len(test_run.failing_tests), failures_so_far=failures)
 ''',
     "tests/test_{slug}.py": '''"""loopctl-{{name}} in real loops: a real project, the scripted agent, a real test command."""
 
@@ -234,7 +246,8 @@ def test_the_reminder_reaches_the_prompt(project: Project, run_loop) -> None:
     assert result.status == "complete"
     prompt = (result.state_dir / "logs" / "iteration-0001.prompt.md").read_text("utf-8")
     assert "Keep add() fast." in prompt
-    assert [e["failing"] for e in result.events_of("{{slug}}.failure_seen")] == [1]
+    seen = result.events_of(plugin.FAILURE_SEEN)
+    assert [(e["failing"], e["failures_so_far"]) for e in seen] == [(1, 1)]
 
 
 def test_an_empty_reminder_adds_no_section(project: Project, run_loop) -> None:
@@ -356,6 +369,7 @@ def test_other_failures_are_left_to_the_others() -> None:
 
 def test_the_classifier_picks_the_mode(loopctl_project: Project, run_loop) -> None:
     import loopctl_failure_classifier.plugin as failure_classifier
+    from loopctl_failure_classifier.events import CLASSIFIED
 
     loopctl_project.write("check.py", f"import sys\\nprint({LOCKED!r})\\nsys.exit(1)\\n")
     loopctl_project.commit("a test run that hits a locked database")
@@ -366,7 +380,7 @@ def test_the_classifier_picks_the_mode(loopctl_project: Project, run_loop) -> No
         plugins={"failure-classifier": failure_classifier, "{{name}}": plugin},
         config={"limits": {"max_iterations": 1}},
     )
-    classified = result.events_of("loop.failure_classified")
+    classified = result.events_of(CLASSIFIED)
     assert [e["mode"] for e in classified] == [plugin.MODE]
 ''',
 }
