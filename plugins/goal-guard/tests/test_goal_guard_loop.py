@@ -600,7 +600,7 @@ def test_a_failing_note_source_loses_only_its_own_notes(loopctl_project, run_loo
 
 def test_every_event_of_a_guarded_run_matches_the_published_schema(loopctl_project, run_loop):
     jsonschema = pytest.importorskip("jsonschema")
-    from loopctl.events import event_schema
+    from loopctl.testing import event_schema
     from loopctl_goal_guard.events import event_schemas
 
     prepare_project(loopctl_project)

@@ -9,7 +9,6 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from loopctl import state as lst
 from loopctl_goal_guard import record as rec
 
 TRICKY = 'line one\n---\nkey: "value" \\ back\\slash\n  - yaml: [1, 2]\n\u00e9\u4e2d\U0001f600\n'
@@ -96,19 +95,3 @@ def test_any_goal_round_trips_exactly_through_the_record(tmp_path: Path, goal: s
     assert read.sealed.text == goal
     assert read.sealed == sealed
     assert not read.problems
-
-
-@settings(
-    max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
-@given(goal=any_text | st.sampled_from([TRICKY, "x" * 200_000]), working=any_text)
-def test_any_goal_round_trips_exactly_through_loop_state(
-    tmp_path: Path, goal: str, working: str
-) -> None:
-    """The core writes `goal` and `original_goal` from separate fields; both come back as
-    written, whatever the text (the state file is what `loopctl resume` reads)."""
-    path = tmp_path / "loop-state.md"
-    lst.write_loop_state(path, lst.LoopState(goal=working, original_goal=goal))
-    loaded = lst.read_loop_state(path)
-    assert loaded.original_goal == goal
-    assert loaded.goal == working
