@@ -303,7 +303,8 @@ _PYTEST_LINES: Scanner[_PytestStep] = Scanner(
             ("FAILED", "ERROR"),
             _PytestReader.progress,
         ),
-        ScanRule("location", r"^(\S+?\.py):(\d+): (?!in )(.+)$", ".py:", _PytestReader.location),
+        # ": " and not ".py:", which every test id of a verbose run ("t.py::test_x") holds
+        ScanRule("location", r"^(\S+?\.py):(\d+): (?!in )(.+)$", ": ", _PytestReader.location),
         ScanRule(
             "import error",
             r"^(?:ImportError while|INTERNALERROR>)",
