@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 import attrs
 from _common import Figure, print_table
 
-from loopctl.fingerprint import fingerprint
+from loopctl.fingerprints import fingerprint
 from loopctl.model import AgentSummary, IterationRecord
 from loopctl import parse_test_output
 from loopctl_failure_classifier import rules

@@ -34,7 +34,7 @@ from _common import Figure, median_ms, print_table
 
 from loopctl import IterationRecord, LoopOutcome, TestRun, hookimpl
 from loopctl.pluginhost import PluginHost, PluginSelection
-from loopctl.runner import prepare
+from loopctl.launch import prepare
 from loopctl.testing import make_project
 from loopctl_goal_guard import plugin
 from loopctl_goal_guard.notes import Note

@@ -168,7 +168,88 @@ def events_page() -> str:
     return "\n".join(lines)
 
 
+STABILITY = """\
+## What is public, and how it changes
+
+- **Public** is what `import loopctl` gives you: every name in `loopctl.__all__` (listed below)
+  and every documented member of those names, including the whole of `Loop`; the hooks of
+  [the hook reference](hooks.md) with their arguments and results; the events of
+  [the events reference](events.md); and `loopctl.testing` for plugins' tests. Import them from
+  `loopctl` itself: `from loopctl import Loop, hookimpl`.
+- **Private** is every other module (`loopctl.engine`, `loopctl.config`, `loopctl.state` …),
+  anything whose name starts with `_`, and the engine behind `Loop` (`LoopDriver`). They change
+  in any release without notice. The lint session enforces this for loopctl's own plugins
+  (ruff's banned-API rule over `plugins/` and `contrib/`): they are written the way a third
+  party's must be.
+- **Versioning.** loopctl follows semantic versioning for the public API. Until 1.0 a minor
+  release (0.1 → 0.2) may change it, and says so: each hook and member carries
+  `versionadded`/`versionchanged` notes, and the changelog lists every change.
+- **Deprecation.** A public name that is renamed or moved keeps working under its old name for
+  at least one minor release, with a `DeprecationWarning` that names the new one (`Loop.generation`
+  → `Loop.restarts`). A removed name is listed with its replacement.
+- **In 0.2**, where the plugin API became a boundary: `Loop.config` and `Loop.agent` became
+  the specific members below (`test_command`, `max_restarts`, `agent_name`, `agent_model`,
+  `context_window()`); `request_restart`/`request_stop` gave way to decisions returned from
+  `after_iteration`; `veto_completion` to a `CompletionVeto` from `on_success`;
+  `mark_not_agents_fault` to a `NotAgentsFault` from `on_failure`; `reduce_iteration_budget` to
+  `Decision.proceed(remaining_iterations=N)`; `repair_original_goal` to the
+  `resolve_original_goal` hook; `Decision.stop(reason)` no longer takes its status from the
+  reason (`status=` is explicit; `Decision.complete()` for success).
+"""
+
+
+def _first_paragraph(doc: str) -> str:
+    return doc.split("\n\n", 1)[0].replace("\n", " ").strip()
+
+
+def _members(cls: type) -> list[tuple[str, str, str]]:
+    """(name, signature or "property", docstring) of a class's public members, in source order."""
+    found = []
+    for name, value in vars(cls).items():
+        if name.startswith("_"):
+            continue
+        if isinstance(value, property):
+            found.append((name, "property", inspect.getdoc(value) or ""))
+        elif callable(value):
+            signature = str(inspect.signature(value)).replace("self, ", "").replace("(self)", "()")
+            found.append((name, signature.replace("'", ""), inspect.getdoc(value) or ""))
+    return found
+
+
+def api_page() -> str:
+    import loopctl
+    from loopctl.loop import Loop
+
+    lines = [
+        "# The public API: `loopctl` and the `Loop`",
+        "",
+        inspect.getdoc(loopctl.loop) or "",
+        "",
+        STABILITY,
+        "## `Loop`",
+        "",
+        inspect.getdoc(Loop) or "",
+        "",
+    ]
+    for name, signature, doc in _members(Loop):
+        shown = f"loop.{name}" if signature == "property" else f"loop.{name}{signature}"
+        lines += [f"### `{shown}`", "", doc, ""]
+    lines += [
+        "## Every public name",
+        "",
+        "Everything `import loopctl` offers, with the first line of its documentation.",
+        "",
+        "| name | what it is |",
+        "|---|---|",
+    ]
+    for name in sorted(n for n in loopctl.__all__ if not n.startswith("__")):
+        doc = _first_paragraph(inspect.getdoc(getattr(loopctl, name)) or "").replace("|", "\\|")
+        lines.append(f"| `loopctl.{name}` | {doc} |")
+    return "\n".join(lines) + "\n"
+
+
 PAGES: dict[str, Callable[[], str]] = {
+    "loop.md": api_page,
     "events.md": events_page,
     "configuration.md": config_page,
     "hooks.md": hooks_page,

@@ -30,7 +30,7 @@ from loopctl.agents.claude import (
     parse_reset_time,
 )
 from loopctl.agents.supervisor import Supervision, run_turn
-from loopctl.model import ErrorKind, MessageKind, TurnResult
+from loopctl.model import AgentMessage, ErrorKind, MessageKind, ToolCall, TurnResult, Usage
 from loopctl.testing import model_server as ms
 
 TRANSCRIPTS = Path(__file__).parent / "data" / "transcripts" / "claude"
@@ -716,22 +716,96 @@ def test_bad_settings_raise_a_clear_value_error(settings_: ClaudeSettings, words
         ClaudeAgent(settings_).invocation(request())
 
 
-def test_agent_message_field_order_the_hot_path_relies_on() -> None:
-    import attrs
+def test_hot_path_messages_equal_those_built_the_ordinary_way() -> None:
+    """The hot paths build AgentMessage without ``type.__call__`` (see ``claude._new``): what
+    they make must equal a plain keyword construction, whatever fields AgentMessage gains."""
+    model = "claude-sonnet-4-5"
+    lines: list[dict[str, Any]] = [
+        {"type": "system", "subtype": "init", "session_id": "s-1", "model": model},
+        {
+            "type": "assistant",
+            "message": {
+                "id": "msg_1",
+                "model": model,
+                "content": [
+                    {"type": "thinking", "thinking": "hm"},
+                    {"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": {"command": "pytest"}},
+                ],
+                "usage": {"input_tokens": 10, "output_tokens": 2},
+            },
+            "parent_tool_use_id": "toolu_0",
+        },
+        {
+            "type": "user",
+            "message": {
+                "content": [
+                    {"type": "tool_result", "tool_use_id": "toolu_1", "content": "Exit code 1\nno", "is_error": True}
+                ]
+            },
+            "parent_tool_use_id": "toolu_0",
+        },
+        {
+            "type": "assistant",
+            "message": {
+                "id": "msg_2",
+                "model": model,
+                "content": "All done.",  # plain-string content: one text block
+                "usage": {"input_tokens": 20, "output_tokens": 3},
+            },
+            "parent_tool_use_id": None,
+        },
+        {
+            "type": "assistant",
+            "message": {
+                "id": "msg_3",
+                "model": "<synthetic>",
+                "content": [{"type": "text", "text": "API Error: 500"}],
+                "usage": {"input_tokens": 0, "output_tokens": 0},
+            },
+            "error": "server_error",
+            "parent_tool_use_id": None,
+        },
+    ]  # fmt: skip
+    parser = ClaudeParser()
+    got = [message for line in lines for message in parser.feed(json.dumps(line).encode())]
 
-    from loopctl.model import AgentMessage
-
-    assert [f.name for f in attrs.fields(AgentMessage)] == [
-        "kind",
-        "text",
-        "tool_call",
-        "usage",
-        "session_id",
-        "model",
-        "context_window",
-        "sidechain",
-        "raw_type",
-    ]
+    call = ToolCall(
+        name="Bash", key_input="pytest", id="toolu_1",
+        result_excerpt="Exit code 1\nno", is_error=True, exit_code=1,
+    )  # fmt: skip
+    window = got[0].context_window
+    assert got == [
+        AgentMessage(
+            kind=MessageKind.INIT, session_id="s-1", model=model, context_window=window,
+            raw_type="system",
+        ),
+        AgentMessage(
+            kind=MessageKind.TOOL_CALL, tool_call=call, session_id="s-1", sidechain=True,
+            raw_type="assistant",
+        ),
+        AgentMessage(
+            kind=MessageKind.USAGE, usage=Usage(input_tokens=10, output_tokens=2),
+            session_id="s-1", model=model, context_window=window, sidechain=True,
+            raw_type="assistant",
+        ),
+        AgentMessage(
+            kind=MessageKind.TOOL_RESULT, tool_call=call, session_id="s-1", sidechain=True,
+            raw_type="user",
+        ),
+        AgentMessage(
+            kind=MessageKind.TEXT, text="All done.", session_id="s-1", raw_type="assistant"
+        ),
+        AgentMessage(
+            kind=MessageKind.USAGE, usage=Usage(input_tokens=20, output_tokens=3),
+            session_id="s-1", model=model, context_window=window, raw_type="assistant",
+        ),
+        AgentMessage(
+            kind=MessageKind.ERROR, text="API Error: 500", session_id="s-1", raw_type="assistant"
+        ),
+    ]  # fmt: skip
+    assert all(type(message) is AgentMessage for message in got)
+    assert parser.errors == ["API Error: 500"]
+    assert parser.last_error_code == "server_error"
 
 
 def test_adapter_identity() -> None:

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from loopctl.fingerprint import fingerprint, normalize_line
+from loopctl.fingerprints import fingerprint, normalize_line
 
 
 @pytest.mark.parametrize(

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from loopctl.config import InvalidFields
     from loopctl.configfile import ConfigError
     from loopctl.events import EventField, define_event
-    from loopctl.fingerprint import normalize_line
+    from loopctl.fingerprints import fingerprint, normalize_line
     from loopctl.loop import Loop, LoopOutcome, ReportSection, Restart
     from loopctl.markers import hookimpl, hookspec
     from loopctl.model import (
@@ -92,7 +92,8 @@ _LAZY = {
     "strip_ansi": "loopctl.scan",
     "ParsedTestOutput": "loopctl.testoutput",
     "parse_test_output": "loopctl.testoutput",
-    "normalize_line": "loopctl.fingerprint",
+    "normalize_line": "loopctl.fingerprints",
+    "fingerprint": "loopctl.fingerprints",
     **{
         name: "loopctl.model"
         for name in (
@@ -174,6 +175,7 @@ __all__ = [
     "__version__",
     "atomic_write_text",
     "define_event",
+    "fingerprint",
     "hookimpl",
     "hookspec",
     "is_infrastructure_failure",

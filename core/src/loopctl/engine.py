@@ -157,7 +157,7 @@ class BackgroundWriter:
 
 
 class Engine:
-    """Runs one loop. Build it with :func:`loopctl.runner.prepare` (which loads config and
+    """Runs one loop. Build it with :func:`loopctl.launch.prepare` (which loads config and
     plugins and selects the agent), then call :meth:`run`."""
 
     def __init__(
@@ -313,7 +313,7 @@ class Engine:
     def open(self) -> None:
         """Take the state directory: check it, lock it, and load or start the loop's state.
 
-        Called by :func:`loopctl.runner.prepare`, so every problem (a file in the way, another
+        Called by :func:`loopctl.launch.prepare`, so every problem (a file in the way, another
         loop holding the lock, a corrupt or unfinished state) is reported before a run starts.
         Raises LoopError or StateError with a message for the user; idempotent.
         """
@@ -444,7 +444,7 @@ class Engine:
         if not self._in_event_hook:
             self._in_event_hook = True
             try:
-                self.host.hook.on_event(event=event)
+                self.host.hook.on_event(event=event, loop=self.loop)
             finally:
                 self._in_event_hook = False
         return event

@@ -323,16 +323,18 @@ def on_loop_end(loop: Loop, outcome: LoopOutcome) -> None:
 
 
 @hookspec
-def on_event(event: Event) -> None:
+def on_event(event: Event, loop: Loop) -> None:
     """An event was recorded in ``events.jsonl``: the hook for telemetry sinks.
 
     :param event: the :class:`~loopctl.model.Event` (``type``, ``ts``, ``iteration``, ``data``).
+    :param loop: the run that recorded it (its ``stash`` holds the plugin's state for it).
 
     Called synchronously for every event, so queue slow exports. Return value: ignored.
     Events a plugin emits from inside this hook are recorded but not passed to ``on_event``
     again (no feedback loops).
 
     .. versionadded:: 0.1
+    .. versionchanged:: 0.2 the ``loop`` argument.
     """
 
 

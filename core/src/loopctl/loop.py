@@ -9,6 +9,7 @@ engine. Everything documented here is public API, importable from ``loopctl``; s
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Protocol, overload
@@ -236,6 +237,18 @@ class Loop:
     def restarts(self) -> int:
         """How many session restarts happened so far in this run (0 in the first session)."""
         return self._driver.state.restarts
+
+    @property
+    def generation(self) -> int:
+        """Deprecated since 0.2: the same number as :attr:`restarts`, under its old name.
+
+        .. deprecated:: 0.2 use ``loop.restarts``; ``generation`` goes in 0.3."""
+        warnings.warn(
+            "Loop.generation is deprecated: use Loop.restarts (the same number)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return self.restarts
 
     @property
     def session_id(self) -> str | None:

@@ -187,6 +187,9 @@ class TestRun:
     runner: str = "generic"
     #: Normalised fingerprint of the error lines (numbers, paths, hex, times masked); "" on pass.
     fingerprint: str = ""
+    #: How many tests passed and failed, where the runner's summary says (None otherwise).
+    passed_count: int | None = None
+    failed_count: int | None = None
     #: "" for the iteration's own test run; a plugin's re-run carries the label it gave
     #: :meth:`loopctl.Loop.run_tests` (``rerun``, ``flaky-check`` …).
     label: str = ""
@@ -316,9 +319,12 @@ class Decision:
         return cls(Action.CONTINUE, reason, message, remaining_iterations=remaining_iterations)
 
     @classmethod
-    def restart(cls, reason: str, message: str = "") -> Decision:
-        """End the agent session after this iteration and start a fresh one."""
-        return cls(Action.RESTART, reason, message)
+    def restart(
+        cls, reason: str, message: str = "", *, remaining_iterations: int | None = None
+    ) -> Decision:
+        """End the agent session after this iteration and start a fresh one (optionally with a
+        smaller budget)."""
+        return cls(Action.RESTART, reason, message, remaining_iterations=remaining_iterations)
 
     @classmethod
     def stop(cls, reason: str, message: str = "", *, status: str = "plugin") -> Decision:

@@ -23,8 +23,8 @@ import pluggy
 from loopctl import records
 from loopctl import state as st
 from loopctl.config import LoadedConfig, load_config
+from loopctl.launch import build_host
 from loopctl.model import IterationRecord
-from loopctl.runner import build_host
 
 T = TypeVar("T")
 

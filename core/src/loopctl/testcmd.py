@@ -16,7 +16,7 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
-from loopctl.fingerprint import fingerprint
+from loopctl.fingerprints import fingerprint
 from loopctl.model import TestRun
 from loopctl.procgroup import group_alive, signal_group
 from loopctl.testoutput import parse_test_output
@@ -241,6 +241,8 @@ def _test_run(
         timed_out=timed_out,
         output=output,
         runner=found.runner,
+        passed_count=found.passed_count,
+        failed_count=found.failed_count,
     )
     if run.passed:
         return run

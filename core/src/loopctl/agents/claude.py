@@ -80,6 +80,12 @@ KEY_INPUT_FIELDS = (
 )
 
 _decode = msgspec.json.decode
+# Calling a class with keywords costs twice the positional call: ``type.__call__`` packs the
+# keywords into a dict for ``__init__``. The hot paths (text, tool calls and results, usage) skip
+# that step: they make the instance and call attrs' own ``__init__`` with the same keywords, which
+# measured as fast as the positional call without depending on the order of the fields.
+_new = object.__new__
+_init_message = AgentMessage.__init__
 
 
 # --- the typed shapes of the bulk lines -----------------------------------------------------------
@@ -368,80 +374,88 @@ class ClaudeParser(StreamParser):
             )
         ]
 
-    # The hot paths below build AgentMessage positionally (twice as fast as by keyword): kind,
-    # text, tool_call, usage, session_id, model, context_window, sidechain, raw_type. A test pins
-    # that field order.
+    # --- assistant and user lines: nearly every line of a transcript ---------------------------
 
     def _on_assistant(self, line: _Line, out: list[AgentMessage]) -> None:
+        """The line's usage (:meth:`_note_request`), then a message per text or tool-use block."""
         message = line.message
         if message is None:
             return
         sidechain = line.parent_tool_use_id is not None or line.isSidechain is True
-        model = message.model
         error_code = line.error
         if error_code:
             self.last_error_code = error_code
-        synthetic = model == SYNTHETIC_MODEL
-        if not synthetic:
-            if model and not sidechain:
-                self.api_model = model
-            usage = message.usage
-            if usage is not None:
-                message_id = message.id or ""
-                if message_id and message_id == self._pending_id:  # more lines of one message
-                    pi, po, pcc, pcr = self._pending_counts
-                    i, o = usage.input_tokens or 0, usage.output_tokens or 0
-                    cc, cr = (
-                        usage.cache_creation_input_tokens or 0,
-                        usage.cache_read_input_tokens or 0,
-                    )
-                    if i > pi or o > po or cc > pcc or cr > pcr:
-                        self._pending_counts = (max(i, pi), max(o, po), max(cc, pcc), max(cr, pcr))
-                else:
-                    self._begin_request(message_id, usage, sidechain)
+        synthetic = message.model == SYNTHETIC_MODEL
+        if not synthetic:  # a message the CLI made up is not a request, and has no real model
+            self._note_request(message, sidechain)
+        is_error = synthetic or bool(error_code)
         content = message.content
-        if type(content) is not list:
-            if not content:
-                return
-            content = [_Block(type="text", text=str(content))]
-        session_id = self.session_id
-        for block in content:
-            block_type = block.type
+        for block in content if type(content) is list else _text_blocks(content):
+            block_type = block.type  # thinking blocks say nothing a plugin can act on
             if block_type == "text":
-                words = block.text
-                if words is None:
-                    continue
-                if synthetic or error_code:
-                    self._remember_error(words)
-                    kind = _ERROR
-                else:
-                    if not sidechain:
-                        self._keep_text(words)
-                    kind = _TEXT
-                out.append(
-                    AgentMessage(
-                        kind, words, None, None, session_id, None, None, sidechain, "assistant"
-                    )
-                )
+                if block.text is not None:
+                    out.append(self._text_message(block.text, is_error, sidechain))
             elif block_type == "tool_use":
-                call = ToolCall(block.name or "unknown", _key_input(block.input), block.id or "")
-                self.tool_calls.append(call)
-                self.tool_call_count += 1
-                if call.id:
-                    self._index_call(call)
-                out.append(
-                    AgentMessage(
-                        _TOOL_CALL,
-                        None,
-                        call,
-                        None,
-                        session_id,
-                        None,
-                        None,
-                        sidechain,
-                        "assistant",
-                    )
-                )
+                out.append(self._tool_call_message(block, sidechain))
+
+    def _note_request(self, message: _Message, sidechain: bool) -> None:
+        """The model and the usage of a line of a real API message. Its first line begins a
+        request; later lines (same ``message.id``) can only raise the counts."""
+        model = message.model
+        if model and not sidechain:
+            self.api_model = model
+        usage = message.usage
+        if usage is None:
+            return
+        message_id = message.id or ""
+        if not message_id or message_id != self._pending_id:
+            self._begin_request(message_id, usage, sidechain)
+            return
+        pi, po, pcc, pcr = self._pending_counts
+        i, o = usage.input_tokens or 0, usage.output_tokens or 0
+        cc, cr = usage.cache_creation_input_tokens or 0, usage.cache_read_input_tokens or 0
+        if i > pi or o > po or cc > pcc or cr > pcr:
+            self._pending_counts = (max(i, pi), max(o, po), max(cc, pcc), max(cr, pcr))
+
+    def _text_message(self, words: str, is_error: bool, sidechain: bool) -> AgentMessage:
+        """An ERROR message for words the CLI reports as an error, else TEXT; the main
+        thread's text is kept for the turn's final text."""
+        if is_error:
+            self._remember_error(words)
+            kind = _ERROR
+        else:
+            if not sidechain:
+                self._keep_text(words)
+            kind = _TEXT
+        agent_message = _new(AgentMessage)
+        _init_message(
+            agent_message,
+            kind=kind,
+            text=words,
+            session_id=self.session_id,
+            sidechain=sidechain,
+            raw_type="assistant",
+        )
+        return agent_message
+
+    def _tool_call_message(self, block: _Block, sidechain: bool) -> AgentMessage:
+        """The call, kept (and indexed by id for its result)."""
+        # name, key input, id: positional, as keywords would cost this hot path (see _new)
+        call = ToolCall(block.name or "unknown", _key_input(block.input), block.id or "")
+        self.tool_calls.append(call)
+        self.tool_call_count += 1
+        if call.id:
+            self._index_call(call)
+        agent_message = _new(AgentMessage)
+        _init_message(
+            agent_message,
+            kind=_TOOL_CALL,
+            tool_call=call,
+            session_id=self.session_id,
+            sidechain=sidechain,
+            raw_type="assistant",
+        )
+        return agent_message
 
     def _on_user(self, line: _Line, out: list[AgentMessage]) -> None:
         message = line.message
@@ -462,19 +476,16 @@ class ClaudeParser(StreamParser):
             call.result_excerpt = excerpt
             if call.name == "Bash":
                 call.exit_code = _exit_code(excerpt, call.is_error)
-            out.append(
-                AgentMessage(
-                    _TOOL_RESULT,
-                    None,
-                    call,
-                    None,
-                    session_id,
-                    None,
-                    None,
-                    sidechain,
-                    "user",
-                )
+            agent_message = _new(AgentMessage)
+            _init_message(
+                agent_message,
+                kind=_TOOL_RESULT,
+                tool_call=call,
+                session_id=session_id,
+                sidechain=sidechain,
+                raw_type="user",
             )
+            out.append(agent_message)
 
     def _on_rate_limit(self, data: dict[str, Any]) -> list[AgentMessage]:
         info = data.get("rate_limit_info")
@@ -540,7 +551,7 @@ class ClaudeParser(StreamParser):
 
     def _begin_request(self, message_id: str, raw: _Usage, sidechain: bool) -> None:
         """The usage on the first line of an API message; its later lines raise the counts in
-        :meth:`_on_assistant`. A message seen before (it came back after other lines) is not
+        :meth:`_note_request`. A message seen before (it came back after other lines) is not
         counted again."""
         if message_id and message_id in self._seen_ids:
             return
@@ -574,17 +585,18 @@ class ClaudeParser(StreamParser):
                     self._folded = oldest if self._folded is None else self._folded + oldest
                 requests.append(usage)
                 self.context_tokens = fill
-        return AgentMessage(
-            _USAGE,
-            None,
-            None,
-            usage,
-            self.session_id,
-            self.model,
-            self.context_window,
-            sidechain,
-            "assistant",
+        agent_message = _new(AgentMessage)
+        _init_message(
+            agent_message,
+            kind=_USAGE,
+            usage=usage,
+            session_id=self.session_id,
+            model=self.model,
+            context_window=self.context_window,
+            sidechain=sidechain,
+            raw_type="assistant",
         )
+        return agent_message
 
     def _window_from_model_usage(self, model_usage: object) -> int | None:
         """The main model's ``contextWindow`` from ``result.modelUsage``."""
@@ -979,6 +991,12 @@ def _key_input(tool_input: _ToolInput | None) -> str:
         if value is not None:
             return value[:KEY_INPUT_LIMIT]
     return ""
+
+
+def _text_blocks(content: object) -> list[_Block]:
+    """Message content that is not a list of blocks (a plain string): one text block, or none
+    when it is empty."""
+    return [_Block(type="text", text=str(content))] if content else []
 
 
 # --- the lenient way: plain data that did not fit the structs, taken field by field --------------

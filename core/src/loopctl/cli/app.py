@@ -105,7 +105,7 @@ USER_ERRORS = (
     ("loopctl.config", "ConfigError"),
     ("loopctl.engine", "LoopError"),
     ("loopctl.pluginhost", "PluginError"),
-    ("loopctl.runner", "UsageError"),
+    ("loopctl.launch", "UsageError"),
     ("loopctl.scaffold", "ScaffoldError"),
     ("loopctl.state", "StateError"),
 )
@@ -146,7 +146,7 @@ def _run_loop(
     summary: Callable[[Engine, LoopOutcome], None] | None = None,
 ) -> None:
     """Prepare the run, check its state directory, run it with a view, exit with its code."""
-    from loopctl.runner import prepare
+    from loopctl.launch import prepare
     from loopctl.view import View, choose_mode, make_view, use_event_lines
 
     mode = choose_mode(json_output=json_output)
@@ -432,16 +432,16 @@ def resume_command(
 
 def plugin_run_options(workdir: Path, config: Optional[Path]) -> dict[str, Any]:
     """The options enabled plugins add to run/resume, by flag (register_run_options)."""
-    from loopctl.config import load_config
     from loopctl import RunOption
+    from loopctl.config import load_config
+    from loopctl.launch import build_host
     from loopctl.pluginhost import PluginError
-    from loopctl.runner import build_host
 
     with user_errors():
         host = build_host(load_config(workdir, config_file=config))
     options: dict[str, tuple[RunOption, str]] = {}
     for impl in host.hook.register_run_options.get_hookimpls():
-        offered: list[RunOption] = impl.function() or []
+        offered: Any = impl.function() or ()
         for option in offered:
             if not isinstance(option, RunOption):
                 continue
@@ -507,7 +507,7 @@ def events_schema(
     """Print the JSON Schema of an events.jsonl line (core events and the enabled plugins')."""
     from loopctl.config import load_config
     from loopctl.events import event_schema
-    from loopctl.runner import build_host
+    from loopctl.launch import build_host
 
     with user_errors():
         host = build_host(load_config(Path.cwd(), config_file=config))
@@ -686,7 +686,7 @@ def agents_list(
 ) -> None:
     """The agent adapters, whether each CLI is on PATH, and its version."""
     from loopctl.config import load_config
-    from loopctl.runner import agent_classes, build_host
+    from loopctl.launch import agent_classes, build_host
 
     with user_errors():
         loaded = load_config(Path.cwd(), config_file=config)
@@ -756,7 +756,7 @@ def agents_parse(
     tool calls, and the outcome ("why did loopctl restart my agent?")."""
     from loopctl.agents.transcript import parse_transcript, render_summary, summary_to_json
     from loopctl.config import load_config
-    from loopctl.runner import agent_classes, build_host
+    from loopctl.launch import agent_classes, build_host
 
     with user_errors():
         loaded = load_config(Path.cwd(), config_file=config)
@@ -847,7 +847,7 @@ def _forgiving_streams() -> None:
 
 def _add_plugin_commands() -> None:
     from loopctl.config import load_config
-    from loopctl.runner import build_host
+    from loopctl.launch import build_host
 
     try:
         host = build_host(load_config(Path.cwd()))

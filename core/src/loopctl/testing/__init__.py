@@ -16,7 +16,7 @@ Typical use::
             plugins={"my-plugin": my_plugin_module},
         )
         assert result.status == "complete"
-        assert result.events_of("my_plugin.did_something")
+        assert result.events_of("my-plugin.did_something")
 """
 
 from __future__ import annotations
@@ -31,11 +31,14 @@ from pathlib import Path
 from typing import Any
 
 import attrs
+import pluggy
 
 from loopctl import state as st
+from loopctl.agents.scripted import ScriptedAgent, ScriptedParser, write_scenario
 from loopctl.events import event_schema
 from loopctl.loop import LoopOutcome
 from loopctl.model import Event
+from loopctl.pluginhost import PluginHost, PluginSelection
 
 
 @attrs.define
@@ -144,8 +147,8 @@ def run_loop(
     """
     from loopctl.agents.scripted import write_scenario
     from loopctl.config import load_config
+    from loopctl.launch import prepare
     from loopctl.pluginhost import PluginHost, PluginSelection
-    from loopctl.runner import prepare
 
     settings: dict[str, Any] = {
         "agent": agent or "scripted",
@@ -203,6 +206,18 @@ def sigint_as_in_a_terminal() -> Callable[[], None] | None:
     return _default_sigint if signal.getsignal(signal.SIGINT) is signal.SIG_IGN else None
 
 
+def hook_relay(plugins: Mapping[str, object], *, strict: bool = True) -> pluggy.HookRelay:
+    """loopctl's hooks with ``plugins`` registered under their names (and the hooks they add
+    with ``add_hookspecs``), with no loop: for a test that calls a plugin's registration hooks
+    or hooks a plugin declares (``hook_relay({"mine": plugin}).classify_failure(...)``). Only
+    loopctl's built-in plugins are loaded besides; ``strict`` lets exceptions through."""
+    host = PluginHost(PluginSelection(strict=strict))
+    host.load([])
+    for name, plugin in plugins.items():
+        host.register(plugin, name)
+    return host.hook
+
+
 def _to_toml(data: Mapping[str, Any], prefix: str = "") -> str:
     """Enough TOML for test configs: scalars, lists of scalars, nested tables."""
     scalars = {k: v for k, v in data.items() if not isinstance(v, Mapping)}
@@ -237,9 +252,13 @@ def _value(value: Any) -> str:
 __all__ = [
     "Project",
     "RunResult",
+    "ScriptedAgent",
+    "ScriptedParser",
     "event_schema",
+    "hook_relay",
     "make_project",
     "python_test_cmd",
     "run_loop",
     "sigint_as_in_a_terminal",
+    "write_scenario",
 ]
