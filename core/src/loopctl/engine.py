@@ -505,7 +505,12 @@ class Engine:
         """Let a plugin that sealed the goal put it back (``resolve_original_goal``)."""
         stored = self.state.original_goal
         caller = self.host.hook.resolve_original_goal
-        for impl in reversed(caller.get_hookimpls()):  # call order, to name the winner
+        # Called one implementation at a time, in pluggy's call order, to name the one that
+        # answered; each is isolated by the host like any hook call. (Wrappers have nothing to
+        # wrap here and are not called.)
+        for impl in reversed(caller.get_hookimpls()):
+            if impl.wrapper or impl.hookwrapper:
+                continue
             text = impl.function(loop=self.loop, stored=stored)
             if text is None:
                 continue

@@ -24,6 +24,7 @@ from loopctl import records
 from loopctl import state as st
 from loopctl.config import LoadedConfig, load_config
 from loopctl.launch import build_host
+from loopctl.pluginhost import PluginHost
 from loopctl.model import IterationRecord
 
 T = TypeVar("T")
@@ -57,10 +58,22 @@ class Project:
         return self._loaded.plugin_section(name, cls)
 
     @functools.cached_property
+    def _host(self) -> PluginHost:
+        host = build_host(self._loaded)
+        host.error_sink = lambda failure: None  # kept in plugin_failures for the command to show
+        return host
+
+    @property
     def hook(self) -> pluggy.HookRelay:
         """The hook relay of the project's enabled plugins (loaded on first use), for calling
-        hooks that plugins declare (``getattr(project.hook, "classify_failure", None)``)."""
-        return build_host(self._loaded).hook
+        hooks that plugins declare (``getattr(project.hook, "classify_failure", None)``). A
+        plugin that raises is skipped, as in a loop, and listed in :attr:`plugin_failures`."""
+        return self._host.hook
+
+    @property
+    def plugin_failures(self) -> list[str]:
+        """``plugin in hook: error`` for every hook implementation that raised so far."""
+        return [f"{f.plugin} in {f.hook}: {f.error}" for f in self._host.failures]
 
     def saved_run(self, state_dir: Path | None = None) -> SavedRun:
         """The run kept in ``state_dir`` (default: :attr:`state_dir`)."""
@@ -89,21 +102,31 @@ class SavedRun:
         damaged."""
         return st.read_loop_state(self.state_dir / st.LOOP_STATE_FILE)
 
-    def iterations(self) -> list[IterationRecord]:
-        """Every iteration recorded in ``iterations.jsonl``, oldest first; lines that are not
-        valid records are skipped."""
+    @property
+    def events_path(self) -> Path:
+        """``events.jsonl``: for a reader that follows the log as it grows."""
+        return self.state_dir / st.EVENTS_FILE
+
+    def iterations(self, problems: list[str] | None = None) -> list[IterationRecord]:
+        """Every iteration recorded in ``iterations.jsonl``, oldest first. Lines that are not
+        valid records are skipped; pass a list as ``problems`` to be told which, one message
+        each (``iterations.jsonl line 7: not valid JSON (torn write?)``)."""
+        read = st.read_jsonl(self.state_dir / st.ITERATIONS_FILE)
+        skipped = list(read.problems)
         found: list[IterationRecord] = []
-        for raw in st.read_jsonl(self.state_dir / st.ITERATIONS_FILE).records:
+        for raw in read.records:
             try:
                 found.append(records.structure_record(raw))
-            except ValueError:
-                continue
+            except ValueError as exc:
+                skipped.append(f"{st.ITERATIONS_FILE}: skipped a record ({exc})")
+        if problems is not None:
+            problems.extend(skipped)
         return found
 
     def events(self, last: int | None = None) -> list[dict[str, Any]]:
         """The events of ``events.jsonl`` as JSON objects, oldest first: all of them, or the
         ``last`` N (read from the end, so cheap on a long run)."""
-        path = self.state_dir / st.EVENTS_FILE
+        path = self.events_path
         if last is not None:
             return st.tail_jsonl(path, last)
         return st.read_jsonl(path).records
