@@ -164,28 +164,29 @@ class Scanner(Generic[T]):
             line = line[: self.line_chars]
         if self.normalize is not None:
             line = self.normalize(line)
-        rules = self.rules
         if not self.prefilter:
-            for rule in rules:
-                found = rule.pattern.search(line)
-                if found is not None:
-                    return ScanMatch(rule, line, found)
-            return None
+            return self._every_rule(line)
         haystack = line.lower() if self.ignore_case else line
         candidates: tuple[int, ...] = ()
-        merged = False
         for literal, numbers in self._by_literal:  # a plain loop: cheaper than a comprehension
             if literal in haystack:
-                merged = bool(candidates)
                 candidates += numbers
         if not candidates:
             return None
         if self.combined is not None and self.combined.search(line) is None:
             return None
-        if merged:
+        if len(candidates) > 1:
             candidates = tuple(sorted(set(candidates)))
+        rules = self.rules
         for number in candidates:
             rule = rules[number]
+            found = rule.pattern.search(line)
+            if found is not None:
+                return ScanMatch(rule, line, found)
+        return None
+
+    def _every_rule(self, line: str) -> ScanMatch[T] | None:
+        for rule in self.rules:
             found = rule.pattern.search(line)
             if found is not None:
                 return ScanMatch(rule, line, found)

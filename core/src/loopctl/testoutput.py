@@ -203,7 +203,7 @@ class _PytestReader:
             self.test_header(line)
         elif first == "-" and "Captured" in line and _PYTEST_CAPTURED.match(line):
             self.skipping = True
-        elif not self.skipping:
+        elif not self.skipping and not first.isspace():  # the table's lines start at column 0
             found = _PYTEST_LINES.first(line)
             if found is not None:
                 found.tag(self, found.match)
@@ -281,8 +281,10 @@ class _PytestReader:
 
 _PytestStep = Callable[[_PytestReader, re.Match[str]], None]
 
-#: The pytest lines not marked by their first character, first match wins. The patterns are
-#: anchored at the line start; the literals keep them off the PASSED lines of a verbose run.
+#: The pytest lines not marked by their first character, first match wins. Every pattern is
+#: anchored at a line that starts with a non-blank character (indented lines are code, captured
+#: output, other tools: they never get here); the literals keep the patterns off the PASSED
+#: lines of a verbose run.
 _PYTEST_LINES: Scanner[_PytestStep] = Scanner(
     [
         ScanRule(
