@@ -29,7 +29,7 @@ import pluggy
 from loopctl import builtin, hookspecs, markers
 from loopctl.agents.builtin import BUILTIN_ADAPTERS, AdapterPlugin
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # annotation only: `plugins list` must not load the typed config (attrs, cattrs)
     from loopctl.config import LoadedConfig
 
 ENTRY_POINT_GROUP = "loopctl.plugins"
