@@ -859,7 +859,7 @@ def _write_readme(provenance: dict[str, dict[str, Any]], missing: dict[str, str]
 
         Real output of real tools, run on tiny failing projects by `generate.py` (in this
         directory) with stdout and stderr merged. `test_testoutput.py` checks that
-        `loopctl.testoutput.extract` finds, in each `<case>.txt`, what `<case>.expected.json`
+        `loopctl.parse_test_output` finds, in each `<case>.txt`, what `<case>.expected.json`
         lists: the runner, substrings of the decisive error lines, the failing test ids and the
         pass/fail counts. The tests only read these files; regenerating needs the tools:
 
