@@ -3,7 +3,6 @@ writes them (iterations.jsonl, error-summary.json, events.jsonl, loop-state.md, 
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -11,7 +10,7 @@ from typing import Any
 
 import attrs
 
-from loopctl import IterationRecord, normalize_line
+from loopctl import IterationRecord, fingerprint
 
 PLUGIN_NAME = "failure-classifier"
 
@@ -43,7 +42,7 @@ def record(
         tests_passed=passed,
         test_exit_code=0 if passed else 1,
         error_count=0 if passed else len(errors),
-        error_fingerprint="" if passed else _fingerprint(errors),
+        error_fingerprint="" if passed else fingerprint(errors),
         failing_tests=[] if passed else list(failing),
         tree_hash=tree,
         commit=commit,
@@ -51,12 +50,6 @@ def record(
         reason=reason,
         annotations=dict(annotations or {}),
     )
-
-
-def _fingerprint(lines: Sequence[str]) -> str:
-    """A stable fingerprint of error lines (records of one test are only compared together)."""
-    normalized = "\n".join(dict.fromkeys(normalize_line(line) for line in lines))
-    return hashlib.sha1(normalized.encode("utf-8")).hexdigest()[:16]
 
 
 def _json_record(rec: IterationRecord) -> dict[str, Any]:

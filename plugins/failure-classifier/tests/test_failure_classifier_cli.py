@@ -16,9 +16,13 @@ from failure_classifier_testkit import (
 )
 
 
-def loopctl(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+def loopctl(
+    *args: str, cwd: Path, plugins: str = "failure-classifier", path: Path | None = None
+) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("LOOPCTL_")}
-    env["LOOPCTL_PLUGINS"] = "failure-classifier"
+    env["LOOPCTL_PLUGINS"] = plugins
+    if path is not None:
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(path), env.get("PYTHONPATH")]))
     return subprocess.run(
         [sys.executable, "-m", "loopctl", *args],
         cwd=cwd,
@@ -104,3 +108,55 @@ def test_failure_mode_option_is_validated_against_the_known_modes(tmp_path: Path
     assert "dependency_issue" in bad.stderr
     help_text = loopctl("run", "--help", cwd=tmp_path).stdout
     assert "--failure-mode MODE" in help_text
+
+
+BROKEN_PLUGIN = """\
+from loopctl import hookimpl
+
+
+@hookimpl
+def classify_failure(evidence):
+    raise RuntimeError("classifier bug")
+"""
+
+
+def install_broken_classifier(site: Path) -> None:
+    """An installed plugin (a distribution with a ``loopctl.plugins`` entry point) whose
+    classifier raises."""
+    site.mkdir()
+    (site / "broken_classifier.py").write_text(BROKEN_PLUGIN, encoding="utf-8")
+    dist = site / "broken_classifier-0.1.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: broken-classifier\nVersion: 0.1\n", encoding="utf-8"
+    )
+    (dist / "entry_points.txt").write_text(
+        "[loopctl.plugins]\nbroken = broken_classifier\n", encoding="utf-8"
+    )
+
+
+def test_classify_lists_a_crashed_classifier_and_still_decides(tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    install_broken_classifier(site)
+    state = make_state(
+        tmp_path,
+        [record(1), record(2), record(3)],
+        error_lines=["AssertionError: 1 != 2"],
+        log=PYTEST_ASSERT_LOG,
+    )
+    both = "failure-classifier,broken"
+    done = loopctl("classify", str(state), "--json", cwd=tmp_path, plugins=both, path=site)
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    assert data["mode"] == "infinite_loop"  # the built-in detectors still decided
+    crashed = [p for p in data["problems"] if "classifier bug" in p]
+    assert crashed == [
+        "skipped after an error: broken in classify_failure: RuntimeError: classifier bug"
+    ]
+    text = loopctl("classify", str(state), cwd=tmp_path, plugins=both, path=site)
+    assert (
+        "  - skipped after an error: broken in classify_failure: RuntimeError: classifier bug"
+        in text.stdout
+    )
+    alone = loopctl("classify", str(state), "--json", cwd=tmp_path)  # not enabled: no problem
+    assert not [p for p in json.loads(alone.stdout)["problems"] if "classifier bug" in p]

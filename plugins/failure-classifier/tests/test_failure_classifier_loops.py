@@ -236,6 +236,24 @@ def test_an_infinite_loop_names_the_failed_approach_cuts_the_budget_and_restarts
     assert result.outcome.reason == "infinite_loop"  # the third time: the limit of 2 is spent
 
 
+def test_an_infinite_loop_with_few_iterations_left_restarts_without_a_budget_cut(
+    loopctl_project: Project, run_loop: Any
+) -> None:
+    loopctl_project.write("calc.py", CALC)
+    loopctl_project.write("test_calc.py", CALC_TEST)
+    loopctl_project.commit("code")
+    result = run(
+        run_loop,
+        [[{"say": "it looks fine"}]],
+        config={"limits": {"max_iterations": 5}, "stuck": {"enabled": False}},
+    )
+    (restart, *_) = events_of(result, "loop.restart")
+    assert (restart["reason"], restart["iteration"]) == ("infinite_loop", 3)
+    assert not events_of(result, "loop.iteration_budget_reduced")  # 2 left: less than 10
+    recovered = [e for e in events_of(result, RECOVERY_APPLIED) if e["mode"] == "infinite_loop"]
+    assert recovered[0]["iterations_cut"] == 0
+
+
 # --- context exhaustion ---------------------------------------------------------------------------
 
 

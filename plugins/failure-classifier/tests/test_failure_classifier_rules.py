@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from failure_classifier_testkit import record
+from failure_classifier_testkit import make_state, record
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -218,6 +218,20 @@ def test_a_rerun_that_ran_nothing_confirms_nothing() -> None:
     assert confirmation(ran).passed
 
 
+def test_whether_a_rerun_ran_tests_comes_from_the_test_runs_counts() -> None:
+    """For a runner that reports counts, the TestRun's counts decide (the output is not parsed
+    again): none counted is no confirmation, whatever the output says."""
+    output = "tests/t.py .\n1 passed in 0.01s\n"
+    counted = TestRun("pytest --lf", 0, output=output, runner="pytest", passed_count=1)
+    assert confirmation(counted).ran_tests
+    failed = TestRun("pytest --lf", 1, output=output, runner="pytest", failed_count=2)
+    assert confirmation(failed).ran_tests
+    uncounted = TestRun("pytest --lf", 0, output=output, runner="pytest")
+    assert not confirmation(uncounted).ran_tests
+    zero = TestRun("pytest --lf", 0, output=output, runner="pytest", passed_count=0, failed_count=0)
+    assert not confirmation(zero).ran_tests
+
+
 # --- property tests: outside input never raises ------------------------------------------------------
 
 lines = st.text(alphabet=string.printable + "éλ→\x1b", max_size=120)
@@ -283,6 +297,29 @@ def test_classifying_a_garbled_state_dir_never_raises(
     (state / "loop-state.md").write_text(loop_state, encoding="utf-8")
     evidence = from_state_dir(state)
     assert classify(evidence).mode
+
+
+def test_skipped_iteration_lines_are_named_in_the_problems(tmp_path: Path) -> None:
+    state = make_state(tmp_path, [record(1), record(2)], error_lines=["AssertionError: 1 != 2"])
+    with open(state / "iterations.jsonl", "a", encoding="utf-8") as out:
+        out.write('{"iteration": "three"}\n')  # valid JSON, not a record
+        out.write('{"iteration": 4, "tests_pa\n')  # a torn write
+    evidence = from_state_dir(state)
+    assert [r.iteration for r in evidence.history] == [1, 2]
+    skipped = [p for p in evidence.problems if p.startswith("iterations.jsonl")]
+    assert len(skipped) == 2, evidence.problems
+    assert any("line 4" in p for p in skipped), skipped
+    assert any("skipped a record" in p for p in skipped), skipped
+    assert "iterations.jsonl" in "\n".join(classify(evidence).evidence)
+
+
+def test_many_skipped_iteration_lines_are_counted_not_listed(tmp_path: Path) -> None:
+    state = make_state(tmp_path, [record(1)], error_lines=["AssertionError: 1 != 2"])
+    with open(state / "iterations.jsonl", "a", encoding="utf-8") as out:
+        out.write("not json\n" * 8)
+    problems = [p for p in from_state_dir(state).problems if p.startswith("iterations.jsonl")]
+    assert len(problems) == 6
+    assert problems[-1] == "iterations.jsonl: 3 more lines skipped"
 
 
 def test_history_records_with_odd_annotations_are_tolerated() -> None:

@@ -22,19 +22,18 @@ HELP = (
 
 
 def _environment(workdir: Path) -> tuple[Any, FailureClassifierConfig, int, list[str]]:
-    """The project's hook relay (for custom classifiers), this plugin's config and the restart
-    limit; a broken config or plugin setup degrades to the built-in classifiers, with a
-    warning."""
+    """The project (its hook relay serves the custom classifiers), this plugin's config and the
+    restart limit; a broken config or plugin setup degrades to the built-in classifiers (and a
+    None project), with a warning."""
     warnings: list[str] = []
     config = FailureClassifierConfig()
     max_restarts = 3
-    hook = None
+    project = None
     try:
         from loopctl import load_project
 
         project = load_project(workdir)
         max_restarts = project.max_restarts
-        hook = project.hook
         try:
             section = project.plugin_config(PLUGIN_NAME, FailureClassifierConfig)
             config = attrs.evolve(section, force_mode=None)
@@ -42,10 +41,18 @@ def _environment(workdir: Path) -> tuple[Any, FailureClassifierConfig, int, list
             warnings.append(f"[plugins.{PLUGIN_NAME}] ignored: {exc}")
     except Exception as exc:  # noqa: BLE001 - the built-in classifiers still work
         warnings.append(f"custom classifiers unavailable: {exc}")
-    return hook, config, max_restarts, warnings
+    return project, config, max_restarts, warnings
 
 
-def render(result: OfflineResult) -> str:
+def _crashed(project: Any, before: int) -> list[str]:
+    """The classifiers (and other hook implementations) that raised since ``before`` failures
+    had been counted: they were skipped, and the output says so."""
+    if project is None:
+        return []
+    return [f"skipped after an error: {failure}" for failure in project.plugin_failures[before:]]
+
+
+def render(result: OfflineResult, failures: list[str]) -> str:
     verdict, recovery = result.verdict, result.recovery
     lines = [
         f"mode:        {verdict.mode}",
@@ -66,7 +73,7 @@ def render(result: OfflineResult) -> str:
             f"  - {c.mode} ({c.detector}, priority {c.priority}, confidence {c.confidence:.2f})"
             for c in others
         ]
-    problems = [*result.evidence.problems, *result.problems, *verdict.rejected]
+    problems = [*result.evidence.problems, *result.problems, *verdict.rejected, *failures]
     if problems:
         lines.append("problems:")
         lines += [f"  - {p}" for p in problems]
@@ -124,9 +131,11 @@ def add_classify_command(cli: Any) -> None:
         if missing:
             print(f"loopctl: error: no such log file: {missing[0]}", file=sys.stderr)
             return 2
-        hook, config, max_restarts, warnings = _environment(Path.cwd())
+        project, config, max_restarts, warnings = _environment(Path.cwd())
         for warning in warnings:
             print(f"loopctl: warning: {warning}", file=sys.stderr)
+        hook = project.hook if project is not None else None
+        before = len(project.plugin_failures) if project is not None else 0
         result = classify_offline(
             state_dir=None if logs else target,
             logs=logs,
@@ -137,10 +146,13 @@ def add_classify_command(cli: Any) -> None:
             config=config,
             max_restarts=max_restarts,
         )
+        failures = _crashed(project, before)
         if write and not logs:
             write_failure_mode(target, result.verdict, result.recovery.to_json())
         if json_output:
-            print(json.dumps(result.to_json(), indent=2, ensure_ascii=False))
+            data = result.to_json()
+            data["problems"] = [*data["problems"], *failures]
+            print(json.dumps(data, indent=2, ensure_ascii=False))
         else:
-            sys.stdout.write(render(result))
+            sys.stdout.write(render(result, failures))
         return 0

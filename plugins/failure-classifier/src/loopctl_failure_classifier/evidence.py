@@ -6,7 +6,6 @@ forgiving: what is missing or unreadable becomes a line in ``Evidence.problems``
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from collections import deque
@@ -20,7 +19,7 @@ from loopctl import (
     StateError,
     TestRun,
     ToolCall,
-    normalize_line,
+    fingerprint,
     parse_test_output,
 )
 from loopctl_failure_classifier.detectors import ANNOTATION, MONITOR_EVENTS
@@ -43,12 +42,12 @@ _INSTALL = re.compile(
     r"|download)\b"
 )
 _RESTART_DIR = re.compile(r"restart-(\d+)\Z")
-#: A run's files, as the state-directory reference names them (for reading ``events.jsonl`` a
-#: few new lines at a time, and for the words of a problem).
-EVENTS_FILE = "events.jsonl"
+#: A run's files, as the state-directory reference names them (for the words of a problem).
 LOOP_STATE_FILE = "loop-state.md"
 ITERATIONS_FILE = "iterations.jsonl"
 ERROR_SUMMARY_FILE = "error-summary.json"
+#: At most this many skipped lines of ``iterations.jsonl`` are named in ``Evidence.problems``.
+MAX_SKIPPED_REPORTED = 5
 
 
 def ran_installs(tool_calls: Iterable[ToolCall]) -> bool:
@@ -248,7 +247,13 @@ def from_state_dir(state_dir: Path, *, workdir: Path | None = None) -> Evidence:
                 workdir = Path(loop_state.workdir)
         except (StateError, OSError, ValueError) as exc:
             problems.append(f"{LOOP_STATE_FILE} is unreadable: {exc}")
-    history = run.iterations()
+    skipped: list[str] = []
+    history = run.iterations(problems=skipped)
+    problems.extend(line[:300] for line in skipped[:MAX_SKIPPED_REPORTED])
+    if len(skipped) > MAX_SKIPPED_REPORTED:
+        problems.append(
+            f"{ITERATIONS_FILE}: {len(skipped) - MAX_SKIPPED_REPORTED} more lines skipped"
+        )
     summary: dict[str, Any] | None = None
     try:
         summary = run.error_summary()
@@ -323,16 +328,6 @@ def _log_passed(text: str) -> bool:
     return _PASS_LINE.search(text[-4000:]) is not None
 
 
-def _signature(lines: Iterable[str]) -> str:
-    """A short hash of the normalised, deduplicated error lines of a raw log. Records built from
-    raw logs are only ever compared with each other, never with a loop's own fingerprints (a
-    loop's records carry those: :attr:`loopctl.TestRun.fingerprint`)."""
-    parts = dict.fromkeys(n for n in map(normalize_line, lines) if n)
-    if not parts:
-        return ""
-    return hashlib.sha1("\n".join(parts).encode("utf-8")).hexdigest()[:16]
-
-
 def record_from_log(iteration: int, text: str, *, same_code: bool) -> IterationRecord:
     extraction = parse_test_output(text)
     passed = _log_passed(text)
@@ -341,7 +336,7 @@ def record_from_log(iteration: int, text: str, *, same_code: bool) -> IterationR
         tests_passed=passed,
         test_exit_code=0 if passed else 1,
         error_count=0 if passed else len(extraction.error_lines),
-        error_fingerprint="" if passed else _signature(extraction.error_lines),
+        error_fingerprint="" if passed else fingerprint(extraction.error_lines),
         failing_tests=[] if passed else list(extraction.failing_tests),
         tree_hash=SAME_CODE if same_code else None,
     )

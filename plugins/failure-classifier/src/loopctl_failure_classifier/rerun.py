@@ -16,7 +16,7 @@ import re
 import shlex
 from collections.abc import Sequence
 
-from loopctl import TestRun, parse_test_output
+from loopctl import TestRun
 from loopctl_failure_classifier.model import Rerun
 
 #: Shell syntax that makes appending arguments unsafe (they would land on another command).
@@ -84,9 +84,8 @@ def confirmation(run: TestRun) -> Rerun:
     """What a rerun's result (the :class:`loopctl.TestRun` that ``loop.run_tests`` returned)
     says: did it pass, and did it actually run tests?"""
     ran = True
-    if run.runner in _COUNTED:  # the counts are not on the TestRun: only they need a parse
-        parsed = parse_test_output(run.output)
-        ran = (parsed.passed_count or 0) + (parsed.failed_count or 0) > 0
+    if run.runner in _COUNTED:
+        ran = (run.passed_count or 0) + (run.failed_count or 0) > 0
     if "no tests ran" in run.output[-2000:] or "Ran 0 tests" in run.output[-2000:]:
         ran = False
     return Rerun(

@@ -37,7 +37,7 @@ from loopctl_failure_classifier.classify import (
 )
 from loopctl_failure_classifier.config import PLUGIN_NAME, FailureClassifierConfig
 from loopctl_failure_classifier.detectors import ANNOTATION, Notes, Settings
-from loopctl_failure_classifier.evidence import EVENTS_FILE, EventTail, from_loop, ran_installs
+from loopctl_failure_classifier.evidence import EventTail, from_loop, ran_installs
 from loopctl_failure_classifier.model import (
     BUILTIN_MODES,
     BUILTIN_PRIORITY,
@@ -238,7 +238,7 @@ def diagnose(
     if installs:
         loop.annotate(ANNOTATION, annotation)
     if state.events is None:
-        state.events = EventTail(loop.state_dir / EVENTS_FILE)
+        state.events = EventTail(SavedRun(loop.state_dir).events_path)
     evidence = from_loop(loop, record, test_run, environment_changed=installs, events=state.events)
     if passed:
         return _diagnose_pass(loop, state, evidence, annotation)
@@ -517,9 +517,12 @@ def _recover_loop(loop: Loop, state: RunState, pending: Pending, memory: dict[st
     _note(memory, pending.iteration, "Change Strategy", body, 92)
     details = {"approach": approach[:500], "iterations_cut": max(0, cut)}
     message = f"infinite loop: {approach[:300]}"
-    decision = Decision.restart(INFINITE_LOOP, message)
-    if cut > 0:  # the restart also cuts the budget to loop_max_remaining more iterations
-        decision = attrs.evolve(decision, remaining_iterations=state.config.loop_max_remaining)
+    # The restart also cuts the budget to loop_max_remaining more iterations (when that is less).
+    decision = Decision.restart(
+        INFINITE_LOOP,
+        message,
+        remaining_iterations=state.config.loop_max_remaining if cut > 0 else None,
+    )
     return decision, "reduce_and_redirect", details
 
 
