@@ -184,10 +184,7 @@ class PricedAgentPlugin:
 
     @hookimpl
     def register_agents(self) -> list[type[Any]]:
-        from loopctl.agents.scripted import (  # noqa: TID251 - no public scripted agent yet (asked of core)
-            ScriptedAgent,
-            ScriptedParser,
-        )
+        from loopctl.testing import ScriptedAgent, ScriptedParser
 
         class PricedParser(ScriptedParser):
             def finish(self, exit_code: int | None, stderr: str) -> Any:
@@ -208,7 +205,7 @@ class PricedAgentPlugin:
 
 def priced_config(project: Project, turns: list[list[dict[str, Any]]]) -> dict[str, Any]:
     """Config that runs the ``priced`` agent through ``turns``."""
-    from loopctl.agents.scripted import write_scenario  # noqa: TID251 - not in loopctl.testing yet (asked of core)
+    from loopctl.testing import write_scenario
 
     scenario = write_scenario(project.path / ".priced-scenario.json", turns)
     return {"agents": {"priced": {"scenario": str(scenario)}}}

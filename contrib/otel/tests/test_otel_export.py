@@ -334,7 +334,7 @@ def test_every_event_of_a_failing_export_fits_the_published_schema(
     run_loop: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     jsonschema = pytest.importorskip("jsonschema")
-    from loopctl.events import event_schema  # noqa: TID251 - no public schema builder for tests yet (asked of core)
+    from loopctl.testing import event_schema
     from loopctl_otel.events import event_schemas
 
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_HEADERS", "not-a-header")  # an otel.warning too
@@ -352,8 +352,7 @@ def test_every_event_of_a_failing_export_fits_the_published_schema(
 
 
 def test_the_run_options_set_exporter_and_endpoint(project: Any, collector: Collector) -> None:
-    from loopctl.agents.scripted import write_scenario  # noqa: TID251 - not in loopctl.testing yet (asked of core)
-    from loopctl.testing import python_test_cmd
+    from loopctl.testing import python_test_cmd, write_scenario
 
     scenario = write_scenario(project.path / "scenario.json", [[FIX, DONE]])
     project.write(

@@ -418,16 +418,25 @@ def test_traces_off_records_no_spans(run_loop: Any, memory: Memory) -> None:
 
 def test_the_run_state_lives_in_the_loop_stash(run_loop: Any, memory: Memory) -> None:
     """The recorder is the run's (``loop.stash``), not a module global: present while the loop
-    runs, gone from the plugin once it ended, and a second run in the same process records a
-    trace of its own."""
+    runs, gone from the run once it ended, and a second run in the same process records a
+    trace of its own. The events before ``on_loop_start`` wait in the run's stash too."""
     from loopctl_otel import plugin as otel_plugin
+    from loopctl_otel.recorder import Recorder
 
     seen: list[object] = []
+    loops: list[Any] = []
+    early: list[list[str]] = []
 
     class Spy:
+        @hookimpl(tryfirst=True)
+        def on_loop_start(self, loop: Any) -> None:  # before otel's: what on_event kept
+            run = loop.stash.get(otel_plugin.RUN)
+            early.append([e.type for e in run.early] if run is not None and run.early else [])
+
         @hookimpl
         def after_iteration(self, loop: Any) -> None:
             seen.append(otel_plugin.current_recorder(loop))
+            loops.append(loop)
 
     for _ in range(2):
         result = run_loop("make add add", turns=[[FIX, DONE]], plugins={**PLUGINS, "spy": Spy()})
@@ -435,7 +444,11 @@ def test_the_run_state_lives_in_the_loop_stash(run_loop: Any, memory: Memory) ->
     assert len(seen) == 2
     assert None not in seen
     assert seen[0] is not seen[1]
-    assert otel_plugin._feeding is None  # nothing of a run outlives its loop
+    assert all(kept[:1] == ["loop.start"] for kept in early), early
+    # nothing of a run outlives its loop: not in its stash, not in the module
+    assert [otel_plugin.current_recorder(loop) for loop in loops] == [None, None]
+    held = [v for v in vars(otel_plugin).values() if isinstance(v, (otel_plugin.OtelRun, Recorder))]
+    assert held == []
     runs = memory.named("loopctl.run")
     assert len(runs) == 2
     assert runs[0].context.trace_id != runs[1].context.trace_id

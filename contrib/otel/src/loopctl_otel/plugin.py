@@ -4,10 +4,10 @@ Cheap to import: the OpenTelemetry SDK is loaded when a run starts. A run's tele
 :class:`~loopctl_otel.recorder.Recorder`, the events that came before it, whether an export
 failure was reported) is an :class:`OtelRun` in ``loop.stash`` under :data:`RUN`.
 
-``on_event`` receives no loop, so it reaches the run it feeds through :data:`_feeding`, the one
-module-level reference: set when a run's first event arrives, cleared when its loop ends. The
-first events (``loop.start``, warnings) come before ``on_loop_start``, which is where the config
-can be read: they are kept in the :class:`OtelRun` until then and replayed.
+Nothing of a run lives in the module: ``on_event`` gets the loop too and finds the run in its
+stash. The first events (``loop.start``, warnings) come before ``on_loop_start``, which is where
+the config can be read: ``on_event`` puts the :class:`OtelRun` in the stash and keeps them in it
+until then, and ``on_loop_start`` replays them into the recorder.
 """
 
 from __future__ import annotations
@@ -31,9 +31,9 @@ class OtelRun:
 
     __slots__ = ("early", "recorder", "reported")
 
-    def __init__(self, early: list[Event] | None = None) -> None:
+    def __init__(self) -> None:
         #: Events taken before the recorder existed, replayed into it (then None).
-        self.early: list[Event] | None = early if early is not None else []
+        self.early: list[Event] | None = []
         #: Recording this run (None: telemetry is off, or not started yet).
         self.recorder: Recorder | None = None
         #: ``otel.export_failed`` was written (it is written once per run).
@@ -42,9 +42,6 @@ class OtelRun:
 
 #: This run's :class:`OtelRun`.
 RUN = StashKey[OtelRun]()
-
-#: The run ``on_event`` feeds (it gets no loop): from its ``loop.start`` to its ``on_loop_end``.
-_feeding: OtelRun | None = None
 
 
 def current_recorder(loop: Loop) -> Recorder | None:
@@ -91,10 +88,7 @@ def register_event_schemas() -> dict[str, dict[str, Any]]:
 
 @hookimpl(tryfirst=True)
 def on_loop_start(loop: Loop) -> None:
-    global _feeding
-    run = _feeding if _feeding is not None and _feeding.recorder is None else OtelRun()
-    _feeding = run
-    loop.stash[RUN] = run
+    run = loop.stash.setdefault(RUN, OtelRun())  # on_event made it when events came first
     early, run.early = run.early or [], None
     from loopctl_otel import __version__, pipeline
     from loopctl_otel.recorder import Recorder
@@ -137,14 +131,10 @@ def on_loop_start(loop: Loop) -> None:
 
 
 @hookimpl
-def on_event(event: Event) -> None:
-    global _feeding
-    if event.type in ("loop.start", "loop.resume"):
-        _feeding = OtelRun([event])  # a new run: forget what an earlier one left
-        return
-    run = _feeding
-    if run is None:
-        return
+def on_event(event: Event, loop: Loop) -> None:
+    run = loop.stash.get(RUN)
+    if run is None:  # an event before on_loop_start: keep it for the recorder
+        run = loop.stash[RUN] = OtelRun()
     recorder = run.recorder
     if recorder is not None:
         try:
@@ -162,12 +152,10 @@ def on_event(event: Event) -> None:
 def on_loop_end(loop: Loop, outcome: LoopOutcome) -> None:
     """Last of all plugins, so their final events are in the trace: end every span, flush
     (bounded by ``timeout_s``), and report an export failure once."""
-    global _feeding
     run = loop.stash.get(RUN)
     if run is None:
         return
-    if _feeding is run:
-        _feeding = None
+    run.early = None  # events after the end (none but this plugin's own) are not kept
     recorder, run.recorder = run.recorder, None
     if recorder is None:
         return
