@@ -83,16 +83,11 @@ def classifier_events() -> Any:
 
 def test_the_classifier_picks_lint_failure_and_its_recovery(tmp_path: Path) -> None:
     fc = classifier_plugin()
-    from loopctl.pluginhost import (  # noqa: TID251 - no public offline plugin host yet (asked of core)
-        PluginHost,
-        PluginSelection,
-    )
+    from loopctl.testing import hook_relay
     from loopctl_failure_classifier.offline import classify_offline
 
-    host = PluginHost(PluginSelection(no_plugins=True))
-    host.register(fc, "failure-classifier")
-    host.register(example, "example-classifier")
-    result = classify_offline(logs=[DATA / "ruff-concise.txt"], hook=host.hook)
+    hook = hook_relay({"failure-classifier": fc, "example-classifier": example})
+    result = classify_offline(logs=[DATA / "ruff-concise.txt"], hook=hook)
     assert result.verdict.mode == "lint_failure"
     assert result.verdict.detector == "example-classifier.lint"
     assert result.recovery.to_json() == {

@@ -101,7 +101,7 @@ def test_one_comment_created_then_updated_then_marked_resolved(
 
 def assert_events_match_their_schema(result: RunResult) -> None:
     """Every github.* line validates against the declared schema, and its view line renders."""
-    from loopctl.events import event_schema  # noqa: TID251 - no public schema builder for tests yet (asked of core)
+    from loopctl.testing import event_schema
     from loopctl_github.events import event_schemas
 
     jsonschema = pytest.importorskip("jsonschema")
