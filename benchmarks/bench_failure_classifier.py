@@ -25,9 +25,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 import attrs
 from _common import Figure, print_table
 
-from loopctl.fingerprints import fingerprint
-from loopctl.model import AgentSummary, IterationRecord
-from loopctl import parse_test_output
+from loopctl import IterationRecord, fingerprint, parse_test_output
 from loopctl_failure_classifier import rules
 from loopctl_failure_classifier.classify import classify
 from loopctl_failure_classifier.evidence import from_logs
@@ -85,7 +83,7 @@ def make_history(count: int = ITERATIONS) -> tuple[IterationRecord, ...]:
         history.append(
             IterationRecord(
                 iteration=i,
-                generation=i // 50,
+                restarts=i // 50,
                 tests_passed=False,
                 test_exit_code=1,
                 error_count=len(errors),
@@ -97,7 +95,6 @@ def make_history(count: int = ITERATIONS) -> tuple[IterationRecord, ...]:
                 changed_files=[f"src/mod_{i % 17}.py"],
                 commit=f"c{i // 3}",
                 tree_hash=f"t{i}",
-                agent=AgentSummary(),
             )
         )
     return tuple(history)
