@@ -34,8 +34,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from _common import Figure, print_table
 
 import loopctl_context_monitor.plugin as context_monitor
-from loopctl import hookimpl
-from loopctl import AgentMessage, MessageKind, ToolCall, Usage
+from loopctl import AgentMessage, MessageKind, ToolCall, Usage, hookimpl
 from loopctl.testing import make_project, run_loop
 from loopctl_context_monitor.config import ContextMonitorConfig
 from loopctl_context_monitor.gauge import Reading
