@@ -185,6 +185,46 @@ def test_a_plugin_changing_the_goal_is_refused_and_named(loopctl_project, run_lo
     ]
 
 
+class WorkingGoalSetter:
+    """Appends to the working goal in the given iterations, then records ``chatter`` events of
+    its own (more than the 200 newest events goal-guard used to read back)."""
+
+    def __init__(self, name: str, iterations: set[int], chatter: int = 0) -> None:
+        self.name, self.iterations, self.chatter = name, iterations, chatter
+
+    @hookimpl
+    def before_iteration(self, loop):
+        if loop.iteration in self.iterations:
+            loop.set_working_goal(loop.goal + f"\n\n{self.name} was here", source=self.name)
+            for n in range(self.chatter):
+                loop.emit(f"{self.name}.chatter", n=n)
+
+
+def test_the_plugins_that_set_the_working_goal_are_named_from_its_events(loopctl_project, run_loop):
+    """goal-guard follows ``loop.working_goal_set`` as it is recorded (``on_event``): it names
+    every plugin that set the working goal since goal-guard last did, however many events came
+    after, and only those."""
+    prepare_project(loopctl_project)
+    result = run_loop(
+        GOAL,
+        turns=SAY,
+        test_cmd=TEST_CMD,
+        plugins={
+            **PLUGINS,
+            "first": WorkingGoalSetter("first", {1, 2}, chatter=250),
+            "second": WorkingGoalSetter("second", {2, 3}),
+        },
+        config=config(4),
+    )
+    restored = result.events_of(gg.WORKING_GOAL_RESTORED)
+    assert [(e["iteration"], e["plugins"]) for e in restored] == [
+        (1, ["first"]),
+        (2, ["first", "second"]),
+        (3, ["second"]),  # "first" set it in iteration 2, before goal-guard put it back
+    ]
+    assert "was here" not in result.loop_state().goal
+
+
 class LateResolver:
     """Answers resolve_original_goal after goal-guard (an ordinary implementation)."""
 

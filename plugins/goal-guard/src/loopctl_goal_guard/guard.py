@@ -49,12 +49,7 @@ TESTS_SOURCE = "tests"
 RUN_NOTE_PREFIX = f"{TESTS_SOURCE}:run:"
 #: At most this many notes are taken from one plugin per call.
 MAX_NOTES_PER_PLUGIN = 100
-#: How many of the newest events are searched for the plugins that set the working goal.
-WORKING_GOAL_EVENTS = 200
 _ERROR_LINE_CHARS = 200
-#: The core's events goal-guard reads back (core events keep their ``loop.`` names).
-_GOAL_RESTORED = "loop.original_goal_restored"
-_WORKING_GOAL_SET = "loop.working_goal_set"
 
 
 _ERROR_WORDS = re.compile(r"error|assert|exception|expected|fail", re.IGNORECASE)
@@ -108,10 +103,12 @@ class GoalGuard:
         self._stop_message: str | None = None
         #: The goal text last reported as changed in memory: reported once, not every iteration.
         self._reported_change: str | None = None
-        #: The working goal goal-guard last set, and the iteration it did: a different
-        #: ``loop.goal`` later means another plugin set it.
+        #: The working goal goal-guard last set: a different ``loop.goal`` later means another
+        #: plugin set it.
         self._working_goal: str | None = None
-        self._working_goal_iteration = 0
+        #: The plugins that set the working goal since goal-guard last did (``on_event`` sees
+        #: their ``loop.working_goal_set`` events: :meth:`working_goal_set`).
+        self._working_goal_setters: set[str] = set()
         self._last_shown = 0
         #: Notes dropped over ``max_notes`` since the last prompt.
         self._evicted = 0
@@ -267,15 +264,16 @@ class GoalGuard:
         if not self._answered:
             self._reported_change = found  # check() need not report it again
 
-    def start(self) -> None:
+    def start(self, preempted_by: str | None = None) -> None:
         """At ``on_loop_start``: the goal is fixed now. When another plugin answered
         ``resolve_original_goal`` before goal-guard, seal (or verify) what the run carries and
-        report what can no longer be undone. Then write the working goal."""
+        report what can no longer be undone; ``preempted_by`` names that plugin when its answer
+        changed the goal (``on_event`` saw the ``loop.original_goal_restored`` it caused).
+        Then write the working goal."""
         if not self.resolved:
             current = self.loop.original_goal
-            foreign = self._foreign_restore()
             self._answered = False
-            self._preempted_by = str(foreign.get("source") or "?") if foreign else None
+            self._preempted_by = preempted_by
             self.resolve(current)
             if self._preempted_by is not None:  # sealed what the other plugin's answer left
                 self._violation(
@@ -290,20 +288,6 @@ class GoalGuard:
                 )
                 self._preempted_by = None
         self.sync_working_goal()
-
-    def _foreign_restore(self) -> dict[str, Any] | None:
-        """The ``loop.original_goal_restored`` event of this run's start, if another plugin's
-        answer to ``resolve_original_goal`` caused it (read back from events.jsonl: this runs
-        only when goal-guard's own answer was pre-empted)."""
-        from loopctl import SavedRun
-
-        for event in reversed(SavedRun(self.loop.state_dir).events(last=WORKING_GOAL_EVENTS)):
-            kind = event.get("type")
-            if kind in ("loop.start", "loop.resume"):
-                return None
-            if kind == _GOAL_RESTORED and event.get("source") != NAME:
-                return dict(event)
-        return None
 
     # --- checking ------------------------------------------------------------------------------
 
@@ -551,24 +535,17 @@ class GoalGuard:
         current = self.loop.goal
         if current != text:
             if self._working_goal is not None and current != self._working_goal:
-                self.loop.emit(ev.WORKING_GOAL_RESTORED, plugins=self._working_goal_setters())
+                setters = sorted(self._working_goal_setters) or ["?"]
+                self.loop.emit(ev.WORKING_GOAL_RESTORED, plugins=setters)
             self.loop.set_working_goal(text, source=NAME)
         self._working_goal = text
-        self._working_goal_iteration = self.loop.iteration
+        self._working_goal_setters.clear()
 
-    def _working_goal_setters(self) -> list[str]:
-        """The plugins that set the working goal since goal-guard last did, from the
-        ``loop.working_goal_set`` events (read back only when one did: ``on_event`` is not
-        told which run an event belongs to)."""
-        from loopctl import SavedRun
-
-        found: set[str] = set()
-        for event in SavedRun(self.loop.state_dir).events(last=WORKING_GOAL_EVENTS):
-            if (event.get("iteration") or 0) < self._working_goal_iteration:
-                continue
-            if event.get("type") == _WORKING_GOAL_SET and event.get("source") != NAME:
-                found.add(str(event.get("source")))
-        return sorted(found) or ["?"]
+    def working_goal_set(self, source: object) -> None:
+        """A ``loop.working_goal_set`` event of this run (from ``on_event``): remember which
+        plugin set the working goal, to name it if goal-guard has to put the goal back."""
+        if source != NAME:
+            self._working_goal_setters.add(str(source or "?"))
 
     # --- the end -------------------------------------------------------------------------------
 

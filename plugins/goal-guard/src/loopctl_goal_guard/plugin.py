@@ -1,7 +1,9 @@
 """goal-guard's hook implementations (the ``goal-guard`` entry point).
 
-Cheap to import: everything but the hook markers and the stash key is imported when a hook
-first runs. The guard of a run lives in that run's ``loop.stash`` under :data:`GUARD`.
+Cheap to import: everything but the hook markers and the stash keys is imported when a hook
+first runs. The guard of a run lives in that run's ``loop.stash`` under :data:`GUARD`; what
+``on_event`` learns before the guard is started (which plugin answered
+``resolve_original_goal`` first) waits in the stash too.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from loopctl import StashKey, hookimpl
 if TYPE_CHECKING:
     from loopctl import (
         Decision,
+        Event,
         IterationRecord,
         Loop,
         LoopOutcome,
@@ -26,6 +29,12 @@ if TYPE_CHECKING:
 NAME = "goal-guard"
 #: The run's guard, in ``loop.stash``.
 GUARD = StashKey["GoalGuard"]()
+#: The plugin whose answer to ``resolve_original_goal`` came before goal-guard's and changed
+#: the goal (seen by ``on_event``, used by ``on_loop_start``).
+PREEMPTED_BY = StashKey[str]()
+#: The core's events goal-guard follows (core events keep their ``loop.`` names).
+_WORKING_GOAL_SET = "loop.working_goal_set"
+_GOAL_RESTORED = "loop.original_goal_restored"
 
 
 def current_guard(loop: Loop) -> GoalGuard | None:
@@ -92,7 +101,7 @@ def on_loop_start(loop: Loop) -> None:
     guard = loop.stash.get(GUARD)
     if guard is None:  # another plugin answered resolve_original_goal before goal-guard
         guard = _new_guard(loop)
-    guard.start()
+    guard.start(loop.stash.get(PREEMPTED_BY))
 
 
 @hookimpl(tryfirst=True)
@@ -149,6 +158,21 @@ def on_loop_end(loop: Loop, outcome: LoopOutcome) -> None:
     if guard is not None:
         del loop.stash[GUARD]
         guard.end(outcome)
+
+
+@hookimpl
+def on_event(event: Event, loop: Loop) -> None:
+    """Follow who sets the working goal (named when goal-guard puts it back) and who answered
+    ``resolve_original_goal`` first. One comparison for any other event."""
+    kind = event.type
+    if kind == _WORKING_GOAL_SET:
+        guard = loop.stash.get(GUARD)
+        if guard is not None:
+            guard.working_goal_set(event.data.get("source"))
+    elif kind == _GOAL_RESTORED:
+        source = event.data.get("source")
+        if source != NAME:  # another plugin answered before goal-guard
+            loop.stash[PREEMPTED_BY] = str(source or "?")
 
 
 @hookimpl
