@@ -116,7 +116,7 @@ def test_declared_to_loopctl_and_every_written_event_validates(
     """A real loop: every line this plugin writes validates against the published schema and
     against loopctl's combined events.jsonl schema (the register_event_schemas hook)."""
     import loopctl_context_errors.plugin as plugin
-    from loopctl.events import event_schema
+    from loopctl.testing import event_schema
     from loopctl_context_errors.events import core_event_schemas
 
     loopctl_project.write("calc.py", "def add(a, b):\n    return a - b\n")
