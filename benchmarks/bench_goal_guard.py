@@ -33,8 +33,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 from _common import Figure, median_ms, print_table
 
 from loopctl import IterationRecord, LoopOutcome, TestRun, hookimpl
-from loopctl.pluginhost import PluginHost, PluginSelection
 from loopctl.launch import prepare
+from loopctl.pluginhost import PluginHost, PluginSelection
 from loopctl.testing import make_project
 from loopctl_goal_guard import plugin
 from loopctl_goal_guard.notes import Note
