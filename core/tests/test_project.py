@@ -60,6 +60,6 @@ def test_a_saved_run_is_read_back_and_says_what_it_skipped(loopctl_project, run_
 
 
 def test_a_missing_run_is_a_state_error_naming_the_file(tmp_path):
-    with pytest.raises(loopctl.StateError, match="loop-state.md does not exist"):
+    with pytest.raises(loopctl.StateError, match=r"loop-state\.md does not exist"):
         loopctl.SavedRun(tmp_path).loop_state()
     assert loopctl.SavedRun(tmp_path).iterations() == []

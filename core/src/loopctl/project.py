@@ -24,8 +24,8 @@ from loopctl import records
 from loopctl import state as st
 from loopctl.config import LoadedConfig, load_config
 from loopctl.launch import build_host
-from loopctl.pluginhost import PluginHost
 from loopctl.model import IterationRecord
+from loopctl.pluginhost import PluginHost
 
 T = TypeVar("T")
 

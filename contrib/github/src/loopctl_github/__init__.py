@@ -10,6 +10,6 @@ from __future__ import annotations
 
 from loopctl_github.events import DISABLED, EVENT_TYPES, FAILED, POSTED, PREFIX
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 __all__ = ["DISABLED", "EVENT_TYPES", "FAILED", "POSTED", "PREFIX", "__version__"]

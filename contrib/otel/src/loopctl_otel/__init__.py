@@ -23,7 +23,7 @@ from typing import Any
 
 from loopctl_otel.events import EVENT_TYPES, EXPORT_FAILED, EXPORTING, PREFIX, WARNING
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 
 @contextmanager

@@ -35,7 +35,7 @@ from loopctl_context_monitor.events import (
     USAGE_UNKNOWN,
 )
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 __all__ = [
     "ALL_EVENTS",

@@ -24,7 +24,7 @@ from loopctl_goal_guard.events import (
     WORKING_GOAL_RESTORED,
 )
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 if TYPE_CHECKING:
     from loopctl_goal_guard.legacy import strip_synthesized_sections
