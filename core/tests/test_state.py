@@ -683,7 +683,7 @@ def test_archive_restart_copies_files_and_moves_logs(tmp_path: Path) -> None:
         "progress.md": b"progress\n",
     }
     assert (tmp_path / "loop-state.md").read_text() == "state\n"  # copied, not moved
-    assert list(logs.iterdir()) == []  # the next generation starts clean
+    assert list(logs.iterdir()) == []  # the next session starts clean
     assert (tmp_path / "events.jsonl").exists()
     assert not (archive / "events.jsonl").exists()
     assert restart_numbers(tmp_path) == [1]

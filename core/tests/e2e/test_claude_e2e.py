@@ -191,7 +191,7 @@ def test_prompt_too_long_restarts_with_a_fresh_session_and_completes(
     assert agent_of(first)["context_tokens"] == 185_000
     assert first["decision"] == "restart"
     assert first["reason"] == "context_exhaustion"
-    assert second["generation"] == 1
+    assert second["restarts"] == 1
     assert agent_of(second)["outcome"] == "ok"
     restarts = result.events_of("loop.restart")
     assert [e["reason"] for e in restarts] == ["context_exhaustion"]
