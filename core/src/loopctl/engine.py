@@ -835,7 +835,9 @@ class Engine:
     def _run_agent(self, prompt: str, iteration: int) -> TurnResult:
         limits = self.loaded.config.limits
         supervision = self._supervision or Supervision(
-            timeout_s=limits.agent_timeout_s, idle_timeout_s=limits.idle_timeout_s
+            timeout_s=limits.agent_timeout_s,
+            idle_timeout_s=limits.idle_timeout_s,
+            transcript_limit=limits.agent_log_bytes,
         )
         resume = self.state.session_mode == "resume" and self.state.session_id
         request = TurnRequest(
