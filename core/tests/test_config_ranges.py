@@ -106,7 +106,9 @@ def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return directory
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(setting=bad_settings(), source=st.sampled_from(SOURCES))
 def test_a_bad_number_is_refused_naming_the_key_and_its_source(
     root: Path, setting: tuple[str, Any], source: str
@@ -165,7 +167,7 @@ def test_model_windows_are_bounded(root: Path) -> None:
     with pytest.raises(ConfigError) as info:
         load_config(root, env={})
     assert str(info.value) == (
-        'loopctl.toml: models.big: must be a context window in tokens (1 to 100,000,000), '
+        "loopctl.toml: models.big: must be a context window in tokens (1 to 100,000,000), "
         "got 1,000,000,000"
     )
     (root / "loopctl.toml").unlink()

@@ -119,9 +119,7 @@ class Limits:
     )
     max_tokens: int | None = attrs.field(
         default=None,
-        metadata=_doc(
-            "Stop when the run has used this many tokens (unset: no cap; 1 to 10**12)."
-        ),
+        metadata=_doc("Stop when the run has used this many tokens (unset: no cap; 1 to 10^12)."),
     )
     max_cost_usd: float | None = attrs.field(
         default=None,
