@@ -166,7 +166,7 @@ def test_the_tail_of_one_long_line_costs_about_one_read_of_it(tmp_path: Path) ->
     """The campaign's case: status took 17.7 s on one 50 MB line, prepending every 64 KB chunk
     to a growing buffer and splitting it again. Small chunks make that quadratic cost show at
     4 MB (about 8 GB copied); a linear tail costs a few reads of the file. The benchmark
-    (benchmarks/bench_state_tail.py) has the 50 MB figures."""
+    (benchmarks/bench_long_lines.py) has the 50 MB figures."""
     path = tmp_path / "iterations.jsonl"
     line = json.dumps({"iteration": 1, "text": "x" * 4_000_000}).encode()
     path.write_bytes(b'{"iteration": 0}\n' + line + b"\n")
