@@ -415,6 +415,9 @@ EXAMPLES: dict[str, Example] = {
     ),
     "config typo": Example("loopctl config show", project="typo", exit_code=2),
     "no test command": Example('loopctl run "make the tests pass" --agent claude', exit_code=2),
+    "test command not found": Example(
+        'loopctl run "make the tests pass" --agent claude --test-cmd "pytset -q"', exit_code=2
+    ),
     "no agent": Example(
         'loopctl run "make the tests pass" --test-cmd "pytest -q"', empty_path=True, exit_code=2
     ),

@@ -131,6 +131,15 @@ def exit_codes_page() -> str:
     lines += [f"| `{status.value}` | {EXIT_CODES[status.value]} |" for status in StopStatus]
     lines += [f"| *usage error* (bad config, unknown agent, …) | {EXIT_USAGE} |", ""]
     lines.append("A plugin may stop a loop with a status of its own; it maps to the `plugin` code.")
+    lines += [
+        "",
+        f"`disk_full` ({EXIT_CODES[StopStatus.DISK_FULL.value]}) means the disk of the state "
+        "directory, or the user's quota on it,",
+        "is full. The run stops with one line saying which file could not be written; nothing is",
+        "left half-written (see [state files](../state-files.md)), and once there is space",
+        "`loopctl resume` continues the loop (`loopctl run` when the disk was full before the",
+        "loop's state could be saved; the line says which).",
+    ]
     return "\n".join(lines) + "\n"
 
 

@@ -410,7 +410,7 @@ def test_model_windows_must_be_positive_and_dotted_names_are_quoted(project: Pat
     write(project / "loopctl.toml", '[models]\n"gemini-2.5-pro" = 0\nmy-model = 8000\n')
     assert error_of(project) == (
         'loopctl.toml: models."gemini-2.5-pro": must be a context window in tokens '
-        "(1 or more), got 0"
+        "(1 to 100,000,000), got 0"
     )
 
 

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import time
 from pathlib import Path
 from typing import ClassVar
 
+import attrs
 import pytest
 
 from loopctl.agents.base import AgentAdapter, AgentSettings, Invocation, StreamParser, TurnRequest
@@ -400,3 +402,109 @@ def test_the_agent_runs_in_its_own_process_group_and_workdir(tmp_path: Path) -> 
     agent = ArgvAgent([sys.executable, "-c", code])
     result = run_turn(agent, TurnRequest(prompt="", workdir=tmp_path, iteration=1))
     assert result.final_text == f"True {os.path.realpath(tmp_path)}"
+
+
+@pytest.mark.parametrize("seconds", [1e7, float("inf")])
+def test_huge_timeouts_do_not_overflow_the_wait(tmp_path: Path, seconds: float) -> None:
+    """The config refuses such numbers (limits are range-checked at load), but a Supervision
+    built in Python must not crash either: epoll cannot wait ~25 days, let alone infinity."""
+    limits = Supervision(
+        timeout_s=seconds, idle_timeout_s=seconds, grace_s=GRACE, kill_after_s=KILL_AFTER
+    )
+    result, _elapsed, pidfile = _run(tmp_path, FakeAgent("hang_after_result"), limits)
+    assert result.outcome.ok
+    _assert_no_survivors(pidfile)
+
+
+class PlainAgent(FakeAgent):
+    """The fake agent read as plain text, line by line (the ``command`` adapter's parser)."""
+
+    def new_parser(self) -> StreamParser:
+        from loopctl.agents.command import CommandParser
+
+        return CommandParser()
+
+
+def test_an_over_long_line_is_cut_as_it_streams_and_its_start_still_parsed(
+    tmp_path: Path,
+) -> None:
+    """The first ``max_line_bytes`` of a 10 MB line reach the parser, the rest up to the newline
+    is discarded, and the next line is read as usual; the cut is said in the turn's notes."""
+    size, cap = 10 * 1024 * 1024, 64 * 1024
+    limits = attrs.evolve(FAST, max_line_bytes=cap)
+    lines: list[str] = []
+
+    def on_message(message: AgentMessage) -> None:
+        lines.append(message.text)
+
+    result, _elapsed, pidfile = _run(
+        tmp_path, PlainAgent("long_plain_line", str(size)), limits, on_message=on_message
+    )
+    assert result.outcome.ok
+    assert lines == ["y" * cap, "after"]
+    assert f"loopctl: cut a stdout line of {size} bytes to its first {cap} bytes" in (
+        result.stderr_tail
+    )
+    _assert_no_survivors(pidfile)
+
+
+@pytest.mark.parametrize("cap", [1, 7, 65_536, 65_537, 200_000])
+def test_line_cutting_at_any_cap_keeps_the_other_lines_whole(tmp_path: Path, cap: int) -> None:
+    """Cuts that fall anywhere relative to the 64 KiB reads (before, on, after a read's end)."""
+    limits = attrs.evolve(FAST, max_line_bytes=cap)
+    lines: list[str] = []
+    result, _elapsed, _pidfile = _run(
+        tmp_path,
+        PlainAgent("long_plain_line", str(150_000)),
+        limits,
+        on_message=lambda message: lines.append(message.text),  # type: ignore[func-returns-value]
+    )
+    assert result.outcome.ok
+    assert lines == ["y" * min(cap, 150_000), "after"[:cap]]
+    assert ("loopctl: cut a stdout line of 150000 bytes" in result.stderr_tail) == (cap < 150_000)
+
+
+def test_a_line_longer_than_the_default_cap_is_never_held_whole(tmp_path: Path) -> None:
+    """A 64 MB line with the default limits: memory stays near the 16 MiB cap (the line was
+    buffered whole before: 629 MB of RSS for a 200 MB line). The lines around it still count."""
+    import tracemalloc
+
+    size = 64 * 1024 * 1024
+    tracemalloc.start()
+    try:
+        limits = attrs.evolve(Supervision(), grace_s=GRACE, kill_after_s=KILL_AFTER)
+        result, _elapsed, pidfile = _run(tmp_path, FakeAgent("long_json_line", str(size)), limits)
+        _current, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 3 * Supervision().max_line_bytes < size, f"peak {peak / 1e6:.0f} MB"
+    assert result.outcome.ok  # the result line after the cut one was read
+    assert result.final_text == "after"
+    assert "loopctl: cut a stdout line" in result.stderr_tail
+    _assert_no_survivors(pidfile)
+
+
+def test_the_transcript_is_capped_and_says_where_it_was_cut(tmp_path: Path) -> None:
+    transcript = tmp_path / "agent.jsonl"
+    limits = attrs.evolve(FAST, transcript_limit=100_000)
+    result, _elapsed, pidfile = _run(
+        tmp_path, PlainAgent("long_plain_line", str(3_000_000)), limits, transcript=transcript
+    )
+    assert result.outcome.ok
+    data = transcript.read_bytes()
+    kept, _, last = data.rpartition(b"\n")
+    assert last == b""
+    head, _, note_line = kept.rpartition(b"\n")
+    assert head == b"y" * 100_000  # the start, as written, then the note on a line of its own
+    note = json.loads(note_line)
+    assert note["type"] == "loopctl.transcript_cut"
+    assert (note["kept_bytes"], note["cut_bytes"]) == (100_000, 3_000_000 + 7 - 100_000)
+    assert "limits.agent_log_bytes" in note["message"]
+    _assert_no_survivors(pidfile)
+
+
+def test_a_transcript_under_its_cap_has_no_note(tmp_path: Path) -> None:
+    transcript = tmp_path / "agent.jsonl"
+    limits = attrs.evolve(FAST, transcript_limit=100_000)
+    _run(tmp_path, FakeAgent("ok"), limits, transcript=transcript)
+    assert b"loopctl.transcript_cut" not in transcript.read_bytes()

@@ -10,6 +10,7 @@ was in flight.
 
 from __future__ import annotations
 
+import errno
 import os
 import queue
 import signal
@@ -39,6 +40,7 @@ from loopctl.config import LoadedConfig, context_window_for, withheld_environmen
 from loopctl.loop import Loop, LoopOutcome, ReportSection, Restart, RunFacts
 from loopctl.model import (
     ACTION_STRENGTH,
+    EXIT_CODES,
     Action,
     AgentMessage,
     AgentSummary,
@@ -70,11 +72,36 @@ RATE_LIMIT_BACKOFF_S = (30.0, 60.0, 120.0, 300.0, 600.0)
 #: The reason of the engine's decision to try a rate-limited iteration again.
 RATE_LIMIT_RETRY = "rate_limit_retry"
 #: Statuses of a loop that did not end: ``loopctl run`` refuses to start over one of them.
-UNFINISHED = ("running", "interrupted", "restarting")
+UNFINISHED = ("running", "interrupted", "restarting", StopStatus.DISK_FULL.value)
+#: ``errno`` values that mean the disk, or the user's quota on it, is full.
+DISK_FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT})
 
 
 class LoopError(Exception):
     """A problem that stops a run before it starts (bad goal, state directory in use, …)."""
+
+
+class DiskFullError(LoopError):
+    """The state directory's disk is full before the loop could start."""
+
+    #: The process exit code the CLI uses for it (the ``disk_full`` status's).
+    exit_code = EXIT_CODES[StopStatus.DISK_FULL.value]
+
+
+def is_disk_full(exc: BaseException) -> bool:
+    """Whether ``exc`` says the disk (or the user's quota) is full."""
+    return isinstance(exc, OSError) and exc.errno in DISK_FULL_ERRNOS
+
+
+def disk_full_message(exc: OSError, *, resumable: bool = True) -> str:
+    """One line for the user: what could not be written, and what to do (``resume`` when the
+    loop's state was saved, else ``run`` again)."""
+    what = f"cannot write {exc.filename}" if exc.filename else "cannot write the state files"
+    then = "continue the loop with `loopctl resume`" if resumable else "start it with `loopctl run`"
+    return (
+        f"the disk is full: {what} ({exc.strerror or os.strerror(exc.errno or 0)}); free some "
+        f"space, then {then}"
+    )
 
 
 class BackgroundWriter:
@@ -95,6 +122,8 @@ class BackgroundWriter:
     ) -> None:
         self._queue: queue.Queue[Callable[[], object] | None] = queue.Queue()
         self.errors: list[str] = []
+        #: The first write that failed because the disk is full (the engine stops on it).
+        self.disk_full: OSError | None = None
         self._latest: dict[object, Callable[[], object]] = {}
         self._latest_lock = threading.Lock()
         #: Set while the loop waits (and while flushing): the writer may work.
@@ -151,7 +180,10 @@ class BackgroundWriter:
                 self.waiting.wait()
                 write()
             except Exception as exc:  # noqa: BLE001 - reported by the engine, never fatal
-                self.errors.append(f"{type(exc).__name__}: {exc}")
+                if isinstance(exc, OSError) and is_disk_full(exc):
+                    self.disk_full = self.disk_full or exc  # said by loop.end, not as an error
+                else:
+                    self.errors.append(f"{type(exc).__name__}: {exc}")
             finally:
                 self._queue.task_done()
 
@@ -230,6 +262,11 @@ class Engine:
         self._recent_rows: deque[dict[str, Any]] = deque(maxlen=20)
         self._tokens_total = 0
         self._cost_total = 0.0
+        #: Whether the run's report was written when it ended (a full disk may prevent it).
+        self.report_written = False
+        #: The first write that failed because the disk is full: the loop stops at the next
+        #: step (:meth:`_stop_if_disk_full`), and says so once.
+        self._disk_full: OSError | None = None
         self._started_monotonic = time.monotonic()
         self._wall_clock_used_before = 0.0
         self.state = self._initial_state(goal)
@@ -242,6 +279,7 @@ class Engine:
             return st.LoopState(goal="", original_goal="")  # read from disk in _open_state
         if goal is None or not goal.strip():
             raise LoopError("the goal is empty: give it as an argument or with --goal-file FILE")
+        _check_goal(goal, config.prompt.budget_chars)
         return st.LoopState(
             goal=goal,
             original_goal=goal,  # captured once, before the first state write
@@ -338,6 +376,8 @@ class Engine:
             probe.write_text("")
             probe.unlink()
         except OSError as exc:
+            if is_disk_full(exc):
+                raise DiskFullError(disk_full_message(exc)) from None
             raise LoopError(
                 f"cannot write the state directory {self.state_dir}: {exc.strerror or exc}; "
                 "choose another with --state-dir"
@@ -438,7 +478,12 @@ class Engine:
             type=type, ts=round(time.time(), 3), data=data, iteration=self.state.iteration or None
         )
         if self._events is not None:
-            self._events.append(event.to_json())
+            try:
+                self._events.append(event.to_json())
+            except OSError as exc:  # not here, in the middle of a hook: at the next step
+                if not is_disk_full(exc):
+                    raise
+                self._disk_full = self._disk_full or exc
         if self.event_listener is not None:
             self.event_listener(event)
         if not self._in_event_hook:
@@ -450,6 +495,10 @@ class Engine:
         return event
 
     def _on_plugin_failure(self, failure: HookFailure) -> None:
+        if failure.exception is not None and is_disk_full(failure.exception):
+            assert isinstance(failure.exception, OSError)
+            self._disk_full = self._disk_full or failure.exception  # the loop stops on it
+            return
         print_failure(failure)
         self.emit(
             "plugin.error",
@@ -490,6 +539,17 @@ class Engine:
         except KeyboardInterrupt:
             outcome = self._outcome(
                 StopStatus.INTERRUPTED.value, "interrupted", "stopped by Ctrl-C or SIGTERM"
+            )
+        except OSError as exc:
+            if not is_disk_full(exc):
+                raise
+            if self._writer is not None:
+                self._writer.flush()  # the first loop-state.md may be on its way
+            resumable = (self.state_dir / st.LOOP_STATE_FILE).exists()
+            outcome = self._outcome(
+                StopStatus.DISK_FULL.value,
+                StopStatus.DISK_FULL.value,
+                disk_full_message(exc, resumable=resumable),
             )
         finally:
             if outcome is None:  # an engine bug: still leave valid state and a report behind
@@ -542,24 +602,32 @@ class Engine:
             self.host.hook.on_loop_end(loop=self.loop, outcome=outcome)
         except KeyboardInterrupt:
             pass
-        self.emit(
-            "loop.end",
-            status=outcome.status,
-            reason=outcome.reason,
-            message=outcome.message,
-            exit_code=outcome.exit_code,
-            iterations=outcome.iterations,
-            restarts=outcome.restarts,
-        )
+        # On a full disk each write below may fail: what fails is left as it was (journals
+        # are cut back to whole lines, atomic rewrites keep the old file), and `resume`
+        # continues from there once there is space.
+        with _unless_disk_full():
+            self.emit(
+                "loop.end",
+                status=outcome.status,
+                reason=outcome.reason,
+                message=outcome.message,
+                exit_code=outcome.exit_code,
+                iterations=outcome.iterations,
+                restarts=outcome.restarts,
+            )
         self._background.shutdown(wait=True)
-        write_report(
-            self.state_dir, self._summary(outcome)
-        )  # before the final status: a kill in between leaves a resumable loop
+        with _unless_disk_full():
+            write_report(
+                self.state_dir, self._summary(outcome)
+            )  # before the final status: a kill in between leaves a resumable loop
+            self.report_written = True
+        self._write_progress()  # final: it says how the loop ended
         self._write_state()
         for worker in (self._tasks, self._writer):  # tasks first: they may write files
             if worker is not None:
                 worker.close()
-        self._report_write_errors()
+        with _unless_disk_full():
+            self._report_write_errors()
         self._writer = self._tasks = None
         for appender in (self._events, self._iterations):
             if appender is not None:
@@ -636,6 +704,7 @@ class Engine:
 
     def _iterate_until_the_end(self) -> LoopOutcome:
         while True:
+            self._stop_if_disk_full()
             limit = self._limit_reached()
             if limit is not None:
                 return limit
@@ -835,7 +904,9 @@ class Engine:
     def _run_agent(self, prompt: str, iteration: int) -> TurnResult:
         limits = self.loaded.config.limits
         supervision = self._supervision or Supervision(
-            timeout_s=limits.agent_timeout_s, idle_timeout_s=limits.idle_timeout_s
+            timeout_s=limits.agent_timeout_s,
+            idle_timeout_s=limits.idle_timeout_s,
+            transcript_limit=limits.agent_log_bytes,
         )
         resume = self.state.session_mode == "resume" and self.state.session_id
         request = TurnRequest(
@@ -1132,6 +1203,8 @@ class Engine:
     def _write_progress(self) -> None:
         rows = list(self._recent_rows)
         goal, status = self.state.original_goal, self.state.status
+        if self.outcome is not None:  # the loop has ended: say how, for good
+            status = f"{status}: {self.state.reason}" if self.state.reason else status
         self.persist(  # rendered on the writer thread from these copies
             self.state_dir / st.PROGRESS_FILE,
             lambda: st.render_progress(rows, goal=goal, status=status),
@@ -1146,11 +1219,40 @@ class Engine:
             self._writer.submit(lambda: _write_log(path, text))
 
     def _report_write_errors(self) -> None:
+        """Emit ``state.write_error`` for each failed background write; raise the error of one
+        that failed because the disk is full, which ends the loop (status ``disk_full``)."""
         for worker in (self._writer, self._tasks):
-            if worker is not None and worker.errors:
+            if worker is None:
+                continue
+            self._disk_full, worker.disk_full = self._disk_full or worker.disk_full, None
+            if worker.errors:
                 errors, worker.errors = worker.errors, []
                 for error in errors:
                     self.emit("state.write_error", error=error)
+        self._stop_if_disk_full()
+
+    def _stop_if_disk_full(self) -> None:
+        """Raise the write error of a full disk, if one happened: the loop ends there."""
+        if self._disk_full is not None:
+            raise self._disk_full
+
+
+def _check_goal(goal: str, budget_chars: int) -> None:
+    """A goal is text, and leaves room in the prompt for the rest: at most half the prompt
+    budget, since it is never trimmed (a bigger one would crowd out the test output)."""
+    if "\x00" in goal:
+        raise LoopError(
+            f"the goal contains a NUL character (character {goal.index(chr(0)) + 1}); "
+            "a goal is text: remove it"
+        )
+    limit = budget_chars // 2
+    if len(goal) > limit:
+        raise LoopError(
+            f"the goal is {len(goal):,} characters long; it may take at most half of the "
+            f"prompt ({limit:,} characters of prompt.budget_chars = {budget_chars:,}) so the "
+            "test output and the loop's notes still fit: shorten it, or raise "
+            "prompt.budget_chars"
+        )
 
 
 def _engine_stop(status: StopStatus, message: str) -> Decision:
@@ -1207,6 +1309,16 @@ def _ignored_paths(workdir: Path, state_dir: Path) -> tuple[str, ...]:
         return (str(state_dir.resolve().relative_to(workdir.resolve())),)
     except ValueError:
         return ()
+
+
+@contextmanager
+def _unless_disk_full() -> Iterator[None]:
+    """Go on past a write that failed because the disk is full (the loop is ending anyway)."""
+    try:
+        yield
+    except OSError as exc:
+        if not is_disk_full(exc):
+            raise
 
 
 @contextmanager

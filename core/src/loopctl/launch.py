@@ -13,10 +13,11 @@ from typing import Any
 import attrs
 
 from loopctl.agents.base import AgentAdapter
-from loopctl.config import LoadedConfig, load_config
+from loopctl.config import LoadedConfig, load_config, withheld_environment
 from loopctl.engine import Engine
 from loopctl.model import Event
 from loopctl.pluginhost import CORE_PLUGIN, PluginHost, PluginSelection
+from loopctl.testcmd import missing_program
 
 
 class UsageError(Exception):
@@ -76,6 +77,23 @@ def select_agent(
     return cls(settings, model_windows=config.models)
 
 
+def _check_test_command(loaded: LoadedConfig, workdir: Path) -> None:
+    """A test command whose program does not exist can never pass: say so now, before the
+    agent's first turn, instead of after a few wasted ones."""
+    command = loaded.config.test_cmd
+    if not command:
+        return
+    env = withheld_environment(loaded.config.withhold_env)
+    program = missing_program(command, cwd=workdir, env=env)
+    if program is not None:
+        origin = loaded.origins.get("test_cmd", "")
+        where = "--test-cmd" if origin in ("command line", "") else f"test_cmd ({origin})"
+        raise UsageError(
+            f"the test command cannot run: {program!r} is not found (no such program on PATH, "
+            f"shell builtin, or file in {workdir}); check {where}: {command!r}"
+        )
+
+
 @attrs.define
 class Prepared:
     loaded: LoadedConfig
@@ -111,6 +129,7 @@ def prepare(
             'no test command: pass --test-cmd "pytest -q" or set `test_cmd` in loopctl.toml '
             "(the loop ends when it passes)"
         )
+    _check_test_command(loaded, workdir)
     target = state_dir if state_dir is not None else Path(loaded.config.state_dir)
     if not target.is_absolute():
         target = workdir / target

@@ -421,6 +421,9 @@ class StopStatus(str, enum.Enum):
     INTERRUPTED = "interrupted"
     #: A plugin stopped the loop with a reason of its own (the reason is recorded beside it).
     PLUGIN = "plugin"
+    #: The state directory's disk (or the user's quota) is full; ``resume`` continues the loop
+    #: once there is space again.
+    DISK_FULL = "disk_full"
 
 
 EXIT_CODES: dict[str, int] = {
@@ -433,6 +436,7 @@ EXIT_CODES: dict[str, int] = {
     StopStatus.BUDGET.value: 15,
     StopStatus.WALL_CLOCK.value: 16,
     StopStatus.PLUGIN.value: 17,
+    StopStatus.DISK_FULL.value: 18,
     StopStatus.INTERRUPTED.value: 130,
 }
 #: Exit code for usage errors: bad config, unknown agent, unwritable state directory.

@@ -107,6 +107,8 @@ class HookFailure:
     hook: str
     error: str
     traceback: str
+    #: The exception itself (a full disk is told apart by its errno, not its words).
+    exception: BaseException | None = attrs.field(default=None, repr=False, eq=False)
 
 
 ErrorSink = Callable[[HookFailure], None]
@@ -340,6 +342,7 @@ class PluginHost:
             traceback="".join(traceback.format_exception(type(exc), exc, exc.__traceback__))[
                 -4000:
             ],
+            exception=exc,
         )
         self.failures.append(failure)
         try:

@@ -1,7 +1,9 @@
 """``loopctl status``: read a loop's state from its files, safely, while it may be running.
 
 Only ``loop-state.md`` must be sound (a StateError names it otherwise); the JSONL logs and the
-error summary are read tolerantly, since a running loop may be halfway through a line.
+error summary are read tolerantly, since a running loop may be halfway through a line. Like
+``resume``, status skips a line that is not a whole JSON object, or not a valid iteration record,
+and says so (``problems``, shown as warnings); it reads only the end of the journals.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from typing import Any
 import attrs
 
 from loopctl import state as st
+from loopctl.records import structure_record
 
 #: How many iteration records ``status`` shows.
 RECENT = 5
@@ -33,9 +36,12 @@ def collect_status(state_dir: Path) -> dict[str, Any]:
         )
     state = st.read_loop_state(state_file)
     holder = st.StateLock(state_dir).holder()
-    recent = st.tail_jsonl(state_dir / st.ITERATIONS_FILE, RECENT)
-    events = st.tail_jsonl(state_dir / st.EVENTS_FILE, 20)
     problems: list[str] = []
+    # like `resume`: a record must structure as an iteration record to count as one
+    recent = st.tail_jsonl(
+        state_dir / st.ITERATIONS_FILE, RECENT, problems=problems, check=structure_record
+    )
+    events = st.tail_jsonl(state_dir / st.EVENTS_FILE, 20, problems=problems)
     summary = None
     try:
         summary = st.read_error_summary(state_dir / st.ERROR_SUMMARY_FILE)

@@ -9,7 +9,9 @@ hold files or ports into the next iteration. Output is read as it comes and kept
 from __future__ import annotations
 
 import os
+import re
 import selectors
+import shlex
 import signal
 import subprocess
 import time
@@ -170,6 +172,55 @@ def _tail_lines(output: str) -> list[str]:
     return lines[-_TAIL_LINES:]
 
 
+#: Words that start a shell construct rather than name a program.
+_SHELL_WORDS = frozenset(
+    {"!", "{", "}", "[[", "]]", "case", "do", "done", "elif", "else", "esac", "fi", "for"}
+    | {"function", "if", "in", "select", "then", "time", "until", "while"}
+)
+_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
+
+
+def first_program(command: str) -> str | None:
+    """The program a shell command line starts with (``pytest`` in ``CI=1 pytest -q && x``),
+    or None when it does not start with a plain word: a subshell, a variable, a glob, a
+    keyword, a redirection, or quotes that do not close. Only the shell can tell those."""
+    lexer = shlex.shlex(command, posix=True, punctuation_chars=True)
+    lexer.whitespace_split = True
+    try:
+        for token in lexer:
+            if _ASSIGNMENT.match(token):
+                continue  # VAR=value before the program
+            if token in _SHELL_WORDS or not token or set(token) <= set("();<>|&"):
+                return None
+            return None if any(char in token for char in "$`*?[~") else token
+    except ValueError:
+        return None
+    return None
+
+
+def missing_program(command: str, *, cwd: Path, env: Mapping[str, str] | None = None) -> str | None:
+    """The program ``command`` starts with (:func:`first_program`) if ``/bin/sh`` cannot find
+    it in ``cwd`` with ``env``: not a builtin, a function, a file on ``PATH`` or the path of a
+    file. None when it is found, or when only running the command can tell."""
+    program = first_program(command)
+    if program is None:
+        return None
+    try:
+        found = subprocess.run(
+            ["/bin/sh", "-c", 'command -v -- "$1" >/dev/null 2>&1', "sh", program],
+            cwd=cwd,
+            env=None if env is None else dict(env),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            timeout=30,
+            check=False,
+        )
+    except (OSError, ValueError, subprocess.SubprocessError):
+        return None  # the run itself will say what is wrong
+    return program if found.returncode != 0 else None
+
+
 def run_test_command(
     command: str,
     *,
@@ -257,4 +308,4 @@ def _test_run(
     return run
 
 
-__all__ = ["run_test_command"]
+__all__ = ["first_program", "missing_program", "run_test_command"]

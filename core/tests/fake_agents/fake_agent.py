@@ -124,6 +124,23 @@ def main() -> int:
         line(INIT)
         line({"type": "text", "text": "y" * size})
         line(RESULT)
+    elif mode == "long_plain_line":
+        # SIZE bytes of text on one line, written a MiB at a time, then one short line
+        size, piece = int(arg), b"y" * (1 << 20)
+        for _ in range(size // len(piece)):
+            sys.stdout.buffer.write(piece)
+        sys.stdout.buffer.write(b"y" * (size % len(piece)) + b"\nafter\n")
+        sys.stdout.flush()
+    elif mode == "long_json_line":
+        # a text event of about SIZE bytes on one line, streamed, then the result
+        size, piece = int(arg), "y" * (1 << 20)
+        line(INIT)
+        sys.stdout.write('{"type": "text", "text": "')
+        for _ in range(size // len(piece)):
+            sys.stdout.write(piece)
+        sys.stdout.write('"}\n')
+        line({"type": "text", "text": "after"})
+        line(RESULT)
     elif mode == "stderr_flood":
         sys.stderr.write("e" * int(arg) + "\nLAST STDERR LINE\n")
         sys.stderr.flush()

@@ -181,7 +181,12 @@ def test_a_loop_killed_mid_iteration_resumes_with_the_same_goal_and_notes(loopct
     assert "(tests, iteration 1, seen 3×, last in iteration 3)" in notes_section(logged[4])
 
 
-goal_text = st.text(st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=300)
+# (a NUL is refused by loopctl before a run starts, so no goal holds one)
+goal_text = st.text(
+    st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"),
+    min_size=1,
+    max_size=300,
+)
 
 
 @settings(
@@ -191,8 +196,8 @@ goal_text = st.text(st.characters(blacklist_categories=("Cs",)), min_size=1, max
 )
 @example(goal='multi\nline "quotes" and \\backslashes\\ and \\n escapes')
 @example(goal="---\ngoal: not: a: key\n---\n- [yaml, looking]\n  nested: {x: 1}\n...")
-@example(goal="ünïcödé ✓ 中文 😀 \u2028 separators \u0085 and \x00 nul\r\nCRLF")
-@example(goal="long goal " * 3000)
+@example(goal="ünïcödé ✓ 中文 😀 \u2028 separators \u0085 and \x01 control\r\nCRLF")
+@example(goal="long goal " * 1200)  # as long as the default prompt budget allows (12,000)
 @given(goal=goal_text.filter(lambda text: text.strip()))
 def test_any_goal_round_trips_through_a_real_run_and_resume(
     tmp_path_factory: pytest.TempPathFactory, goal: str

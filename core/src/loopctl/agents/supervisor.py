@@ -16,6 +16,7 @@ Guarantees of :func:`run_turn`:
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import selectors
 import signal
@@ -59,8 +60,12 @@ class Supervision:
     kill_after_s: float = 3.0
     #: Bytes of stderr kept (the tail).
     stderr_limit: int = 65536
-    #: A single stdout line longer than this is dropped instead of buffered (memory guard).
-    max_line_bytes: int = 256 * 1024 * 1024
+    #: A stdout line longer than this is cut as it streams (memory guard): its first
+    #: ``max_line_bytes`` still go to the parser, the rest up to the newline is discarded.
+    max_line_bytes: int = 16 * 1024 * 1024
+    #: Bytes of stdout written to the transcript (its start); what comes after is counted, not
+    #: written, and a last line in the file says how much was cut. None: no cap.
+    transcript_limit: int | None = 5_000_000
 
 
 def run_turn(
@@ -179,9 +184,12 @@ class _SupervisedTurn:
         self.started = started
         self.notes: list[str] = []
         self.transcript = self._open_transcript(transcript)
+        self.transcript_written = 0
+        self.transcript_cut = 0
+        self.transcript_ends_line = True
         self.line = bytearray()
-        self.scan_from = 0
-        self.dropping_line = False
+        #: Bytes of the current line discarded past ``max_line_bytes`` (0: not cutting).
+        self.line_cut = 0
         self.stderr = bytearray()
         self.decision: Decision | None = None
         self.parser_done = False
@@ -238,7 +246,8 @@ class _SupervisedTurn:
                 due = [name for name, at in deadlines.items() if now >= at]
                 if due:
                     return due[0]
-                wait = min(deadlines.values(), default=now + 3600.0) - now
+                # at most an hour per wait: epoll cannot wait ~25 days, let alone infinity
+                wait = min(min(deadlines.values(), default=now + 3600.0) - now, 3600.0)
                 if pidfd is None:
                     wait = min(wait, _POLL_TICK_S)
                 for key, _events in selector.select(max(wait, 0.0)):
@@ -297,32 +306,41 @@ class _SupervisedTurn:
     # --- stdout lines -----------------------------------------------------------------------
 
     def _on_stdout(self, chunk: bytes) -> None:
+        """Split ``chunk`` into lines for the parser. A line is held only up to
+        ``max_line_bytes``; the rest of an over-long line is counted and dropped as it streams,
+        so memory stays bounded whatever the agent prints."""
         self._write_transcript(chunk)
-        if self.decision is not None:
-            return
-        buffer = self.line
-        buffer += chunk
-        start = 0
-        while self.decision is None:
-            newline = buffer.find(b"\n", max(self.scan_from, start))
+        start, size, limit = 0, len(chunk), self.limits.max_line_bytes
+        while self.decision is None and start < size:
+            newline = chunk.find(b"\n", start)
+            end = size if newline < 0 else newline
+            if not self.line and not self.line_cut and end - start <= limit and newline >= 0:
+                self._dispatch(chunk[start:end])  # the common case: a whole line in the chunk
+                start = end + 1
+                continue
+            room = limit - len(self.line)
+            if self.line_cut or end - start > room:
+                keep = max(room, 0)
+                self.line += chunk[start : start + keep]
+                self.line_cut += end - start - keep
+            else:
+                self.line += chunk[start:end]
             if newline < 0:
                 break
-            line = bytes(buffer[start:newline])
-            start = newline + 1
-            if self.dropping_line:
-                self.dropping_line = False
-                continue
-            self._dispatch(line)
-        del buffer[:start]
-        self.scan_from = len(buffer)
-        if len(buffer) > self.limits.max_line_bytes:
-            if not self.dropping_line:
-                self.notes.append(
-                    f"loopctl: dropped a stdout line longer than {self.limits.max_line_bytes} bytes"
-                )
-            buffer.clear()
-            self.scan_from = 0
-            self.dropping_line = True
+            start = end + 1
+            self._end_line()
+
+    def _end_line(self) -> None:
+        """Hand the held line to the parser (its start, if it was cut) and start a new one."""
+        line = bytes(self.line)
+        self.line.clear()
+        if self.line_cut:
+            self.notes.append(
+                f"loopctl: cut a stdout line of {len(line) + self.line_cut} bytes to its first "
+                f"{len(line)} bytes"
+            )
+            self.line_cut = 0
+        self._dispatch(line)
 
     def _dispatch(self, line: bytes) -> None:
         """Feed one line to the parser and its messages to ``on_message``."""
@@ -420,16 +438,16 @@ class _SupervisedTurn:
         if proc.stderr is not None and not proc.stderr.closed:
             for chunk in _drain(proc.stderr.fileno()):
                 self._on_stderr(chunk)
-        if self.line and self.decision is None and not self.dropping_line:
-            line = bytes(self.line)
-            self.line.clear()
-            self._dispatch(line)
+        if (self.line or self.line_cut) and self.decision is None:
+            self._end_line()
 
     def _close(self) -> None:
         for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
             if stream is not None:
                 _close_quietly(stream)
         if self.transcript is not None:
+            if self.transcript_cut:
+                self._note_transcript_cut()
             _close_quietly(self.transcript)
             self.transcript = None
 
@@ -488,12 +506,38 @@ class _SupervisedTurn:
     def _write_transcript(self, chunk: bytes) -> None:
         if self.transcript is None:
             return
+        limit = self.limits.transcript_limit
+        if limit is not None and self.transcript_written + len(chunk) > limit:
+            room = max(limit - self.transcript_written, 0)
+            self.transcript_cut += len(chunk) - room
+            chunk = chunk[:room]
+            if not chunk:
+                return
         try:
             self.transcript.write(chunk)
+            self.transcript_written += len(chunk)
+            self.transcript_ends_line = chunk.endswith(b"\n")
         except OSError as exc:
             self.notes.append(f"loopctl: stopped writing the transcript: {exc}")
             _close_quietly(self.transcript)
             self.transcript = None
+
+    def _note_transcript_cut(self) -> None:
+        """End a cut transcript with one JSON line that says so (parsers skip it)."""
+        assert self.transcript is not None
+        note = {
+            "type": "loopctl.transcript_cut",
+            "message": (
+                f"loopctl kept the first {self.transcript_written} bytes of the agent's output "
+                f"here and cut the {self.transcript_cut} bytes after them "
+                "(limits.agent_log_bytes)"
+            ),
+            "kept_bytes": self.transcript_written,
+            "cut_bytes": self.transcript_cut,
+        }
+        text = ("" if self.transcript_ends_line else "\n") + json.dumps(note) + "\n"
+        with contextlib.suppress(OSError, ValueError):
+            self.transcript.write(text.encode())
 
 
 # --- process helpers ----------------------------------------------------------------------------

@@ -118,12 +118,14 @@ def _user_error_types() -> tuple[type[BaseException], ...]:
 
 @contextmanager
 def user_errors() -> Iterator[None]:
-    """Turn the errors meant for users into one clear message and exit code 2."""
+    """Turn the errors meant for users into one clear message and exit code 2 (or the code
+    the error names as its ``exit_code``: 18 for a full disk)."""
     try:
         yield
     except Exception as exc:
         if isinstance(exc, _user_error_types()):
-            raise fail(str(exc)) from None
+            code = getattr(exc, "exit_code", EXIT_USAGE)
+            raise fail(str(exc), code if isinstance(code, int) else EXIT_USAGE) from None
         raise
 
 
@@ -178,7 +180,10 @@ def _run_loop(
 
 def _print_summary(engine: Engine, outcome: LoopOutcome) -> None:
     report = engine.state_dir / "report.md"
-    _print_lines(f"\n{outcome.status}: {outcome.message or outcome.reason}", f"report: {report}")
+    lines = [f"\n{outcome.status}: {outcome.message or outcome.reason}"]
+    if engine.report_written:  # not on a full disk
+        lines.append(f"report: {report}")
+    _print_lines(*lines)
 
 
 def _print_lines(*lines: str) -> None:

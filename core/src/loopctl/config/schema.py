@@ -14,6 +14,33 @@ from loopctl.config.errors import InvalidFields, KeyPath, show
 #: Hard cap on ``limits.max_restarts``: a loop that needs more restarts is not converging.
 MAX_RESTARTS_CAP = 10
 
+# Upper bounds of the numbers in the config. A bigger value is a typo (milliseconds for seconds,
+# an extra zero) rather than a wish, and some would overflow the operating system's timers: a
+# wait of more than about 24.8 days (2**31 ms) cannot be given to epoll.
+
+#: Most seconds one agent turn, one idle spell or one test run may take: 7 days.
+MAX_STEP_SECONDS = 7 * 24 * 3600.0
+#: Most seconds a whole run may take: 30 days.
+MAX_RUN_SECONDS = 30 * 24 * 3600.0
+#: Most iterations of one run.
+MAX_ITERATIONS_CAP = 100_000
+#: Most agent crashes retried in a row.
+MAX_AGENT_CRASHES_CAP = 1000
+#: Most tokens a run's budget may allow (a trillion).
+MAX_TOKENS_CAP = 10**12
+#: Most US dollars a run's budget may allow.
+MAX_COST_CAP = 1_000_000.0
+#: Most bytes of output loopctl keeps in memory for one test run (100 MB).
+MAX_OUTPUT_BYTES = 100_000_000
+#: Most bytes of one agent transcript kept in ``logs/`` (1 GB).
+MAX_LOG_BYTES = 1_000_000_000
+#: Largest prompt budget in characters (10 million).
+MAX_PROMPT_CHARS = 10_000_000
+#: Most iterations in a row that may count toward stuck.
+MAX_STUCK_WINDOW = 1000
+#: Largest context window in tokens a model may be given (100 million).
+MAX_CONTEXT_WINDOW = 100_000_000
+
 # --- field checks -------------------------------------------------------------------------------
 
 
@@ -25,9 +52,22 @@ def _at_least(minimum: int, value: int) -> str | None:
     return None if value >= minimum else f"must be at least {minimum}, got {value}"
 
 
-def _positive_seconds(value: float) -> str | None:
+def _within(minimum: int, maximum: int, value: int) -> str | None:
+    """``minimum <= value <= maximum``, or what is wrong."""
+    if value > maximum:
+        return f"must be at most {maximum:,}, got {value:,}"
+    return _at_least(minimum, value)
+
+
+def _positive_seconds(value: float, maximum: float = MAX_STEP_SECONDS) -> str | None:
+    """A finite number of seconds, more than 0 and at most ``maximum``, or what is wrong."""
     if math.isnan(value) or value <= 0:
         return f"must be a number of seconds greater than 0, got {show(value)}"
+    if value > maximum:
+        return (
+            f"must be at most {maximum:,.0f} seconds ({maximum / 86400:.0f} days), "
+            f"got {show(value)}"
+        )
     return None
 
 
@@ -45,7 +85,7 @@ class Limits:
     """Bounds on one run; reaching any of them ends the loop with its own status."""
 
     max_iterations: int = attrs.field(
-        default=20, metadata=_doc("Most agent turns in one run (at least 1).")
+        default=20, metadata=_doc("Most agent turns in one run (1 to 100,000).")
     )
     max_restarts: int = attrs.field(
         default=3,
@@ -55,34 +95,59 @@ class Limits:
         ),
     )
     agent_timeout_s: float = attrs.field(
-        default=1800.0, metadata=_doc("Seconds one agent turn may take before it is ended.")
+        default=1800.0,
+        metadata=_doc(
+            "Seconds one agent turn may take before it is ended (more than 0, at most 7 days)."
+        ),
     )
     idle_timeout_s: float = attrs.field(
         default=300.0,
-        metadata=_doc("Seconds the agent may go without any output before its turn is ended."),
+        metadata=_doc(
+            "Seconds the agent may go without any output before its turn is ended (more "
+            "than 0, at most 7 days)."
+        ),
     )
     wall_clock_s: float = attrs.field(
-        default=14400.0, metadata=_doc("Seconds the whole run may take.")
+        default=14400.0,
+        metadata=_doc("Seconds the whole run may take (more than 0, at most 30 days)."),
     )
     test_timeout_s: float = attrs.field(
-        default=900.0, metadata=_doc("Seconds one run of the test command may take.")
+        default=900.0,
+        metadata=_doc(
+            "Seconds one run of the test command may take (more than 0, at most 7 days)."
+        ),
     )
     max_tokens: int | None = attrs.field(
-        default=None, metadata=_doc("Stop when the run has used this many tokens (unset: no cap).")
+        default=None,
+        metadata=_doc("Stop when the run has used this many tokens (unset: no cap; 1 to 10^12)."),
     )
     max_cost_usd: float | None = attrs.field(
         default=None,
-        metadata=_doc("Stop when the run's reported cost reaches this many US dollars."),
+        metadata=_doc(
+            "Stop when the run's reported cost reaches this many US dollars (more than 0, at "
+            "most 1,000,000)."
+        ),
     )
     max_agent_crashes: int = attrs.field(
         default=3,
         metadata=_doc(
-            "Agent crashes retried with a fresh session before the run stops with agent_error."
+            "Agent crashes retried with a fresh session before the run stops with agent_error "
+            "(0 to 1,000)."
         ),
     )
     test_output_bytes: int = attrs.field(
         default=1_000_000,
-        metadata=_doc("How much of the test command's output is kept (its tail), in bytes."),
+        metadata=_doc(
+            "How much of the test command's output is kept (its first fifth and its tail), in "
+            "bytes (1 to 100,000,000)."
+        ),
+    )
+    agent_log_bytes: int = attrs.field(
+        default=5_000_000,
+        metadata=_doc(
+            "How much of the agent's raw output one iteration keeps in logs/ (its start), in "
+            "bytes (0 to 1,000,000,000); a last line in the file says how much was cut."
+        ),
     )
 
     def __attrs_post_init__(self) -> None:
@@ -97,26 +162,35 @@ class Limits:
         cost = self.max_cost_usd
         _raise_problems(
             [
-                (("max_iterations",), _at_least(1, self.max_iterations)),
+                (("max_iterations",), _within(1, MAX_ITERATIONS_CAP, self.max_iterations)),
                 (("max_restarts",), restarts),
                 (("agent_timeout_s",), _positive_seconds(self.agent_timeout_s)),
                 (("idle_timeout_s",), _positive_seconds(self.idle_timeout_s)),
-                (("wall_clock_s",), _positive_seconds(self.wall_clock_s)),
+                (("wall_clock_s",), _positive_seconds(self.wall_clock_s, MAX_RUN_SECONDS)),
                 (("test_timeout_s",), _positive_seconds(self.test_timeout_s)),
                 (
                     ("max_tokens",),
-                    None if self.max_tokens is None else _at_least(1, self.max_tokens),
-                ),
-                (
-                    ("max_cost_usd",),
                     None
-                    if cost is None or (cost > 0 and not math.isnan(cost))
-                    else f"must be greater than 0, got {show(cost)}",
+                    if self.max_tokens is None
+                    else _within(1, MAX_TOKENS_CAP, self.max_tokens),
                 ),
-                (("max_agent_crashes",), _at_least(0, self.max_agent_crashes)),
-                (("test_output_bytes",), _at_least(1, self.test_output_bytes)),
+                (("max_cost_usd",), None if cost is None else _positive_dollars(cost)),
+                (
+                    ("max_agent_crashes",),
+                    _within(0, MAX_AGENT_CRASHES_CAP, self.max_agent_crashes),
+                ),
+                (("test_output_bytes",), _within(1, MAX_OUTPUT_BYTES, self.test_output_bytes)),
+                (("agent_log_bytes",), _within(0, MAX_LOG_BYTES, self.agent_log_bytes)),
             ]
         )
+
+
+def _positive_dollars(cost: float) -> str | None:
+    if math.isnan(cost) or cost <= 0:
+        return f"must be greater than 0, got {show(cost)}"
+    if cost > MAX_COST_CAP:
+        return f"must be at most {MAX_COST_CAP:,.0f}, got {show(cost)}"
+    return None
 
 
 @attrs.define(kw_only=True)
@@ -128,7 +202,7 @@ class Stuck:
         default=3,
         metadata=_doc(
             "Iterations in a row with the same error fingerprint or failing-test set and no "
-            "progress that count as stuck (at least 2)."
+            "progress that count as stuck (2 to 1,000)."
         ),
     )
     exempt: list[str] = attrs.field(
@@ -140,7 +214,9 @@ class Stuck:
     )
 
     def __attrs_post_init__(self) -> None:
-        problems: list[tuple[KeyPath, str | None]] = [(("window",), _at_least(2, self.window))]
+        problems: list[tuple[KeyPath, str | None]] = [
+            (("window",), _within(2, MAX_STUCK_WINDOW, self.window))
+        ]
         for index, pattern in enumerate(self.exempt):
             try:
                 re.compile(pattern)
@@ -162,13 +238,13 @@ class PromptConfig:
     budget_chars: int = attrs.field(
         default=24000,
         metadata=_doc(
-            "Size budget of the prompt in characters (at least 500); over it, the "
-            "lowest-priority sections are trimmed first."
+            "Size budget of the prompt in characters (500 to 10,000,000); over it, the "
+            "lowest-priority sections are trimmed first. The goal may take at most half of it."
         ),
     )
 
     def __attrs_post_init__(self) -> None:
-        _raise_problems([(("budget_chars",), _at_least(500, self.budget_chars))])
+        _raise_problems([(("budget_chars",), _within(500, MAX_PROMPT_CHARS, self.budget_chars))])
 
 
 #: The keys of ``[plugins]`` that are settings; every other key is a plugin's own section.
@@ -339,7 +415,9 @@ def _variable_pattern(pattern: str) -> str | None:
 
 
 def _context_window(window: int) -> str | None:
-    return f"must be a context window in tokens (1 or more), got {window}" if window < 1 else None
+    if window < 1 or window > MAX_CONTEXT_WINDOW:
+        return f"must be a context window in tokens (1 to {MAX_CONTEXT_WINDOW:,}), got {window:,}"
+    return None
 
 
 for _cls in (Limits, Stuck, PromptConfig, PluginsConfig, LoopctlConfig):

@@ -30,10 +30,15 @@ def _create_temp(path: Path) -> tuple[Path, int]:
     raise FileExistsError(errno.EEXIST, "could not create a unique temp file", str(path))
 
 
+#: The one call that puts bytes into the state files (atomic writes and journal appends go
+#: through :func:`write_all`): a seam where tests put a disk that fills up.
+_write = os.write
+
+
 def write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
-        written = os.write(fd, view)
+        written = _write(fd, view)
         view = view[written:]
 
 
@@ -62,9 +67,11 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
         finally:
             os.close(fd)
         os.replace(temp, path)
-    except BaseException:
+    except BaseException as exc:
         with contextlib.suppress(OSError):
             os.unlink(temp)
+        if isinstance(exc, OSError) and exc.errno is not None and exc.filename is None:
+            exc.filename = str(path)  # say which file (a failed write names none)
         raise
     fsync_dir(path.parent)
 

@@ -3,10 +3,11 @@ most one line of, and readers that skip and report torn lines."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -27,7 +28,10 @@ def _jsonl_line(obj: Mapping[str, Any]) -> bytes:
 class JsonlAppender:
     """Append-only JSONL writer: each record is one ``os.write`` of a whole line to a file kept
     open with ``O_APPEND``, so a crash can tear at most the line being written, and the next
-    append (also after a restart) first ends a torn line so its own line starts clean."""
+    append (also after a restart) first ends a torn line so its own line starts clean.
+
+    A write that fails part-way (a full disk: ``ENOSPC``) is undone: the file is cut back to
+    its size before the append, then the error is raised. Readers never see half of it."""
 
     def __init__(self, path: Path, *, fsync: bool = False) -> None:
         self.path = Path(path)
@@ -45,7 +49,15 @@ class JsonlAppender:
             if self._check_tail and _ends_torn(fd):
                 data = b"\n" + data
             self._check_tail = True  # until this write is known to be whole
-            write_all(fd, data)
+            size = os.fstat(fd).st_size
+            try:
+                write_all(fd, data)
+            except OSError as exc:
+                with contextlib.suppress(OSError):  # shrinking a file needs no space
+                    os.ftruncate(fd, size)
+                if exc.errno is not None and exc.filename is None:
+                    exc.filename = str(self.path)  # say which file (a failed write names none)
+                raise
             self._check_tail = False
             if self._fsync:
                 os.fsync(fd)
@@ -133,34 +145,77 @@ def read_jsonl(path: Path) -> JsonlRead:
     return result
 
 
-def tail_jsonl(path: Path, n: int, *, chunk_size: int = 65536) -> list[dict[str, Any]]:
+def tail_jsonl(
+    path: Path,
+    n: int,
+    *,
+    chunk_size: int = 65536,
+    problems: list[str] | None = None,
+    check: Callable[[dict[str, Any]], object] | None = None,
+) -> list[dict[str, Any]]:
     """The last ``n`` valid records, oldest first, reading backwards from the end so a huge file
-    costs only what is needed. Bad lines are skipped; a missing file gives ``[]``."""
+    costs only what is needed, and a long line only its own length (each chunk is read and
+    searched once). Bad lines are skipped; a missing file gives ``[]``.
+
+    ``check`` is called with each record and may raise ``ValueError`` to say it is not a real
+    one (an iteration record that does not structure, say): it is then skipped like a bad line.
+    Pass a list as ``problems`` to be told about the lines skipped among those read, as
+    ``"iterations.jsonl, the last line: not valid JSON (torn write?)"`` (the tail does not know
+    line numbers; it counts from the end)."""
     if n <= 0:
         return []
     found: list[dict[str, Any]] = []
+    skipped: list[str] = []
+    from_end = 0
+
+    def take(raw: bytes) -> bool:
+        """Use one line; True once ``n`` records are found."""
+        nonlocal from_end
+        from_end += 1
+        record, problem = _parse_jsonl_line(raw)
+        if record is not None and check is not None:
+            try:
+                check(record)
+            except ValueError as exc:
+                record, problem = None, str(exc)
+        if record is not None:
+            found.append(record)
+        elif problem:
+            where = "the last line" if from_end == 1 else f"line {from_end} from the end"
+            skipped.append(f"{Path(path).name}, {where}: {problem}")
+        return len(found) >= n
+
     try:
         with open(path, "rb") as stream:
             position = stream.seek(0, os.SEEK_END)
-            pending = b""  # the start of the earliest line seen so far, maybe incomplete
-            while position > 0 and len(found) < n:
+            if position > 0:
+                stream.seek(position - 1)
+                if stream.read(1) == b"\n":
+                    position -= 1  # the final newline ends the last line; it starts none
+            pieces: list[bytes] = []  # the earliest line seen so far, its pieces last first
+            done = False
+            while position > 0 and not done:
                 size = min(chunk_size, position)
                 position -= size
                 stream.seek(position)
-                pending = stream.read(size) + pending
-                first, *complete = pending.split(b"\n")
-                pending = first
-                for raw in reversed(complete):
-                    record, _ = _parse_jsonl_line(raw)
-                    if record is not None:
-                        found.append(record)
-                        if len(found) == n:
-                            break
-            if position == 0 and len(found) < n:
-                record, _ = _parse_jsonl_line(pending)
-                if record is not None:
-                    found.append(record)
-    except OSError:
+                chunk = stream.read(size)
+                end = len(chunk)
+                while not done:
+                    newline = chunk.rfind(b"\n", 0, end)
+                    if newline < 0:
+                        pieces.append(chunk[:end])
+                        break
+                    pieces.append(chunk[newline + 1 : end])
+                    done = take(b"".join(reversed(pieces)))
+                    pieces.clear()
+                    end = newline
+            if position == 0 and not done:
+                take(b"".join(reversed(pieces)))
+    except FileNotFoundError:
         pass
+    except OSError as exc:
+        skipped.append(f"{Path(path).name}: cannot read it ({exc.strerror or exc})")
+    if problems is not None:
+        problems.extend(reversed(skipped))  # in file order, like read_jsonl's
     found.reverse()
     return found

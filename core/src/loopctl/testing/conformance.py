@@ -80,7 +80,13 @@ SCENARIOS: tuple[Scenario, ...] = (
         "agent reports odd usage",
         [[{"usage": {"input_tokens": 0, "output_tokens": 0}, "context_window": 1}, {"say": ""}]],
     ),
-    Scenario("test command missing", [[{"say": "x"}]], test_cmd="loopctl-no-such-command-xyz"),
+    # a program missing from the test command's own script: the shell says "not found", exit
+    # 127 (a command whose first program is missing is refused before the loop starts)
+    Scenario(
+        "test command missing",
+        [[{"say": "x"}]],
+        test_cmd="true && loopctl-no-such-command-xyz",
+    ),
     Scenario(
         "test output is binary junk",
         [[{"say": "x"}]],
