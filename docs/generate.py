@@ -131,6 +131,12 @@ def exit_codes_page() -> str:
     lines += [f"| `{status.value}` | {EXIT_CODES[status.value]} |" for status in StopStatus]
     lines += [f"| *usage error* (bad config, unknown agent, …) | {EXIT_USAGE} |", ""]
     lines.append("A plugin may stop a loop with a status of its own; it maps to the `plugin` code.")
+    lines += [
+        "",
+        "`interrupted` is any of the stop signals: Ctrl-C (SIGINT), SIGTERM, SIGHUP or SIGQUIT;",
+        "`wall_clock` is also the status when a plugin hook was still running at the limit",
+        "(a `plugin.hung` event names it).",
+    ]
     return "\n".join(lines) + "\n"
 
 
