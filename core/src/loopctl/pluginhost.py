@@ -112,6 +112,7 @@ class HookFailure:
 
 
 ErrorSink = Callable[[HookFailure], None]
+_MAIN_THREAD = threading.main_thread().ident
 
 
 @attrs.define(eq=False)
@@ -358,7 +359,7 @@ class PluginHost:
         return guarded
 
     def _enter(self, plugin: str, hook: str) -> HookCall | None:
-        if threading.current_thread() is not threading.main_thread():
+        if threading.get_ident() != _MAIN_THREAD:
             return None
         call = HookCall(plugin, hook, time.monotonic())
         self._calls.append(call)

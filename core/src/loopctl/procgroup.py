@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import functools
 import os
 import signal
 import sys
@@ -175,6 +176,7 @@ def supervisor_token() -> str:
     return f"{pid}.{process_start_time(pid) or 0}"
 
 
+@functools.lru_cache(maxsize=1)
 def _prctl() -> Any:
     if not sys.platform.startswith("linux"):
         return None
@@ -242,6 +244,18 @@ def set_running(pid: int, running: bool) -> None:
         _running.discard(pid)
 
 
+def _has_children() -> bool:
+    """True if this process has a child, running or exited (nothing is reaped): without one,
+    no /proc scan is needed."""
+    try:
+        os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+    except ChildProcessError:
+        return False
+    except (AttributeError, OSError):  # no waitid: scan to find out
+        return True
+    return True
+
+
 def _foreign_children() -> list[tuple[int, bool, int]]:
     """``(pid, is_zombie, session)`` of this process's children in a session other than its
     own (what loopctl and its plugins start with a plain ``Popen`` is never among them), but
@@ -276,7 +290,7 @@ def end_escaped(session: int | None, grace_s: float) -> list[int]:
     (:func:`set_subreaper`); a descendant that cleared its environment and left the session
     is not recognised.
     """
-    if not is_subreaper():
+    if not is_subreaper() or not _has_children():
         return []
     marker = f"{SUPERVISOR_ENV}={supervisor_token()}".encode()
     sessions = set() if session is None else {session}
