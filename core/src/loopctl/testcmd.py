@@ -140,14 +140,16 @@ class _Runner:
                     if self.process.poll() is not None and not group_alive(self.pgid):
                         break
             finally:  # also when interrupted while waiting: no more patience
-                signal_group(self.pgid, signal.SIGKILL)
-                try:
-                    self.process.wait(timeout=GONE_AFTER_KILL_S)
-                except subprocess.TimeoutExpired:  # unkillable (D state): do not hang on it
-                    pass
-                # SIGKILL is delivered asynchronously: the members may take a moment to die.
-                wait_group_gone(self.pgid, GONE_AFTER_KILL_S)
-        end_escaped(self.pgid, grace_s)
+                with deferred_interrupts():  # and no interrupting the rest: it ends them
+                    signal_group(self.pgid, signal.SIGKILL)
+                    try:
+                        self.process.wait(timeout=GONE_AFTER_KILL_S)
+                    except subprocess.TimeoutExpired:  # unkillable (D state): do not hang on it
+                        pass
+                    # SIGKILL is delivered asynchronously: the members may take a moment to die.
+                    wait_group_gone(self.pgid, GONE_AFTER_KILL_S)
+        with deferred_interrupts():
+            end_escaped(self.pgid, grace_s)
 
     def close(self) -> None:
         set_running(self.pgid, False)

@@ -421,19 +421,18 @@ class _SupervisedTurn:
         it is gone, reap the agent; then end the descendants that left the group."""
         self.group_ended = True
         proc, pgid = self.proc, self.pgid
-        if proc.poll() is None or group_alive(pgid):
-            _signal_group(proc, pgid, signal.SIGTERM)
-            try:
-                if not self._wait_group_gone(self.limits.kill_after_s):
+        try:
+            if proc.poll() is None or group_alive(pgid):
+                _signal_group(proc, pgid, signal.SIGTERM)
+                self._wait_group_gone(self.limits.kill_after_s)
+        finally:  # also when interrupted while waiting: no more patience
+            with deferred_interrupts():  # and no interrupting the rest: it is what ends them
+                if proc.poll() is None or group_alive(pgid):
                     _signal_group(proc, pgid, signal.SIGKILL)
                     self._wait_group_gone(GONE_AFTER_KILL_S)
-            except BaseException:  # interrupted while waiting: no more patience
-                _signal_group(proc, pgid, signal.SIGKILL)
-                self._wait_group_gone(GONE_AFTER_KILL_S)
-                raise
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                proc.wait(timeout=1.0)
-        end_escaped(pgid, self.limits.kill_after_s)
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    proc.wait(timeout=1.0)
+                end_escaped(pgid, self.limits.kill_after_s)
 
     def _wait_group_gone(self, seconds: float) -> bool:
         deadline = time.monotonic() + max(seconds, 0.0)
