@@ -181,9 +181,13 @@ def test_an_agent_left_running_by_a_killed_loop_is_ended_on_resume(sandbox: Any)
 # --- what a killed loop left running, descendants that leave their group ---------------------------
 
 
-def test_a_test_command_left_running_by_a_killed_loop_is_ended_on_resume(sandbox: Any) -> None:
+@pytest.mark.parametrize("then", ["resume", "run --fresh-state"])
+def test_a_test_command_left_running_by_a_killed_loop_is_ended_by_the_next_one(
+    sandbox: Any, then: str
+) -> None:
     """SIGKILL gives loopctl no chance to end the test command, which lives in its own session:
-    its process group is recorded like the agent's, and the next loop ends it first."""
+    its process group is recorded like the agent's, and the next loop in the state directory
+    ends it first, also one that starts over and discards the record."""
     box = sandbox
     started, slow = box.root / "tests-started", box.root / "slow-tests"
     slow.touch()
@@ -203,13 +207,16 @@ def test_a_test_command_left_running_by_a_killed_loop_is_ended_on_resume(sandbox
     assert group_members(recorded[0]) != []  # the test command survived its loopctl
 
     slow.unlink()
-    assert_resume_completes(box)
+    if then == "resume":
+        assert_resume_completes(box)
+        warnings = [e["message"] for e in box.events() if e["type"] == "loop.warning"]
+    else:
+        done = box.run(*RUN, "--fresh-state")
+        assert done.returncode == 0, done.stderr[-3000:]
+        warnings = done.stderr.splitlines()
     assert group_members(recorded[0]) == []
-    assert any(
-        "ended the test command" in e.get("message", "") and "killed loop" in e["message"]
-        for e in box.events()
-        if e["type"] == "loop.warning"
-    )
+    assert any("ended the test command" in w and "killed loop" in w for w in warnings), warnings
+    assert not box.processes()
 
 
 DAEMONIZE = '''\

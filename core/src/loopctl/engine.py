@@ -410,21 +410,9 @@ class Engine:
         self._opened = True
 
     def _end_orphaned_processes(self) -> None:
-        """The agent and the test command run in sessions of their own, so they outlive a
-        loopctl killed with SIGKILL. The lock is ours now, so that loop is gone: end what it
-        left running (and wait until it is gone) before another agent or test run starts."""
-        try:
-            previous = st.read_loop_state(self.state_dir / st.LOOP_STATE_FILE)
-        except st.StateError:
-            return
-        for what, recorded in (
-            ("the agent", previous.agent_process),
-            ("the test command", previous.test_process),
-        ):
-            if recorded is not None and end_orphaned_group(recorded[0], recorded[1]):
-                self.loaded.warnings.append(
-                    f"ended {what} (process group {recorded[0]}) a killed loop left running"
-                )
+        """The lock is ours now, so the loop that wrote the state is gone: end what it left
+        running before another agent or test run starts (:func:`end_left_running`)."""
+        self.loaded.warnings.extend(end_left_running(self.state_dir))
 
     def _start_new_run(self) -> None:
         state_file = self.state_dir / st.LOOP_STATE_FILE
@@ -1330,6 +1318,28 @@ class Engine:
                 errors, worker.errors = worker.errors, []
                 for error in errors:
                     self.emit("state.write_error", error=error)
+
+
+def end_left_running(state_dir: Path) -> list[str]:
+    """End the agent and the test command a killed loop left running in ``state_dir``, and
+    wait until they are gone; one line per group ended, to tell the user.
+
+    Both run in sessions of their own, so they outlive a loopctl killed with SIGKILL;
+    ``loop-state.md`` records their process groups. Call it holding the state directory's lock
+    (so that loop is really gone), before the state is discarded or another run starts.
+    """
+    try:
+        previous = st.read_loop_state(state_dir / st.LOOP_STATE_FILE)
+    except st.StateError:
+        return []
+    ended = []
+    for what, recorded in (
+        ("the agent", previous.agent_process),
+        ("the test command", previous.test_process),
+    ):
+        if recorded is not None and end_orphaned_group(recorded[0], recorded[1]):
+            ended.append(f"ended {what} (process group {recorded[0]}) a killed loop left running")
+    return ended
 
 
 def _engine_stop(status: StopStatus, message: str) -> Decision:
