@@ -15,6 +15,7 @@ import os
 import re
 import shlex
 import signal
+import subprocess
 import sys
 from typing import Any
 
@@ -22,7 +23,7 @@ import pytest
 
 from loopctl.model import EXIT_CODES, EXIT_USAGE
 from loopctl.procgroup import group_members
-from loopctl.testing import python_test_cmd
+from loopctl.testing import python_test_cmd, sigint_as_in_a_terminal
 
 GOAL = "Make add() return the sum of its arguments.\nDo not change the test."
 INTERRUPTED_EXIT = EXIT_CODES["interrupted"]
@@ -368,4 +369,40 @@ def test_a_plugin_hook_that_never_returns_is_stopped_at_the_wall_clock(
     assert hook in end["message"]
     assert box.report()["status"] == "wall_clock"
     assert box.loop_state().status == "wall_clock"
+    assert not box.processes()
+
+
+@pytest.mark.parametrize("view", ["live", "plain"])
+def test_sighup_after_the_terminal_closed_still_stops_gracefully(sandbox: Any, view: str) -> None:
+    """The terminal loopctl prints to goes away, then SIGHUP comes (as when a terminal window
+    is closed): every write to it would now fail with EIO, yet the stop writes loop.end and
+    the report and ends the agent, as for any stop signal."""
+    import pty
+
+    box = sandbox
+    box.configure()
+    box.script([[{"say": "Looking."}, {"write": "notes.md", "content": "hi\n"}, {"hang": True}]])
+    if view == "plain":
+        box.extra_env["NO_COLOR"] = "1"
+    box.extra_env["TERM"] = "xterm-256color"
+    controller, terminal = pty.openpty()
+    proc = subprocess.Popen(
+        box.argv(*RUN[:2], "--no-plugins"),
+        cwd=box.path,
+        env=box.env(),
+        stdin=subprocess.DEVNULL,
+        stdout=terminal,
+        stderr=terminal,
+        preexec_fn=sigint_as_in_a_terminal(),
+    )
+    box.spawned.append(proc)
+    box.outputs[proc.pid] = box.out_dir / "on-the-terminal"  # (nothing is kept)
+    os.close(terminal)
+    try:
+        box.wait_for_event("agent.start", proc)
+        box.poll((box.path / "notes.md").is_file, "the agent's write")
+    finally:
+        os.close(controller)  # the terminal is gone: writes to it fail from now on
+    proc.send_signal(signal.SIGHUP)
+    assert_interrupted(box, proc, signal.SIGHUP)
     assert not box.processes()
