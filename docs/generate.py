@@ -139,6 +139,10 @@ def exit_codes_page() -> str:
         "left half-written (see [state files](../state-files.md)), and once there is space",
         "`loopctl resume` continues the loop (`loopctl run` when the disk was full before the",
         "loop's state could be saved; the line says which).",
+        "",
+        "`interrupted` is any of the stop signals: Ctrl-C (SIGINT), SIGTERM, SIGHUP or SIGQUIT;",
+        "`wall_clock` is also the status when a plugin hook was still running at the limit",
+        "(a `plugin.hung` event names it).",
     ]
     return "\n".join(lines) + "\n"
 

@@ -106,6 +106,8 @@ class Sandbox:
         self.spawned: list[subprocess.Popen[bytes]] = []
         self.outputs: dict[int, Path] = {}  # pid of a spawned loopctl -> its output file
         self.test_cmd = ""
+        #: Added to the environment of every loopctl this sandbox runs.
+        self.extra_env: dict[str, str] = {}
         self.project.write("calc.py", BUGGY_CALC)
         self.project.write("test_calc.py", TEST_CALC)
         self.project.commit("a failing test")
@@ -154,6 +156,7 @@ class Sandbox:
         env = {k: v for k, v in os.environ.items() if not k.startswith("LOOPCTL_")}
         env["PYTHONUNBUFFERED"] = "1"  # the JSON event lines survive a SIGKILL, for debugging
         env["PYTHONDONTWRITEBYTECODE"] = "1"
+        env.update(self.extra_env)
         return env
 
     def argv(self, *args: str) -> list[str]:

@@ -2,9 +2,12 @@ from __future__ import annotations
 
 import sys
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from loopctl.procgroup import set_subreaper
 
 
 class FakeSite:
@@ -49,3 +52,16 @@ def _private_failure_memory(tmp_path_factory: pytest.TempPathFactory) -> None:
     home = tmp_path_factory.mktemp("xdg-data")
     os.environ["XDG_DATA_HOME"] = str(home)
     os.environ["LOOPCTL_FAILURE_MEMORY"] = str(home / "failures.sqlite3")
+
+
+@pytest.fixture
+def subreaper() -> Iterator[None]:
+    """This process as a child subreaper for the test, as loopctl makes itself for a run."""
+    previous = set_subreaper(True)
+    if previous is None:
+        pytest.skip("no child subreaper on this platform (only process groups are ended)")
+    try:
+        yield
+    finally:
+        if not previous:
+            set_subreaper(False)

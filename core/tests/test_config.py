@@ -491,6 +491,7 @@ def test_env_stray_variables_warn_and_loopctl_own_variables_are_silent(project: 
             "LOOPCTL_ITERATION": "3",
             "LOOPCTL_SESSION_ID": "abc",
             "LOOPCTL_RUN_ID": "r1",
+            "LOOPCTL_SUPERVISOR": "123.456",  # a loop run by a loop's agent or test command
             "LOOPCTL_TEST_COMMAND": "pytest",
             "LOOPCTL_MODELS__X": "5",
             "PATH": "/usr/bin",

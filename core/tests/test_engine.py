@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+import math
+import threading
 
 import pytest
 
 from loopctl import hookimpl
+from loopctl.agents.supervisor import Supervision
 from loopctl.engine import LoopError
 from loopctl.model import CompletionVeto, Decision, PromptSection
 from loopctl.state import StateLock, read_error_summary, read_jsonl, read_loop_state
@@ -495,3 +498,38 @@ def test_withheld_variables_reach_neither_the_agent_nor_the_tests(project, monke
         assert "DEPLOY_REGION=eu-kept" in seen  # only the named ones are withheld
         assert "s3cr3t-value" not in seen
         assert "akid-value" not in seen
+
+
+@pytest.mark.parametrize("timeout_s", [math.inf, 1e7], ids=["inf", "1e7"])
+def test_timeouts_too_large_for_select_do_not_crash_the_loop(project, timeout_s):
+    """They used to raise OverflowError from the supervisor (exit 1, while loop.end said 13)."""
+    limits = Supervision(timeout_s=timeout_s, idle_timeout_s=timeout_s)
+    result = run(project, [[FIX]], supervision=limits)
+    assert result.status == "complete"
+    assert result.outcome.exit_code == 0
+
+
+def test_a_hook_past_the_wall_clock_is_stopped_and_its_plugin_not_called_again(project, capfd):
+    """In-process: the watchdog stops the hook at the limit, the loop ends with wall_clock, and
+    the plugin's later hooks (its on_loop_end) are skipped, since each would hang the end too."""
+    never = threading.Event()
+    called: list[str] = []
+
+    class Sleepy:
+        @hookimpl
+        def on_loop_start(self, loop):
+            never.wait()
+
+        @hookimpl
+        def on_loop_end(self, loop, outcome):
+            called.append("on_loop_end")
+
+    result = run(
+        project, [[FIX]], plugins={"sleepy": Sleepy()}, config={"limits": {"wall_clock_s": 1.0}}
+    )
+    assert (result.status, result.outcome.exit_code) == ("wall_clock", 16)
+    (hung,) = result.events_of("plugin.hung")
+    assert (hung["plugin"], hung["hook"]) == ("sleepy", "on_loop_start")
+    assert "plugin 'sleepy' is still running its on_loop_start hook" in capfd.readouterr().err
+    assert called == []
+    assert not result.records  # stopped before the first iteration

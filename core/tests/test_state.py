@@ -319,6 +319,7 @@ loop_states = st.builds(
     stuck_nudge=st.none() | any_text,
     stuck_level=st.integers(0, 3),
     agent_process=st.none() | st.lists(st.integers(1, 2**40), min_size=2, max_size=2),
+    test_process=st.none() | st.lists(st.integers(1, 2**40), min_size=2, max_size=2),
     rate_limit_waits=st.integers(0, 100),
     wall_clock_used_s=st.floats(0, 1e9),
     restart_reason=any_text,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import sys
 import time
@@ -16,7 +17,7 @@ from loopctl.agents.base import AgentAdapter, AgentSettings, Invocation, StreamP
 from loopctl.agents.scripted import ScriptedParser
 from loopctl.agents.supervisor import Supervision, run_turn
 from loopctl.model import AgentMessage, Decision, ErrorKind, MessageKind, TurnResult
-from loopctl.procgroup import group_members
+from loopctl.procgroup import group_members, interrupt
 
 FAKE_AGENT = Path(__file__).parent / "fake_agents" / "fake_agent.py"
 GRACE, KILL_AFTER, IDLE = 0.3, 0.5, 0.5
@@ -508,3 +509,62 @@ def test_a_transcript_under_its_cap_has_no_note(tmp_path: Path) -> None:
     limits = attrs.evolve(FAST, transcript_limit=100_000)
     _run(tmp_path, FakeAgent("ok"), limits, transcript=transcript)
     assert b"loopctl.transcript_cut" not in transcript.read_bytes()
+
+
+# --- descendants that leave the group; interrupts while the agent starts; huge timeouts ---------
+
+
+def _gone_and_reaped(pid: int) -> bool:
+    """Not running, and not a zombie waiting for this process to reap it either."""
+    return not Path(f"/proc/{pid}").exists()
+
+
+@pytest.mark.parametrize("how", ["setsid", "setpgid"])
+def test_a_descendant_that_left_the_group_is_ended_and_reaped(
+    tmp_path: Path, subreaper: None, how: str
+) -> None:
+    """setsid: a double-forked daemon in a session of its own, known by the variable loopctl
+    puts in the agent's environment; setpgid: a group of its own in the agent's session, with
+    an empty environment, known by its session."""
+    result, elapsed, pidfile = _run(tmp_path, FakeAgent("escape", how))
+    assert result.outcome.ok, result.outcome
+    _agent, escaped = (int(pid) for pid in pidfile.read_text().split())
+    assert _gone_and_reaped(escaped), f"pid {escaped} ({how}) outlived the turn"
+    assert elapsed < WALL_CLOCK / 2
+    _assert_no_survivors(pidfile)
+
+
+def test_an_interrupt_while_the_agent_starts_ends_it_once_it_is_known(tmp_path: Path) -> None:
+    """A stop signal's handler raises through ``interrupt()``: while the agent is being started
+    (here: while the engine records its group) it waits, then ends the started group."""
+    started: list[int] = []
+
+    def on_start(pgid: int) -> None:
+        started.append(pgid)
+        interrupt(KeyboardInterrupt())  # as the engine's handler does for SIGINT
+        (tmp_path / "recorded").write_text("the interrupt waited for this")
+
+    with pytest.raises(KeyboardInterrupt):
+        _run(tmp_path, FakeAgent("hang_mid_stream"), on_start=on_start)
+    assert (tmp_path / "recorded").exists()
+    assert len(started) == 1
+    assert group_members(started[0]) == []
+
+
+@pytest.mark.parametrize(
+    ("timeout_s", "idle_timeout_s"),
+    [(math.inf, math.inf), (1e7, 1e7), (1e300, math.inf), (math.nan, math.nan), (None, None)],
+    ids=["inf", "1e7", "1e300", "nan", "none"],
+)
+def test_timeouts_of_any_size_run_the_turn_to_its_end(
+    tmp_path: Path, timeout_s: float | None, idle_timeout_s: float | None
+) -> None:
+    """Timeouts too large for select() (milliseconds in a C int) mean "no limit in practice",
+    never an OverflowError; NaN means no limit."""
+    limits = Supervision(
+        timeout_s=timeout_s, idle_timeout_s=idle_timeout_s, grace_s=GRACE, kill_after_s=KILL_AFTER
+    )
+    result, _elapsed, pidfile = _run(tmp_path, FakeAgent("ok"), limits)
+    assert result.outcome.ok, result.outcome
+    assert result.final_text == "hello"
+    _assert_no_survivors(pidfile)

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import math
 import os
 import signal
 import sys
@@ -11,6 +12,7 @@ from types import FrameType
 
 import pytest
 
+from loopctl.procgroup import group_members, interrupt
 from loopctl.testcmd import run_test_command
 
 PY = sys.executable
@@ -249,3 +251,54 @@ def test_keyboard_interrupt_kills_the_group_and_propagates(
     child = _wait_for_pid(tmp_path / "child.pid")
     leftover_pids.append(child)
     assert not _alive(child)
+
+
+# --- descendants that leave the group; interrupts while it starts; huge timeouts ---------------
+
+ESCAPES = (
+    # a group of its own in the command's session, with an empty environment
+    f"{PY} -c \"import os; os.setpgid(0, 0); os.execve('/bin/sleep', ['sleep', '1000'], {{}})\" "
+    "> /dev/null 2>&1 & echo $! > setpgid.pid; "
+    # a session of its own, as daemons do (known by the variable loopctl gives the command)
+    "setsid sh -c 'echo $$ > setsid.pid; exec sleep 1000' > /dev/null 2>&1 < /dev/null & "
+    "while [ ! -s setsid.pid ]; do sleep 0.01; done; echo done"
+)
+
+
+def test_descendants_that_left_the_group_are_ended_and_reaped(
+    tmp_path: Path, subreaper: None, leftover_pids: list[int]
+) -> None:
+    run = run_test_command(ESCAPES, cwd=tmp_path, timeout_s=60)
+    escaped = [_wait_for_pid(tmp_path / name) for name in ("setpgid.pid", "setsid.pid")]
+    leftover_pids.extend(escaped)
+    assert run.passed, run.output
+    for pid in escaped:  # gone, and not even a zombie waiting for this process to reap it
+        assert not Path(f"/proc/{pid}").exists(), f"{pid} outlived the test command"
+
+
+def test_an_interrupt_while_the_command_starts_ends_it_once_it_is_known(
+    tmp_path: Path, leftover_pids: list[int]
+) -> None:
+    """A stop signal's handler raises through ``interrupt()``: while the command is being
+    started (here: while the engine records its group) it waits, then ends the group."""
+    groups: list[int] = []
+
+    def on_start(pgid: int) -> None:
+        groups.append(pgid)
+        interrupt(KeyboardInterrupt())  # as the engine's handler does for SIGINT
+        (tmp_path / "recorded").write_text("the interrupt waited for this")
+
+    with pytest.raises(KeyboardInterrupt):
+        run_test_command(
+            "echo $$ > sh.pid; sleep 1000", cwd=tmp_path, timeout_s=60, on_start=on_start
+        )
+    assert (tmp_path / "recorded").exists()
+    assert len(groups) == 1
+    assert group_members(groups[0]) == []
+
+
+@pytest.mark.parametrize("timeout_s", [math.inf, 1e7, 1e300, math.nan])
+def test_timeouts_of_any_size_run_the_command_to_its_end(tmp_path: Path, timeout_s: float) -> None:
+    run = run_test_command("echo fine", cwd=tmp_path, timeout_s=timeout_s)
+    assert run.passed
+    assert run.output == "fine\n"

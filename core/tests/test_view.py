@@ -110,6 +110,12 @@ SAMPLES: dict[str, dict[str, Any]] = {
         "error": "ValueError: nope",
         "traceback": "Traceback (most recent call last): …",
     },
+    "plugin.hung": {
+        "plugin": "sleepy",
+        "hook": "on_loop_start",
+        "running_s": 2.5,
+        "wall_clock_s": 2.0,
+    },
 }
 
 

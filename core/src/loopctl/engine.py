@@ -10,16 +10,20 @@ was in flight.
 
 from __future__ import annotations
 
+import contextlib
 import errno
+import math
 import os
 import queue
 import signal
+import stat
+import sys
 import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -30,12 +34,7 @@ from loopctl import records
 from loopctl import state as st
 from loopctl._version import __version__
 from loopctl.agents.base import AgentAdapter, TurnRequest
-from loopctl.agents.supervisor import (
-    Supervision,
-    end_orphaned_group,
-    process_start_time,
-    run_turn,
-)
+from loopctl.agents.supervisor import Supervision, run_turn
 from loopctl.config import LoadedConfig, context_window_for, withheld_environment
 from loopctl.loop import Loop, LoopOutcome, ReportSection, Restart, RunFacts
 from loopctl.model import (
@@ -57,7 +56,14 @@ from loopctl.model import (
     TurnOutcome,
     TurnResult,
 )
-from loopctl.pluginhost import HookFailure, PluginHost, print_failure
+from loopctl.pluginhost import HookCall, HookFailure, PluginHost, print_failure
+from loopctl.procgroup import (
+    end_escaped,
+    end_orphaned_group,
+    interrupt,
+    process_start_time,
+    set_subreaper,
+)
 from loopctl.prompt import ComposedPrompt, compose
 from loopctl.report import RunSummary, write_report
 from loopctl.stash import Stash
@@ -75,6 +81,38 @@ RATE_LIMIT_RETRY = "rate_limit_retry"
 UNFINISHED = ("running", "interrupted", "restarting", StopStatus.DISK_FULL.value)
 #: ``errno`` values that mean the disk, or the user's quota on it, is full.
 DISK_FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT})
+#: The signals that stop a loop gracefully (status ``interrupted``), and how the outcome names
+#: each. One the process ignores when the loop starts (``nohup``, a background job) stays ignored.
+STOP_SIGNALS: dict[int, str] = {
+    signal.SIGINT: "Ctrl-C (SIGINT)",
+    signal.SIGTERM: "SIGTERM",
+    signal.SIGHUP: "SIGHUP (the terminal closed)",
+    signal.SIGQUIT: "SIGQUIT",
+}
+#: A plugin hook still running at the wall-clock limit is stopped then, or this long after it
+#: started if that is later (a hook called as the loop winds down gets this much time).
+HOOK_GRACE_S = 2.0
+#: What the watchdog thread sends the main thread to stop such a hook. Its default action is
+#: to ignore it, so one that arrives after the loop put the old handler back does no harm.
+_WATCHDOG_SIGNAL = signal.SIGURG
+
+
+class StopSignal(KeyboardInterrupt):
+    """A stop signal, raised in the main thread: the loop ends as ``interrupted``. A
+    KeyboardInterrupt, so everything that ends processes on Ctrl-C does so on it too."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+class HookOverran(KeyboardInterrupt):
+    """Raised in a plugin hook still running at the wall-clock limit: the loop ends as
+    ``wall_clock`` and names the hook (``plugin.hung``)."""
+
+    def __init__(self, call: HookCall) -> None:
+        super().__init__(f"plugin {call.plugin!r}: {call.hook}")
+        self.call = call
 
 
 class LoopError(Exception):
@@ -269,6 +307,12 @@ class Engine:
         self._disk_full: OSError | None = None
         self._started_monotonic = time.monotonic()
         self._wall_clock_used_before = 0.0
+        #: The first stop signal received, and whether the loop is ending (then one only cuts
+        #: short a plugin hook that holds up the end).
+        self._stop_signal: int | None = None
+        self._finishing = False
+        #: The hook the watchdog found running past the wall clock and asked to stop.
+        self._overrunning: HookCall | None = None
         self.state = self._initial_state(goal)
 
     # --- setup ---------------------------------------------------------------------------------
@@ -385,7 +429,7 @@ class Engine:
         self._lock.acquire()
         try:
             st.remove_stale_temp_files(self.state_dir)  # left by a loop killed mid-write
-            self._end_orphaned_agent()
+            self._end_orphaned_processes()
             if self.resumed:
                 self._load_previous_run()
             else:
@@ -405,17 +449,10 @@ class Engine:
         self.last_snapshot = self.workspace.snapshot()
         self._opened = True
 
-    def _end_orphaned_agent(self) -> None:
-        """An agent runs in its own session, so it outlives a loopctl killed with SIGKILL. The
-        lock is ours now, so that loop is gone: end its agent before another one starts."""
-        try:
-            recorded = st.read_loop_state(self.state_dir / st.LOOP_STATE_FILE).agent_process
-        except st.StateError:
-            return
-        if recorded is not None and end_orphaned_group(recorded[0], recorded[1]):
-            self.loaded.warnings.append(
-                f"ended the agent (process group {recorded[0]}) a killed loop left running"
-            )
+    def _end_orphaned_processes(self) -> None:
+        """The lock is ours now, so the loop that wrote the state is gone: end what it left
+        running before another agent or test run starts (:func:`end_left_running`)."""
+        self.loaded.warnings.extend(end_left_running(self.state_dir))
 
     def _start_new_run(self) -> None:
         state_file = self.state_dir / st.LOOP_STATE_FILE
@@ -512,12 +549,13 @@ class Engine:
 
     def run(self) -> LoopOutcome:
         """Run the loop to its end and return how it ended. A plugin's or an agent's failure
-        never escapes; Ctrl-C and SIGTERM end it with status ``interrupted``."""
+        never escapes; Ctrl-C, SIGTERM, SIGHUP and SIGQUIT end it with status ``interrupted``,
+        a plugin hook still running at the wall-clock limit with ``wall_clock``."""
         self.host.error_sink = self._on_plugin_failure
         self.open()
         outcome: LoopOutcome | None = None
-        try:
-            with _sigterm_as_interrupt():
+        with self._guarded():
+            try:
                 self.emit(
                     "loop.resume" if self.resumed else "loop.start",
                     goal=self.state.original_goal[:2000],
@@ -536,30 +574,143 @@ class Engine:
                 self._resolve_original_goal()
                 self.host.hook.on_loop_start(loop=self.loop)
                 outcome = self._iterate()
-        except KeyboardInterrupt:
-            outcome = self._outcome(
-                StopStatus.INTERRUPTED.value, "interrupted", "stopped by Ctrl-C or SIGTERM"
-            )
-        except OSError as exc:
-            if not is_disk_full(exc):
-                raise
-            if self._writer is not None:
-                self._writer.flush()  # the first loop-state.md may be on its way
-            resumable = (self.state_dir / st.LOOP_STATE_FILE).exists()
-            outcome = self._outcome(
-                StopStatus.DISK_FULL.value,
-                StopStatus.DISK_FULL.value,
-                disk_full_message(exc, resumable=resumable),
-            )
-        finally:
-            if outcome is None:  # an engine bug: still leave valid state and a report behind
+            except HookOverran as exc:
+                outcome = self._hook_overran(exc.call)
+            except KeyboardInterrupt:
+                by = STOP_SIGNALS.get(self._stop_signal or signal.SIGINT, "a signal")
                 outcome = self._outcome(
-                    StopStatus.AGENT_ERROR.value,
-                    "engine_error",
-                    "loopctl failed unexpectedly; see the traceback",
+                    StopStatus.INTERRUPTED.value, "interrupted", f"stopped by {by}"
                 )
-            self._finish(outcome)
+            except OSError as exc:
+                if not is_disk_full(exc):
+                    raise
+                if self._writer is not None:
+                    self._writer.flush()  # the first loop-state.md may be on its way
+                resumable = (self.state_dir / st.LOOP_STATE_FILE).exists()
+                outcome = self._outcome(
+                    StopStatus.DISK_FULL.value,
+                    StopStatus.DISK_FULL.value,
+                    disk_full_message(exc, resumable=resumable),
+                )
+            finally:
+                if outcome is None:  # an engine bug: still leave valid state and a report
+                    outcome = self._outcome(
+                        StopStatus.AGENT_ERROR.value,
+                        "engine_error",
+                        "loopctl failed unexpectedly; see the traceback",
+                    )
+                self._finish(outcome)
         return outcome
+
+    # --- signals, orphans and hooks past the wall clock --------------------------------------------
+
+    @contextmanager
+    def _guarded(self) -> Iterator[None]:
+        """For the whole run: the stop signals end it gracefully, loopctl is a subreaper (Linux)
+        so the agent's and the tests' descendants that leave their group come back to it, and a
+        watchdog stops a plugin hook still running at the wall-clock limit."""
+        previous_subreaper = set_subreaper(True)
+        stop_watchdog = threading.Event()
+        watchdog: threading.Thread | None = None
+        with ExitStack() as restore:
+            if threading.current_thread() is threading.main_thread():
+                for signum in STOP_SIGNALS:
+                    if signal.getsignal(signum) is not signal.SIG_IGN:
+                        restore.enter_context(_handler(signum, self._on_stop_signal))
+                restore.enter_context(_handler(_WATCHDOG_SIGNAL, self._on_watchdog_signal))
+                watchdog = threading.Thread(
+                    target=self._watch_hooks,
+                    args=(stop_watchdog,),
+                    name="loopctl-hook-watchdog",
+                    daemon=True,
+                )
+                watchdog.start()
+            try:
+                yield
+            finally:
+                stop_watchdog.set()
+                if watchdog is not None:
+                    watchdog.join()
+                end_escaped(None, 1.0)  # any that came back after the last turn or test run
+                if previous_subreaper is False:
+                    set_subreaper(False)
+
+    def _on_stop_signal(self, signum: int, frame: Any) -> None:
+        """SIGINT, SIGTERM, SIGHUP, SIGQUIT: the first one stops the loop (after the process
+        being started, if one is); later ones, and one while the loop ends, only cut short a
+        plugin hook holding up the end: the agent's and the tests' groups are being ended, and
+        that must finish for nothing to be left behind."""
+        if signum == signal.SIGHUP:
+            _leave_the_terminal()
+        first = self._stop_signal is None
+        if first:
+            self._stop_signal = signum
+        if (first and not self._finishing) or self.host.running_hook() is not None:
+            interrupt(StopSignal(signum))
+
+    def _on_watchdog_signal(self, signum: int, frame: Any) -> None:
+        call = self._overrunning
+        if call is not None and self.host.running_hook() is call:
+            self.host.skip(call.plugin)
+            interrupt(HookOverran(call))
+
+    def _watch_hooks(self, stop: threading.Event) -> None:
+        """The watchdog thread: at the wall-clock limit, stop the plugin hook the main thread
+        is running (:data:`HOOK_GRACE_S`), naming it on stderr, and again if it goes on."""
+        limit = self.loaded.config.limits.wall_clock_s
+        deadline = self._started_monotonic + (limit - self._wall_clock_used_before)
+        if math.isnan(deadline):
+            deadline = math.inf
+        main = threading.main_thread().ident
+        while True:
+            now = time.monotonic()
+            if now < deadline:
+                if stop.wait(min(deadline - now, 3600.0)):
+                    return
+                continue
+            call = self.host.running_hook()
+            if (
+                call is not None
+                and now - call.started >= HOOK_GRACE_S
+                and (call.interrupted_at is None or now - call.interrupted_at >= HOOK_GRACE_S)
+            ):
+                if call.interrupted_at is None:
+                    _stderr(
+                        f"loopctl: plugin {call.plugin!r} is still running its {call.hook} hook "
+                        f"({now - call.started:.0f} s) at the wall-clock limit ({limit:g} s); "
+                        "stopping it and the loop"
+                    )
+                call.interrupted_at = now
+                self._overrunning = call
+                if main is not None:
+                    signal.pthread_kill(main, _WATCHDOG_SIGNAL)
+            if stop.wait(0.05):
+                return
+
+    def _hook_overran(self, call: HookCall) -> LoopOutcome:
+        self._emit_hung(call)
+        limit = self.loaded.config.limits.wall_clock_s
+        return self._outcome(
+            StopStatus.WALL_CLOCK.value,
+            "wall_clock",
+            f"the run used its whole wall-clock budget ({limit:.0f} s) while plugin "
+            f"{call.plugin!r} was still running its {call.hook} hook",
+        )
+
+    def _emit_hung(self, call: HookCall) -> None:
+        with contextlib.suppress(KeyboardInterrupt):  # another hook stopped on the way: no matter
+            self.emit(
+                "plugin.hung",
+                plugin=call.plugin,
+                hook=call.hook,
+                running_s=round(time.monotonic() - call.started, 3),
+                wall_clock_s=self.loaded.config.limits.wall_clock_s,
+            )
+
+    def _cut_short(self, exc: KeyboardInterrupt) -> None:
+        """A hook of the loop's end was stopped (a signal, or the watchdog): say which."""
+        if isinstance(exc, HookOverran):
+            self._emit_hung(exc.call)
 
     def _resolve_original_goal(self) -> None:
         """Let a plugin that sealed the goal put it back (``resolve_original_goal``)."""
@@ -594,27 +745,32 @@ class Engine:
         )
 
     def _finish(self, outcome: LoopOutcome) -> None:
+        self._finishing = True  # from now on a signal only cuts short a hook (on_loop_end)
         self.outcome = outcome
         self.state.status = outcome.status
         self.state.reason = outcome.message or outcome.reason
+        self.state.agent_process = self.state.test_process = None  # both ended by now
         self._save_clock()
         try:
             self.host.hook.on_loop_end(loop=self.loop, outcome=outcome)
-        except KeyboardInterrupt:
-            pass
+        except KeyboardInterrupt as exc:
+            self._cut_short(exc)
         # On a full disk each write below may fail: what fails is left as it was (journals
         # are cut back to whole lines, atomic rewrites keep the old file), and `resume`
         # continues from there once there is space.
-        with _unless_disk_full():
-            self.emit(
-                "loop.end",
-                status=outcome.status,
-                reason=outcome.reason,
-                message=outcome.message,
-                exit_code=outcome.exit_code,
-                iterations=outcome.iterations,
-                restarts=outcome.restarts,
-            )
+        try:
+            with _unless_disk_full():
+                self.emit(
+                    "loop.end",
+                    status=outcome.status,
+                    reason=outcome.reason,
+                    message=outcome.message,
+                    exit_code=outcome.exit_code,
+                    iterations=outcome.iterations,
+                    restarts=outcome.restarts,
+                )
+        except KeyboardInterrupt as exc:  # in an on_event hook: the event is written already
+            self._cut_short(exc)
         self._background.shutdown(wait=True)
         with _unless_disk_full():
             write_report(
@@ -965,14 +1121,25 @@ class Engine:
         command = command or self.state.test_cmd
         labelled = {"label": label} if label else {}
         self.emit("tests.start", command=command, **labelled)
-        with self._wait_window():
-            result = run_test_command(
-                command,
-                cwd=self.workdir,
-                timeout_s=limits.test_timeout_s,
-                output_limit=limits.test_output_bytes,
-                base_env=withheld_environment(self.loaded.config.withhold_env),
-            )
+
+        def on_start(pgid: int) -> None:
+            started_at = process_start_time(pgid)
+            if started_at is not None:  # without it the group cannot be told from a reused pid
+                self.state.test_process = [pgid, started_at]
+                self._write_state()
+
+        try:
+            with self._wait_window():
+                result = run_test_command(
+                    command,
+                    cwd=self.workdir,
+                    timeout_s=limits.test_timeout_s,
+                    output_limit=limits.test_output_bytes,
+                    base_env=withheld_environment(self.loaded.config.withhold_env),
+                    on_start=on_start,
+                )
+        finally:
+            self.state.test_process = None  # ended (written with the next state write)
         result = attrs.evolve(result, label=label) if label else result
         kind = f"{label}.tests.log" if label else "tests.log"
         self._log(st.log_name(self.state.iteration, kind), result.output)
@@ -1255,6 +1422,28 @@ def _check_goal(goal: str, budget_chars: int) -> None:
         )
 
 
+def end_left_running(state_dir: Path) -> list[str]:
+    """End the agent and the test command a killed loop left running in ``state_dir``, and
+    wait until they are gone; one line per group ended, to tell the user.
+
+    Both run in sessions of their own, so they outlive a loopctl killed with SIGKILL;
+    ``loop-state.md`` records their process groups. Call it holding the state directory's lock
+    (so that loop is really gone), before the state is discarded or another run starts.
+    """
+    try:
+        previous = st.read_loop_state(state_dir / st.LOOP_STATE_FILE)
+    except st.StateError:
+        return []
+    ended = []
+    for what, recorded in (
+        ("the agent", previous.agent_process),
+        ("the test command", previous.test_process),
+    ):
+        if recorded is not None and end_orphaned_group(recorded[0], recorded[1]):
+            ended.append(f"ended {what} (process group {recorded[0]}) a killed loop left running")
+    return ended
+
+
 def _engine_stop(status: StopStatus, message: str) -> Decision:
     return attrs.evolve(Decision.stop(status.value, message, status=status), source=ENGINE)
 
@@ -1322,17 +1511,30 @@ def _unless_disk_full() -> Iterator[None]:
 
 
 @contextmanager
-def _sigterm_as_interrupt() -> Iterator[None]:
-    """Treat SIGTERM like Ctrl-C, so ``kill`` also ends the loop gracefully (main thread only)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def handler(signum: int, frame: Any) -> None:
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGTERM, handler)
+def _handler(signum: int, handler: Callable[[int, Any], None]) -> Iterator[None]:
+    """``handler`` for ``signum`` during the block, then the one before it again."""
+    previous = signal.signal(signum, handler)
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        signal.signal(signum, signal.SIG_DFL if previous is None else previous)
+
+
+def _leave_the_terminal() -> None:
+    """After SIGHUP the terminal is gone: point stdout and stderr at /dev/null where they were
+    on it, so that the graceful stop's output cannot fail (EIO) and stop it."""
+    for fd in (1, 2):
+        try:
+            if stat.S_ISCHR(os.fstat(fd).st_mode):
+                devnull = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(devnull, fd)
+                os.close(devnull)
+        except OSError:
+            pass
+
+
+def _stderr(line: str) -> None:
+    try:
+        print(line, file=sys.stderr, flush=True)
+    except (OSError, ValueError):  # no stderr left (a closed terminal): the event still says it
+        pass

@@ -202,6 +202,11 @@ CORE_EVENTS: dict[str, dict[str, Any]] = {
         "A plugin's hook raised; it was skipped.",
         {"plugin": STR, "hook": STR, "error": STR, "traceback": STR},
     ),
+    "plugin.hung": define_event(
+        "A plugin's hook was still running at the wall-clock limit; it was stopped, the plugin's "
+        "hooks are not called again, and the loop ends with status wall_clock.",
+        {"plugin": STR, "hook": STR, "running_s": NUM, "wall_clock_s": NUM},
+    ),
     "state.write_error": define_event(
         "A state file could not be written, or a plugin's background task raised.",
         {"error": STR},

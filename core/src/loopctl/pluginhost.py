@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import functools
 import sys
+import threading
+import time
 import traceback
 import types
 from collections.abc import Callable, Iterable, Mapping
@@ -112,6 +114,20 @@ class HookFailure:
 
 
 ErrorSink = Callable[[HookFailure], None]
+_MAIN_THREAD = threading.main_thread().ident
+
+
+@attrs.define(eq=False)
+class HookCall:
+    """A plugin's hook implementation running on the main thread (:meth:`PluginHost.running_hook`):
+    what the engine's wall-clock watchdog names and stops when it runs past the limit."""
+
+    plugin: str
+    hook: str
+    #: ``time.monotonic()`` when it was called.
+    started: float
+    #: When the watchdog last interrupted it (None: never).
+    interrupted_at: float | None = None
 
 
 def print_failure(failure: HookFailure) -> None:
@@ -141,6 +157,10 @@ class PluginHost:
         self.failures: list[HookFailure] = []
         self.error_sink: ErrorSink = print_failure
         self._loaded = False
+        #: The hook implementations running on the main thread, innermost last.
+        self._calls: list[HookCall] = []
+        #: Plugins whose hooks are no longer called in this process (:meth:`skip`).
+        self.skipped: set[str] = set()
 
     @property
     def hook(self) -> pluggy.HookRelay:
@@ -323,6 +343,9 @@ class PluginHost:
 
         @functools.wraps(function)
         def guarded(*args: Any, **kwargs: Any) -> Any:
+            if plugin in self.skipped:
+                return None
+            call = self._enter(plugin, hook)
             try:
                 result = function(*args, **kwargs)
             except Exception as exc:  # isolation is the point (re-raised when strict)
@@ -330,9 +353,38 @@ class PluginHost:
                     raise
                 self.report_failure(plugin, hook, exc)
                 return None
+            finally:
+                if call is not None:
+                    self._leave(call)
             return result if attribute is None else attribute(result, plugin)
 
         return guarded
+
+    def _enter(self, plugin: str, hook: str) -> HookCall | None:
+        if threading.get_ident() != _MAIN_THREAD:
+            return None
+        call = HookCall(plugin, hook, time.monotonic())
+        self._calls.append(call)
+        return call
+
+    def _leave(self, call: HookCall) -> None:
+        if self._calls and self._calls[-1] is call:
+            self._calls.pop()
+        elif call in self._calls:
+            self._calls.remove(call)
+
+    def skip(self, plugin: str) -> None:
+        """Call none of ``plugin``'s hooks from now on (a hook of it hung past the wall clock):
+        each would only hold up the loop's end again."""
+        self.skipped.add(plugin)
+
+    def running_hook(self) -> HookCall | None:
+        """The innermost plugin hook implementation running on the main thread now, if any
+        (wrappers are not counted). Safe to call from any thread."""
+        try:
+            return self._calls[-1]
+        except IndexError:
+            return None
 
     def report_failure(self, plugin: str, hook: str, exc: BaseException) -> None:
         failure = HookFailure(

@@ -15,12 +15,22 @@ import shlex
 import signal
 import subprocess
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from loopctl.fingerprints import fingerprint
 from loopctl.model import TestRun
-from loopctl.procgroup import group_alive, signal_group
+from loopctl.procgroup import (
+    GONE_AFTER_KILL_S,
+    SUPERVISOR_ENV,
+    deferred_interrupts,
+    end_escaped,
+    group_alive,
+    set_running,
+    signal_group,
+    supervisor_token,
+    wait_group_gone,
+)
 from loopctl.testoutput import parse_test_output
 
 #: How many error lines a TestRun carries at most (the extractor's bound).
@@ -82,6 +92,7 @@ class _Runner:
         self.selector = selectors.DefaultSelector()
         self.selector.register(self.fd, selectors.EVENT_READ)
         self.eof = False
+        set_running(self.pgid, True)
 
     def read_available(self, wait_s: float) -> None:
         """Wait up to ``wait_s`` for output, then read everything that is there."""
@@ -110,7 +121,7 @@ class _Runner:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return False
-            self.read_available(min(remaining, _POLL_S))
+            self.read_available(remaining if remaining < _POLL_S else _POLL_S)  # NaN: _POLL_S
         drain_until = time.monotonic() + _DRAIN_S
         while not self.eof and time.monotonic() < drain_until:
             before = self.capture.total
@@ -120,26 +131,30 @@ class _Runner:
         return True
 
     def end_group(self, grace_s: float) -> None:
-        """SIGTERM the group, give it ``grace_s`` to go (reading its output), then SIGKILL."""
-        if self.process.poll() is not None and not group_alive(self.pgid):
-            return
-        signal_group(self.pgid, signal.SIGTERM)
-        give_up = time.monotonic() + grace_s
-        while time.monotonic() < give_up:
-            self.read_available(_POLL_S)
-            if self.process.poll() is not None and not group_alive(self.pgid):
-                break
-        signal_group(self.pgid, signal.SIGKILL)
-        try:
-            self.process.wait(timeout=5)
-        except subprocess.TimeoutExpired:  # unkillable (D state); do not hang the loop on it
-            pass
-        # SIGKILL is delivered asynchronously: wait (briefly) until the members are really gone.
-        gone_by = time.monotonic() + 1.0
-        while group_alive(self.pgid) and time.monotonic() < gone_by:
-            time.sleep(0.01)
+        """SIGTERM the group, give it ``grace_s`` to go (reading its output), then SIGKILL and
+        wait until it is gone; then end the descendants that left the group."""
+        if self.process.poll() is None or group_alive(self.pgid):
+            try:
+                signal_group(self.pgid, signal.SIGTERM)
+                give_up = time.monotonic() + grace_s
+                while time.monotonic() < give_up:
+                    self.read_available(_POLL_S)
+                    if self.process.poll() is not None and not group_alive(self.pgid):
+                        break
+            finally:  # also when interrupted while waiting: no more patience
+                with deferred_interrupts():  # and no interrupting the rest: it ends them
+                    signal_group(self.pgid, signal.SIGKILL)
+                    try:
+                        self.process.wait(timeout=GONE_AFTER_KILL_S)
+                    except subprocess.TimeoutExpired:  # unkillable (D state): do not hang on it
+                        pass
+                    # SIGKILL is delivered asynchronously: the members may take a moment to die.
+                    wait_group_gone(self.pgid, GONE_AFTER_KILL_S)
+        with deferred_interrupts():
+            end_escaped(self.pgid, grace_s)
 
     def close(self) -> None:
+        set_running(self.pgid, False)
         self.selector.close()
         if self.process.stdout is not None:
             self.process.stdout.close()
@@ -230,6 +245,7 @@ def run_test_command(
     env: Mapping[str, str] | None = None,
     kill_grace_s: float = 2.0,
     base_env: Mapping[str, str] | None = None,
+    on_start: Callable[[int], None] | None = None,
 ) -> TestRun:
     """Run ``command`` with ``/bin/sh -c`` in ``cwd`` and report the result. Never raises, except
     that a KeyboardInterrupt ends the command's whole process group and is then re-raised.
@@ -238,37 +254,47 @@ def run_test_command(
     closed; stdout and stderr are merged and kept up to ``output_limit`` bytes (the first 20%
     and the last 80%, with a ``... [N bytes omitted] ...`` line between). After ``timeout_s`` the process group gets
     SIGTERM, then SIGKILL after ``kill_grace_s``; the run is ``timed_out`` with no exit code.
-    Processes the command left behind are ended the same way when it exits.
+    Processes the command left behind are ended the same way when it exits, and those that
+    left its group where loopctl is a subreaper (:func:`loopctl.procgroup.end_escaped`).
+    ``on_start`` is called with the command's process group id once it runs (the engine
+    records it, so a loop that takes over from a killed one can end a command left running).
     """
     started = time.monotonic()
     cwd = Path(cwd)
-    full_env = None
-    if env is not None or base_env is not None:
-        full_env = {**(os.environ if base_env is None else base_env), **(env or {})}
-    try:
-        process = subprocess.Popen(
-            ["/bin/sh", "-c", command],
-            cwd=cwd,
-            env=full_env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    except (OSError, ValueError, subprocess.SubprocessError) as error:
-        return _cannot_start(command, cwd, error, time.monotonic() - started)
-
+    full_env = {
+        **(os.environ if base_env is None else base_env),
+        **(env or {}),
+        SUPERVISOR_ENV: supervisor_token(),  # how its escaped descendants are known
+    }
     capture = _BoundedCapture(output_limit)
-    runner = _Runner(process, capture)
+    runner: _Runner | None = None
     try:
+        with deferred_interrupts():  # Ctrl-C now would lose the started process: not yet
+            try:
+                process = subprocess.Popen(
+                    ["/bin/sh", "-c", command],
+                    cwd=cwd,
+                    env=full_env,
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                )
+            except (OSError, ValueError, subprocess.SubprocessError) as error:
+                return _cannot_start(command, cwd, error, time.monotonic() - started)
+            runner = _Runner(process, capture)
+            if on_start is not None:
+                on_start(runner.pgid)
         finished = runner.wait(started + timeout_s)
         runner.end_group(kill_grace_s)
         runner.read_available(0)  # what the ended processes wrote on their way out
     except BaseException:  # Ctrl-C (or anything else): leave no process behind, then go on up
-        runner.end_group(min(kill_grace_s, 0.5))
+        if runner is not None:
+            runner.end_group(min(kill_grace_s, 0.5))
         raise
     finally:
-        runner.close()
+        if runner is not None:
+            runner.close()
     duration_s = time.monotonic() - started
 
     returncode = process.returncode

@@ -231,6 +231,10 @@ _DESCRIBERS: dict[str, Callable[[Event, Mapping[str, Any]], str]] = {
         f"plugin {_text(d.get('plugin'))} failed in {_text(d.get('hook'))}: "
         f"{_text(d.get('error'))} (skipped)"
     ),
+    "plugin.hung": lambda e, d: (
+        f"plugin {_text(d.get('plugin'))} was still running its {_text(d.get('hook'))} hook "
+        f"{_seconds(d.get('running_s'))} in, at the wall-clock limit; stopped it"
+    ),
     "state.write_error": lambda e, d: (
         f"could not write a state file (the loop goes on): {_text(d.get('error'))}"
     ),

@@ -14,6 +14,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Mapping
+from pathlib import Path
 
 
 def record_pid() -> None:
@@ -80,6 +81,30 @@ def main() -> int:
             stderr=subprocess.DEVNULL,
         )
         time.sleep(0.2)  # let the helper record its pid
+        line(INIT)
+        line(RESULT)
+        return 0
+    elif mode == "escape":
+        # A descendant that leaves the agent's process group, then the agent exits. ARG says
+        # how: "setsid" (double-forked into a session of its own, as daemons do) or "setpgid"
+        # (a group of its own in the agent's session, exec'd with an empty environment).
+        if os.fork() == 0:
+            if arg == "setsid":
+                os.setsid()
+                if os.fork() != 0:
+                    os._exit(0)
+            else:
+                os.setpgid(0, 0)
+            record_pid()
+            devnull = os.open(os.devnull, os.O_RDWR)
+            for fd in (0, 1, 2):
+                os.dup2(devnull, fd)
+            if arg == "setpgid":
+                os.execve(sys.executable, [sys.executable, __file__, "sleeper"], {})
+            sleep_forever()
+        pidfile = Path(os.environ["FAKE_PIDFILE"])
+        while len(pidfile.read_text(encoding="utf-8").split()) < 2:  # the escaped one's pid
+            time.sleep(0.01)
         line(INIT)
         line(RESULT)
         return 0

@@ -7,9 +7,12 @@ line or garbage instead of JSON. The supervisor owns all of that so adapters onl
 Guarantees of :func:`run_turn`:
 
 * the agent runs in its own process group, and that whole group is ended when the turn ends
-  (SIGTERM, then SIGKILL after ``kill_after_s``): no orphan processes survive a turn;
-* every turn ends: wall-clock and idle timeouts, a grace period after the result line, and a grace
-  period for a pipe held open by a grandchild after the agent itself exited;
+  (SIGTERM, then SIGKILL after ``kill_after_s``), and gone before :func:`run_turn` returns;
+  where loopctl is a subreaper (Linux), descendants that left the group are ended too
+  (:func:`loopctl.procgroup.end_escaped`): no orphan processes survive a turn;
+* every turn ends: wall-clock and idle timeouts (of any size: inf, NaN and 1e300 mean none), a
+  grace period after the result line, and a grace period for a pipe held open by a grandchild
+  after the agent itself exited;
 * nothing the agent prints makes it raise: bad output becomes an outcome, never an exception.
 """
 
@@ -17,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import selectors
 import signal
@@ -24,7 +28,7 @@ import subprocess
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import IO
+from typing import IO, TypeGuard
 
 import attrs
 
@@ -36,13 +40,25 @@ from loopctl.agents.base import (
     TurnRequest,
 )
 from loopctl.model import Decision, ErrorKind, TurnOutcome, TurnResult
-from loopctl.procgroup import group_alive, signal_group
+from loopctl.procgroup import (
+    GONE_AFTER_KILL_S,
+    SUPERVISOR_ENV,
+    deferred_interrupts,
+    end_escaped,
+    group_alive,
+    set_running,
+    signal_group,
+    supervisor_token,
+)
 
 _READ_CHUNK = 1 << 16
 #: How often process exit is polled when the platform has no pidfd to wait on.
 _POLL_TICK_S = 0.05
 #: How often group membership is checked while waiting for a signalled group to die.
 _REAP_TICK_S = 0.01
+#: The longest single wait in select(): epoll and poll take milliseconds in a C int, so a
+#: timeout of 1e7 s (or inf) cannot be passed as it is; a longer wait wakes up and waits again.
+_MAX_WAIT_S = 3600.0
 
 
 @attrs.define
@@ -95,18 +111,26 @@ def run_turn(
     parser = adapter.new_parser()
     started = time.monotonic()
     child_env = _child_env(env, invocation, adapter)
-    proc_or_error = _start(adapter, request, invocation, child_env)
-    if isinstance(proc_or_error, str):
-        return TurnResult(
-            outcome=TurnOutcome(ErrorKind.CRASHED, proc_or_error),
-            started=False,
-            duration_s=time.monotonic() - started,
-        )
-    if on_start is not None:
-        on_start(proc_or_error.pid)
-    turn = _SupervisedTurn(
-        proc_or_error, parser, on_message, limits, transcript, started, invocation.stdin
-    )
+    child_env[SUPERVISOR_ENV] = supervisor_token()  # how its escaped descendants are known
+    turn: _SupervisedTurn | None = None
+    try:
+        with deferred_interrupts():  # Ctrl-C now would lose the started process: not yet
+            proc_or_error = _start(adapter, request, invocation, child_env)
+            if isinstance(proc_or_error, str):
+                return TurnResult(
+                    outcome=TurnOutcome(ErrorKind.CRASHED, proc_or_error),
+                    started=False,
+                    duration_s=time.monotonic() - started,
+                )
+            turn = _SupervisedTurn(
+                proc_or_error, parser, on_message, limits, transcript, started, invocation.stdin
+            )
+            if on_start is not None:
+                on_start(proc_or_error.pid)
+    except BaseException:
+        if turn is not None:
+            turn.abandon()
+        raise
     return turn.run(adapter.name)
 
 
@@ -196,6 +220,7 @@ class _SupervisedTurn:
         self.parser_failed = False
         self.stdin_pending = memoryview(b"")
         self.group_ended = False
+        set_running(self.pgid, True)
 
     # --- the turn ---------------------------------------------------------------------------
 
@@ -212,6 +237,13 @@ class _SupervisedTurn:
         finally:
             self._close()
         return self._result(agent_name, reason, exit_code)
+
+    def abandon(self) -> None:
+        """End the turn before it ran (an interrupt while it started)."""
+        try:
+            self._end_group()
+        finally:
+            self._close()
 
     def _pump(self) -> str:
         """Move bytes until something ends the turn; return what ended it."""
@@ -246,11 +278,10 @@ class _SupervisedTurn:
                 due = [name for name, at in deadlines.items() if now >= at]
                 if due:
                     return due[0]
-                # at most an hour per wait: epoll cannot wait ~25 days, let alone infinity
-                wait = min(min(deadlines.values(), default=now + 3600.0) - now, 3600.0)
+                wait = min(deadlines.values(), default=now + _MAX_WAIT_S) - now
                 if pidfd is None:
                     wait = min(wait, _POLL_TICK_S)
-                for key, _events in selector.select(max(wait, 0.0)):
+                for key, _events in selector.select(_wait_s(wait)):
                     if key.data == "stdout":
                         chunk = _read(stdout_fd)
                         if chunk is None:
@@ -291,11 +322,11 @@ class _SupervisedTurn:
         """When each applicable limit runs out, in the order they are checked."""
         limits = self.limits
         deadlines: dict[str, float] = {}
-        if limits.timeout_s is not None:
+        if _is_limit(limits.timeout_s):
             deadlines["timeout"] = self.started + limits.timeout_s
         if done_at is not None:
             deadlines["done_grace"] = done_at + limits.grace_s
-        elif limits.idle_timeout_s is not None and stdout_open:
+        elif _is_limit(limits.idle_timeout_s) and stdout_open:
             deadlines["idle"] = last_output + limits.idle_timeout_s
         if exited_at is not None and stdout_open:
             deadlines["exit_grace"] = exited_at + limits.grace_s
@@ -403,21 +434,22 @@ class _SupervisedTurn:
     # --- the end ------------------------------------------------------------------------------
 
     def _end_group(self) -> None:
-        """SIGTERM the whole group, wait ``kill_after_s``, SIGKILL what is left, reap the agent."""
+        """SIGTERM the whole group, wait ``kill_after_s``, SIGKILL what is left and wait until
+        it is gone, reap the agent; then end the descendants that left the group."""
         self.group_ended = True
         proc, pgid = self.proc, self.pgid
-        if proc.poll() is not None and not group_alive(pgid):
-            return
-        _signal_group(proc, pgid, signal.SIGTERM)
         try:
-            if not self._wait_group_gone(self.limits.kill_after_s):
-                _signal_group(proc, pgid, signal.SIGKILL)
-                self._wait_group_gone(max(self.limits.kill_after_s, 1.0))
-        except BaseException:  # a second Ctrl-C while waiting: no more patience
-            _signal_group(proc, pgid, signal.SIGKILL)
-            raise
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            proc.wait(timeout=1.0)
+            if proc.poll() is None or group_alive(pgid):
+                _signal_group(proc, pgid, signal.SIGTERM)
+                self._wait_group_gone(self.limits.kill_after_s)
+        finally:  # also when interrupted while waiting: no more patience
+            with deferred_interrupts():  # and no interrupting the rest: it is what ends them
+                if proc.poll() is None or group_alive(pgid):
+                    _signal_group(proc, pgid, signal.SIGKILL)
+                    self._wait_group_gone(GONE_AFTER_KILL_S)
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    proc.wait(timeout=1.0)
+                end_escaped(pgid, self.limits.kill_after_s)
 
     def _wait_group_gone(self, seconds: float) -> bool:
         deadline = time.monotonic() + max(seconds, 0.0)
@@ -442,6 +474,7 @@ class _SupervisedTurn:
             self._end_line()
 
     def _close(self) -> None:
+        set_running(self.pgid, False)
         for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
             if stream is not None:
                 _close_quietly(stream)
@@ -543,6 +576,18 @@ class _SupervisedTurn:
 # --- process helpers ----------------------------------------------------------------------------
 
 
+def _is_limit(seconds: float | None) -> TypeGuard[float]:
+    """True for a timeout that can run out (None and NaN never do; inf never comes)."""
+    return seconds is not None and not math.isnan(seconds)
+
+
+def _wait_s(seconds: float) -> float:
+    """``seconds`` as a timeout select() accepts, whatever the float: 0 to _MAX_WAIT_S."""
+    if math.isnan(seconds):
+        return _MAX_WAIT_S
+    return min(max(seconds, 0.0), _MAX_WAIT_S)
+
+
 def _open_pidfd(pid: int) -> int | None:
     """A descriptor that becomes readable when ``pid`` exits (Linux 5.3+), else None."""
     pidfd_open = getattr(os, "pidfd_open", None)
@@ -578,28 +623,6 @@ def _drain(fd: int) -> list[bytes]:
     except OSError:  # EAGAIN: a writer escaped the group and keeps the pipe open; stop here
         pass
     return chunks
-
-
-def process_start_time(pid: int) -> int | None:
-    """The start time of process ``pid`` in clock ticks since boot (Linux), or None: with the
-    pid it identifies a process even after the pid is reused."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-        return int(stat.rsplit(")", 1)[1].split()[19])
-    except (OSError, ValueError, IndexError):
-        return None
-
-
-def end_orphaned_group(pgid: int, start_time: int | None) -> bool:
-    """SIGKILL the process group an earlier, killed loopctl left running, if its leader is still
-    the same process (same start time). Returns True if it was ended."""
-    if start_time is None or process_start_time(pgid) != start_time:
-        return False
-    try:
-        os.killpg(pgid, signal.SIGKILL)
-    except OSError:
-        return False
-    return True
 
 
 def _signal_group(proc: subprocess.Popen[bytes], pgid: int, sig: int) -> None:

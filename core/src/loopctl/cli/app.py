@@ -351,6 +351,10 @@ def _discard_state(target: Path) -> None:
         st.REPORT_JSON_FILE,
     ]
     with user_errors(), st.StateLock(target):
+        from loopctl.engine import end_left_running
+
+        for line in end_left_running(target):  # its record is about to go
+            warn(line)
         for name in names:
             (target / name).unlink(missing_ok=True)
         for sub in [st.LOGS_DIR, *(f"restart-{n}" for n in st.restart_numbers(target))]:

@@ -31,6 +31,7 @@ NON_CONFIG_ENV_VARS = frozenset(
         "LOOPCTL_ITERATION",
         "LOOPCTL_SESSION_ID",
         "LOOPCTL_RUN_ID",
+        "LOOPCTL_SUPERVISOR",
         # read by first-party plugins (the context-errors failure memory's location)
         "LOOPCTL_FAILURE_MEMORY",
     }

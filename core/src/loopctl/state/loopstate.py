@@ -54,6 +54,8 @@ class LoopState:
     stuck_level: int = 0
     #: ``[process group, start time]`` of the running agent, so a later loopctl can end it.
     agent_process: list[int] | None = None
+    #: The same for the running test command.
+    test_process: list[int] | None = None
     #: Rate-limit waits so far (the backoff grows with them).
     rate_limit_waits: int = 0
     #: Wall-clock seconds used by the earlier runs of a resumed loop.
@@ -88,6 +90,7 @@ FIELD_KINDS: dict[str, str] = {
     "stuck_nudge": "str?",
     "stuck_level": "int",
     "agent_process": "process?",
+    "test_process": "process?",
     "rate_limit_waits": "int",
     "wall_clock_used_s": "num",
     "restart_reason": "str",
