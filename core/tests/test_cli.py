@@ -297,7 +297,8 @@ def test_resume_uses_the_agent_command_the_run_was_given(project: Project) -> No
     assert first.returncode == 10, first.stderr
     state = loop_state(project)
     assert state.agent == "command"
-    assert state.extra["cli_agent_cmd"] == command
+    assert state.settings is not None
+    assert (state.settings.agent, state.settings.agent_cmd) == ("command", command)
     state.status = "running"  # as if the process had died mid-run
     state_files.write_loop_state(project.path / ".loopctl" / "loop-state.md", state)
 
@@ -309,6 +310,44 @@ def test_resume_uses_the_agent_command_the_run_was_given(project: Project) -> No
     ends = [e for e in events if e["type"] == "agent.end"]
     assert [e["outcome"] for e in ends] == ["ok"]  # the command ran (no "needs a command" crash)
     assert [(e["tokens"], e["usage"]) for e in ends] == [(None, None)]  # a command reports none
+
+
+def test_a_loop_of_loopctl_0_1_resumes_with_what_it_recorded(project: Project) -> None:
+    """0.1 recorded no settings: only its test command, session, limit, agent, and (in
+    ``extra``) ``--agent-cmd``; resume uses those and says the rest is read as it is now."""
+    project.write("agent.py", "import sys\nsys.stdin.read()\nprint('looked, changed nothing')\n")
+    command = f"{sys.executable} agent.py"
+    state_dir = project.path / ".loopctl"
+    state_dir.mkdir()
+    (state_dir / "loop-state.md").write_text(
+        "---\n"
+        'goal: "make add work"\n'
+        'original_goal: "make add work"\n'
+        "iteration: 1\n"
+        'status: "interrupted"\n'
+        'agent: "command"\n'
+        f"test_cmd: {json.dumps(TEST_CMD)}\n"
+        f"workdir: {json.dumps(str(project.path))}\n"
+        'loopctl_version: "0.1.0"\n'
+        "max_iterations: 2\n"
+        f"extra: {json.dumps({'cli_agent_cmd': command, 'goal_guard_run': 'r1'})}\n"
+        "---\n"
+    )
+    resumed = loopctl("resume", "--json", "--no-plugins", cwd=project.path)
+    assert resumed.returncode == 10, resumed.stderr
+    assert "started by loopctl 0.1.0, which recorded only" in resumed.stderr
+    events = [json.loads(line) for line in resumed.stdout.splitlines()]
+    assert (events[0]["type"], events[0]["agent"], events[0]["max_iterations"]) == (
+        "loop.resume",
+        "command",
+        2,
+    )
+    assert [e["outcome"] for e in events if e["type"] == "agent.end"] == ["ok", "ok"]
+    state = loop_state(project)
+    assert state.extra == {"goal_guard_run": "r1"}
+    assert state.settings is not None
+    assert state.settings.config is not None  # recorded now, for the next resume
+    assert (state.settings.agent_cmd, state.settings.config["test_cmd"]) == (command, TEST_CMD)
 
 
 def test_status_and_resume_without_a_loop(

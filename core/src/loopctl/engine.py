@@ -172,6 +172,8 @@ class Engine:
         resume: bool = False,
         on_event: Callable[[Event], None] | None = None,
         supervision: Supervision | None = None,
+        settings: st.RunSettings | None = None,
+        settings_changed: dict[str, dict[str, Any]] | None = None,
     ) -> None:
         self.loaded = loaded
         self.host = host
@@ -179,6 +181,10 @@ class Engine:
         self.workdir = workdir
         self.state_dir = state_dir
         self.resumed = resume
+        #: What this run goes by, recorded in loop-state.md from its first write on.
+        self.settings = settings
+        #: What ``resume`` was told to change (``loop.resume``'s ``changed``).
+        self.settings_changed = dict(settings_changed or {})
         #: Called with every event as it is recorded (the CLI's live view); plugins use on_event.
         self.event_listener = on_event
         config = loaded.config
@@ -251,6 +257,7 @@ class Engine:
             max_iterations=config.limits.max_iterations,
             workdir=str(self.workdir),
             loopctl_version=__version__,
+            settings=self.settings,
         )
 
     # --- what the Loop reads and does (the LoopDriver protocol) ----------------------------------
@@ -353,15 +360,17 @@ class Engine:
         except BaseException:
             self._lock.release()
             raise
+        self.state.pid = os.getpid()
+        if self.state.status != "restarting":
+            self.state.status = "running"
+        # The first durable write, made at once (there is no writer yet), with the run's
+        # settings: from here on a kill leaves a loop that `loopctl resume` can continue.
+        self._write_state()
         self._events = st.JsonlAppender(self.state_dir / st.EVENTS_FILE)
         self._iterations = st.JsonlAppender(self.state_dir / st.ITERATIONS_FILE)
         self._writer = BackgroundWriter(waiting=self._waiting)
         self._tasks = BackgroundWriter("loopctl-plugin-tasks", waiting=self._waiting)
         (self.state_dir / st.LOGS_DIR).mkdir(exist_ok=True)
-        self.state.pid = os.getpid()
-        if self.state.status != "restarting":
-            self.state.status = "running"
-        self._write_state()
         self.last_snapshot = self.workspace.snapshot()
         self._opened = True
 
@@ -398,8 +407,21 @@ class Engine:
                 st.CONTEXT_SUMMARY_FILE,
             ):
                 (self.state_dir / name).unlink(missing_ok=True)
+        else:
+            self._set_aside_previous_run()
         self.state.start_commit = self.workspace.head()
         self.state.started_at = round(time.time(), 3)
+
+    def _set_aside_previous_run(self) -> None:
+        """Journals without a loop-state.md are an earlier loop's (its state file was deleted):
+        a new run never appends to them."""
+        aside = st.set_aside_previous_run(self.state_dir)
+        if aside is not None:
+            where, names = aside
+            self.loaded.warnings.append(
+                f"{self.state_dir} held an earlier loop's files but no {st.LOOP_STATE_FILE}: "
+                f"moved {', '.join(names)} to {where}, so this run starts its journals fresh"
+            )
 
     def _load_previous_run(self) -> None:
         state_file = self.state_dir / st.LOOP_STATE_FILE
@@ -429,7 +451,20 @@ class Engine:
             self._cost_total += record.agent.cost_usd or 0.0
         self._wall_clock_used_before = self.state.wall_clock_used_s
         self.stuck.restore(self.history, self.state.stuck_level)
+        self._take_settings()
         self.facts = attrs.evolve(self.facts, test_command=self.state.test_cmd)
+
+    def _take_settings(self) -> None:
+        """A resumed loop goes by the settings it was prepared with (the recorded ones, and
+        what ``resume`` was told to change); a new agent starts a new session."""
+        config = self.loaded.config
+        if self.settings is not None:
+            self.state.settings = self.settings
+        self.state.test_cmd = config.test_cmd or self.state.test_cmd
+        self.state.session_mode = config.session
+        if self.state.agent and self.state.agent != self.agent.name:
+            self.state.session_id = None
+        self.state.agent = self.agent.name
 
     # --- events ------------------------------------------------------------------------------
 
@@ -477,6 +512,7 @@ class Engine:
                     session_mode=self.state.session_mode,
                     max_iterations=self.max_iterations,
                     plugins=self.host.enabled_names(),
+                    **({"changed": self.settings_changed} if self.resumed else {}),
                 )
                 for warning in self.loaded.warnings:
                     self.emit("loop.warning", message=warning)
