@@ -495,3 +495,29 @@ def test_withheld_variables_reach_neither_the_agent_nor_the_tests(project, monke
         assert "DEPLOY_REGION=eu-kept" in seen  # only the named ones are withheld
         assert "s3cr3t-value" not in seen
         assert "akid-value" not in seen
+
+
+def test_a_run_over_journals_without_their_loop_state_starts_them_fresh(project):
+    """Deleting loop-state.md and running again gave iterations 1, 2, 1, 2 in one journal:
+    the old loop's files are moved aside, named in a warning, and the new journals are its own."""
+    first = run(project, [IDLE], config={"limits": {"max_iterations": 2}})
+    assert [r["iteration"] for r in first.records] == [1, 2]
+    old_events = (first.state_dir / "events.jsonl").read_bytes()
+    (first.state_dir / "loop-state.md").unlink()
+
+    second = run(project, [[FIX]])
+    assert second.status == "complete"
+    assert [r["iteration"] for r in second.records] == [1]
+    assert [e["type"] for e in second.events].count("loop.start") == 1
+    aside = first.state_dir / "previous-run-1"
+    assert (aside / "events.jsonl").read_bytes() == old_events
+    assert [r["iteration"] for r in read_jsonl(aside / "iterations.jsonl").records] == [1, 2]
+    assert (aside / "logs" / "iteration-0002.prompt.md").is_file()
+    assert not (first.state_dir / "logs" / "iteration-0002.prompt.md").exists()
+    (warning,) = [e["message"] for e in second.events_of("loop.warning")]
+    assert "no loop-state.md" in warning
+    assert str(aside) in warning
+
+    (first.state_dir / "loop-state.md").unlink()  # once more: the next free name
+    run(project, [[FIX]])
+    assert (first.state_dir / "previous-run-2" / "events.jsonl").is_file()
