@@ -247,17 +247,19 @@ CASES = [
     ),
     Case(
         "wall-clock",
-        lambda ctx: ["--wall-clock", "6", *NO_PLUGINS],
+        # The budget outlasts the time before the interruption (which counts) by far.
+        lambda ctx: ["--wall-clock", "8", *NO_PLUGINS],
         ("wall_clock", EXIT_CODES["wall_clock"], [1]),
         end_reason,
-        turns=([GATE, {"sleep": 6}], [SAY]),
+        turns=([GATE, {"sleep": 8}], [SAY]),
     ),
     Case(
         "agent-timeout",
-        lambda ctx: ["--agent-timeout", "5", *NO_PLUGINS],
+        # long enough for a quick turn on a loaded machine
+        lambda ctx: ["--agent-timeout", "8", *NO_PLUGINS],
         ("complete", 0, [1, 2, 3]),
         agent_error_kinds,
-        turns=([GATE, SAY], [{"sleep": 30}], [FIX, DONE]),
+        turns=([GATE, SAY], [{"sleep": 60}], [FIX, DONE]),
     ),
     Case(
         "max-restarts",
@@ -556,14 +558,18 @@ def test_resume_changes_only_what_it_is_told_and_says_so(sandbox: Any) -> None:
         40.0,
     )
 
-    # What one resume changed, the next keeps: only the new change is reported.
-    again = _resume(box, "--max-iterations", "4")
+    # What one resume changed, the next keeps: only the new change is reported (this time
+    # from a config file given explicitly: the keys it sets are taken).
+    extra = box.root / "more.toml"
+    extra.write_text("[limits]\nmax_iterations = 4\n")
+    again = _resume(box, "--config", str(extra))
     assert again.returncode == EXIT_CODES["max_iterations"], again.stderr
     assert [r["iteration"] for r in box.iterations()] == [1, 2, 3, 4]
     assert "changed limits.max_iterations from 3 to 4\n" in again.stderr
     last = [e for e in box.events() if e["type"] == "loop.resume"][-1]
     assert last["changed"] == {"limits.max_iterations": {"from": 3, "to": 4}}
     assert (_limits(box)["wall_clock_s"], _limits(box)["agent_timeout_s"]) == (500.0, 40.0)
+    assert not [e for e in box.events() if e["type"] == "loop.warning"]
 
 
 def test_resume_can_be_given_another_agent_command(sandbox: Any) -> None:

@@ -350,6 +350,49 @@ def test_a_loop_of_loopctl_0_1_resumes_with_what_it_recorded(project: Project) -
     assert (state.settings.agent_cmd, state.settings.config["test_cmd"]) == (command, TEST_CMD)
 
 
+def test_resume_reads_secrets_again_and_restores_the_variables_of_the_run(
+    project: Project,
+) -> None:
+    """A secret in the config is not written to loop-state.md: resume reads it again from the
+    config file. A LOOPCTL_* variable that is read as it is (not a setting) comes back as the
+    run had it, and resume says so."""
+    write_scenario(
+        project.path / "scenario.json",
+        [[{"run": 'echo "$API_KEY $LOOPCTL_FAILURE_MEMORY" >> seen.txt'}]],
+    )
+    project.write(
+        "loopctl.toml",
+        '[agents.scripted]\nscenario = "scenario.json"\nenv = {API_KEY = "sekrit-123"}\n',
+    )
+    memory = str(project.path / "memory.sqlite3")
+    first = loopctl(
+        "run", "make add work", *RUN, "--max-iterations", "1", "--no-plugins",
+        cwd=project.path, env=clean_env(LOOPCTL_FAILURE_MEMORY=memory),
+    )  # fmt: skip
+    assert first.returncode == 10, first.stderr
+    state_file = project.path / ".loopctl" / "loop-state.md"
+    assert "sekrit-123" not in state_file.read_text()
+    recorded = loop_state(project).settings
+    assert recorded is not None
+    assert recorded.config is not None
+    assert recorded.config["agents"]["scripted"]["env"] == {"API_KEY": "<hidden>"}
+    assert recorded.env == {"LOOPCTL_FAILURE_MEMORY": memory}
+
+    resumed = loopctl("resume", "--max-iterations", "2", "--json", cwd=project.path)
+    assert resumed.returncode == 10, resumed.stderr
+    assert project.read("seen.txt").splitlines() == [f"sekrit-123 {memory}"] * 2
+    assert "sekrit-123" not in state_file.read_text()
+    warnings = [
+        json.loads(line)["message"]
+        for line in resumed.stdout.splitlines()
+        if json.loads(line)["type"] == "loop.warning"
+    ]
+    assert warnings == [
+        f"resume restores the loop's environment: LOOPCTL_FAILURE_MEMORY={json.dumps(memory)} "
+        "(now null)"
+    ]
+
+
 def test_status_and_resume_without_a_loop(
     in_project: Project, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -128,7 +128,7 @@ def prepare(
     environment = os.environ if env is None else env
     warnings: list[str] = []
     if recorded is not None and recorded.config is not None:
-        now = _current_config(workdir, config_file, recorded, environment)
+        now = _current_config(workdir, recorded, environment)
         loaded = load_config(
             workdir,
             config_file=config_file,
@@ -137,7 +137,7 @@ def prepare(
             recorded=_with_hidden_values(recorded.config, now, warnings),
             recorded_in=recorded_in,
         )
-        if now is not None:
+        if now is not None and config_file is None:  # --config FILE: its keys are taken
             warnings += _ignored_differences(now, loaded, recorded, overrides or {})
         warnings += _env_differences(recorded.env, recordable_env(environment))
     else:
@@ -159,7 +159,7 @@ def prepare(
         env=recordable_env(environment if recorded is None else {**recorded.env}),
         origins=_origins(loaded, recorded, recorded_in),
     )
-    if recorded is not None and recorded.config is not None and loaded.file is None:
+    if recorded is not None and recorded.config is not None:  # --config FILE was a change
         settings.config_file = recorded.config_file
     changed = changed_settings(recorded, settings) if recorded is not None else {}
     if not resume and not loaded.config.test_cmd:
@@ -245,14 +245,14 @@ def changed_settings(before: RunSettings, after: RunSettings) -> dict[str, dict[
 
 
 def _current_config(
-    workdir: Path, config_file: Path | None, recorded: RunSettings, env: Mapping[str, str]
+    workdir: Path, recorded: RunSettings, env: Mapping[str, str]
 ) -> LoadedConfig | None:
-    """The configuration ``run`` would read now (``config_file``, else the recorded file if it
-    is still there), to compare with the recorded one and read its secrets again; None when
-    it cannot be read (resume does not need it)."""
-    if config_file is None and recorded.config_file:
-        config_file = Path(recorded.config_file)
-        config_file = config_file if config_file.is_file() else None
+    """The configuration ``run`` would read now (from the recorded file if it is still there),
+    to compare with the recorded one and read its secrets again; None when it cannot be read
+    (resume does not need it)."""
+    config_file = Path(recorded.config_file) if recorded.config_file else None
+    if config_file is not None and not config_file.is_file():
+        config_file = None
     try:
         return load_config(workdir, config_file=config_file, env=env)
     except ConfigError:

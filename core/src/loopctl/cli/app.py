@@ -414,7 +414,9 @@ def resume_command(
     agent_cmd: Annotated[
         Optional[str], _resume_option("--agent-cmd", "the command run as the agent")
     ] = None,
-    session: Annotated[Optional[str], _resume_option("--session", "fresh or resume")] = None,
+    session: Annotated[
+        Optional[str], _resume_option("--session", "the session mode: fresh or resume")
+    ] = None,
     max_iterations: Annotated[
         Optional[int], _resume_option("--max-iterations", "the iteration limit")
     ] = None,
@@ -442,9 +444,11 @@ def resume_command(
     ] = False,
     json_output: Annotated[bool, typer.Option("--json", help=EVENTS_JSON_HELP)] = False,
 ) -> None:
-    """Continue a loop that was interrupted or whose process died, from its state files, with
-    the settings it was started with (its flags, LOOPCTL_* variables and config file, as they
-    were then). A flag given here changes that setting, and resume says what it changed."""
+    """Continue a loop that was interrupted or whose process died, under its own settings.
+
+    It keeps the flags, LOOPCTL_* variables and config file the run was started with.
+
+    A flag given here changes that setting, and resume says what it changed."""
     import attrs
 
     from loopctl import state as st
