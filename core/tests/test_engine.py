@@ -411,6 +411,37 @@ def test_the_state_writer_writes_a_file_once_for_rewrites_that_waited():
     assert written == [("state", 4), ("log", 0)]
 
 
+def test_the_state_writer_survives_a_ctrl_c_in_the_middle_of_a_submit():
+    """Ctrl-C raises KeyboardInterrupt in the loop's thread wherever it is, also inside
+    ``Queue.put`` or between a submit's two steps. Left like that, the final state write was
+    never made and closing the writer waited for ever (a loop interrupted 15 ms after its
+    agent started hung in _finish with status running)."""
+    import threading
+
+    from loopctl.engine import BackgroundWriter
+
+    writer = BackgroundWriter()
+    gate, written = threading.Event(), []
+    writer.submit(gate.wait)
+    # What an interrupted put leaves: the item queued, counted, but no waiter woken.
+    queued = writer._queue
+    gate.set()
+    while queued.qsize():  # the writer took the gate and waits for more
+        threading.Event().wait(0.01)
+    with queued.mutex:
+        queued._put(lambda: written.append("queued, not woken"))
+        queued.unfinished_tasks += 1
+    # What an interrupted submit leaves: the file registered as waiting, its write not queued.
+    writer._latest["loop-state.md"] = lambda: written.append("registered, not queued")
+    writer.submit(lambda: written.append("final state"), key="loop-state.md")
+
+    closing = threading.Thread(target=writer.close, daemon=True)
+    closing.start()
+    closing.join(timeout=10)
+    assert not closing.is_alive(), "closing the writer hung"
+    assert written == ["queued, not woken", "final state"]
+
+
 def test_background_tasks_run_off_the_loop_and_are_done_before_it_ends(project):
     import threading
 

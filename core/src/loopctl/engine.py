@@ -112,24 +112,27 @@ class BackgroundWriter:
             self._queue.put(write)
             return
         with self._latest_lock:
-            waiting = key in self._latest
             self._latest[key] = write
-        if not waiting:
-            self._queue.put(lambda: self._write_latest(key))
+        # Queued each time (the entries after the first find nothing left to write), so a
+        # Ctrl-C between these two steps cannot leave a file marked as queued that is not.
+        self._queue.put(lambda: self._write_latest(key))
 
     def _write_latest(self, key: object) -> None:
         with self._latest_lock:
-            write = self._latest.pop(key)
-        write()
+            write = self._latest.pop(key, None)
+        if write is not None:
+            write()
 
     def flush(self, timeout_s: float | None = None) -> bool:
-        """Wait until every submitted write is done (at most ``timeout_s``); True when done."""
+        """Wait until every submitted write is done (at most ``timeout_s``); True when done.
+
+        It waits for a marker queued behind them, never for the queue's count of unfinished
+        work: a Ctrl-C that interrupts a ``put`` (in the loop's thread, where KeyboardInterrupt
+        is raised) can leave an item queued without waking the writer or counted wrong; the
+        marker's own ``put`` wakes it, and the items are done in order."""
         held = not self.waiting.is_set()
         self.waiting.set()
         try:
-            if timeout_s is None:
-                self._queue.join()
-                return True
             done = threading.Event()
             self._queue.put(done.set)
             return done.wait(timeout_s)
@@ -152,8 +155,6 @@ class BackgroundWriter:
                 write()
             except Exception as exc:  # noqa: BLE001 - reported by the engine, never fatal
                 self.errors.append(f"{type(exc).__name__}: {exc}")
-            finally:
-                self._queue.task_done()
 
 
 class Engine:
