@@ -907,3 +907,28 @@ def test_recorded_settings_round_trip_and_bad_ones_name_the_line(tmp_path: Path)
         read_loop_state(path)
     path.write_text(text.replace('"agent": "command"', '"agent": "command", "later": 1'))
     assert read_loop_state(path).settings == recorded  # keys of a later version are ignored
+
+
+SETTINGS_KEYS = ["config", "config_file", "agent", "agent_cmd", "no_plugins", "env", "origins"]
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.dictionaries(st.sampled_from([*SETTINGS_KEYS, "later"]), json_values, max_size=8))
+def test_recorded_settings_of_any_shape_read_typed_or_raise_state_error(
+    tmp_path_factory: pytest.TempPathFactory, value: dict[str, Any]
+) -> None:
+    path = tmp_path_factory.mktemp("settings") / "loop-state.md"
+    path.write_text(f'---\ngoal: "g"\nsettings: {json_one_line(value)}\n---\n', encoding="utf-8")
+    try:
+        recorded = read_loop_state(path).settings
+    except StateError as exc:
+        message = str(exc)
+    else:
+        message = ""
+    if message:
+        assert "`settings`" in message
+        return
+    assert isinstance(recorded, RunSettings)
+    assert recorded.config is None or isinstance(recorded.config, dict)
+    assert isinstance(recorded.no_plugins, bool)
+    assert all(isinstance(v, str) for v in [*recorded.env.values(), *recorded.origins.values()])
