@@ -297,7 +297,8 @@ def test_resume_uses_the_agent_command_the_run_was_given(project: Project) -> No
     assert first.returncode == 10, first.stderr
     state = loop_state(project)
     assert state.agent == "command"
-    assert state.extra["cli_agent_cmd"] == command
+    assert state.settings is not None
+    assert (state.settings.agent, state.settings.agent_cmd) == ("command", command)
     state.status = "running"  # as if the process had died mid-run
     state_files.write_loop_state(project.path / ".loopctl" / "loop-state.md", state)
 
@@ -309,6 +310,87 @@ def test_resume_uses_the_agent_command_the_run_was_given(project: Project) -> No
     ends = [e for e in events if e["type"] == "agent.end"]
     assert [e["outcome"] for e in ends] == ["ok"]  # the command ran (no "needs a command" crash)
     assert [(e["tokens"], e["usage"]) for e in ends] == [(None, None)]  # a command reports none
+
+
+def test_a_loop_of_loopctl_0_1_resumes_with_what_it_recorded(project: Project) -> None:
+    """0.1 recorded no settings: only its test command, session, limit, agent, and (in
+    ``extra``) ``--agent-cmd``; resume uses those and says the rest is read as it is now."""
+    project.write("agent.py", "import sys\nsys.stdin.read()\nprint('looked, changed nothing')\n")
+    command = f"{sys.executable} agent.py"
+    state_dir = project.path / ".loopctl"
+    state_dir.mkdir()
+    (state_dir / "loop-state.md").write_text(
+        "---\n"
+        'goal: "make add work"\n'
+        'original_goal: "make add work"\n'
+        "iteration: 1\n"
+        'status: "interrupted"\n'
+        'agent: "command"\n'
+        f"test_cmd: {json.dumps(TEST_CMD)}\n"
+        f"workdir: {json.dumps(str(project.path))}\n"
+        'loopctl_version: "0.1.0"\n'
+        "max_iterations: 2\n"
+        f"extra: {json.dumps({'cli_agent_cmd': command, 'goal_guard_run': 'r1'})}\n"
+        "---\n"
+    )
+    resumed = loopctl("resume", "--json", "--no-plugins", cwd=project.path)
+    assert resumed.returncode == 10, resumed.stderr
+    assert "started by loopctl 0.1.0, which recorded only" in resumed.stderr
+    events = [json.loads(line) for line in resumed.stdout.splitlines()]
+    assert (events[0]["type"], events[0]["agent"], events[0]["max_iterations"]) == (
+        "loop.resume",
+        "command",
+        2,
+    )
+    assert [e["outcome"] for e in events if e["type"] == "agent.end"] == ["ok", "ok"]
+    state = loop_state(project)
+    assert state.extra == {"goal_guard_run": "r1"}
+    assert state.settings is not None
+    assert state.settings.config is not None  # recorded now, for the next resume
+    assert (state.settings.agent_cmd, state.settings.config["test_cmd"]) == (command, TEST_CMD)
+
+
+def test_resume_reads_secrets_again_and_restores_the_variables_of_the_run(
+    project: Project,
+) -> None:
+    """A secret in the config is not written to loop-state.md: resume reads it again from the
+    config file. A LOOPCTL_* variable that is read as it is (not a setting) comes back as the
+    run had it, and resume says so."""
+    write_scenario(
+        project.path / "scenario.json",
+        [[{"run": 'echo "$API_KEY $LOOPCTL_FAILURE_MEMORY" >> seen.txt'}]],
+    )
+    project.write(
+        "loopctl.toml",
+        '[agents.scripted]\nscenario = "scenario.json"\nenv = {API_KEY = "sekrit-123"}\n',
+    )
+    memory = str(project.path / "memory.sqlite3")
+    first = loopctl(
+        "run", "make add work", *RUN, "--max-iterations", "1", "--no-plugins",
+        cwd=project.path, env=clean_env(LOOPCTL_FAILURE_MEMORY=memory),
+    )  # fmt: skip
+    assert first.returncode == 10, first.stderr
+    state_file = project.path / ".loopctl" / "loop-state.md"
+    assert "sekrit-123" not in state_file.read_text()
+    recorded = loop_state(project).settings
+    assert recorded is not None
+    assert recorded.config is not None
+    assert recorded.config["agents"]["scripted"]["env"] == {"API_KEY": "<hidden>"}
+    assert recorded.env == {"LOOPCTL_FAILURE_MEMORY": memory}
+
+    resumed = loopctl("resume", "--max-iterations", "2", "--json", cwd=project.path)
+    assert resumed.returncode == 10, resumed.stderr
+    assert project.read("seen.txt").splitlines() == [f"sekrit-123 {memory}"] * 2
+    assert "sekrit-123" not in state_file.read_text()
+    warnings = [
+        json.loads(line)["message"]
+        for line in resumed.stdout.splitlines()
+        if json.loads(line)["type"] == "loop.warning"
+    ]
+    assert warnings == [
+        f"resume restores the loop's environment: LOOPCTL_FAILURE_MEMORY={json.dumps(memory)} "
+        "(now null)"
+    ]
 
 
 def test_status_and_resume_without_a_loop(

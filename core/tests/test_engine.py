@@ -414,6 +414,37 @@ def test_the_state_writer_writes_a_file_once_for_rewrites_that_waited():
     assert written == [("state", 4), ("log", 0)]
 
 
+def test_the_state_writer_survives_a_ctrl_c_in_the_middle_of_a_submit():
+    """Ctrl-C raises KeyboardInterrupt in the loop's thread wherever it is, also inside
+    ``Queue.put`` or between a submit's two steps. Left like that, the final state write was
+    never made and closing the writer waited for ever (a loop interrupted 15 ms after its
+    agent started hung in _finish with status running)."""
+    import threading
+
+    from loopctl.engine import BackgroundWriter
+
+    writer = BackgroundWriter()
+    gate, written = threading.Event(), []
+    writer.submit(gate.wait)
+    # What an interrupted put leaves: the item queued, counted, but no waiter woken.
+    queued = writer._queue
+    gate.set()
+    while queued.qsize():  # the writer took the gate and waits for more
+        threading.Event().wait(0.01)
+    with queued.mutex:
+        queued._put(lambda: written.append("queued, not woken"))
+        queued.unfinished_tasks += 1
+    # What an interrupted submit leaves: the file registered as waiting, its write not queued.
+    writer._latest["loop-state.md"] = lambda: written.append("registered, not queued")
+    writer.submit(lambda: written.append("final state"), key="loop-state.md")
+
+    closing = threading.Thread(target=writer.close, daemon=True)
+    closing.start()
+    closing.join(timeout=10)
+    assert not closing.is_alive(), "closing the writer hung"
+    assert written == ["queued, not woken", "final state"]
+
+
 def test_background_tasks_run_off_the_loop_and_are_done_before_it_ends(project):
     import threading
 
@@ -533,3 +564,29 @@ def test_a_hook_past_the_wall_clock_is_stopped_and_its_plugin_not_called_again(p
     assert "plugin 'sleepy' is still running its on_loop_start hook" in capfd.readouterr().err
     assert called == []
     assert not result.records  # stopped before the first iteration
+
+
+def test_a_run_over_journals_without_their_loop_state_starts_them_fresh(project):
+    """Deleting loop-state.md and running again gave iterations 1, 2, 1, 2 in one journal:
+    the old loop's files are moved aside, named in a warning, and the new journals are its own."""
+    first = run(project, [IDLE], config={"limits": {"max_iterations": 2}})
+    assert [r["iteration"] for r in first.records] == [1, 2]
+    old_events = (first.state_dir / "events.jsonl").read_bytes()
+    (first.state_dir / "loop-state.md").unlink()
+
+    second = run(project, [[FIX]])
+    assert second.status == "complete"
+    assert [r["iteration"] for r in second.records] == [1]
+    assert [e["type"] for e in second.events].count("loop.start") == 1
+    aside = first.state_dir / "previous-run-1"
+    assert (aside / "events.jsonl").read_bytes() == old_events
+    assert [r["iteration"] for r in read_jsonl(aside / "iterations.jsonl").records] == [1, 2]
+    assert (aside / "logs" / "iteration-0002.prompt.md").is_file()
+    assert not (first.state_dir / "logs" / "iteration-0002.prompt.md").exists()
+    (warning,) = [e["message"] for e in second.events_of("loop.warning")]
+    assert "no loop-state.md" in warning
+    assert str(aside) in warning
+
+    (first.state_dir / "loop-state.md").unlink()  # once more: the next free name
+    run(project, [[FIX]])
+    assert (first.state_dir / "previous-run-2" / "events.jsonl").is_file()

@@ -49,7 +49,13 @@ from loopctl.state import (
     write_error_summary,
     write_loop_state,
 )
-from loopctl.state.loopstate import FIELD_KINDS, default_body
+from loopctl.state.loopstate import (
+    FIELD_KINDS,
+    LEGACY_AGENT_CMD,
+    LEGACY_CONFIG_FILE,
+    RunSettings,
+    default_body,
+)
 
 #: Any text, lone surrogates included (``st.characters()`` leaves them out by default), but no
 #: high surrogate directly followed by a low one: JSON cannot tell such a pair from the astral
@@ -324,7 +330,24 @@ loop_states = st.builds(
     wall_clock_used_s=st.floats(0, 1e9),
     restart_reason=any_text,
     restart_message=any_text,
-    extra=st.dictionaries(any_text, json_values, max_size=4),
+    settings=st.none()
+    | st.builds(
+        RunSettings,
+        config=st.none() | st.dictionaries(any_text, json_values, max_size=4),
+        config_file=st.none() | any_text,
+        agent=any_text,
+        agent_cmd=st.none() | any_text,
+        no_plugins=st.booleans(),
+        env=st.dictionaries(any_text, any_text, max_size=3),
+        origins=st.dictionaries(any_text, any_text, max_size=3),
+    ),
+    # Plugins' values; the names of the engine's own fields, and of where loopctl 0.1 kept some
+    # of them, are read into those fields (see the test of earlier versions' files below).
+    extra=st.dictionaries(
+        any_text.filter(lambda k: k not in {*FIELD_KINDS, LEGACY_AGENT_CMD, LEGACY_CONFIG_FILE}),
+        json_values,
+        max_size=4,
+    ),
 )
 
 
@@ -848,10 +871,16 @@ def test_state_files_of_earlier_versions_read_into_the_typed_fields(tmp_path: Pa
         "generation: 2\n"
         'extra: {"failed_approaches": ["a"], "stuck_nudge": "KeyError", "stuck_level": 1, '
         '"agent_process": [123, 456], "rate_limit_waits": 3, "wall_clock_used_s": 12.5, '
-        '"restart_reason": "stuck", "goal_guard_run": "r1"}\n'
+        '"restart_reason": "stuck", "goal_guard_run": "r1", '
+        '"cli_agent_cmd": "python agent.py", "cli_config_file": "/p/ci.toml"}\n'
+        'agent: "command"\n'
         "---\n"
     )
     loaded = read_loop_state(path)
+    # 0.1 remembered --agent-cmd and --config there; not the configuration itself
+    assert loaded.settings == RunSettings(
+        config=None, config_file="/p/ci.toml", agent="command", agent_cmd="python agent.py"
+    )
     assert loaded.restarts == 2
     assert loaded.failed_approaches == ["a"]
     assert (loaded.stuck_nudge, loaded.stuck_level) == ("KeyError", 1)
@@ -859,3 +888,48 @@ def test_state_files_of_earlier_versions_read_into_the_typed_fields(tmp_path: Pa
     assert (loaded.rate_limit_waits, loaded.wall_clock_used_s) == (3, 12.5)
     assert loaded.restart_reason == "stuck"
     assert loaded.extra == {"goal_guard_run": "r1"}  # only the plugins' values stay there
+
+
+def test_recorded_settings_round_trip_and_bad_ones_name_the_line(tmp_path: Path) -> None:
+    path = tmp_path / "loop-state.md"
+    recorded = RunSettings(
+        config={"completion_signal": "DONE", "limits": {"wall_clock_s": 8.0}},
+        config_file="/p/loopctl.toml",
+        agent="command",
+        agent_cmd="python agent.py",
+        no_plugins=True,
+        env={"LOOPCTL_FAILURE_MEMORY": "/tmp/m.sqlite3"},
+    )
+    write_loop_state(path, LoopState(goal="g", original_goal="g", settings=recorded))
+    assert read_loop_state(path).settings == recorded
+    text = path.read_text()
+    path.write_text(text.replace('"no_plugins": true', '"no_plugins": "yes"'))
+    with pytest.raises(StateError, match=r"line \d+: `settings` has a bad `no_plugins`"):
+        read_loop_state(path)
+    path.write_text(text.replace('"agent": "command"', '"agent": "command", "later": 1'))
+    assert read_loop_state(path).settings == recorded  # keys of a later version are ignored
+
+
+SETTINGS_KEYS = ["config", "config_file", "agent", "agent_cmd", "no_plugins", "env", "origins"]
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.dictionaries(st.sampled_from([*SETTINGS_KEYS, "later"]), json_values, max_size=8))
+def test_recorded_settings_of_any_shape_read_typed_or_raise_state_error(
+    tmp_path_factory: pytest.TempPathFactory, value: dict[str, Any]
+) -> None:
+    path = tmp_path_factory.mktemp("settings") / "loop-state.md"
+    path.write_text(f'---\ngoal: "g"\nsettings: {json_one_line(value)}\n---\n', encoding="utf-8")
+    try:
+        recorded = read_loop_state(path).settings
+    except StateError as exc:
+        message = str(exc)
+    else:
+        message = ""
+    if message:
+        assert "`settings`" in message
+        return
+    assert isinstance(recorded, RunSettings)
+    assert recorded.config is None or isinstance(recorded.config, dict)
+    assert isinstance(recorded.no_plugins, bool)
+    assert all(isinstance(v, str) for v in [*recorded.env.values(), *recorded.origins.values()])

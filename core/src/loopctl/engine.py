@@ -179,24 +179,27 @@ class BackgroundWriter:
             self._queue.put(write)
             return
         with self._latest_lock:
-            waiting = key in self._latest
             self._latest[key] = write
-        if not waiting:
-            self._queue.put(lambda: self._write_latest(key))
+        # Queued each time (the entries after the first find nothing left to write), so a
+        # Ctrl-C between these two steps cannot leave a file marked as queued that is not.
+        self._queue.put(lambda: self._write_latest(key))
 
     def _write_latest(self, key: object) -> None:
         with self._latest_lock:
-            write = self._latest.pop(key)
-        write()
+            write = self._latest.pop(key, None)
+        if write is not None:
+            write()
 
     def flush(self, timeout_s: float | None = None) -> bool:
-        """Wait until every submitted write is done (at most ``timeout_s``); True when done."""
+        """Wait until every submitted write is done (at most ``timeout_s``); True when done.
+
+        It waits for a marker queued behind them, never for the queue's count of unfinished
+        work: a Ctrl-C that interrupts a ``put`` (in the loop's thread, where KeyboardInterrupt
+        is raised) can leave an item queued without waking the writer or counted wrong; the
+        marker's own ``put`` wakes it, and the items are done in order."""
         held = not self.waiting.is_set()
         self.waiting.set()
         try:
-            if timeout_s is None:
-                self._queue.join()
-                return True
             done = threading.Event()
             self._queue.put(done.set)
             return done.wait(timeout_s)
@@ -222,8 +225,6 @@ class BackgroundWriter:
                     self.disk_full = self.disk_full or exc  # said by loop.end, not as an error
                 else:
                     self.errors.append(f"{type(exc).__name__}: {exc}")
-            finally:
-                self._queue.task_done()
 
 
 class Engine:
@@ -242,6 +243,8 @@ class Engine:
         resume: bool = False,
         on_event: Callable[[Event], None] | None = None,
         supervision: Supervision | None = None,
+        settings: st.RunSettings | None = None,
+        settings_changed: dict[str, dict[str, Any]] | None = None,
     ) -> None:
         self.loaded = loaded
         self.host = host
@@ -249,6 +252,10 @@ class Engine:
         self.workdir = workdir
         self.state_dir = state_dir
         self.resumed = resume
+        #: What this run goes by, recorded in loop-state.md from its first write on.
+        self.settings = settings
+        #: What ``resume`` was told to change (``loop.resume``'s ``changed``).
+        self.settings_changed = dict(settings_changed or {})
         #: Called with every event as it is recorded (the CLI's live view); plugins use on_event.
         self.event_listener = on_event
         config = loaded.config
@@ -333,6 +340,7 @@ class Engine:
             max_iterations=config.limits.max_iterations,
             workdir=str(self.workdir),
             loopctl_version=__version__,
+            settings=self.settings,
         )
 
     # --- what the Loop reads and does (the LoopDriver protocol) ----------------------------------
@@ -437,15 +445,17 @@ class Engine:
         except BaseException:
             self._lock.release()
             raise
+        self.state.pid = os.getpid()
+        if self.state.status != "restarting":
+            self.state.status = "running"
+        # The first durable write, made at once (there is no writer yet), with the run's
+        # settings: from here on a kill leaves a loop that `loopctl resume` can continue.
+        self._write_state()
         self._events = st.JsonlAppender(self.state_dir / st.EVENTS_FILE)
         self._iterations = st.JsonlAppender(self.state_dir / st.ITERATIONS_FILE)
         self._writer = BackgroundWriter(waiting=self._waiting)
         self._tasks = BackgroundWriter("loopctl-plugin-tasks", waiting=self._waiting)
         (self.state_dir / st.LOGS_DIR).mkdir(exist_ok=True)
-        self.state.pid = os.getpid()
-        if self.state.status != "restarting":
-            self.state.status = "running"
-        self._write_state()
         self.last_snapshot = self.workspace.snapshot()
         self._opened = True
 
@@ -475,8 +485,21 @@ class Engine:
                 st.CONTEXT_SUMMARY_FILE,
             ):
                 (self.state_dir / name).unlink(missing_ok=True)
+        else:
+            self._set_aside_previous_run()
         self.state.start_commit = self.workspace.head()
         self.state.started_at = round(time.time(), 3)
+
+    def _set_aside_previous_run(self) -> None:
+        """Journals without a loop-state.md are an earlier loop's (its state file was deleted):
+        a new run never appends to them."""
+        aside = st.set_aside_previous_run(self.state_dir)
+        if aside is not None:
+            where, names = aside
+            self.loaded.warnings.append(
+                f"{self.state_dir} held an earlier loop's files but no {st.LOOP_STATE_FILE}: "
+                f"moved {', '.join(names)} to {where}, so this run starts its journals fresh"
+            )
 
     def _load_previous_run(self) -> None:
         state_file = self.state_dir / st.LOOP_STATE_FILE
@@ -506,7 +529,20 @@ class Engine:
             self._cost_total += record.agent.cost_usd or 0.0
         self._wall_clock_used_before = self.state.wall_clock_used_s
         self.stuck.restore(self.history, self.state.stuck_level)
+        self._take_settings()
         self.facts = attrs.evolve(self.facts, test_command=self.state.test_cmd)
+
+    def _take_settings(self) -> None:
+        """A resumed loop goes by the settings it was prepared with (the recorded ones, and
+        what ``resume`` was told to change); a new agent starts a new session."""
+        config = self.loaded.config
+        if self.settings is not None:
+            self.state.settings = self.settings
+        self.state.test_cmd = config.test_cmd or self.state.test_cmd
+        self.state.session_mode = config.session
+        if self.state.agent and self.state.agent != self.agent.name:
+            self.state.session_id = None
+        self.state.agent = self.agent.name
 
     # --- events ------------------------------------------------------------------------------
 
@@ -564,6 +600,7 @@ class Engine:
                     session_mode=self.state.session_mode,
                     max_iterations=self.max_iterations,
                     plugins=self.host.enabled_names(),
+                    **({"changed": self.settings_changed} if self.resumed else {}),
                 )
                 for warning in self.loaded.warnings:
                     self.emit("loop.warning", message=warning)

@@ -38,6 +38,10 @@ USAGE = {
 }
 
 
+#: A setting ``resume`` changed: its value before and after.
+CHANGE = {"type": "object", "properties": {"from": {}, "to": {}}, "required": ["from", "to"]}
+
+
 class EventField:
     """JSON Schema fragments for the fields of an event, for :func:`define_event`."""
 
@@ -88,7 +92,10 @@ CORE_EVENTS: dict[str, dict[str, Any]] = {
         },
     ),
     "loop.resume": define_event(
-        "A run continues from its state files (`loopctl resume`).",
+        "A run continues from its state files (`loopctl resume`), under the settings it was "
+        "started with; `changed` holds those `resume` was told to change, by setting "
+        "(`limits.max_iterations`, `agent`, `agent_cmd`, `no_plugins`, …), as "
+        "`{from, to}`.",
         {
             "goal": STR,
             "agent": STR,
@@ -97,6 +104,7 @@ CORE_EVENTS: dict[str, dict[str, Any]] = {
             "max_iterations": INT,
             "plugins": STR_LIST,
         },
+        {"changed": {"type": "object", "additionalProperties": CHANGE}},
     ),
     "loop.warning": define_event(
         "A config or state problem that did not stop the run.", {"message": STR}

@@ -51,9 +51,6 @@ JSON_HELP = "Print machine-readable JSON instead of text."
 EVENTS_JSON_HELP = "Print every event as one JSON object per line on stdout."
 STATE_DIR_HELP = "The state directory (default: .loopctl in the working directory, or `state_dir`)."
 CONFIG_HELP = "Use this config file instead of searching for one."
-#: Where ``run`` records, in loop-state.md, what ``resume`` cannot find in the config.
-CLI_AGENT_CMD = "cli_agent_cmd"
-CLI_CONFIG_FILE = "cli_config_file"
 
 
 def _version_callback(value: bool) -> None:
@@ -140,11 +137,38 @@ def _overrides(**values: Any) -> dict[str, Any]:
     return {key: value for key, value in values.items() if value is not None}
 
 
+def _setting_overrides(
+    *,
+    test_cmd: Optional[str],
+    session: Optional[str],
+    completion_signal: Optional[str],
+    max_iterations: Optional[int],
+    max_restarts: Optional[int],
+    agent_timeout: Optional[float],
+    wall_clock: Optional[float],
+    max_tokens: Optional[int],
+    max_cost: Optional[float],
+) -> dict[str, Any]:
+    """The config overrides of the setting flags ``run`` and ``resume`` share."""
+    return _overrides(
+        test_cmd=test_cmd,
+        session=session,
+        completion_signal=completion_signal,
+        **{
+            "limits.max_iterations": max_iterations,
+            "limits.max_restarts": max_restarts,
+            "limits.agent_timeout_s": agent_timeout,
+            "limits.wall_clock_s": wall_clock,
+            "limits.max_tokens": max_tokens,
+            "limits.max_cost_usd": max_cost,
+        },
+    )
+
+
 def _run_loop(
     prepare_kwargs: dict[str, Any],
     *,
     json_output: bool,
-    remember: Mapping[str, Any] | None = None,
     summary: Callable[[Engine, LoopOutcome], None] | None = None,
 ) -> None:
     """Prepare the run, check its state directory, run it with a view, exit with its code."""
@@ -165,8 +189,8 @@ def _run_loop(
             {name: spec["line"] for name, (spec, _) in declared.items() if "line" in spec}
         )
         engine = prepared.engine
-        if remember:
-            engine.state.extra.update({k: v for k, v in remember.items() if v is not None})
+        if prepared.changed:
+            print(f"loopctl: resume: {_describe_changes(prepared.changed)}", file=sys.stderr)
         view = make_view(mode, max_iterations=engine.max_iterations)
         current.append(view)
         try:
@@ -176,6 +200,16 @@ def _run_loop(
     if mode != "json":
         (summary or _print_summary)(engine, outcome)
     raise typer.Exit(outcome.exit_code)
+
+
+def _describe_changes(changed: Mapping[str, Mapping[str, Any]]) -> str:
+    """``changed limits.max_iterations from 3 to 5, agent_cmd from "a" to "b"``."""
+    parts = [
+        f"{key} from {json.dumps(change['from'], default=str)} to "
+        f"{json.dumps(change['to'], default=str)}"
+        for key, change in changed.items()
+    ]
+    return "changed " + ", ".join(parts)
 
 
 def _print_summary(engine: Engine, outcome: LoopOutcome) -> None:
@@ -295,18 +329,16 @@ def run_command(
 ) -> None:
     """Run the agent in a loop until the test command passes (or a limit stops it)."""
     text = _read_goal(goal, goal_file)
-    overrides = _overrides(
+    overrides = _setting_overrides(
         test_cmd=test_cmd,
         session=session,
         completion_signal=completion_signal,
-        **{
-            "limits.max_iterations": max_iterations,
-            "limits.max_restarts": max_restarts,
-            "limits.agent_timeout_s": agent_timeout,
-            "limits.wall_clock_s": wall_clock,
-            "limits.max_tokens": max_tokens,
-            "limits.max_cost_usd": max_cost,
-        },
+        max_iterations=max_iterations,
+        max_restarts=max_restarts,
+        agent_timeout=agent_timeout,
+        wall_clock=wall_clock,
+        max_tokens=max_tokens,
+        max_cost=max_cost,
     )
     workdir = Path.cwd()
     overrides.update(_plugin_option_overrides(ctx.args, workdir, config))
@@ -324,10 +356,6 @@ def run_command(
             state_dir=state_dir,
         ),
         json_output=json_output,
-        remember={
-            CLI_AGENT_CMD: agent_cmd,
-            CLI_CONFIG_FILE: str((workdir / config).resolve()) if config else None,
-        },
     )
 
 
@@ -340,8 +368,7 @@ def _discard_state(target: Path) -> None:
 
     if not target.is_dir():
         return
-    names = [
-        st.LOOP_STATE_FILE,
+    names = [  # loop-state.md last: without it, a journal left by a kill is set aside, not used
         st.PROGRESS_FILE,
         st.ERROR_SUMMARY_FILE,
         st.EVENTS_FILE,
@@ -349,6 +376,7 @@ def _discard_state(target: Path) -> None:
         st.CONTEXT_SUMMARY_FILE,
         st.REPORT_MD_FILE,
         st.REPORT_JSON_FILE,
+        st.LOOP_STATE_FILE,
     ]
     with user_errors(), st.StateLock(target):
         from loopctl.engine import end_left_running
@@ -372,27 +400,66 @@ def _state_dir(workdir: Path, state_dir: Optional[Path], config: Optional[Path])
     return configured if configured.is_absolute() else workdir / configured
 
 
+def _resume_option(flag: str, what: str) -> Any:
+    return typer.Option(flag, help=f"Change {what} (default: as the loop was started).")
+
+
 @app.command("resume", context_settings=PLUGIN_OPTIONS)
 def resume_command(
     ctx: typer.Context,
     state_dir: Annotated[Optional[Path], typer.Option("--state-dir", help=STATE_DIR_HELP)] = None,
     config: Annotated[
         Optional[Path],
-        typer.Option("--config", help="Use this config file (default: the one the run used)."),
+        typer.Option(
+            "--config",
+            help="Take the settings this config file sets (default: the loop's own, recorded "
+            "when it started; the file is not read again).",
+        ),
+    ] = None,
+    test_cmd: Annotated[
+        Optional[str], _resume_option("--test-cmd", "the command that says the goal is met")
+    ] = None,
+    agent: Annotated[Optional[str], _resume_option("--agent", "the agent adapter")] = None,
+    agent_cmd: Annotated[
+        Optional[str], _resume_option("--agent-cmd", "the command run as the agent")
+    ] = None,
+    session: Annotated[
+        Optional[str], _resume_option("--session", "the session mode: fresh or resume")
     ] = None,
     max_iterations: Annotated[
-        Optional[int],
-        typer.Option(
-            "--max-iterations",
-            help="Raise the loop's iteration limit (default: the limit it was started with).",
-        ),
+        Optional[int], _resume_option("--max-iterations", "the iteration limit")
+    ] = None,
+    max_restarts: Annotated[
+        Optional[int], _resume_option("--max-restarts", "the session restarts allowed")
+    ] = None,
+    agent_timeout: Annotated[
+        Optional[float], _resume_option("--agent-timeout", "the seconds one agent turn may take")
+    ] = None,
+    wall_clock: Annotated[
+        Optional[float],
+        _resume_option("--wall-clock", "the seconds the whole run may take, counting its past"),
+    ] = None,
+    max_tokens: Annotated[
+        Optional[int], _resume_option("--max-tokens", "the token budget of the whole run")
+    ] = None,
+    max_cost: Annotated[
+        Optional[float], _resume_option("--max-cost", "the cost budget of the whole run, in USD")
+    ] = None,
+    completion_signal: Annotated[
+        Optional[str], _resume_option("--completion-signal", "the line that must end the work")
     ] = None,
     no_plugins: Annotated[
         bool, typer.Option("--no-plugins", help="Load no installed plugins (built-ins only).")
     ] = False,
     json_output: Annotated[bool, typer.Option("--json", help=EVENTS_JSON_HELP)] = False,
 ) -> None:
-    """Continue a loop that was interrupted or whose process died, from its state files."""
+    """Continue a loop that was interrupted or whose process died, under its own settings.
+
+    It keeps the flags, LOOPCTL_* variables and config file the run was started with.
+
+    A flag given here changes that setting, and resume says what it changed."""
+    import attrs
+
     from loopctl import state as st
 
     workdir = Path.cwd()
@@ -411,27 +478,52 @@ def resume_command(
             f"cannot resume: the loop's working directory {loop_workdir} no longer exists "
             f"(recorded in {state_file})"
         )
-    remembered_config = previous.extra.get(CLI_CONFIG_FILE)
-    config_file = config
-    if config_file is None and isinstance(remembered_config, str) and remembered_config:
-        config_file = Path(remembered_config)
-    agent_cmd = previous.extra.get(CLI_AGENT_CMD)
-    limit = max_iterations if max_iterations is not None else (previous.max_iterations or None)
-    overrides = _overrides(
-        test_cmd=previous.test_cmd or None,
-        session=previous.session_mode or None,
-        **{"limits.max_iterations": limit},
+    config_file = (workdir / config).resolve() if config is not None else None
+    overrides = _setting_overrides(
+        test_cmd=test_cmd,
+        session=session,
+        completion_signal=completion_signal,
+        max_iterations=max_iterations,
+        max_restarts=max_restarts,
+        agent_timeout=agent_timeout,
+        wall_clock=wall_clock,
+        max_tokens=max_tokens,
+        max_cost=max_cost,
     )
-    overrides.update(_plugin_option_overrides(ctx.args, loop_workdir, config_file))
+    recorded = previous.settings or st.RunSettings(agent=previous.agent)
+    if recorded.config is None:  # loopctl 0.1 recorded only these
+        warn(
+            f"this loop was started by loopctl {previous.loopctl_version or '0.1'}, which "
+            "recorded only its test command, session, iteration limit and agent; its other "
+            "settings are read from the config file and the environment as they are now"
+        )
+        kept = _overrides(
+            test_cmd=previous.test_cmd or None,
+            session=previous.session_mode or None,
+            **{"limits.max_iterations": previous.max_iterations or None},
+        )
+        overrides = {**kept, **overrides}
+        if config_file is None and recorded.config_file:
+            config_file = Path(recorded.config_file)
+    elif previous.max_iterations:  # the loop's limit now (a plugin may have lowered it)
+        limits = {**recorded.config.get("limits", {}), "max_iterations": previous.max_iterations}
+        recorded = attrs.evolve(recorded, config={**recorded.config, "limits": limits})
+    overrides.update(_plugin_option_overrides(ctx.args, loop_workdir, config_file, recorded))
+    environment = dict(os.environ)
+    if recorded.config is not None:
+        _restore_environment(recorded.env)
     _run_loop(
         dict(
             workdir=loop_workdir,
             goal=None,
             resume=True,
+            recorded=recorded,
+            recorded_in=str(state_file),
             config_file=config_file,
             overrides=overrides,
-            agent=previous.agent or None,
-            agent_cmd=agent_cmd if isinstance(agent_cmd, str) and agent_cmd else None,
+            env=environment,
+            agent=agent,
+            agent_cmd=agent_cmd,
             no_plugins=no_plugins,
             state_dir=target,
         ),
@@ -439,15 +531,35 @@ def resume_command(
     )
 
 
-def plugin_run_options(workdir: Path, config: Optional[Path]) -> dict[str, Any]:
-    """The options enabled plugins add to run/resume, by flag (register_run_options)."""
+def _restore_environment(recorded: Mapping[str, str]) -> None:
+    """Put back the ``LOOPCTL_*`` variables the run had that are read as they are (plugins
+    read some from the environment), and take away those it did not have."""
+    from loopctl.launch import recordable_env
+
+    for name in recordable_env(os.environ):
+        if name not in recorded:
+            del os.environ[name]
+    os.environ.update(recorded)
+
+
+def plugin_run_options(
+    workdir: Path, config: Optional[Path], recorded: Any = None
+) -> dict[str, Any]:
+    """The options enabled plugins add to run/resume, by flag (register_run_options); for
+    resume, the plugins of the ``recorded`` settings (a :class:`loopctl.state.RunSettings`)."""
     from loopctl import RunOption
     from loopctl.config import load_config
     from loopctl.launch import build_host
     from loopctl.pluginhost import PluginError
 
     with user_errors():
-        host = build_host(load_config(workdir, config_file=config))
+        if recorded is not None and recorded.config is not None:
+            loaded = load_config(
+                workdir, config_file=config, env=recorded.env, recorded=recorded.config
+            )
+        else:
+            loaded = load_config(workdir, config_file=config)
+        host = build_host(loaded, no_plugins=recorded is not None and recorded.no_plugins)
     options: dict[str, tuple[RunOption, str]] = {}
     for impl in host.hook.register_run_options.get_hookimpls():
         offered: Any = impl.function() or ()
@@ -465,13 +577,13 @@ def plugin_run_options(workdir: Path, config: Optional[Path]) -> dict[str, Any]:
 
 
 def _plugin_option_overrides(
-    args: list[str], workdir: Path, config: Optional[Path]
+    args: list[str], workdir: Path, config: Optional[Path], recorded: Any = None
 ) -> dict[str, Any]:
     """Config overrides from the plugin options among ``args`` (``--flag VALUE`` or
     ``--flag=VALUE``); anything else is a usage error."""
     if not args:
         return {}
-    options = plugin_run_options(workdir, config)
+    options = plugin_run_options(workdir, config, recorded)
     overrides: dict[str, Any] = {}
     rest = list(args)
     while rest:

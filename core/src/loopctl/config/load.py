@@ -164,6 +164,8 @@ def load_config(
     config_file: Path | None = None,
     env: Mapping[str, str] | None = None,
     overrides: Mapping[str, Any] | None = None,
+    recorded: Mapping[str, Any] | None = None,
+    recorded_in: str = "recorded settings",
 ) -> LoadedConfig:
     """Read the configuration for a run in ``cwd``: defaults < file < environment < overrides.
 
@@ -171,20 +173,55 @@ def load_config(
     ``os.environ``. ``overrides`` maps dotted key paths (``limits.max_iterations``) to values
     from the command line; strings are converted by the target field's type. Raises
     :class:`ConfigError` listing every problem found in any source.
+
+    ``recorded`` is the configuration a run recorded (:func:`config_to_dict`'s layout; null
+    values mean unset), for ``loopctl resume``: it takes the place of the defaults and of the
+    discovered file, so only a ``config_file`` given explicitly, ``env`` and ``overrides`` change
+    it. Its keys have the origin ``recorded_in`` (where it was read, named in messages).
     """
     cwd = Path(os.path.abspath(cwd))
+    env = os.environ if env is None else env
     try:
-        return _load(cwd, config_file, os.environ if env is None else env, overrides or {})
+        if recorded is not None:
+            return _load_recorded(cwd, recorded, recorded_in, config_file, env, overrides or {})
+        return _load(cwd, config_file, env, overrides or {})
     except RecursionError:
         raise ConfigError("configuration: nested too deeply") from None
 
 
+def _load_recorded(
+    cwd: Path,
+    recorded: Mapping[str, Any],
+    recorded_in: str,
+    config_file: Path | None,
+    env: Mapping[str, str],
+    overrides: Mapping[str, Any],
+) -> LoadedConfig:
+    base = Layer(_without_nulls(recorded), origin=recorded_in, source=recorded_in)
+    return _load(cwd, config_file, env, overrides, base=base, discover=False)
+
+
+def _without_nulls(data: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        str(key): _without_nulls(value) if isinstance(value, Mapping) else value
+        for key, value in data.items()
+        if value is not None
+    }
+
+
 def _load(
-    cwd: Path, config_file: Path | None, env: Mapping[str, str], overrides: Mapping[str, Any]
+    cwd: Path,
+    config_file: Path | None,
+    env: Mapping[str, str],
+    overrides: Mapping[str, Any],
+    *,
+    base: Layer | None = None,
+    discover: bool = True,
 ) -> LoadedConfig:
     warnings: list[str] = []
-    path = locate(cwd, config_file)
-    layers = [] if path is None else [file_layer(path, cwd, warnings)]
+    path = locate(cwd, config_file) if discover or config_file is not None else None
+    layers = [] if base is None else [base]
+    layers += [] if path is None else [file_layer(path, cwd, warnings)]
     env_settings, autoload = env_layer(env, warnings)
     layers += [env_settings, override_layer(overrides)]
     problems = [line for layer in layers for line in check_layer(layer)]

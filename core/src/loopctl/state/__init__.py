@@ -15,13 +15,19 @@ One module per concern; import the names from here:
 - :mod:`~loopctl.state.loopstate`: ``loop-state.md`` (:class:`LoopState`)
 - :mod:`~loopctl.state.error_summary`: ``error-summary.json``
 - :mod:`~loopctl.state.lock`: :class:`StateLock`
-- :mod:`~loopctl.state.archive`: ``restart-N/`` archives
+- :mod:`~loopctl.state.archive`: ``restart-N/`` archives, ``previous-run-N/``
 - :mod:`~loopctl.state.progress`: ``progress.md``
+- :mod:`~loopctl.state.faults`: a test-only seam that kills the process after a durable write
 """
 
 from __future__ import annotations
 
-from loopctl.state.archive import ARCHIVED_FILES, archive_restart, restart_numbers
+from loopctl.state.archive import (
+    ARCHIVED_FILES,
+    archive_restart,
+    restart_numbers,
+    set_aside_previous_run,
+)
 from loopctl.state.encoding import json_one_line, json_text, to_jsonable
 from loopctl.state.error_summary import read_error_summary, write_error_summary
 from loopctl.state.files import atomic_write_json, atomic_write_text, remove_stale_temp_files
@@ -43,7 +49,13 @@ from loopctl.state.layout import (
     log_name,
 )
 from loopctl.state.lock import StateLock
-from loopctl.state.loopstate import LoopState, read_loop_state, render_loop_state, write_loop_state
+from loopctl.state.loopstate import (
+    LoopState,
+    RunSettings,
+    read_loop_state,
+    render_loop_state,
+    write_loop_state,
+)
 from loopctl.state.progress import render_progress
 
 __all__ = [
@@ -62,6 +74,7 @@ __all__ = [
     "JsonlAppender",
     "JsonlRead",
     "LoopState",
+    "RunSettings",
     "StateError",
     "StateLock",
     "archive_restart",
@@ -78,6 +91,7 @@ __all__ = [
     "render_loop_state",
     "render_progress",
     "restart_numbers",
+    "set_aside_previous_run",
     "tail_jsonl",
     "to_jsonable",
     "write_error_summary",

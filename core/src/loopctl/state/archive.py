@@ -14,9 +14,13 @@ from loopctl.state.files import atomic_write_bytes, fsync_dir, remove_stale_temp
 from loopctl.state.layout import (
     CONTEXT_SUMMARY_FILE,
     ERROR_SUMMARY_FILE,
+    EVENTS_FILE,
+    ITERATIONS_FILE,
     LOGS_DIR,
     LOOP_STATE_FILE,
     PROGRESS_FILE,
+    REPORT_JSON_FILE,
+    REPORT_MD_FILE,
 )
 
 #: What :func:`archive_restart` copies into ``restart-N/`` (``logs/`` is moved, not copied).
@@ -95,3 +99,45 @@ def restart_numbers(state_dir: Path) -> list[int]:
     return sorted(
         int(match.group(1)) for name in names if (match := re.fullmatch(r"restart-(\d{1,9})", name))
     )
+
+
+# --- the files of a loop whose loop-state.md is gone ---------------------------------------------
+
+#: What :func:`set_aside_previous_run` moves, journals last: a kill part-way leaves them in place,
+#: so the next run moves the rest.
+PREVIOUS_RUN_FILES: tuple[str, ...] = (
+    PROGRESS_FILE,
+    ERROR_SUMMARY_FILE,
+    CONTEXT_SUMMARY_FILE,
+    REPORT_MD_FILE,
+    REPORT_JSON_FILE,
+    LOGS_DIR,
+    ITERATIONS_FILE,
+    EVENTS_FILE,
+)
+
+
+def set_aside_previous_run(state_dir: Path) -> tuple[Path, list[str]] | None:
+    """Move the files of an earlier loop whose ``loop-state.md`` is gone into
+    ``previous-run-N/``, so a new loop never appends to its journals nor mixes its logs with
+    them; returns ``(that directory, the names moved)``, or None when the journals are empty
+    or absent (nothing to keep apart)."""
+    state_dir = Path(state_dir)
+    journals = [state_dir / EVENTS_FILE, state_dir / ITERATIONS_FILE]
+    if not any(path.is_file() and path.stat().st_size > 0 for path in journals):
+        return None
+    number = 1
+    while (state_dir / f"previous-run-{number}").exists():
+        number += 1
+    target = state_dir / f"previous-run-{number}"
+    target.mkdir()
+    restarts = [f"restart-{n}" for n in restart_numbers(state_dir)]
+    moved: list[str] = []
+    for name in [*restarts, *PREVIOUS_RUN_FILES]:
+        source = state_dir / name
+        if source.exists() or source.is_symlink():
+            _rename(source, target / name)
+            moved.append(name)
+    fsync_dir(target)
+    fsync_dir(state_dir)
+    return target, moved

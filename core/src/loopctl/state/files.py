@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from loopctl.state.encoding import json_text
+from loopctl.state.faults import after_durable_write
 
 # --- atomic writes -------------------------------------------------------------------------------
 
@@ -74,6 +75,7 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
             exc.filename = str(path)  # say which file (a failed write names none)
         raise
     fsync_dir(path.parent)
+    after_durable_write(path)
 
 
 def atomic_write_text(path: Path, text: str) -> None:

@@ -15,6 +15,7 @@ from typing import Any
 import attrs
 
 from loopctl.state.encoding import json_one_line
+from loopctl.state.faults import after_durable_write
 from loopctl.state.files import write_all
 
 # --- JSONL ---------------------------------------------------------------------------------------
@@ -61,6 +62,7 @@ class JsonlAppender:
             self._check_tail = False
             if self._fsync:
                 os.fsync(fd)
+            after_durable_write(self.path)
 
     def sync(self) -> None:
         """Flush what was appended to disk (``os.fsync``); a no-op once closed."""

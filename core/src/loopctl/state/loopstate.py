@@ -12,12 +12,38 @@ from typing import Any
 
 import attrs
 
-from loopctl.state.encoding import json_one_line
+from loopctl.state.encoding import json_one_line, to_jsonable
 from loopctl.state.files import atomic_write_text
 from loopctl.state.frontmatter import Entry, read_entries, short_repr
 from loopctl.state.layout import StateError
 
 # --- loop-state.md -------------------------------------------------------------------------------
+
+
+@attrs.define
+class RunSettings:
+    """Everything a run was started with, recorded in the first write of ``loop-state.md`` so
+    that ``loopctl resume`` continues under the same rules (it changes one only when told to)."""
+
+    #: The effective configuration after the config file, the ``LOOPCTL_*`` variables and the
+    #: flags, laid out like ``loopctl.toml``; secret-looking values are ``"<hidden>"`` (resume
+    #: reads them again). None in a file of loopctl 0.1, which did not record it.
+    config: dict[str, Any] | None = None
+    #: The config file that was read (absolute), if any.
+    config_file: str | None = None
+    #: The agent adapter chosen (``--agent``, the config, or Claude Code found on PATH).
+    agent: str = ""
+    #: The command that replaced the adapter's own (``--agent-cmd`` or ``agent_cmd``).
+    agent_cmd: str | None = None
+    #: ``--no-plugins``: only the built-in plugins were loaded.
+    no_plugins: bool = False
+    #: The ``LOOPCTL_*`` variables that are not settings but are read as they are (by loopctl,
+    #: like ``LOOPCTL_DISABLE_PLUGIN_AUTOLOAD``, or by plugins), but not secret-looking ones.
+    env: dict[str, str] = attrs.Factory(dict)
+    #: Where each setting that is not a default came from, by dotted key (the file's name,
+    #: ``env LOOPCTL_X``, ``command line``), so resume can tell which ones the config file and
+    #: the environment set.
+    origins: dict[str, str] = attrs.Factory(dict)
 
 
 @attrs.define
@@ -63,6 +89,8 @@ class LoopState:
     #: While ``status`` is ``restarting``: the restart's reason and message.
     restart_reason: str = ""
     restart_message: str = ""
+    #: What the run was started with (None: not recorded, a loop of loopctl 0.1).
+    settings: RunSettings | None = None
     #: Plugins' small values (``loop.set_value``), written as one ``extra:`` object.
     extra: dict[str, Any] = attrs.Factory(dict)
 
@@ -95,6 +123,7 @@ FIELD_KINDS: dict[str, str] = {
     "wall_clock_used_s": "num",
     "restart_reason": "str",
     "restart_message": "str",
+    "settings": "settings?",
     "extra": "dict",
 }
 #: Older names of fields, read as the new ones.
@@ -127,6 +156,8 @@ def render_loop_state(state: LoopState, body: str = "") -> str:
     lines = ["---"]
     for field in attrs.fields(LoopState):
         value = getattr(state, field.name)
+        if attrs.has(type(value)):
+            value = to_jsonable(value)
         text = json_one_line(value, default=str)
         lines.append(f"{field.name}: {text}")
     lines.append("---")
@@ -242,6 +273,31 @@ def _as_process(entry: Entry, source: str) -> list[int]:
     raise _type_error(entry, source, "[process group, start time]")
 
 
+def _as_settings(entry: Entry, source: str) -> RunSettings:
+    """The recorded :class:`RunSettings`: an object whose known keys have their types (keys a
+    later version may add are ignored; a missing one takes its default)."""
+    value = entry.value
+    if not isinstance(value, dict):
+        raise _type_error(entry, source, "a JSON object")
+    checks: dict[str, Callable[[Any], bool]] = {
+        "config": lambda v: v is None or isinstance(v, dict),
+        "config_file": lambda v: v is None or isinstance(v, str),
+        "agent": lambda v: isinstance(v, str),
+        "agent_cmd": lambda v: v is None or isinstance(v, str),
+        "no_plugins": lambda v: isinstance(v, bool),
+        "env": lambda v: isinstance(v, dict) and all(isinstance(x, str) for x in v.values()),
+        "origins": lambda v: isinstance(v, dict) and all(isinstance(x, str) for x in v.values()),
+    }
+    for key, valid in checks.items():
+        if key in value and not valid(value[key]):
+            raise StateError(
+                f"{source}: line {entry.line}: `settings` has a bad `{key}` "
+                f"({short_repr(json_one_line(value[key], default=str))}); fix it or delete the "
+                "line (resume then reads the config file and the environment as they are now)"
+            )
+    return RunSettings(**{key: value[key] for key in checks if key in value})
+
+
 #: How each kind in :data:`FIELD_KINDS` (but ``dict``) is read; ``?`` kinds may also be null.
 _READERS: dict[str, Callable[[Entry, str], Any]] = {
     "str": _as_str,
@@ -252,6 +308,7 @@ _READERS: dict[str, Callable[[Entry, str], Any]] = {
     "time": _as_time,
     "str_list": _as_str_list,
     "process?": _as_process,
+    "settings?": _as_settings,
 }
 
 
@@ -272,6 +329,7 @@ def read_loop_state(path: Path) -> LoopState:
         )
     values.setdefault("original_goal", "")
     _lift_engine_keys(values, extra, source)
+    _lift_remembered_command_line(values, extra)
     return LoopState(**values, extra=extra)
 
 
@@ -279,13 +337,31 @@ def _lift_engine_keys(values: dict[str, Any], extra: dict[str, Any], source: str
     """Files written before the engine's own state had typed fields kept it in ``extra``:
     move those keys to their fields (a value of the wrong type is dropped: it was never
     valid there either)."""
-    for key in [k for k in extra if k in FIELD_KINDS and k != "extra"]:
+    for key in [k for k in extra if k in FIELD_KINDS and k not in ("extra", "settings")]:
         raw = extra.pop(key)
         if key in values:
             continue
         entry = Entry(key=key, value=raw, raw=json_one_line(raw, default=str), line=0, quoted=False)
         with contextlib.suppress(StateError):
             values[key] = _READERS[FIELD_KINDS[key]](entry, source)
+
+
+#: Where loopctl 0.1 remembered, in ``extra``, the two flags its resume could not do without.
+LEGACY_AGENT_CMD = "cli_agent_cmd"
+LEGACY_CONFIG_FILE = "cli_config_file"
+
+
+def _lift_remembered_command_line(values: dict[str, Any], extra: dict[str, Any]) -> None:
+    """loopctl 0.1 kept ``--agent-cmd`` and ``--config`` in ``extra``: read them as the
+    :class:`RunSettings` they are (without ``config``, which 0.1 did not record)."""
+    agent_cmd, config_file = extra.pop(LEGACY_AGENT_CMD, None), extra.pop(LEGACY_CONFIG_FILE, None)
+    if "settings" in values or (agent_cmd is None and config_file is None):
+        return
+    values["settings"] = RunSettings(
+        agent=values.get("agent", ""),
+        agent_cmd=agent_cmd if isinstance(agent_cmd, str) and agent_cmd else None,
+        config_file=config_file if isinstance(config_file, str) and config_file else None,
+    )
 
 
 def _renamed(entry: Entry) -> Entry:
