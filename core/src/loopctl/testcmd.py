@@ -20,6 +20,7 @@ from loopctl.fingerprints import fingerprint
 from loopctl.model import TestRun
 from loopctl.procgroup import group_alive, signal_group
 from loopctl.testoutput import parse_test_output
+from loopctl.withhold import child_environment
 
 #: How many error lines a TestRun carries at most (the extractor's bound).
 _MAX_ERROR_LINES = 40
@@ -183,7 +184,8 @@ def run_test_command(
     """Run ``command`` with ``/bin/sh -c`` in ``cwd`` and report the result. Never raises, except
     that a KeyboardInterrupt ends the command's whole process group and is then re-raised.
 
-    ``env`` adds variables to ``base_env`` (default: the inherited environment). stdin is
+    ``env`` adds variables to ``base_env`` (default: the inherited environment without the
+    withheld variables, :func:`loopctl.withhold.child_environment`). stdin is
     closed; stdout and stderr are merged and kept up to ``output_limit`` bytes (the first 20%
     and the last 80%, with a ``... [N bytes omitted] ...`` line between). After ``timeout_s`` the process group gets
     SIGTERM, then SIGKILL after ``kill_grace_s``; the run is ``timed_out`` with no exit code.
@@ -191,9 +193,7 @@ def run_test_command(
     """
     started = time.monotonic()
     cwd = Path(cwd)
-    full_env = None
-    if env is not None or base_env is not None:
-        full_env = {**(os.environ if base_env is None else base_env), **(env or {})}
+    full_env = {**(child_environment() if base_env is None else base_env), **(env or {})}
     try:
         process = subprocess.Popen(
             ["/bin/sh", "-c", command],
