@@ -90,8 +90,17 @@ def _whole(match: re.Match[bytes], data: bytes, lowered: bytes) -> Iterator[Span
 
 
 def _not_word(data: bytes, at: int) -> bool:
-    """No letter, digit or underscore just before ``at``."""
-    return at == 0 or not (data[at - 1 : at].isalnum() or data[at - 1] == 95)
+    """No letter, digit or underscore just before ``at`` (or a JSON escape: ``\\n``)."""
+    if at == 0 or not (data[at - 1 : at].isalnum() or data[at - 1] == 95):
+        return True
+    return at >= 2 and data[at - 2] == 92 and data[at - 1] in b"nrt"
+
+
+def _after(literal: bytes) -> bytes:
+    """A lookbehind, placed right after ``literal``: no letter or digit before it, or a JSON
+    escape (``\\n``, ``\\t``) that only looks like one."""
+    escaped = re.escape(literal)
+    return rb"(?:(?<![A-Za-z0-9]" + escaped + rb")|(?<=\\[nrt]" + escaped + rb"))"
 
 
 # --- private keys -------------------------------------------------------------------------------
@@ -99,33 +108,52 @@ def _not_word(data: bytes, at: int) -> bool:
 _PEM_BEGIN = rb"-----BEGIN[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----"
 _PEM_END = rb"-----END[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----"
 _PEM_NEWLINE = rb"(?:\r?\n|\\r\\n|\\n)"
+#: What a log may put before each line of a key: ``E   `` (pytest), a time stamp, ``> ``.
+_PEM_PREFIX = rb"(?:[^\r\n\\\"]{0,40}?[ \t>|:#])?"
 _PRIVATE_KEY = re.compile(
     _PEM_BEGIN
-    # the body: whole lines of base64 (or the Proc-Type/DEK-Info headers of an encrypted key),
-    # or long base64 runs on the BEGIN line itself; it ends at the END line or where the key's
-    # lines end (a block cut from its END still loses all of its body); a newline may be a
-    # JSON-escaped one (\n), a quote ends it
+    # the body, line by line: base64 (a short run only as the last line before END), or the
+    # Proc-Type/DEK-Info headers of an encrypted key, each line maybe after a log's prefix;
+    # or long base64 runs on the BEGIN line itself. It ends at the END line or where the key's
+    # lines end (a block cut from its END still loses all of its body). A newline may be a
+    # JSON-escaped one (\n); a quote ends the block.
     + rb"(?:"
     + _PEM_NEWLINE
-    + rb"[ \t]*(?:[A-Za-z0-9+/=]+|Proc-Type:[^\r\n\\\"]*|DEK-Info:[^\r\n\\\"]*)?[ \t]*(?="
+    + _PEM_PREFIX
+    + rb"[ \t]*(?:[A-Za-z0-9+/=]{16,}|[A-Za-z0-9+/=]{1,15}(?="
     + _PEM_NEWLINE
-    + rb"|\Z|[\"'`]|-----END)"
+    + _PEM_PREFIX
+    + rb"[ \t]*-----END)|Proc-Type:[^\r\n\\\"]*|DEK-Info:[^\r\n\\\"]*)?[ \t]*(?="
+    + _PEM_NEWLINE
+    + rb"|\Z|[\"'`])"
     + rb"|[ \t]+[A-Za-z0-9+/=]{16,})*"
     + rb"(?:(?:"
     + _PEM_NEWLINE
+    + _PEM_PREFIX
     + rb"|[ \t]*)"
     + _PEM_END
     + rb")?"
 )
 _PEM_BEGIN_RE = re.compile(_PEM_BEGIN)
 _PEM_END_RE = re.compile(_PEM_END)
-_KEY_BODY_LINE = re.compile(rb"[ \t]*[A-Za-z0-9+/=]+[ \t\r]*")
+_KEY_BODY_LINE = re.compile(_PEM_PREFIX + rb"[ \t]*(?P<run>[A-Za-z0-9+/=]+)[ \t\r]*")
+_PREFIX_ONLY = re.compile(_PEM_PREFIX + rb"[ \t]*")
+
+
+def _line_start(data: bytes, at: int) -> int:
+    """Where the line holding ``at`` starts (after a newline or a JSON-escaped one)."""
+    newline, escaped = data.rfind(b"\n", 0, at), data.rfind(b"\\n", 0, at)
+    return max(newline + 1 if newline >= 0 else 0, escaped + 2 if escaped >= 0 else 0)
 
 
 def _key_body_start(data: bytes, end: int) -> int:
-    """Where the base64 lines just before ``end`` (an END line) begin: a key block cut from its
-    BEGIN line (the tail of a long output) still loses its body."""
-    start = end
+    """Where the base64 lines just before ``end`` (an END marker) begin: a key block cut from
+    its BEGIN line (the tail of a long output) still loses its body. Lines may carry a log's
+    prefix; all but the last must be long runs, so the walk stops at ordinary text."""
+    start = _line_start(data, end)
+    if end - start > 48 or not _PREFIX_ONLY.fullmatch(data, start, end):
+        start = end  # more than a log's prefix before the END marker: take the marker alone
+    last = True
     for _ in range(1000):
         if data.endswith(b"\\n", 0, start):
             separator = start - 2
@@ -133,10 +161,11 @@ def _key_body_start(data: bytes, end: int) -> int:
             separator = start - 1
         else:
             break
-        line_start = max(data.rfind(b"\n", 0, separator) + 1, data.rfind(b"\\n", 0, separator) + 2)
-        if not _KEY_BODY_LINE.fullmatch(data, line_start, separator):
+        line_start = _line_start(data, separator)
+        line = _KEY_BODY_LINE.fullmatch(data, line_start, separator)
+        if line is None or (not last and len(line.group("run")) < 16):
             break
-        start = line_start
+        start, last = line_start, False
     return start
 
 
@@ -195,7 +224,9 @@ _STRONG_TOKEN = re.compile(rb"(?:auth|access|refresh|session|api|bearer|private)
 _FLAG = re.compile(rb"(?:\A|[^\w-])--?[\w-]*\Z")
 _WEAK_VALUE = re.compile(rb"[A-Za-z0-9_\-./+=]{16,}")
 _DIGIT = re.compile(rb"\d")
-_AWS_SECRET = re.compile(rb"(?<![A-Za-z0-9+/=])[A-Za-z0-9/+]{40}(?![A-Za-z0-9+/=])")
+_AWS_SECRET = re.compile(
+    rb"(?:(?<![A-Za-z0-9+/=])|(?<=\\[nrt]))[A-Za-z0-9/+]{40}(?![A-Za-z0-9+/=])"
+)
 #: The value after an assignment or, for a flag, after spaces: never a quote, a backslash or
 #: whitespace (so a match never leaves a JSON string).
 _ASSIGNED = (
@@ -289,41 +320,50 @@ _FINDERS: tuple[_Finder, ...] = (
     _shape(("-----",), rb"-----(?=BEGIN|END)", _private_key),
     _shape(
         ("AKIA", "ASIA", "ABIA", "ACCA", "A3T", "AIza", "AC"),
-        rb"A(?<![A-Za-z0-9]A)(?:(?:KIA|SIA|BIA|CCA|3T[A-Z0-9])[A-Z0-9]{16}(?![A-Za-z0-9])"
-        rb"|Iza[\w-]{35}|C[0-9a-fA-F]{32}(?![A-Za-z0-9]))",
+        b"A"
+        + _after(b"A")
+        + rb"(?:(?:KIA|SIA|BIA|CCA|3T[A-Z0-9])[A-Z0-9]{16}(?![A-Za-z0-9])"
+        + rb"|Iza[\w-]{35}|C[0-9a-fA-F]{32}(?![A-Za-z0-9]))",
     ),
     _shape(
         ("SK", "SG."),
-        rb"S(?<![A-Za-z0-9]S)(?:K[0-9a-fA-F]{32}(?![A-Za-z0-9])"
-        rb"|G\.[A-Za-z0-9_-]{16,32}\.[A-Za-z0-9_-]{16,64})",
+        b"S"
+        + _after(b"S")
+        + rb"(?:K[0-9a-fA-F]{32}(?![A-Za-z0-9])|G\.[A-Za-z0-9_-]{16,32}\.[A-Za-z0-9_-]{16,64})",
     ),
     _shape(
         ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "gl"),
-        rb"g(?<![A-Za-z0-9]g)(?:h[pousr]_[A-Za-z0-9]{30,255}|ithub_pat_\w{22,255}"
-        rb"|l(?:(?:pat|dt|ptt|rt|soat|ffct|ft|imt|agent|oas)-[\w-]{20,}(?:\.[0-9a-z]{9})?"
-        rb"|cbt-[0-9a-zA-Z]{1,5}_[\w-]{20,}))",
+        b"g"
+        + _after(b"g")
+        + rb"(?:h[pousr]_[A-Za-z0-9]{30,255}|ithub_pat_\w{22,255}"
+        + rb"|l(?:(?:pat|dt|ptt|rt|soat|ffct|ft|imt|agent|oas)-[\w-]{20,}(?:\.[0-9a-z]{9})?"
+        + rb"|cbt-[0-9a-zA-Z]{1,5}_[\w-]{20,}))",
     ),
     _shape(("GR1348941",), rb"GR1348941[\w-]{20,}"),
     _shape(
         ("xox", "xapp-"),
-        rb"x(?<![A-Za-z0-9]x)(?:oxe\.xox[bp]-[A-Za-z0-9-]{10,}|ox[abposre]-[A-Za-z0-9-]{10,}"
-        rb"|app-\d-[A-Za-z0-9-]{10,})",
+        b"x"
+        + _after(b"x")
+        + rb"(?:oxe\.xox[bp]-[A-Za-z0-9-]{10,}|ox[abposre]-[A-Za-z0-9-]{10,}"
+        + rb"|app-\d-[A-Za-z0-9-]{10,})",
     ),
     _shape(
         ("hf_", "hooks.slack.com/"),
-        rb"h(?:f_(?<![A-Za-z0-9]hf_)[A-Za-z]{34}(?![A-Za-z0-9])"
-        rb"|ooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9+/]{16,})",
+        rb"h(?:f_"
+        + _after(b"hf_")
+        + rb"[A-Za-z]{34}(?![A-Za-z0-9])"
+        + rb"|ooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9+/]{16,})",
     ),
     _shape(("k_test_", "k_live_", "k_prod_"), rb"k_(?:test|live|prod)_[A-Za-z0-9]{10,}", _stripe),
-    _shape(("sk-",), rb"sk-(?<![A-Za-z0-9]sk-)[A-Za-z0-9_-]{20,}"),
+    _shape(("sk-",), b"sk-" + _after(b"sk-") + rb"[A-Za-z0-9_-]{20,}"),
     _shape(
         ("eyJ",),
-        rb"eyJ(?<![A-Za-z0-9]eyJ)[A-Za-z0-9_-]{10,}\.eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]*",
+        b"eyJ" + _after(b"eyJ") + rb"[A-Za-z0-9_-]{10,}\.eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]*",
     ),
     _shape(("pypi-AgE",), rb"pypi-AgE[A-Za-z0-9_-]{50,}"),
-    _shape(("dapi",), rb"dapi(?<![A-Za-z0-9]dapi)[a-f0-9]{32}(?:-\d)?(?![A-Za-z0-9])"),
-    _shape(("api_org_",), rb"api_org_(?<![A-Za-z0-9]api_org_)[A-Za-z]{34}(?![A-Za-z0-9])"),
-    _shape(("npm_",), rb"npm_(?<![A-Za-z0-9]npm_)[A-Za-z0-9]{36}(?![A-Za-z0-9])"),
+    _shape(("dapi",), b"dapi" + _after(b"dapi") + rb"[a-f0-9]{32}(?:-\d)?(?![A-Za-z0-9])"),
+    _shape(("api_org_",), b"api_org_" + _after(b"api_org_") + rb"[A-Za-z]{34}(?![A-Za-z0-9])"),
+    _shape(("npm_",), b"npm_" + _after(b"npm_") + rb"[A-Za-z0-9]{36}(?![A-Za-z0-9])"),
     _shape(
         ("://", ":A"),
         rb":(?://(?:[^\s:/@\"'`<>\\]*:(?!\[REDACTED\])(?P<password>[^\s@/\"'`<>\\]+)"
@@ -567,19 +607,60 @@ class StreamRedactor:
     def finish(self) -> bytes:
         """What is still pending, redacted."""
         data, self._pending = self._pending, b""
-        return self._lines(data) if data else b""
+        return self._lines(data, final=True) if data else b""
 
-    def _lines(self, data: bytes) -> bytes:
-        if self._in_key:
-            end = _PEM_END_RE.search(data)
-            if end is None:
+    def _lines(self, data: bytes, *, final: bool = False) -> bytes:
+        out = b""
+        if self._in_key:  # the BEGIN line came in an earlier chunk, the mark is out already
+            at, state = _skip_key_lines(data, 0, final=final)
+            if state != "ended":
+                self._pending = data[at:] + self._pending  # an undecided last line waits
                 return b""
             self._in_key = False
-            data = data[end.end() :]
+            out, data = (b"" if data.startswith(b"-----", at - 5) else b"\n"), data[at:]
         begins = list(_PEM_BEGIN_RE.finditer(data))
         if begins and _PEM_END_RE.search(data, begins[-1].end()) is None:
-            self._in_key = True
-        return self._redactor.redact_bytes(data)
+            begin = begins[-1]
+            line_end = data.find(b"\n", begin.end())
+            after = len(data) if line_end < 0 else line_end + 1
+            at, state = _skip_key_lines(data, after, final=final)
+            if state != "ended":  # the key goes on in the next chunk: mask from its BEGIN on
+                self._in_key = True
+                self._pending = data[at:] + self._pending
+                return out + self._redactor.redact_bytes(data[: begin.start()]) + _MARK
+        return out + self._redactor.redact_bytes(data)
+
+
+_KEY_HEADER_LINE = re.compile(_PEM_PREFIX + rb"[ \t]*(?:Proc-Type|DEK-Info):[^\r\n]*")
+
+
+def _skip_key_lines(data: bytes, at: int, *, final: bool = False) -> tuple[int, str]:
+    """Past the key body lines from ``at`` (a line start): ``(where, "ended")`` at the END
+    marker's end or at the start of a line that is no key's; ``(len, "open")`` when the data
+    ends inside the key; ``(where, "undecided")`` when its last line is a short run that is the
+    key's last line only if the END line follows (not known yet; ``final``: it does not)."""
+    while at < len(data):
+        newline = data.find(b"\n", at)
+        line_end = len(data) if newline < 0 else newline
+        marker = _PEM_END_RE.search(data, at, line_end)
+        if marker is not None and _PREFIX_ONLY.fullmatch(data, at, marker.start()):
+            return marker.end(), "ended"
+        body = _KEY_BODY_LINE.fullmatch(data, at, line_end)
+        if body is not None and len(body.group("run")) < 16:
+            following = newline + 1 if 0 <= newline < len(data) - 1 else -1
+            if following < 0:
+                return (at, "ended") if final else (at, "undecided")
+            next_end = data.find(b"\n", following)
+            marker = _PEM_END_RE.search(data, following, len(data) if next_end < 0 else next_end)
+            if marker is None or not _PREFIX_ONLY.fullmatch(data, following, marker.start()):
+                body = None
+        blank = not data[at:line_end].strip()
+        if not (blank or body is not None or _KEY_HEADER_LINE.fullmatch(data, at, line_end)):
+            return at, "ended"
+        if newline < 0:
+            break
+        at = newline + 1
+    return len(data), "open"
 
 
 #: The redactor of this process: the recognised shapes and the withheld variables' values.
