@@ -470,8 +470,8 @@ def _literal_forms(value: str) -> list[str]:
 
 
 class Redactor:
-    """Replaces secrets in text by :attr:`MARK`: the recognised shapes (see the module), the
-    values of the withheld variables, and the ``values`` given here (a token a plugin holds).
+    """Replaces secrets in text by :attr:`MARK` (``[REDACTED]``): what :func:`loopctl.redact`
+    masks, and the ``values`` given here (a token a plugin holds).
 
     A Redactor never raises: if redacting fails, the text is replaced by the mark whole."""
 
@@ -668,9 +668,9 @@ DEFAULT = Redactor()
 
 
 def redact(text: str) -> str:
-    """``text`` with every secret replaced by ``[REDACTED]``: the shapes the maintained rule
-    sets know (see :mod:`loopctl.redaction`) and the values of the variables in ``withhold_env``.
-    Idempotent; never raises."""
+    """``text`` with every secret replaced by ``[REDACTED]``: the shapes of gitleaks' and
+    detect-secrets' rule sets (keys, tokens, credentials in headers, URLs and assignments) and
+    the values of the variables in ``withhold_env``. Idempotent; never raises."""
     return DEFAULT.redact(text)
 
 

@@ -73,7 +73,7 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
 def atomic_write_text(path: Path, text: str) -> None:
     """Replace ``path`` with ``text`` (UTF-8) so that a crash leaves the old or the new content,
     never a mix. Characters UTF-8 cannot hold (lone surrogates) are written as ``\\udcXX``.
-    Secrets are redacted first (:func:`loopctl.redaction.redact`): nothing loopctl or a plugin
+    Secrets are redacted first (:func:`loopctl.redact`): nothing loopctl or a plugin
     writes here holds one in clear."""
     atomic_write_bytes(Path(path), redact(text).encode("utf-8", "backslashreplace"))
 

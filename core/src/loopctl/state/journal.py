@@ -29,7 +29,7 @@ class JsonlAppender:
     """Append-only JSONL writer: each record is one ``os.write`` of a whole line to a file kept
     open with ``O_APPEND``, so a crash can tear at most the line being written, and the next
     append (also after a restart) first ends a torn line so its own line starts clean. Secrets
-    in a record are redacted (:func:`loopctl.redaction.redact`) before it is written."""
+    in a record are redacted (:func:`loopctl.redact`) before it is written."""
 
     def __init__(self, path: Path, *, fsync: bool = False) -> None:
         self.path = Path(path)
