@@ -229,7 +229,7 @@ def test_scrub_removes_the_token_from_any_text(token: str, before: str, after: s
 
 
 def test_scrub_removes_github_token_shapes_without_knowing_them() -> None:
-    assert scrub("error ghp_" + "a" * 36 + " here", None) == "error *** here"
+    assert scrub("error ghp_" + "a" * 36 + " here", None) == "error [REDACTED] here"
     assert "secretsecretsecret" not in scrub("Authorization: Bearer secretsecretsecret", None)
 
 

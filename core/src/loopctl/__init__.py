@@ -41,6 +41,7 @@ if TYPE_CHECKING:
         Usage,
     )
     from loopctl.project import Project, SavedRun, load_project
+    from loopctl.redaction import Redactor, redact
     from loopctl.scan import ScanMatch, Scanner, ScanRule, strip_ansi
     from loopctl.stash import Stash, StashKey
     from loopctl.state import (
@@ -52,7 +53,9 @@ if TYPE_CHECKING:
         tail_jsonl,
     )
     from loopctl.stuck import is_infrastructure_failure, made_progress, same_failure
+    from loopctl.terminal import sanitize
     from loopctl.testoutput import ParsedTestOutput, parse_test_output
+    from loopctl.withhold import child_environment
     from loopctl.workspace import Snapshot, Workspace
 
 _LAZY = {
@@ -94,6 +97,10 @@ _LAZY = {
     "parse_test_output": "loopctl.testoutput",
     "normalize_line": "loopctl.fingerprints",
     "fingerprint": "loopctl.fingerprints",
+    "Redactor": "loopctl.redaction",
+    "redact": "loopctl.redaction",
+    "sanitize": "loopctl.terminal",
+    "child_environment": "loopctl.withhold",
     **{
         name: "loopctl.model"
         for name in (
@@ -152,6 +159,7 @@ __all__ = [
     "ParsedTestOutput",
     "Project",
     "PromptSection",
+    "Redactor",
     "ReportSection",
     "Restart",
     "RunOption",
@@ -174,6 +182,7 @@ __all__ = [
     "Workspace",
     "__version__",
     "atomic_write_text",
+    "child_environment",
     "define_event",
     "fingerprint",
     "hookimpl",
@@ -184,7 +193,9 @@ __all__ = [
     "normalize_line",
     "parse_test_output",
     "read_jsonl",
+    "redact",
     "same_failure",
+    "sanitize",
     "strip_ansi",
     "tail_jsonl",
 ]

@@ -35,7 +35,7 @@ from loopctl import state as st
 from loopctl._version import __version__
 from loopctl.agents.base import AgentAdapter, TurnRequest
 from loopctl.agents.supervisor import Supervision, run_turn
-from loopctl.config import LoadedConfig, context_window_for, withheld_environment
+from loopctl.config import LoadedConfig, context_window_for
 from loopctl.loop import Loop, LoopOutcome, ReportSection, Restart, RunFacts
 from loopctl.model import (
     ACTION_STRENGTH,
@@ -65,10 +65,13 @@ from loopctl.procgroup import (
     set_subreaper,
 )
 from loopctl.prompt import ComposedPrompt, compose
+from loopctl.redaction import redact, redact_data
 from loopctl.report import RunSummary, write_report
 from loopctl.stash import Stash
 from loopctl.stuck import Escalation, StuckDetector, is_infrastructure_failure
+from loopctl.terminal import sanitize
 from loopctl.testcmd import run_test_command
+from loopctl.withhold import child_environment, set_withheld
 from loopctl.workspace import Snapshot, Workspace
 
 #: Engine decisions carry this source so the record says who decided.
@@ -259,6 +262,7 @@ class Engine:
         #: Called with every event as it is recorded (the CLI's live view); plugins use on_event.
         self.event_listener = on_event
         config = loaded.config
+        set_withheld(config.withhold_env)  # before anything is written: their values are masked
         self.max_iterations = config.limits.max_iterations
         self.history: list[IterationRecord] = []
         #: Decisions made while the agent ran (``on_agent_message``), weighed after the iteration.
@@ -331,6 +335,15 @@ class Engine:
         if goal is None or not goal.strip():
             raise LoopError("the goal is empty: give it as an argument or with --goal-file FILE")
         _check_goal(goal, config.prompt.budget_chars)
+        # The goal goes to the agent's model and into every state file: a secret in it is
+        # redacted once, here, so the sealed goal, the state and the prompt all agree.
+        goal = redact(goal)
+        if config.test_cmd and redact(config.test_cmd) != config.test_cmd:
+            self.loaded.warnings.append(
+                "the test command holds what looks like a secret; it is stored redacted, so "
+                "`loopctl resume` cannot run it as given: pass the secret in an environment "
+                "variable instead"
+            )
         return st.LoopState(
             goal=goal,
             original_goal=goal,  # captured once, before the first state write
@@ -547,6 +560,7 @@ class Engine:
     # --- events ------------------------------------------------------------------------------
 
     def emit(self, type: str, **data: Any) -> Event:
+        data = redact_data(data)  # once, here: the journal, the views and every plugin see it
         event = Event(
             type=type, ts=round(time.time(), 3), data=data, iteration=self.state.iteration or None
         )
@@ -1092,7 +1106,9 @@ class Engine:
         for result in self.host.hook.compose_prompt(loop=self.loop):
             items = result if isinstance(result, (list, tuple)) else [result]
             sections.extend(s for s in items if isinstance(s, PromptSection))
-        return compose(sections, self.loaded.config.prompt.budget_chars)
+        composed = compose(sections, self.loaded.config.prompt.budget_chars)
+        composed.text = redact(composed.text)  # what the agent's model receives
+        return composed
 
     def _run_agent(self, prompt: str, iteration: int) -> TurnResult:
         limits = self.loaded.config.limits
@@ -1123,11 +1139,10 @@ class Engine:
                 self.state.agent_process = [pgid, started_at]
                 self._write_state()
 
-        env = {
-            **withheld_environment(self.loaded.config.withhold_env),
-            "LOOPCTL_ITERATION": str(iteration),
-            "LOOPCTL_STATE_DIR": str(self.state_dir),
-        }
+        env = child_environment(
+            {"LOOPCTL_ITERATION": str(iteration), "LOOPCTL_STATE_DIR": str(self.state_dir)},
+            withhold=self.loaded.config.withhold_env,
+        )
         transcript = self.state_dir / st.LOGS_DIR / st.log_name(iteration, "agent.jsonl")
         try:
             with self._wait_window():
@@ -1172,7 +1187,7 @@ class Engine:
                     cwd=self.workdir,
                     timeout_s=limits.test_timeout_s,
                     output_limit=limits.test_output_bytes,
-                    base_env=withheld_environment(self.loaded.config.withhold_env),
+                    base_env=child_environment(withhold=self.loaded.config.withhold_env),
                     on_start=on_start,
                 )
         finally:
@@ -1411,7 +1426,7 @@ class Engine:
             status = f"{status}: {self.state.reason}" if self.state.reason else status
         self.persist(  # rendered on the writer thread from these copies
             self.state_dir / st.PROGRESS_FILE,
-            lambda: st.render_progress(rows, goal=goal, status=status),
+            lambda: sanitize(st.render_progress(rows, goal=goal, status=status)),
         )
 
     def _log(self, name: str, text: str) -> None:
@@ -1514,7 +1529,7 @@ def _state_body(engine: Engine) -> str:
     if last is not None:
         verdict = "passed" if last.tests_passed else f"failed ({len(last.failing_tests)} failing)"
         lines.append(f"Last tests {verdict}; decision: {last.decision} {last.reason}".rstrip())
-    return "\n".join(lines) + "\n"
+    return sanitize("\n".join(lines) + "\n")
 
 
 def _log_label(label: str) -> str:
@@ -1523,9 +1538,10 @@ def _log_label(label: str) -> str:
 
 
 def _write_log(path: Path, text: str) -> None:
-    """Logs are for people debugging a run: best effort, never a reason to stop the loop."""
+    """Logs are for people debugging a run: best effort, never a reason to stop the loop.
+    Redacted like every file loopctl writes (here, on the writer thread)."""
     try:
-        path.write_text(text, encoding="utf-8", errors="replace")
+        path.write_text(redact(text), encoding="utf-8", errors="replace")
     except OSError:
         pass
 

@@ -21,7 +21,6 @@ from loopctl.config import (
     config_to_dict,
     hide_secrets,
     load_config,
-    withheld_environment,
 )
 from loopctl.configfile import ENV_PLUGINS, ENV_PREFIX, ConfigError
 from loopctl.engine import Engine
@@ -29,6 +28,7 @@ from loopctl.model import Event
 from loopctl.pluginhost import CORE_PLUGIN, PluginHost, PluginSelection
 from loopctl.state import RunSettings
 from loopctl.testcmd import missing_program
+from loopctl.withhold import child_environment
 
 
 class UsageError(Exception):
@@ -102,7 +102,7 @@ def _check_test_command(loaded: LoadedConfig, workdir: Path) -> None:
     command = loaded.config.test_cmd
     if not command:
         return
-    env = withheld_environment(loaded.config.withhold_env)
+    env = child_environment(withhold=loaded.config.withhold_env)
     program = missing_program(command, cwd=workdir, env=env)
     if program is not None:
         origin = loaded.origins.get("test_cmd", "")

@@ -131,8 +131,12 @@ class HookCall:
 
 
 def print_failure(failure: HookFailure) -> None:
+    from loopctl.redaction import redact
+    from loopctl.terminal import sanitize_line
+
+    error = sanitize_line(redact(failure.error))  # an error message may quote the agent
     print(
-        f"loopctl: plugin {failure.plugin!r} failed in hook {failure.hook}: {failure.error} "
+        f"loopctl: plugin {failure.plugin!r} failed in hook {failure.hook}: {error} "
         "(skipped; the loop goes on)",
         file=sys.stderr,
     )

@@ -26,6 +26,7 @@ from loopctl.config import LoadedConfig, load_config
 from loopctl.launch import build_host
 from loopctl.model import IterationRecord
 from loopctl.pluginhost import PluginHost
+from loopctl.withhold import set_withheld
 
 T = TypeVar("T")
 
@@ -82,10 +83,14 @@ class Project:
 
 def load_project(workdir: Path | None = None, *, config_file: Path | None = None) -> Project:
     """The project in ``workdir`` (default: the working directory), with its configuration
-    loaded as ``loopctl run`` would (``config_file`` in place of the discovered one).
+    loaded as ``loopctl run`` would (``config_file`` in place of the discovered one). Its
+    ``withhold_env`` becomes the process's: :func:`loopctl.redact` masks those variables'
+    values and :func:`loopctl.child_environment` leaves them out.
     Raises :class:`loopctl.ConfigError` with one line per problem."""
     workdir = (workdir or Path.cwd()).resolve()
-    return Project(workdir, load_config(workdir, config_file=config_file))
+    loaded = load_config(workdir, config_file=config_file)
+    set_withheld(loaded.config.withhold_env)  # the command's output masks their values too
+    return Project(workdir, loaded)
 
 
 class SavedRun:

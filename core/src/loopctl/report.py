@@ -15,6 +15,7 @@ from loopctl import state as st
 from loopctl.loop import LoopOutcome, ReportSection
 from loopctl.model import IterationRecord, StopStatus
 from loopctl.pluginhost import HookFailure
+from loopctl.terminal import sanitize
 
 #: What a person should look at next, by status.
 NEXT_STEPS = {
@@ -157,8 +158,10 @@ def render_markdown(report: dict[str, Any]) -> str:
 
 
 def write_report(state_dir: Path, run: RunSummary) -> dict[str, Any]:
-    """Write ``report.json`` and ``report.md`` into ``state_dir``; returns the report."""
+    """Write ``report.json`` and ``report.md`` into ``state_dir``; returns the report. Both are
+    redacted; ``report.md`` is also sanitised (no terminal control), since it is meant to be
+    read, often with ``cat``."""
     report = build_report(run)
     st.atomic_write_json(state_dir / "report.json", report)
-    st.atomic_write_text(state_dir / "report.md", render_markdown(report))
+    st.atomic_write_text(state_dir / "report.md", sanitize(render_markdown(report)))
     return report

@@ -32,6 +32,7 @@ from loopctl.procgroup import (
     wait_group_gone,
 )
 from loopctl.testoutput import parse_test_output
+from loopctl.withhold import child_environment
 
 #: How many error lines a TestRun carries at most (the extractor's bound).
 _MAX_ERROR_LINES = 40
@@ -250,7 +251,8 @@ def run_test_command(
     """Run ``command`` with ``/bin/sh -c`` in ``cwd`` and report the result. Never raises, except
     that a KeyboardInterrupt ends the command's whole process group and is then re-raised.
 
-    ``env`` adds variables to ``base_env`` (default: the inherited environment). stdin is
+    ``env`` adds variables to ``base_env`` (default: the inherited environment without the
+    withheld variables, :func:`loopctl.withhold.child_environment`). stdin is
     closed; stdout and stderr are merged and kept up to ``output_limit`` bytes (the first 20%
     and the last 80%, with a ``... [N bytes omitted] ...`` line between). After ``timeout_s`` the process group gets
     SIGTERM, then SIGKILL after ``kill_grace_s``; the run is ``timed_out`` with no exit code.
@@ -262,7 +264,7 @@ def run_test_command(
     started = time.monotonic()
     cwd = Path(cwd)
     full_env = {
-        **(os.environ if base_env is None else base_env),
+        **(child_environment() if base_env is None else base_env),
         **(env or {}),
         SUPERVISOR_ENV: supervisor_token(),  # how its escaped descendants are known
     }

@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import re
 import sys
 import threading
 import time
@@ -23,6 +22,7 @@ from collections.abc import Callable, Mapping
 from typing import IO, TYPE_CHECKING, Any, Protocol
 
 from loopctl.model import Event
+from loopctl.terminal import sanitize_line
 
 if TYPE_CHECKING:
     from rich.console import Console, RenderableType
@@ -55,10 +55,6 @@ def choose_mode(*, json_output: bool, stream: IO[str] | None = None) -> str:
 # --- one line per event ---------------------------------------------------------------------------
 
 
-#: Terminal escape sequences (colours from test output, say) and other control characters.
-_ESCAPES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b[@-_]|[\x00-\x08\x0e-\x1f\x7f-\x9f]")
-
-
 def _text(value: Any, default: str = "?", limit: int = 200) -> str:
     """``value`` as short, one-line, escape-free text; ``default`` when it is missing."""
     if value is None or value == "":
@@ -67,7 +63,7 @@ def _text(value: Any, default: str = "?", limit: int = 200) -> str:
         text = value if isinstance(value, str) else json.dumps(value, default=str)
     except (TypeError, ValueError, RecursionError):
         text = repr(value)
-    text = " ".join(_ESCAPES.sub("", text).split())
+    text = sanitize_line(text)  # escape sequences, C0/C1 controls, CR and BS: gone
     if not text:
         return default
     return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -19,6 +19,8 @@ from pathlib import Path
 
 import attrs
 
+from loopctl.withhold import child_environment
+
 #: Directories never scanned without git (with git, .gitignore decides).
 SKIP_DIRS = frozenset(
     {".git", ".loopctl", "node_modules", "__pycache__", ".venv", "venv", ".tox", ".nox"}
@@ -50,7 +52,7 @@ def _git(workdir: Path, *args: str) -> str | None:
             capture_output=True,
             text=True,
             timeout=60,
-            env={**os.environ, **_GIT_ENV},
+            env=child_environment(_GIT_ENV),
             stdin=subprocess.DEVNULL,
             check=False,
         )

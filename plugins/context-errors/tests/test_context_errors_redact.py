@@ -10,10 +10,10 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from loopctl import Redactor, redact
 from loopctl_context_errors.categories import categorize
 from loopctl_context_errors.ledger import Ledger
 from loopctl_context_errors.memory import FailureMemory
-from loopctl_context_errors.redaction import MARK, redact
 from loopctl_context_errors.report import (
     build_report,
     render_github,
@@ -23,6 +23,7 @@ from loopctl_context_errors.report import (
     render_terminal,
 )
 
+MARK = Redactor.MARK
 ALNUM = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
 UPPER_DIGITS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
 

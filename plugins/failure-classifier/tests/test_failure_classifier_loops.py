@@ -110,6 +110,46 @@ def test_reinstall_runs_only_when_opted_in_and_is_logged(
     assert "installed" in log.read_text("utf-8")
 
 
+def test_a_withheld_variable_never_reaches_the_reinstall_command(
+    loopctl_project: Project, run_loop: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The reinstall runs the project's own scripts (a ``preinstall`` the agent can edit): it
+    starts from the withheld environment, like the agent and the test command."""
+    token = "ghp_" + "W1thh3ld" * 4 + "Tk9z"
+    monkeypatch.setenv("GITHUB_TOKEN", token)
+    seen = tmp_path / "preinstall-saw.txt"
+    loopctl_project.write(
+        "preinstall.py",
+        "import os, pathlib\n"
+        f"pathlib.Path({str(seen)!r}).write_text(os.environ.get('GITHUB_TOKEN', '(absent)'))\n"
+        "pathlib.Path('site').mkdir(exist_ok=True)\n"
+        "pathlib.Path('site/yaml_loopctl_missing.py').touch()\n",
+    )
+    loopctl_project.write("test_app.py", "import yaml_loopctl_missing\n" + CALC_TEST)
+    loopctl_project.write("calc.py", "def add(a, b):\n    return a + b\n")
+    loopctl_project.write(".gitignore", ".loopctl/\n__pycache__/\nsite/\n")
+    loopctl_project.commit("tests")
+    result = run(
+        run_loop,
+        [[{"say": "waiting for the dependency"}]],
+        test_cmd=f"PYTHONPATH=site {sys.executable} -m unittest -q",
+        config={
+            "withhold_env": ["GITHUB_TOKEN"],
+            "plugins": {
+                PLUGIN_NAME: {
+                    "run_reinstall": True,
+                    "reinstall_cmd": f"{sys.executable} preinstall.py",
+                }
+            },
+        },
+    )
+    assert result.status == "complete"
+    assert events_of(result, RECOVERY_APPLIED)[0]["exit_code"] == 0
+    assert seen.read_text() == "(absent)"  # the reinstall ran, without the token
+    for path in result.state_dir.rglob("*"):
+        assert not path.is_file() or token.encode() not in path.read_bytes(), path
+
+
 def test_reinstall_command_is_detected_from_the_lock_files(tmp_path: Path) -> None:
     from loopctl_failure_classifier.recovery import detect_reinstall_command
 

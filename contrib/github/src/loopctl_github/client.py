@@ -24,6 +24,7 @@ from urllib.parse import quote, urlsplit
 
 import attrs
 
+import loopctl
 from loopctl_github import __version__
 from loopctl_github.config import Target, _is_loopback
 
@@ -38,24 +39,14 @@ MESSAGE_LIMIT = 300
 
 _LINK_PART = re.compile(r"<([^<>]*)>((?:\s*;\s*[^;,]*)*)")
 _REL = re.compile(r"""\brel\s*=\s*(?:"([^"]*)"|([^\s;,"]+))""", re.IGNORECASE)
-_TOKEN_SHAPES = re.compile(
-    r"\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})\b"
-    r"|(?i:\b(?:bearer|token)\s+)[A-Za-z0-9._~+/=-]{12,}"
-)
 
 
 def scrub(text: str, token: str | None, limit: int = MESSAGE_LIMIT) -> str:
-    """``text`` fit for an event or a log: the token (and anything shaped like a GitHub token
-    or a bearer credential) replaced by ``***``, control characters flattened, at most
-    ``limit`` characters."""
-    text = str(text)
-    mask = "***" if not token or token not in "***" else "<redacted>"
-    if token:
-        for form in sorted({token, quote(token, safe=""), json.dumps(token)[1:-1]}, key=len)[::-1]:
-            if form:
-                text = text.replace(form, mask)
-    text = _TOKEN_SHAPES.sub("***", text)
-    text = " ".join(text.split())
+    """``text`` fit for an event or a log: the token (also URL-quoted or JSON-escaped) and every
+    secret loopctl's redactor knows replaced by ``[REDACTED]`` (:class:`loopctl.Redactor`),
+    control characters flattened, at most ``limit`` characters."""
+    redactor = loopctl.Redactor([token] if token else [])
+    text = " ".join(loopctl.sanitize(redactor.redact(str(text))).split())
     if len(text) > limit:
         text = text[: limit - 1] + "…"
     if token and token in text:  # a replacement that happened to rebuild it: say nothing

@@ -94,7 +94,7 @@ def _footer(text: str) -> str:
 
 def _plain(text: str, limit: int = 300) -> str:
     """Loop text (an outcome message) safe inside our markdown: no HTML, no markup injection."""
-    from loopctl_context_errors import redact
+    from loopctl import redact
 
     flat = " ".join(str(text).split())[:limit]
     return html.escape(redact(flat), quote=False).replace("`", "'")

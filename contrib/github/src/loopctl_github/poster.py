@@ -479,16 +479,18 @@ class Poster:
 
 
 def without_token(body: str, token: str) -> str:
-    """The comment body with the token masked: a log or a loop message that happened to
-    print it must not publish it on GitHub."""
-    if not token or token not in body:
-        return body
-    mask = "***" if token not in "***" else "<redacted>"
-    for _ in range(3):
-        body = body.replace(token, mask)
-        if token not in body:
-            return body
-    return body.replace(token, "")
+    """The comment body redacted (:class:`loopctl.Redactor`): the token and every secret the
+    redactor knows are masked, so a log or a loop message that happened to print one cannot
+    publish it on GitHub. The one place every comment passes before it is posted. The marker
+    line that opens the body (``<!-- loopctl:context-errors key=… -->``) is ours and kept as
+    it is: a later run finds the comment by it."""
+    from loopctl import Redactor
+
+    marker, newline, rest = body.partition("\n")
+    if not (marker.startswith("<!-- loopctl:") and marker.endswith("-->")):
+        marker, newline, rest = "", "", body
+    redacted = marker + newline + Redactor([token] if token else []).redact(rest)
+    return redacted.replace(token, "") if token and token in redacted else redacted
 
 
 def load_last(state_dir: Path) -> LastReport | None:

@@ -2,7 +2,8 @@
 
 Attributes may only be strings, booleans, integers, floats, or homogeneous sequences of them;
 the SDK drops anything else with a log line. Event data comes from the engine and from any
-plugin, so every value is made one of those here (long text cut, nested data as JSON).
+plugin, so every value is made one of those here (long text cut, nested data as JSON), and
+every text is redacted (:func:`loopctl.redact`) before it is exported.
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ import json
 import math
 from collections.abc import Mapping, Sequence
 from typing import Any, Union
+
+from loopctl import redact
 
 AttributeValue = Union[
     str, bool, int, float, Sequence[str], Sequence[bool], Sequence[int], Sequence[float]
@@ -36,7 +39,7 @@ def _json(value: object) -> str:
         text = json.dumps(value, ensure_ascii=False, default=str, sort_keys=True)
     except (TypeError, ValueError, RecursionError):
         text = repr(value)
-    return cut(text)
+    return cut(redact(text))
 
 
 def _scalar(value: object) -> str | bool | int | float | None:
@@ -47,7 +50,7 @@ def _scalar(value: object) -> str | bool | int | float | None:
     if isinstance(value, float):
         return value if math.isfinite(value) else str(value)
     if isinstance(value, str):
-        return cut(value)
+        return cut(redact(value))  # the one redactor: no secret leaves in a span either
     return None
 
 

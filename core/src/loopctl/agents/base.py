@@ -22,6 +22,7 @@ from typing import ClassVar, TypeVar
 import attrs
 
 from loopctl.model import AgentMessage, Decision, TurnResult
+from loopctl.withhold import child_environment
 
 
 @attrs.define
@@ -163,6 +164,7 @@ class AgentAdapter(abc.ABC):
                 capture_output=True,
                 text=True,
                 timeout=10,
+                env=child_environment(),
                 stdin=subprocess.DEVNULL,
                 check=False,
             )

@@ -50,6 +50,8 @@ from loopctl.procgroup import (
     signal_group,
     supervisor_token,
 )
+from loopctl.redaction import StreamRedactor
+from loopctl.withhold import child_environment
 
 _READ_CHUNK = 1 << 16
 #: How often process exit is polled when the platform has no pidfd to wait on.
@@ -96,7 +98,8 @@ def run_turn(
 ) -> TurnResult:
     """Run one agent turn to its end and return what the adapter's parser made of it.
 
-    The child environment is ``env`` (default: ``os.environ``), then the invocation's ``env``,
+    The child environment is ``env`` (default: ``os.environ`` without the withheld variables,
+    :func:`loopctl.withhold.child_environment`), then the invocation's ``env``,
     then the adapter settings' ``env`` (the user's word wins); a ``None`` value removes a
     variable. Raw stdout is appended to ``transcript`` when given. A message for which
     ``on_message`` returns a :class:`~loopctl.model.Decision` ends the turn there.
@@ -137,7 +140,7 @@ def run_turn(
 def _child_env(
     base: Mapping[str, str] | None, invocation: Invocation, adapter: AgentAdapter
 ) -> dict[str, str]:
-    merged = dict(os.environ if base is None else base)
+    merged = dict(child_environment() if base is None else base)
     settings_env = getattr(getattr(adapter, "settings", None), "env", None)
     layers: list[Mapping[str, str | None]] = [invocation.env or {}]
     if isinstance(settings_env, Mapping):
@@ -207,6 +210,7 @@ class _SupervisedTurn:
         self.limits = limits
         self.started = started
         self.notes: list[str] = []
+        self.redactor = StreamRedactor()
         self.transcript = self._open_transcript(transcript)
         self.transcript_written = 0
         self.transcript_cut = 0
@@ -478,6 +482,7 @@ class _SupervisedTurn:
         for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
             if stream is not None:
                 _close_quietly(stream)
+        self._append_transcript(self.redactor.finish())
         if self.transcript is not None:
             if self.transcript_cut:
                 self._note_transcript_cut()
@@ -537,7 +542,14 @@ class _SupervisedTurn:
             return None
 
     def _write_transcript(self, chunk: bytes) -> None:
-        if self.transcript is None:
+        """Append ``chunk`` to the transcript, redacted: whole lines only (a secret split
+        across two reads is still one line when it is redacted); :meth:`_close` writes the
+        rest."""
+        if self.transcript is not None:
+            self._append_transcript(self.redactor.feed(chunk))
+
+    def _append_transcript(self, chunk: bytes) -> None:
+        if self.transcript is None or not chunk:
             return
         limit = self.limits.transcript_limit
         if limit is not None and self.transcript_written + len(chunk) > limit:

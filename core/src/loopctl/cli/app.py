@@ -78,14 +78,22 @@ def _root(
 # --- errors --------------------------------------------------------------------------------------
 
 
+def shown(text: str) -> str:
+    """``text`` fit for the terminal: secrets redacted, terminal control removed."""
+    from loopctl.redaction import redact
+    from loopctl.terminal import sanitize
+
+    return sanitize(redact(text))
+
+
 def error(message: str) -> None:
     """Print ``loopctl: error: …`` on stderr, every line of a multi-line message prefixed."""
-    for line in str(message).strip().splitlines() or ["unknown error"]:
+    for line in shown(str(message)).strip().splitlines() or ["unknown error"]:
         print(f"loopctl: error: {line}", file=sys.stderr)
 
 
 def warn(message: str) -> None:
-    for line in str(message).strip().splitlines():
+    for line in shown(str(message)).strip().splitlines():
         print(f"loopctl: warning: {line}", file=sys.stderr)
 
 
@@ -127,7 +135,10 @@ def user_errors() -> Iterator[None]:
 
 
 def emit_json(data: Any) -> None:
-    print(json.dumps(data, indent=2, default=str, ensure_ascii=False))
+    """Print ``data`` as indented JSON; control characters in it are ``\\u`` escapes."""
+    from loopctl.terminal import json_for_terminal
+
+    print(json_for_terminal(data, indent=2, default=str))
 
 
 # --- run / resume --------------------------------------------------------------------------------
@@ -213,8 +224,11 @@ def _describe_changes(changed: Mapping[str, Mapping[str, Any]]) -> str:
 
 
 def _print_summary(engine: Engine, outcome: LoopOutcome) -> None:
+    from loopctl.terminal import sanitize_line
+
     report = engine.state_dir / "report.md"
-    lines = [f"\n{outcome.status}: {outcome.message or outcome.reason}"]
+    why = sanitize_line(shown(outcome.message or outcome.reason))  # the agent's words, maybe
+    lines = [f"\n{outcome.status}: {why}"]
     if engine.report_written:  # not on a full disk
         lines.append(f"report: {report}")
     _print_lines(*lines)
@@ -646,15 +660,16 @@ def status_command(
     json_output: Annotated[bool, typer.Option("--json", help=JSON_HELP)] = False,
 ) -> None:
     """Show a loop's state (works from another terminal while it runs)."""
+    from loopctl.redaction import redact_data
     from loopctl.status import collect_status, render_status
 
     target = _state_dir(Path.cwd(), state_dir, config)
     with user_errors():
         data = collect_status(target)
     if json_output:
-        emit_json(data)
+        emit_json(redact_data(data))
     else:
-        print(render_status(data))
+        print(shown(render_status(data)))
 
 
 # --- demo ----------------------------------------------------------------------------------------
@@ -896,9 +911,11 @@ def agents_parse(
     except OSError as exc:
         raise fail(f"cannot read {exc.filename or file}: {exc.strerror or exc}") from None
     if json_output:
-        emit_json(summary_to_json(summary))
+        from loopctl.redaction import redact_data
+
+        emit_json(redact_data(summary_to_json(summary)))
     else:
-        print(render_summary(summary), end="")
+        print(shown(render_summary(summary)), end="")
 
 
 # --- entry point ---------------------------------------------------------------------------------

@@ -28,7 +28,7 @@ One module per concern; import the names from here:
 - :mod:`~loopctl.config.text`: text from the environment or command line, converted by type
 - :mod:`~loopctl.config.sources`: the file, environment and command-line layers
 - :mod:`~loopctl.config.load`: :func:`load_config`, :class:`LoadedConfig`, origins
-- :mod:`~loopctl.config.secrets`: :func:`hide_secrets`, :func:`withheld_environment`
+- :mod:`~loopctl.config.secrets`: :func:`hide_secrets`
 - :mod:`~loopctl.config.docs`: :func:`describe_fields` for the generated reference
 - :mod:`~loopctl.config.models`: model context windows
 """
@@ -53,7 +53,7 @@ from loopctl.config.schema import (
     PromptConfig,
     Stuck,
 )
-from loopctl.config.secrets import HIDDEN, hide_secrets, withheld_environment
+from loopctl.config.secrets import HIDDEN, hide_secrets
 from loopctl.config.sources import NON_CONFIG_ENV_VARS
 from loopctl.config.structuring import structure
 from loopctl.configfile import ENV_PREFIX, ConfigError, find_config_file
@@ -85,5 +85,4 @@ __all__ = [
     "load_config",
     "model_windows",
     "structure",
-    "withheld_environment",
 ]

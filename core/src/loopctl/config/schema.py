@@ -325,10 +325,11 @@ class LoopctlConfig:
     withhold_env: list[str] = attrs.field(
         factory=list,
         metadata=_doc(
-            "Environment variables the agent and the test command never see, by name or "
-            "shell-style pattern ('GITHUB_TOKEN', 'AWS_*'): secrets loopctl's plugins need "
-            "but the agent should not read. The test command is included because the agent "
-            "writes the tests and reads their output."
+            "Environment variables the agent, the test command and every other process "
+            "loopctl starts never see, by name or shell-style pattern ('GITHUB_TOKEN', "
+            "'AWS_*'): secrets loopctl's plugins need but the agent should not read. The test "
+            "command is included because the agent writes the tests and reads their output. "
+            "Their values are also masked in everything loopctl writes or prints."
         ),
     )
     limits: Limits = attrs.field(

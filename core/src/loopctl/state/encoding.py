@@ -66,5 +66,7 @@ def to_jsonable(value: Any) -> Any:
 
 
 def json_text(data: Any) -> str:
-    """``data`` as the state files write JSON: indented, UTF-8 kept, a trailing newline."""
-    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+    """``data`` as the state files write JSON: indented, UTF-8 kept, a trailing newline; the
+    characters :func:`json_one_line` escapes (DEL, C1 controls …) escaped too, so printing the
+    file cannot drive a terminal."""
+    return json_one_line(data, indent=2) + "\n"

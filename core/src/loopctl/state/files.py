@@ -11,6 +11,7 @@ import secrets
 from pathlib import Path
 from typing import Any
 
+from loopctl.redaction import redact
 from loopctl.state.encoding import json_text
 from loopctl.state.faults import after_durable_write
 
@@ -80,8 +81,10 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
 
 def atomic_write_text(path: Path, text: str) -> None:
     """Replace ``path`` with ``text`` (UTF-8) so that a crash leaves the old or the new content,
-    never a mix. Characters UTF-8 cannot hold (lone surrogates) are written as ``\\udcXX``."""
-    atomic_write_bytes(Path(path), text.encode("utf-8", "backslashreplace"))
+    never a mix. Characters UTF-8 cannot hold (lone surrogates) are written as ``\\udcXX``.
+    Secrets are redacted first (:func:`loopctl.redact`): nothing loopctl or a plugin
+    writes here holds one in clear."""
+    atomic_write_bytes(Path(path), redact(text).encode("utf-8", "backslashreplace"))
 
 
 def atomic_write_json(path: Path, data: Any) -> None:

@@ -14,6 +14,7 @@ from typing import Any
 
 import attrs
 
+from loopctl.redaction import redact
 from loopctl.state.encoding import json_one_line
 from loopctl.state.faults import after_durable_write
 from loopctl.state.files import write_all
@@ -22,14 +23,15 @@ from loopctl.state.files import write_all
 
 
 def _jsonl_line(obj: Mapping[str, Any]) -> bytes:
-    text = json_one_line(obj, separators=(",", ":"), default=str)
+    text = redact(json_one_line(obj, separators=(",", ":"), default=str))
     return (text + "\n").encode("utf-8")
 
 
 class JsonlAppender:
     """Append-only JSONL writer: each record is one ``os.write`` of a whole line to a file kept
     open with ``O_APPEND``, so a crash can tear at most the line being written, and the next
-    append (also after a restart) first ends a torn line so its own line starts clean.
+    append (also after a restart) first ends a torn line so its own line starts clean. Secrets
+    in a record are redacted (:func:`loopctl.redact`) before it is written.
 
     A write that fails part-way (a full disk: ``ENOSPC``) is undone: the file is cut back to
     its size before the append, then the error is raised. Readers never see half of it."""

@@ -40,7 +40,6 @@ _EXPORTS = {
     "render_github": "report",
     "render_json": "report",
     "Ledger": "ledger",
-    "redact": "redaction",
     "validate_event": "events",
     "CONTEXT_GENERATED": "events",
     "SUGGESTION_RECORDED": "events",

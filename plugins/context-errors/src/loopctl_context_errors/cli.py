@@ -16,6 +16,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
+import loopctl
 from loopctl_context_errors.memory import FailureMemory, resolve_memory_path
 
 EXIT_USAGE = 2
@@ -47,8 +48,15 @@ def _fail(message: str) -> typer.Exit:
     return typer.Exit(EXIT_USAGE)
 
 
+def _say(line: str) -> None:
+    """Print a line built from stored or logged text: redacted, no terminal control."""
+    print(loopctl.sanitize(loopctl.redact(line)))
+
+
 def _print_json(data: Any) -> None:
-    print(json.dumps(data, indent=2, default=str, ensure_ascii=False))
+    """JSON for the terminal: C0 controls are escaped by JSON; the C1 ones and DEL, which JSON
+    leaves raw, are removed."""
+    print(loopctl.sanitize(json.dumps(data, indent=2, default=str, ensure_ascii=False)))
 
 
 def _read_input(source: str) -> str:
@@ -153,9 +161,9 @@ def errors_report(
     if output_format == "json":
         _print_json(render_json(report))
     elif output_format == "github":
-        sys.stdout.write(render_github(report))
+        sys.stdout.write(loopctl.sanitize(render_github(report)))
     else:
-        sys.stdout.write(render_terminal(report))
+        sys.stdout.write(render_terminal(report))  # sanitised inside, before the colours
 
 
 @errors_app.command("similar")
@@ -202,7 +210,7 @@ def errors_similar(
             else "not fixed"
         )
         head = record.decisive[-1] if record.decisive else ""
-        print(
+        _say(
             f"- [{item.match} {item.score:.2f}] #{record.id} {record.category} {record.project}: "
             f"{head[:160]} ({fix})"
         )
@@ -303,7 +311,7 @@ def memory_search(
         record = item.record
         head = record.decisive[-1] if record.decisive else ""
         fixed = "fixed" if record.fixed else "open"
-        print(
+        _say(
             f"#{record.id} [{item.match} {item.score:.2f}] {record.category} "
             f"{record.project} {fixed}: {head[:160]}"
         )

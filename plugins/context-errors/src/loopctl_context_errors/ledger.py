@@ -20,8 +20,7 @@ from typing import Any
 
 import attrs
 
-from loopctl import JsonlAppender, read_jsonl
-from loopctl_context_errors.redaction import redact
+from loopctl import JsonlAppender, read_jsonl, redact
 
 FILE_NAME = "suggestions.jsonl"
 

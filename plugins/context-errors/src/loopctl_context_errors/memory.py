@@ -36,8 +36,7 @@ from typing import Any, NamedTuple
 
 import attrs
 
-from loopctl import normalize_line
-from loopctl_context_errors.redaction import redact
+from loopctl import normalize_line, redact
 
 ENV_MEMORY = "LOOPCTL_FAILURE_MEMORY"
 #: Values of ``LOOPCTL_FAILURE_MEMORY`` / ``memory_path`` that turn the memory off.

@@ -3,7 +3,7 @@
 Sections: **What Failed** (stage, iteration, issue, goal, category and the decisive lines),
 **Why** (what the category means and which rule decided it), **Similar Past Issues** (from the
 failure memory) and **Suggested Actions** (two to four). Every piece of text that came from a
-log or a user passes through :func:`~loopctl_context_errors.redaction.redact`; the GitHub rendering
+log or a user passes through :func:`loopctl.redact` (loopctl's one redactor); the GitHub rendering
 also escapes it, so a log cannot inject markup, mentions or links into a comment, and it always
 fits GitHub's 65,536-character comment limit.
 """
@@ -19,6 +19,7 @@ from typing import Any, TextIO
 
 import attrs
 
+from loopctl import redact, sanitize
 from loopctl_context_errors.categories import (
     CATEGORY_MEANING,
     Categorization,
@@ -27,7 +28,6 @@ from loopctl_context_errors.categories import (
     categorize,
 )
 from loopctl_context_errors.memory import FailureMemory, QueryOutcome, SimilarFailure
-from loopctl_context_errors.redaction import redact
 from loopctl_context_errors.suggest import (
     Suggestion,
     candidate_keys,
@@ -243,7 +243,7 @@ def render_plain(report: ErrorReport) -> str:
     out.extend(f"- {line}" for line in _similar_lines(report))
     out += ["", "== Suggested Actions =="]
     out.extend(f"{i}. {s.text}" for i, s in enumerate(report.suggestions, 1))
-    return redact("\n".join(out)) + "\n"
+    return sanitize(redact("\n".join(out))) + "\n"
 
 
 def use_color(stream: TextIO | None = None) -> bool:
@@ -274,7 +274,7 @@ def render_terminal(report: ErrorReport, *, color: bool | None = None, width: in
     style = "red" if report.category is not Category.UNKNOWN else "yellow"
 
     def text(lines: Sequence[str]) -> Text:
-        return Text(redact("\n".join(lines)))
+        return Text(sanitize(redact("\n".join(lines))))  # no terminal control from a log
 
     what = [*_what_failed_lines(report)]
     if report.decisive_lines:
@@ -355,7 +355,7 @@ def render_markdown(report: ErrorReport) -> str:
     parts = [title, "", *_md_sections(report, "##", html_escape), ""]
     if report.log_excerpt:
         parts += ["## Log (end)", "", fenced(report.log_excerpt), ""]
-    return redact("\n".join(parts))
+    return sanitize(redact("\n".join(parts)))
 
 
 def render_github(report: ErrorReport, *, max_chars: int = GITHUB_COMMENT_LIMIT) -> str:
@@ -368,7 +368,7 @@ def render_github(report: ErrorReport, *, max_chars: int = GITHUB_COMMENT_LIMIT)
         "",
     ]
     body = "\n".join(head + _md_sections(report, "####")) + "\n"
-    body = redact(body)
+    body = sanitize(redact(body))
     if len(body) > max_chars - 200:  # pathological: huge decisive lines or goal
         body = body[: max(0, max_chars - 400)].rsplit("\n", 1)[0] + "\n\n_(report truncated)_\n"
         return _close_fences(body)[:max_chars]

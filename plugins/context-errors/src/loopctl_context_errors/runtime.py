@@ -16,7 +16,7 @@ from functools import lru_cache, partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from loopctl import StashKey
+from loopctl import StashKey, redact
 from loopctl_context_errors import events
 from loopctl_context_errors.categories import Categorization, Rule, RuleSet, categorize
 from loopctl_context_errors.config import ContextErrorsConfig
@@ -27,7 +27,6 @@ from loopctl_context_errors.memory import (
     resolve_memory_path,
     signature_of,
 )
-from loopctl_context_errors.redaction import redact
 from loopctl_context_errors.report import ErrorReport, build_report, render_markdown
 
 if TYPE_CHECKING:

@@ -14,9 +14,9 @@ from collections.abc import Mapping, Sequence
 
 import attrs
 
+from loopctl import redact
 from loopctl_context_errors.categories import Category
 from loopctl_context_errors.memory import SimilarFailure
-from loopctl_context_errors.redaction import redact
 
 MIN_ACTIONS = 2
 MAX_ACTIONS = 4

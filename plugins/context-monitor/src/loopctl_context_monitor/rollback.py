@@ -10,13 +10,14 @@ After a cut-off turn, :func:`restore` puts the files that turn changed back to t
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import tempfile
 from pathlib import Path
 
 import attrs
+
+import loopctl
 
 _GIT_ENV = {"GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C"}
 
@@ -39,7 +40,7 @@ def _git(
             capture_output=True,
             text=True,
             timeout=timeout,
-            env={**os.environ, **_GIT_ENV, **(env or {})},
+            env=loopctl.child_environment({**_GIT_ENV, **(env or {})}),  # no withheld secret
             stdin=subprocess.DEVNULL,
             check=False,
         )

@@ -10,6 +10,7 @@ from typing import Annotated, Any, Optional
 import attrs
 import typer
 
+import loopctl
 from loopctl_failure_classifier.classify import FAILURE_MODE_FILE, write_failure_mode
 from loopctl_failure_classifier.config import PLUGIN_NAME, FailureClassifierConfig
 from loopctl_failure_classifier.offline import OfflineResult, classify_offline
@@ -152,7 +153,10 @@ def add_classify_command(cli: Any) -> None:
         if json_output:
             data = result.to_json()
             data["problems"] = [*data["problems"], *failures]
-            print(json.dumps(data, indent=2, ensure_ascii=False))
+            text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
         else:
-            sys.stdout.write(render(result, failures))
+            text = render(result, failures)
+        # evidence lines come from test logs: no secret and no terminal control may reach
+        # the screen (C1 controls, which JSON leaves raw, are removed from JSON output too)
+        sys.stdout.write(loopctl.sanitize(loopctl.redact(text)))
         return 0

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import attrs
 
+import loopctl
 from loopctl_failure_classifier.model import (
     CODE_ERROR,
     CONTEXT_EXHAUSTION,
@@ -142,13 +143,17 @@ class CommandResult:
 
 def run_command(command: str, cwd: Path, timeout_s: float) -> CommandResult:
     """Run a recovery command through the shell, in its own process group (ended as a whole on
-    a timeout). Never raises: a command that cannot start is a result with ``error`` set."""
+    a timeout), with the run's withheld variables removed from its environment
+    (:func:`loopctl.child_environment`): a reinstall runs the project's own scripts
+    (``preinstall``), code the agent can edit. Never raises: a command that cannot start is a
+    result with ``error`` set."""
     started = time.monotonic()
     try:
         process = subprocess.Popen(
             command,
             shell=True,
             cwd=cwd,
+            env=loopctl.child_environment(),
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,

@@ -9,6 +9,8 @@ from typing import Annotated, Any, Optional
 
 import typer
 
+import loopctl
+
 STATE_DIR_HELP = "The state directory (default: .loopctl in the working directory, or `state_dir`)."
 
 
@@ -89,10 +91,11 @@ def register(cli: Any) -> None:
         ] = None,
         json_output: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
     ) -> None:
-        """Print the original goal exactly as sealed, and whether loop-state.md agrees."""
+        """Print the original goal as sealed (without terminal control characters), and whether
+        loop-state.md agrees."""
         data = inspect_goal(_state_dir(state_dir))
         if json_output:
-            print(json.dumps(data, indent=2, ensure_ascii=False))
+            print(loopctl.sanitize(json.dumps(data, indent=2, ensure_ascii=False)))
             return
         sealed = data["sealed"]
         if sealed is None:
@@ -104,7 +107,8 @@ def register(cli: Any) -> None:
             )
             print(f"loop-state.md agrees: {'yes' if data['agrees'] else 'NO'}")
             print("---")
-            sys.stdout.write(sealed["text"] + ("" if sealed["text"].endswith("\n") else "\n"))
+            text = loopctl.sanitize(sealed["text"])
+            sys.stdout.write(text + ("" if text.endswith("\n") else "\n"))
         for problem in data["problems"]:
             print(f"warning: {problem}", file=sys.stderr)
 
@@ -138,11 +142,12 @@ def register(cli: Any) -> None:
         NoteJournal(rec.guard_dir(_state_dir(state_dir)) / rec.NOTES_FILE).read_into(book)
         entries = list(book.keep_order())
         if json_output:
-            print(json.dumps([e.to_json() for e in entries], indent=2, ensure_ascii=False))
+            text = json.dumps([e.to_json() for e in entries], indent=2, ensure_ascii=False)
+            print(loopctl.sanitize(loopctl.redact(text)))
             return
         if not entries:
             print("no notes")
-        for entry in entries:
-            print(f"[p{entry.priority}] {entry.render()}")
+        for entry in entries:  # a note may quote test output: no secret, no terminal control
+            print(loopctl.sanitize(loopctl.redact(f"[p{entry.priority}] {entry.render()}")))
 
     cli.add_typer(goal_app, name="goal")

@@ -483,9 +483,10 @@ def _expand_batches(lines: Iterable[Any]) -> Iterable[Any]:
 
 
 def _journal_bytes(lines: Iterable[Mapping[str, Any]]) -> bytes:
-    """JSON lines, ASCII-only (escapes keep any text exact, lone surrogates included)."""
-    return "".join(
-        json.dumps(line, ensure_ascii=True, separators=(",", ":")) + "\n" for line in lines
+    """JSON lines, ASCII-only (escapes keep any text exact, lone surrogates included), with
+    secrets redacted (a note may quote test output)."""
+    return loopctl.redact(
+        "".join(json.dumps(line, ensure_ascii=True, separators=(",", ":")) + "\n" for line in lines)
     ).encode("ascii")
 
 
