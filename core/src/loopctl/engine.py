@@ -125,6 +125,9 @@ class LoopError(Exception):
 class DiskFullError(LoopError):
     """The state directory's disk is full before the loop could start."""
 
+    #: The stop status it stands for: the CLI says it the way it ends a run with it.
+    status = StopStatus.DISK_FULL.value
+
     #: The process exit code the CLI uses for it (the ``disk_full`` status's).
     exit_code = EXIT_CODES[StopStatus.DISK_FULL.value]
 
@@ -463,7 +466,14 @@ class Engine:
             self.state.status = "running"
         # The first durable write, made at once (there is no writer yet), with the run's
         # settings: from here on a kill leaves a loop that `loopctl resume` can continue.
-        self._write_state()
+        try:
+            self._write_state()
+        except OSError as exc:
+            self._lock.release()
+            if not is_disk_full(exc):
+                raise
+            resumable = self.resumed and (self.state_dir / st.LOOP_STATE_FILE).exists()
+            raise DiskFullError(disk_full_message(exc, resumable=resumable)) from None
         self._events = st.JsonlAppender(self.state_dir / st.EVENTS_FILE)
         self._iterations = st.JsonlAppender(self.state_dir / st.ITERATIONS_FILE)
         self._writer = BackgroundWriter(waiting=self._waiting)

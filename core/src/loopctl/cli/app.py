@@ -130,7 +130,12 @@ def user_errors() -> Iterator[None]:
     except Exception as exc:
         if isinstance(exc, _user_error_types()):
             code = getattr(exc, "exit_code", EXIT_USAGE)
-            raise fail(str(exc), code if isinstance(code, int) else EXIT_USAGE) from None
+            code = code if isinstance(code, int) else EXIT_USAGE
+            status = getattr(exc, "status", None)
+            if isinstance(status, str):  # a run that could not start: said as a run's end is
+                _print_lines(f"\n{status}: {exc}")
+                raise typer.Exit(code) from None
+            raise fail(str(exc), code) from None
         raise
 
 
