@@ -153,6 +153,8 @@ def test_redacting_serialized_json_leaves_valid_json(data: object) -> None:
         "password reset requested for alice",
         "see https://example.com:8080/path@v2",
         "AKIA is a prefix, AKIAEXAMPLE is too short",
+        '{"apiKeySource":"ANTHROPIC_API_KEY","model":"claude"}',  # names a secret, holds none
+        "password=$DB_PASSWORD api_key=${API_KEY}",
     ],
 )
 def test_ordinary_lines_stay(text: str) -> None:

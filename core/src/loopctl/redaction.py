@@ -223,6 +223,9 @@ _STRONG_TOKEN = re.compile(rb"(?:auth|access|refresh|session|api|bearer|private)
 #: Before a keyword: it is a command-line flag (``--password``, ``-token``).
 _FLAG = re.compile(rb"(?:\A|[^\w-])--?[\w-]*\Z")
 _WEAK_VALUE = re.compile(rb"[A-Za-z0-9_\-./+=]{16,}")
+#: A value that names a secret instead of holding one: a variable (``"apiKeySource":
+#: "ANTHROPIC_API_KEY"``, ``password=$DB_PASSWORD``), as gitleaks' generic rule allows.
+_A_NAME = re.compile(rb"\$\{?[A-Za-z_][A-Za-z0-9_]*\}?|[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+")
 _DIGIT = re.compile(rb"\d")
 _AWS_SECRET = re.compile(
     rb"(?:(?<![A-Za-z0-9+/=])|(?<=\\[nrt]))[A-Za-z0-9/+]{40}(?![A-Za-z0-9+/=])"
@@ -259,6 +262,8 @@ def _assignment(keyword: bytes, *, strong: bool, flag: bool, aws: bool = False) 
             yield from _aws_secret(data, match.end())
         start, end = match.span("value")
         if start < 0 or lowered.startswith(b"[redacted]", start):
+            return
+        if _A_NAME.fullmatch(data, start, end):
             return
         is_strong = strong or bool(names and names.search(lowered, max(0, at - 9), at))
         if match.group("assign") is not None:
