@@ -20,6 +20,8 @@ from loopctl.model import EXIT_CODES, EXIT_USAGE
 from loopctl.procgroup import group_members
 from loopctl.testing import python_test_cmd
 
+pytestmark = pytest.mark.timing  # real signals to a real loopctl and its process groups
+
 GOAL = "Make add() return the sum of its arguments.\nDo not change the test."
 INTERRUPTED_EXIT = EXIT_CODES["interrupted"]
 SIGNALS = [pytest.param(signal.SIGINT, id="SIGINT"), pytest.param(signal.SIGTERM, id="SIGTERM")]
