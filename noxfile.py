@@ -7,6 +7,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -115,6 +116,41 @@ def tests(session: nox.Session) -> None:
     """Run the whole test suite (core, plugins, contrib, cross-package) on this Python."""
     session.install(*wheels(session, *all_distributions()), *TEST_DEPS)
     session.run("pytest", "-n", "2", "-m", "not e2e and not venv", *test_paths(), *session.posargs)
+
+
+#: How many times `nox -s load` runs the timing-sensitive tests, each time under the CPU hog.
+LOAD_RUNS = 5
+
+
+def _cores() -> int:
+    """The cores this process may run on (fewer than the machine's under a CPU limit)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+@nox.session
+def load(session: nox.Session) -> None:
+    """The tests marked `timing` (they race processes, signals or clocks), 5 times under a CPU hog
+    that keeps every core busy: a suite green only on a quiet machine fails here."""
+    session.install(*wheels(session, *all_distributions()), *TEST_DEPS)
+    hog = "while True:\n    pass\n"
+    hogs = [
+        subprocess.Popen([sys.executable, "-c", hog], stdin=subprocess.DEVNULL)
+        for _ in range(max(_cores(), 2))
+    ]
+    try:
+        for run in range(1, LOAD_RUNS + 1):
+            session.log(f"run {run} of {LOAD_RUNS}, with {len(hogs)} busy-loop processes")
+            session.run(
+                "pytest", "-q", "-n", "2", "-m", "timing and not e2e and not venv",
+                *test_paths(), *session.posargs,
+            )  # fmt: skip
+    finally:
+        for proc in hogs:
+            proc.kill()
+            proc.wait()
 
 
 @nox.session

@@ -18,7 +18,11 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from loopctl import state as st
+
+pytestmark = pytest.mark.timing  # SIGKILLs at random moments, orphans awaited
 
 #: A goal that is hard to keep byte-exact: CRLF, a front-matter fence, quotes, backslashes,
 #: a tab, non-ASCII, an astral character, a Unicode line separator, trailing spaces.

@@ -25,6 +25,8 @@ from loopctl.model import EXIT_CODES, EXIT_USAGE
 from loopctl.procgroup import group_members
 from loopctl.testing import python_test_cmd, sigint_as_in_a_terminal
 
+pytestmark = pytest.mark.timing  # real signals to a real loopctl and its process groups
+
 GOAL = "Make add() return the sum of its arguments.\nDo not change the test."
 INTERRUPTED_EXIT = EXIT_CODES["interrupted"]
 SIGNALS = [

@@ -112,7 +112,9 @@ def loop_state(project: Project) -> state_files.LoopState:
     return state_files.read_loop_state(project.path / ".loopctl" / "loop-state.md")
 
 
-def wait_for(condition: Callable[[], bool], timeout: float = 15.0) -> None:
+def wait_for(condition: Callable[[], bool], timeout: float = 60.0) -> None:
+    """Poll until ``condition`` holds. The timeout only bounds a wait for something that never
+    comes (a loaded machine took over 15 s to reach the first agent turn), so it is generous."""
     deadline = time.monotonic() + timeout
     while not condition():
         assert time.monotonic() < deadline, "timed out waiting"
@@ -241,6 +243,7 @@ def test_run_stops_at_max_iterations_with_exit_code_10(project: Project) -> None
     assert loop_state(project).status == "max_iterations"
 
 
+@pytest.mark.timing  # Ctrl-C to a real loopctl
 def test_interrupted_run_resumes_and_completes(
     project: Project, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

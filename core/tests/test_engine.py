@@ -348,6 +348,7 @@ def test_a_corrupt_state_file_is_not_overwritten_by_a_new_run(project):
     assert (state_dir / "loop-state.md").read_text() == "---\nthis is: not: valid\n"
 
 
+@pytest.mark.timing  # ends a turn mid-stream
 def test_a_plugin_can_end_the_turn_mid_stream_and_ask_for_a_restart(project):
     from loopctl.model import MessageKind
 

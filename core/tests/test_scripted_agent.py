@@ -220,6 +220,7 @@ def test_exit_action_is_a_crash_without_result(project: Path) -> None:
     assert result.final_text == "bye"
 
 
+@pytest.mark.timing  # an idle timeout
 def test_hang_action_runs_into_the_idle_timeout(project: Path) -> None:
     write_scenario(project / "scenario.toml", [[{"say": "thinking"}, {"hang": True}]])
     limits = Supervision(timeout_s=60, idle_timeout_s=0.5, grace_s=0.3, kill_after_s=0.5)

@@ -27,6 +27,8 @@ FAST = Supervision(
     timeout_s=WALL_CLOCK, idle_timeout_s=IDLE, grace_s=GRACE, kill_after_s=KILL_AFTER
 )
 
+pytestmark = pytest.mark.timing  # real processes, short limits, signals
+
 
 class FakeAgent(AgentAdapter):
     """Runs tests/fake_agents/fake_agent.py in a given mode and parses it as the scripted agent."""

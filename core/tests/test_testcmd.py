@@ -17,6 +17,8 @@ from loopctl.testcmd import run_test_command
 
 PY = sys.executable
 
+pytestmark = pytest.mark.timing  # real process groups, timeouts and signals
+
 
 def _alive(pid: int) -> bool:
     """Running, not merely an unreaped zombie (this machine's init may never reap orphans)."""

@@ -152,6 +152,7 @@ def test_a_secondary_rate_limit_without_headers_is_skipped(fake: FakeGitHub, tok
     assert "retry after 60 s" in failed["message"]
 
 
+@pytest.mark.timing  # an HTTP timeout
 def test_timeouts_are_retried_a_bounded_number_of_times(fake: FakeGitHub, token: str) -> None:
     fake.faults.append(Fault("GET", delay_s=1.0, times=2))
     poster = make_poster(fake.api_url, token, timeout_s=0.3, retries=1)

@@ -122,6 +122,7 @@ def test_spans_and_metrics_arrive_over_otlp_http(run_loop: Any, collector: Colle
     assert exporting["metrics"] == f"{collector.endpoint}/v1/metrics"
 
 
+@pytest.mark.timing  # times the flush
 def test_a_closed_port_is_one_clear_event_and_does_not_slow_the_loop(
     run_loop: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -176,6 +177,7 @@ def test_a_signal_the_collector_refuses_does_not_cost_the_other_one(
     assert len(spans) == 7  # the whole trace arrived
 
 
+@pytest.mark.timing  # times the flush
 def test_an_endpoint_that_never_answers_costs_at_most_timeout_s(run_loop: Any) -> None:
     with socket.socket() as silent:  # accepts connections (the backlog), never answers
         silent.bind(("127.0.0.1", 0))

@@ -39,6 +39,7 @@ def ns(seconds: float) -> int:
     return int(seconds * 1_000_000_000)
 
 
+@pytest.mark.timing  # span times from two sources
 def test_a_run_is_a_tree_of_iterations_and_their_phases(run_loop: Any, memory: Memory) -> None:
     result = run_two(run_loop)
     assert result.status == "complete"
@@ -61,6 +62,7 @@ def test_a_run_is_a_tree_of_iterations_and_their_phases(run_loop: Any, memory: M
     assert exporting[0]["traces"] == "memory"
 
 
+@pytest.mark.timing  # span times
 def test_phase_spans_take_their_times_from_the_core_events(run_loop: Any, memory: Memory) -> None:
     result = run_two(run_loop)
     agent_ends = result.events_of("agent.end")
@@ -226,6 +228,7 @@ class Noticer:
         )
 
 
+@pytest.mark.timing  # span times
 def test_a_restart_and_plugin_events_are_events_of_the_iteration(
     run_loop: Any, memory: Memory
 ) -> None:
@@ -282,6 +285,7 @@ class StopOnText:
         return None
 
 
+@pytest.mark.timing  # stops a turn mid-stream
 def test_a_plugin_stop_ends_every_span(run_loop: Any, memory: Memory) -> None:
     result = run_loop(
         "make add add",
@@ -308,6 +312,7 @@ class InterruptAtText:
             raise KeyboardInterrupt
 
 
+@pytest.mark.timing  # Ctrl-C mid-turn, span times
 def test_an_interrupt_ends_the_open_spans_with_an_error(run_loop: Any, memory: Memory) -> None:
     result = run_loop(
         "make add add",

@@ -24,6 +24,23 @@ def record_pid() -> None:
             handle.write(f"{os.getpid()}\n")
 
 
+def wait_for_pids(count: int) -> None:
+    """Wait until ``count`` processes have recorded their pid, so a child started in the
+    background is known to the test before this agent goes on (never a guessed sleep)."""
+    pidfile = os.environ.get("FAKE_PIDFILE")
+    if not pidfile:
+        return
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            with open(pidfile, encoding="utf-8") as handle:
+                if len(handle.read().split()) >= count:
+                    return
+        except OSError:
+            pass
+        time.sleep(0.01)
+
+
 def line(event: Mapping[str, object], *, flush: bool = True) -> None:
     sys.stdout.write(json.dumps(event) + "\n")
     if flush:
@@ -69,9 +86,9 @@ def main() -> int:
     elif mode == "grandchild":
         # The grandchild inherits stdout and keeps it open long after we exit.
         subprocess.Popen([sys.executable, __file__, "sleeper"])
+        wait_for_pids(2)  # the grandchild runs (and holds stdout) before the turn can end
         line(INIT)
         line(RESULT)
-        time.sleep(0.2)  # let the grandchild record its pid
         return 0
     elif mode == "daemon":
         # A background helper that does not hold stdout: the agent exits, the helper stays.
@@ -80,7 +97,7 @@ def main() -> int:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
-        time.sleep(0.2)  # let the helper record its pid
+        wait_for_pids(2)  # the helper runs before the turn can end
         line(INIT)
         line(RESULT)
         return 0

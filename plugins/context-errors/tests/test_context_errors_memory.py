@@ -122,6 +122,7 @@ def test_deadline_gives_empty_answer_not_an_error(tmp_path: Path) -> None:
     assert (outcome.results, outcome.status) == ([], "timeout")
 
 
+@pytest.mark.timing  # times a lock timeout
 def test_a_locked_store_is_skipped_within_the_timeout(tmp_path: Path) -> None:
     path = tmp_path / "f.sqlite3"
     memory = _store(path, timeout_s=0.5)

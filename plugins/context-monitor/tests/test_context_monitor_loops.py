@@ -131,6 +131,7 @@ def test_fresh_mode_warn_is_reported_without_a_restart(buggy: Project, run_loop:
 FIX_ACTION = {"replace": "calc.py", "old": BUG, "new": FIX}
 
 
+@pytest.mark.timing  # stops a turn mid-stream
 def test_hard_threshold_mid_turn_ends_the_turn_and_restarts_with_flagged_files(
     buggy: Project, run_loop: Any
 ) -> None:
@@ -218,6 +219,7 @@ def test_storm_guard_stops_when_the_fresh_session_starts_over_warn(
     assert result.loop_state().reason  # the message is kept
 
 
+@pytest.mark.timing  # stops a turn mid-stream
 def test_storm_guard_shrinks_the_briefing_when_it_is_what_pushed_the_baseline_over(
     buggy: Project, run_loop: Any
 ) -> None:
@@ -264,6 +266,7 @@ def test_no_usage_is_unknown_never_zero(buggy: Project, run_loop: Any) -> None:
     assert "No context fill was measured" in report
 
 
+@pytest.mark.timing  # stops a turn mid-stream
 def test_rollback_restores_the_interrupted_turns_files(buggy: Project, run_loop: Any) -> None:
     buggy.write("draft.py", "DRAFT = 1\n")  # untracked, there before the turn
     turns = [
@@ -355,6 +358,7 @@ class Enricher:
         return text + "\n\n### Snapshot by the enricher\n- overall_goal: add numbers"
 
 
+@pytest.mark.timing  # a hook timeout
 @pytest.mark.parametrize(
     ("behaviour", "used", "reason"),
     [
@@ -458,6 +462,7 @@ def test_a_pending_briefing_survives_loopctl_resume(buggy: Project, run_loop: An
     assert briefing_body(second) in prompt(second, 2)
 
 
+@pytest.mark.timing  # an agent timeout
 def test_a_turn_cut_by_a_timeout_flags_its_files_in_the_next_prompt(
     buggy: Project, run_loop: Any
 ) -> None:

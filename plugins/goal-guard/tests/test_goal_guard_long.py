@@ -120,6 +120,7 @@ def _kill_agent_group(state_dir: Path) -> None:
             pass
 
 
+@pytest.mark.timing  # SIGKILL mid-turn
 def test_a_loop_killed_mid_iteration_resumes_with_the_same_goal_and_notes(loopctl_project):
     prepare_project(loopctl_project, failing=FAILING[:1])
     state_dir = loopctl_project.path / ".loopctl"
