@@ -7,6 +7,7 @@ import math
 import threading
 
 import pytest
+from calc_loop import FIX, IDLE, make_calc_project, run
 
 from loopctl import hookimpl
 from loopctl.agents.supervisor import Supervision
@@ -14,27 +15,10 @@ from loopctl.engine import LoopError
 from loopctl.model import CompletionVeto, Decision, PromptSection
 from loopctl.state import StateLock, read_error_summary, read_jsonl, read_loop_state
 
-BUGGY = "def add(a, b):\n    return a - b\n"
-TEST = (
-    "import unittest\nfrom calc import add\n\n"
-    "class T(unittest.TestCase):\n    def test_add(self):\n        self.assertEqual(add(1, 2), 3)\n"
-)
-FIX = {"replace": "calc.py", "old": "a - b", "new": "a + b"}
-IDLE = [{"say": "thinking"}]
-
 
 @pytest.fixture
 def project(loopctl_project):
-    loopctl_project.write("calc.py", BUGGY)
-    loopctl_project.write("test_calc.py", TEST)
-    loopctl_project.commit("buggy calc")
-    return loopctl_project
-
-
-def run(project, turns, **kwargs):
-    from loopctl.testing import run_loop
-
-    return run_loop(project, "make add() add", turns=turns, **kwargs)
+    return make_calc_project(loopctl_project)
 
 
 def test_a_loop_that_fixes_the_bug_completes_with_exit_code_0(project):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import sys
 
 import pytest
+from calc_loop import BUGGY, FIX, IDLE, make_calc_project, run
 
 import loopctl
 from loopctl import (
@@ -17,28 +18,13 @@ from loopctl import (
     hookimpl,
 )
 
-BUGGY = "def add(a, b):\n    return a - b\n"
-TEST = (
-    "import unittest\nfrom calc import add\n\n"
-    "class T(unittest.TestCase):\n    def test_add(self):\n        self.assertEqual(add(1, 2), 3)\n"
-)
-FIX = {"replace": "calc.py", "old": "a - b", "new": "a + b"}
-IDLE = [{"say": "thinking"}]
-PASSING = f"{sys.executable} -c pass"
-
 
 @pytest.fixture
 def project(loopctl_project):
-    loopctl_project.write("calc.py", BUGGY)
-    loopctl_project.write("test_calc.py", TEST)
-    loopctl_project.commit("buggy calc")
-    return loopctl_project
+    return make_calc_project(loopctl_project)
 
 
-def run(project, turns, **kwargs):
-    from loopctl.testing import run_loop
-
-    return run_loop(project, "make add() add", turns=turns, **kwargs)
+PASSING = f"{sys.executable} -c pass"
 
 
 def test_a_plugins_rerun_never_changes_what_the_next_plugin_sees(project):
