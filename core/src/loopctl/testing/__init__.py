@@ -191,19 +191,30 @@ def run_loop(
     )
 
 
-def _default_sigint() -> None:  # pragma: no cover - runs in the child between fork and exec
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
+#: The signals that stop a loop gracefully; a test sends them to a child loopctl.
+_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
+
+
+def _ignored_stop_signals() -> list[signal.Signals]:
+    return [s for s in _STOP_SIGNALS if signal.getsignal(s) is signal.SIG_IGN]
+
+
+def _default_stop_signals() -> None:  # pragma: no cover - runs in the child between fork and exec
+    for signum in _STOP_SIGNALS:
+        signal.signal(signum, signal.SIG_DFL)
 
 
 def sigint_as_in_a_terminal() -> Callable[[], None] | None:
-    """A ``preexec_fn`` for a child loopctl that a test will stop with SIGINT (Ctrl-C).
+    """A ``preexec_fn`` for a child loopctl that a test will stop with a signal: Ctrl-C
+    (SIGINT), or SIGTERM, SIGHUP, SIGQUIT.
 
-    A test run started in the background by a script (``pytest &``) ignores SIGINT, and every
-    child inherits that: Python then installs no KeyboardInterrupt handler and the loop never
-    sees the signal. This puts SIGINT back to its default in the child, as in a terminal; it is
-    None (the fast spawn path) when SIGINT is not ignored.
+    A test run started in the background by a script (``pytest &``) ignores SIGINT, one started
+    under ``nohup`` ignores SIGHUP, and every child inherits that: loopctl keeps a signal its
+    caller ignores ignored (as a shell's background job must), so the loop would never see it.
+    This puts the stop signals back to their defaults in the child, as in a terminal; it is None
+    (the fast spawn path) when none of them is ignored.
     """
-    return _default_sigint if signal.getsignal(signal.SIGINT) is signal.SIG_IGN else None
+    return _default_stop_signals if _ignored_stop_signals() else None
 
 
 def hook_relay(plugins: Mapping[str, object], *, strict: bool = True) -> pluggy.HookRelay:
