@@ -8,10 +8,11 @@ import textwrap
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from types import FrameType
+from types import FrameType, SimpleNamespace
 
 import pytest
 
+from loopctl import testcmd
 from loopctl.procgroup import group_members, interrupt
 from loopctl.testcmd import run_test_command
 
@@ -176,6 +177,50 @@ def test_background_processes_do_not_outlive_a_normal_exit(
     assert run.passed  # waiting for the grandchild's end-of-file would have timed out
     assert run.output == "done\n"
     assert not _alive(child)
+
+
+@pytest.fixture(params=["pidfd", "polling"])
+def exit_wait(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Both ways of waiting for the command's exit: a pidfd, or (no pidfd) the process itself."""
+    if request.param == "polling":
+        monkeypatch.setattr(testcmd, "_exit_fd", lambda pid: None)
+    return str(request.param)
+
+
+def _no_fixed_sleeps(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fail on any ``time.sleep`` in the runner: once the output ends, it must wait for the
+    process, not for a tick (that tick was a 50 ms stall on every instant command)."""
+
+    def sleep(seconds: float) -> None:
+        raise AssertionError(f"the test command runner slept {seconds} s")
+
+    monkeypatch.setattr(testcmd, "time", SimpleNamespace(monotonic=time.monotonic, sleep=sleep))
+
+
+def test_an_exit_after_the_output_ends_is_waited_for_not_polled(
+    tmp_path: Path, exit_wait: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _no_fixed_sleeps(monkeypatch)
+    for command, code, output in [
+        ("echo instant; exit 1", 1, "instant\n"),
+        # end of output well before the exit: the runner must wait for the exit itself
+        (
+            f"echo closing; exec >&- 2>&-; {PY} -c 'import time; time.sleep(0.3)'; exit 3",
+            3,
+            "closing\n",
+        ),
+    ]:
+        run = run_test_command(command, cwd=tmp_path, timeout_s=60)
+        assert (run.exit_code, run.timed_out, run.output) == (code, False, output), exit_wait
+
+
+def test_a_grandchild_holding_the_output_open_with_either_exit_wait(
+    tmp_path: Path, exit_wait: str, leftover_pids: list[int]
+) -> None:
+    run = run_test_command("sleep 1000 & echo $! > child.pid; exit 4", cwd=tmp_path, timeout_s=60)
+    leftover_pids.append(_wait_for_pid(tmp_path / "child.pid"))
+    assert (run.exit_code, run.timed_out) == (4, False), exit_wait
+    assert not _alive(leftover_pids[0])
 
 
 def test_output_is_bounded_to_head_and_tail(tmp_path: Path) -> None:

@@ -8,8 +8,10 @@ hold files or ports into the next iteration. Output is read as it comes and kept
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import select
 import selectors
 import shlex
 import signal
@@ -93,15 +95,21 @@ class _Runner:
         self.selector = selectors.DefaultSelector()
         self.selector.register(self.fd, selectors.EVENT_READ)
         self.eof = False
+        #: Readable once the command has exited (Linux pidfd), so no wait is a fixed tick.
+        self.exit_fd = _exit_fd(process.pid)
+        if self.exit_fd is not None:
+            self.selector.register(self.exit_fd, selectors.EVENT_READ)
         set_running(self.pgid, True)
 
     def read_available(self, wait_s: float) -> None:
         """Wait up to ``wait_s`` for output, then read everything that is there."""
         if self.eof:
-            if wait_s > 0:
-                time.sleep(min(wait_s, _POLL_S))
+            self._wait_exit(wait_s)
             return
-        if not self.selector.select(timeout=max(wait_s, 0)):
+        ready = {key.fd for key, _ in self.selector.select(timeout=max(wait_s, 0))}
+        if self.exit_fd in ready:  # exited: stays readable, so stop watching it
+            self.selector.unregister(self.exit_fd)
+        if self.fd not in ready:
             return
         for _ in range(_READS_PER_WAKE):
             try:
@@ -115,6 +123,16 @@ class _Runner:
                 self.eof = True
                 return
             self.capture.feed(chunk)
+
+    def _wait_exit(self, wait_s: float) -> None:
+        """All output is read: wait up to ``wait_s`` for the command's exit itself."""
+        if wait_s <= 0 or self.process.poll() is not None:
+            return
+        if self.exit_fd is not None:
+            select.select([self.exit_fd], [], [], wait_s)
+            return
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.process.wait(timeout=wait_s)
 
     def wait(self, deadline: float) -> bool:
         """Read output until the command exits; False if ``deadline`` came first."""
@@ -157,8 +175,18 @@ class _Runner:
     def close(self) -> None:
         set_running(self.pgid, False)
         self.selector.close()
+        if self.exit_fd is not None:
+            os.close(self.exit_fd)
         if self.process.stdout is not None:
             self.process.stdout.close()
+
+
+def _exit_fd(pid: int) -> int | None:
+    """A file descriptor that becomes readable when ``pid`` exits, where the system has them."""
+    try:
+        return os.pidfd_open(pid)
+    except (AttributeError, OSError):  # not Linux, an old kernel, or seccomp says no
+        return None
 
 
 def _exit_status(returncode: int) -> int:
