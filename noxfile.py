@@ -119,7 +119,7 @@ def tests(session: nox.Session) -> None:
 
 
 #: How many times `nox -s load` runs the timing-sensitive tests, each time under the CPU hog.
-LOAD_RUNS = 5
+LOAD_RUNS = 3
 
 
 def _cores() -> int:
@@ -132,7 +132,7 @@ def _cores() -> int:
 
 @nox.session
 def load(session: nox.Session) -> None:
-    """The tests marked `timing` (they race processes, signals or clocks), 5 times under a CPU hog
+    """The tests marked `timing` (they race processes, signals or clocks), 3 times under a CPU hog
     that keeps every core busy: a suite green only on a quiet machine fails here."""
     session.install(*wheels(session, *all_distributions()), *TEST_DEPS)
     hog = "while True:\n    pass\n"
