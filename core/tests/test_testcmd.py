@@ -3,12 +3,14 @@ from __future__ import annotations
 import math
 import os
 import signal
+import subprocess
 import sys
 import textwrap
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from types import FrameType, SimpleNamespace
+from unittest.mock import Mock
 
 import pytest
 
@@ -349,3 +351,25 @@ def test_timeouts_of_any_size_run_the_command_to_its_end(tmp_path: Path, timeout
     run = run_test_command("echo fine", cwd=tmp_path, timeout_s=timeout_s)
     assert run.passed
     assert run.output == "fine\n"
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="Linux /proc only")
+def test_the_escaped_process_check_lists_this_process_children_without_scanning_proc(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from loopctl import procgroup
+
+    running = subprocess.Popen(["sleep", "30"])
+    exited = subprocess.Popen(["true"])
+    os.waitid(os.P_PID, exited.pid, os.WEXITED | os.WNOWAIT)  # a zombie: exited, not reaped
+    try:
+        children = procgroup._child_pids()
+        assert {running.pid, exited.pid} <= set(children)
+        assert os.getppid() not in children  # only children, not every process on the machine
+        # a kernel without the children files: every pid, which the caller then filters
+        monkeypatch.setattr(procgroup, "_read", Mock(side_effect=FileNotFoundError))
+        assert {running.pid, exited.pid, os.getppid()} <= set(procgroup._child_pids())
+    finally:
+        running.kill()
+        running.wait()
+        exited.wait()

@@ -256,20 +256,34 @@ def _has_children() -> bool:
     return True
 
 
+def _child_pids() -> list[int]:
+    """The pids of this process's children, from each thread's ``/proc/self/task/*/children``
+    (a kernel without that file: every pid in ``/proc``, for the caller to filter)."""
+    try:
+        threads = os.listdir("/proc/self/task")
+        return [
+            int(pid) for tid in threads for pid in _read(f"/proc/self/task/{tid}/children").split()
+        ]
+    except OSError:  # no such file (CONFIG_PROC_CHILDREN off), or /proc not mounted
+        pass
+    try:
+        return [int(entry) for entry in os.listdir("/proc") if entry.isdigit()]
+    except OSError:
+        return []
+
+
+def _read(path: str) -> str:
+    with open(path, encoding="ascii") as handle:
+        return handle.read()
+
+
 def _foreign_children() -> list[tuple[int, bool, int]]:
     """``(pid, is_zombie, session)`` of this process's children in a session other than its
     own (what loopctl and its plugins start with a plain ``Popen`` is never among them), but
     for the supervised commands running now."""
     me, own_session = os.getpid(), os.getsid(0)
     found: list[tuple[int, bool, int]] = []
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return found
-    for entry in entries:
-        if not entry.isdigit():
-            continue
-        pid = int(entry)
+    for pid in _child_pids():
         stat = _stat(pid)
         if stat is None or stat[1] != me or stat[2] == own_session or pid in _running:
             continue
