@@ -443,6 +443,7 @@ class Engine:
             probe = self.state_dir / f".write-test.{os.getpid()}"
             probe.write_text("")
             probe.unlink()
+            st.ignore_in_git(self.state_dir, self.workdir)  # git status never lists its files
         except OSError as exc:
             if is_disk_full(exc):
                 raise DiskFullError(disk_full_message(exc)) from None
