@@ -20,7 +20,7 @@ from array import array
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, overload
+from typing import Any, BinaryIO, overload
 
 import attrs
 
@@ -254,7 +254,13 @@ class History(Sequence[IterationRecord]):
         return self._at(position)
 
     def __iter__(self) -> Iterator[IterationRecord]:
-        for position in range(self._count):
+        first_recent = self._count - len(self._recent)
+        if first_recent > 0:  # the older ones, read back in one pass over the journal
+            self._index()
+            with open(self._journal, "rb") as stream:
+                for position in range(first_recent):
+                    yield self._read(position, stream)
+        for position in range(first_recent, self._count):
             yield self._at(position)
 
     def __reversed__(self) -> Iterator[IterationRecord]:
@@ -267,12 +273,14 @@ class History(Sequence[IterationRecord]):
             return self._recent[position - first_recent]
         return self._read(position)
 
-    def _read(self, position: int) -> IterationRecord:
-        """Record number ``position`` of the journal, read back."""
+    def _read(self, position: int, stream: BinaryIO | None = None) -> IterationRecord:
+        """Record number ``position`` of the journal, read back (from ``stream`` if given)."""
         if position >= len(self._offsets):
             self._index()
         if position < len(self._offsets):
-            with open(self._journal, "rb") as stream:
+            with contextlib.ExitStack() as opened:
+                if stream is None:
+                    stream = opened.enter_context(open(self._journal, "rb"))
                 stream.seek(self._offsets[position])
                 record, _ = _parse_jsonl_line(stream.readline())
             if record is not None:
