@@ -54,6 +54,7 @@ STATE_NAMES = frozenset(
         st.REPORT_MD_FILE,
         st.REPORT_JSON_FILE,
         st.LOGS_DIR,
+        st.GITIGNORE_FILE,
     }
 )
 

@@ -17,7 +17,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from loopctl import records
 from loopctl import state as st
+from loopctl.history import RunTotals
 from loopctl.state.faults import KILL_AFTER_WRITE_ENV, WRITE_LOG_ENV
 from loopctl.testing import python_test_cmd
 
@@ -127,6 +129,19 @@ def test_a_kill_after_any_durable_write_of_the_first_iterations_is_resumed(sandb
         assert box.project.read("calc.py") == box.FIXED_CALC, where
         resume = next(e for e in box.events() if e["type"] == "loop.resume")
         assert resume["changed"] == {}, where
+        # the running summary resume continued from counts every record once, and no more
+        summary = RunTotals.from_json(state.summary)
+        journal = box.state_dir / st.ITERATIONS_FILE
+        assert summary.journal_bytes == journal.stat().st_size, where
+        expected = RunTotals.of(records.structure_record(r) for r in box.iterations())
+        assert {**summary.to_json(), "journal_bytes": 0} == {
+            **expected.to_json(),
+            "journal_bytes": 0,
+        }, where
+        assert box.report()["tokens"] == expected.tokens, where
+        assert not [
+            e for e in box.events() if e["type"] == "loop.warning" and "summary" in e["message"]
+        ], where
         name = Path(last[1]).name
         killed_after[name] = killed_after.get(name, 0) + 1
 

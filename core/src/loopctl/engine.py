@@ -36,6 +36,7 @@ from loopctl._version import __version__
 from loopctl.agents.base import AgentAdapter, TurnRequest
 from loopctl.agents.supervisor import Supervision, run_turn
 from loopctl.config import LoadedConfig, context_window_for
+from loopctl.history import History, RunTotals, load_history
 from loopctl.loop import Loop, LoopOutcome, ReportSection, Restart, RunFacts
 from loopctl.model import (
     ACTION_STRENGTH,
@@ -66,7 +67,7 @@ from loopctl.procgroup import (
 )
 from loopctl.prompt import ComposedPrompt, compose
 from loopctl.redaction import redact, redact_data
-from loopctl.report import RunSummary, write_report
+from loopctl.report import REPORT_ITERATIONS, RunSummary, write_report
 from loopctl.stash import Stash
 from loopctl.stuck import Escalation, StuckDetector, is_infrastructure_failure
 from loopctl.terminal import sanitize
@@ -267,7 +268,10 @@ class Engine:
         config = loaded.config
         set_withheld(config.withhold_env)  # before anything is written: their values are masked
         self.max_iterations = config.limits.max_iterations
-        self.history: list[IterationRecord] = []
+        #: Every record of the loop, the recent ones in memory (``loop.history``).
+        self.history = History(state_dir / st.ITERATIONS_FILE)
+        #: The running summary of the records, saved with loop-state.md (``summary``).
+        self.totals = RunTotals()
         #: Decisions made while the agent ran (``on_agent_message``), weighed after the iteration.
         self.pending: list[Decision] = []
         self.report_sections: list[ReportSection] = []
@@ -443,6 +447,7 @@ class Engine:
             probe = self.state_dir / f".write-test.{os.getpid()}"
             probe.write_text("")
             probe.unlink()
+            st.ignore_in_git(self.state_dir, self.workdir)  # git status never lists its files
         except OSError as exc:
             if is_disk_full(exc):
                 raise DiskFullError(disk_full_message(exc)) from None
@@ -533,25 +538,24 @@ class Engine:
             raise LoopError(
                 f"the loop in {self.state_dir} is complete; start a new one with `loopctl run`"
             )
-        read = st.read_jsonl(self.state_dir / st.ITERATIONS_FILE)
-        self.loaded.warnings.extend(read.problems)
-        for raw in read.records:
-            try:
-                self.history.append(records.structure_record(raw))
-            except ValueError as exc:
-                self.loaded.warnings.append(f"iterations.jsonl: skipped a record ({exc})")
-        self.state.iteration = (
-            self.history[-1].iteration if self.history else 0
-        )  # redo the one in flight
+        # What the journal holds, from the summary saved with the state and the records
+        # appended after it: never the whole journal (unless the summary must be rebuilt).
+        loaded = load_history(self.state_dir / st.ITERATIONS_FILE, self.state.summary)
+        self.loaded.warnings.extend(loaded.problems)
+        if loaded.note:
+            self.loaded.warnings.append(loaded.note)
+        self.history, self.totals = loaded.history, loaded.totals
+        self.state.iteration = self.totals.last_iteration  # redo the one in flight
         if self.loaded.origins.get("limits.max_iterations", "default") == "default":
             self.max_iterations = self.state.max_iterations or self.max_iterations
         self.state.max_iterations = self.max_iterations
-        self._recent_rows.extend(read.records[-20:])
-        for record in self.history:
-            self._tokens_total += record.agent.usage.total_tokens
-            self._cost_total += record.agent.cost_usd or 0.0
+        self._recent_rows.extend(loaded.rows)
+        self._tokens_total = self.totals.tokens
+        self._cost_total = self.totals.cost_usd
         self._wall_clock_used_before = self.state.wall_clock_used_s
-        self.stuck.restore(self.history, self.state.stuck_level)
+        self.stuck.resume(
+            self.totals.stuck_streak, self.totals.stuck_previous, self.state.stuck_level
+        )
         self._take_settings()
         self.facts = attrs.evolve(self.facts, test_command=self.state.test_cmd)
 
@@ -860,7 +864,8 @@ class Engine:
             start_commit=self.state.start_commit,
             state_dir=self.state_dir,
             elapsed_s=self.elapsed_s(),
-            history=self.history,
+            history=self.history[-REPORT_ITERATIONS:],
+            totals=self.totals,
             failed_approaches=tuple(self.state.failed_approaches),
             plugin_errors=tuple(self.host.failures),
             sections=tuple(self.report_sections),
@@ -1072,7 +1077,8 @@ class Engine:
         self.history.append(record)
         assert self._iterations is not None
         row = records.unstructure_record(record)
-        self._iterations.append(row)  # visible to readers and safe from a kill at once
+        size = self._iterations.append(row)  # visible to readers and safe from a kill at once
+        self.totals.add(record, journal_bytes=size)  # saved with the next loop-state.md
         if self._writer is not None:
             self._writer.submit(self._iterations.sync)  # and on disk soon after
         self._recent_rows.append(row)
@@ -1414,6 +1420,7 @@ class Engine:
 
     def _write_state(self) -> None:
         self.state.updated_at = round(time.time(), 3)
+        self.state.summary = self.totals.to_json()  # what the journal holds so far
         text = st.render_loop_state(self.state, _state_body(self))  # now: the state changes
         self.persist(self.state_dir / st.LOOP_STATE_FILE, lambda: text)
 
@@ -1430,13 +1437,13 @@ class Engine:
         )
 
     def _write_progress(self) -> None:
-        rows = list(self._recent_rows)
+        rows, totals = list(self._recent_rows), self.totals.to_json()
         goal, status = self.state.original_goal, self.state.status
         if self.outcome is not None:  # the loop has ended: say how, for good
             status = f"{status}: {self.state.reason}" if self.state.reason else status
         self.persist(  # rendered on the writer thread from these copies
             self.state_dir / st.PROGRESS_FILE,
-            lambda: sanitize(st.render_progress(rows, goal=goal, status=status)),
+            lambda: sanitize(st.render_progress(rows, goal=goal, status=status, totals=totals)),
         )
 
     def _log(self, name: str, text: str) -> None:

@@ -285,7 +285,10 @@ class Loop:
     @property
     def history(self) -> Sequence[IterationRecord]:
         """Every recorded iteration of this loop, oldest first: a read-only view (no copy), so
-        ``loop.history[-20:]`` costs the same at iteration 10 and 10,000."""
+        ``loop.history[-20:]`` costs the same at iteration 10 and 10,000. Only the last 100
+        are held in memory: an older one is read back from ``iterations.jsonl`` when asked
+        for (the first such read indexes the journal), so iterating over all of a long loop's
+        history costs what reading its journal does; look back only as far as you need."""
         return _ReadOnly(self._driver.history)
 
     @property

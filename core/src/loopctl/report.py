@@ -1,6 +1,9 @@
 """The run report: ``report.md`` for people and ``report.json`` for scripts, written however a
 run ends. It answers: did it finish, why did it stop, what did each iteration cost and did it
-help, what was tried, and what should a person look at next."""
+help, what was tried, and what should a person look at next.
+
+Its size and cost do not grow with the run: it lists the last :data:`REPORT_ITERATIONS`
+iterations in full and sums up the ones before them (``iterations.jsonl`` has every one)."""
 
 from __future__ import annotations
 
@@ -12,10 +15,14 @@ import attrs
 
 from loopctl import records
 from loopctl import state as st
+from loopctl.history import RunTotals
 from loopctl.loop import LoopOutcome, ReportSection
 from loopctl.model import IterationRecord, StopStatus
 from loopctl.pluginhost import HookFailure
 from loopctl.terminal import sanitize
+
+#: How many of the last iterations the report lists one by one.
+REPORT_ITERATIONS = 50
 
 #: What a person should look at next, by status.
 NEXT_STEPS = {
@@ -59,16 +66,21 @@ class RunSummary:
     start_commit: str | None
     state_dir: Path
     elapsed_s: float
+    #: The iterations to list one by one (the engine passes the last REPORT_ITERATIONS).
     history: Sequence[IterationRecord]
     failed_approaches: Sequence[str] = ()
     plugin_errors: Sequence[HookFailure] = ()
     sections: Sequence[ReportSection] = ()
+    #: The totals of every iteration of the run; None: ``history`` is all of them.
+    totals: RunTotals | None = None
 
 
 def build_report(run: RunSummary) -> dict[str, Any]:
     outcome = run.outcome
+    shown = list(run.history)
+    totals = run.totals if run.totals is not None else RunTotals.of(shown)
     iterations: list[dict[str, Any]] = []
-    for record in run.history:
+    for record in shown:
         iterations.append(
             {
                 "iteration": record.iteration,
@@ -90,7 +102,7 @@ def build_report(run: RunSummary) -> dict[str, Any]:
         outcome.status,
         "A plugin stopped the run ({reason}); its section below says why.",
     ).format(start=run.start_commit or "HEAD", state_dir=run.state_dir, reason=outcome.reason)
-    return {
+    report = {
         "status": outcome.status,
         "reason": outcome.reason,
         "message": outcome.message,
@@ -100,17 +112,40 @@ def build_report(run: RunSummary) -> dict[str, Any]:
         "test_cmd": run.test_cmd,
         "iterations": outcome.iterations,
         "restarts": outcome.restarts,
-        "tokens": sum(i["tokens"] for i in iterations),
-        "cost_usd": round(sum(i["cost_usd"] or 0.0 for i in iterations), 4),
+        "tokens": totals.tokens,
+        "cost_usd": round(totals.cost_usd, 4),
         "elapsed_s": round(run.elapsed_s, 1),
         "failed_approaches": list(run.failed_approaches),
         "plugin_errors": [
             {"plugin": f.plugin, "hook": f.hook, "error": f.error} for f in run.plugin_errors
         ],
         "per_iteration": iterations,
+        **_earlier(totals, shown),
         "sections": [{"title": s.title, "body": s.body, "source": s.source} for s in run.sections],
         "next": next_step,
-        "last_iteration": records.unstructure_record(run.history[-1]) if run.history else None,
+        "last_iteration": records.unstructure_record(shown[-1]) if shown else None,
+    }
+    return report
+
+
+def _earlier(totals: RunTotals, shown: Sequence[IterationRecord]) -> dict[str, Any]:
+    """``{"earlier_iterations": {…}}``, the sums of the iterations before those listed, when
+    there are any (a report that lists every iteration has no such key)."""
+    earlier = totals.minus(RunTotals.of(shown))
+    if earlier.records <= 0:
+        return {}
+    return {
+        "earlier_iterations": {
+            "count": earlier.records,
+            "before_iteration": shown[0].iteration if shown else None,
+            "tests_passed": earlier.passed,
+            "tests_failed": earlier.failed,
+            "decisions": earlier.decisions,
+            "agent_outcomes": earlier.agent_outcomes,
+            "tokens": earlier.tokens,
+            "cost_usd": round(earlier.cost_usd, 4),
+            "duration_s": round(earlier.duration_s, 1),
+        }
     }
 
 
@@ -133,6 +168,7 @@ def render_markdown(report: dict[str, Any]) -> str:
         "",
         "## Iterations",
         "",
+        *_earlier_lines(report),
         "| # | restarts | tests | failing | tokens | context | agent | decision |",
         "|---|---|---|---|---|---|---|---|",
     ]
@@ -155,6 +191,32 @@ def render_markdown(report: dict[str, Any]) -> str:
         lines += ["", f"## {section['title']}", "", section["body"].rstrip()]
     lines += ["", "## What to look at next", "", report["next"], ""]
     return "\n".join(lines)
+
+
+def _earlier_lines(report: dict[str, Any]) -> list[str]:
+    """The lines that sum up the iterations before those the table lists (none if it lists
+    them all)."""
+    earlier = report.get("earlier_iterations")
+    if not earlier:
+        return []
+    shown = len(report["per_iteration"])
+    before = earlier["before_iteration"]
+
+    def counts(values: dict[str, int]) -> str:
+        return ", ".join(f"{key} {count:,}" for key, count in values.items()) or "none"
+
+    return [
+        f"The last {shown:,} of {earlier['count'] + shown:,} iterations; the {earlier['count']:,} "
+        f"before #{before} are summed up here (`iterations.jsonl` has every one):",
+        "",
+        f"- **tests:** passed {earlier['tests_passed']:,}, failed {earlier['tests_failed']:,}",
+        f"- **decisions:** {counts(earlier['decisions'])}",
+        f"- **agent:** {counts(earlier['agent_outcomes'])}",
+        f"- **tokens:** {earlier['tokens']:,}"
+        + (f", **cost:** ${earlier['cost_usd']:.4f}" if earlier["cost_usd"] else "")
+        + f", **time:** {earlier['duration_s']} s",
+        "",
+    ]
 
 
 def write_report(state_dir: Path, run: RunSummary) -> dict[str, Any]:

@@ -70,6 +70,17 @@ class StuckDetector:
             return due
         return Escalation.NONE
 
+    @property
+    def previous(self) -> IterationRecord | None:
+        """The last iteration observed that was not skipped: the next one is compared with it."""
+        return self._previous
+
+    def resume(self, streak: int, previous: IterationRecord | None, level: int) -> None:
+        """Continue from a saved ``streak`` (``loopctl resume``), comparing the next iteration
+        with ``previous``: what :meth:`restore` computes from the whole history."""
+        self.streak, self._previous = max(0, streak), previous
+        self.level = Escalation(min(max(level, 0), Escalation.STOP))
+
     def restore(self, history: Sequence[IterationRecord], level: int) -> None:
         """Rebuild the streak from recorded history after ``loopctl resume``."""
         self.streak, self._previous = 0, None

@@ -176,8 +176,17 @@ class Workspace:
         # put. File times tick coarsely (a few ms), so a same-size edit right after a snapshot can
         # keep its mtime: recently modified files are always hashed again (git's "racy" rule).
         racy_since = time.time_ns() - RACY_WINDOW_NS
+        ignored = {os.path.normpath(path) for path in self.ignore}
         for dirpath, dirnames, filenames in os.walk(self.root):
-            dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS)
+            # The state directory (any name) is never walked: it grows by a few files an
+            # iteration, which would slow every snapshot and use up MAX_SCANNED_FILES.
+            relative_dir = os.path.relpath(dirpath, self.root)
+            dirnames[:] = sorted(
+                d
+                for d in dirnames
+                if d not in SKIP_DIRS
+                and os.path.normpath(os.path.join(relative_dir, d)) not in ignored
+            )
             for name in filenames:
                 path = os.path.join(dirpath, name)
                 try:

@@ -368,3 +368,52 @@ def test_run_state_lives_in_the_loops_stash(
     assert [ledger for ledger, _ in after] == [None, None]  # closed and dropped at the end
     assert all(len(answers) == 1 for _, answers in after)
     assert not [name for name in vars(runtime) if name in ("_LEDGERS", "_SIMILAR")]
+
+
+def _section(result: Any) -> str:
+    (section,) = [s for s in result.report()["sections"] if s["title"] == "Context Errors"]
+    return str(section["body"])
+
+
+def test_the_report_section_counts_without_reading_the_ledger_back(
+    tmp_path: Path, private_memory: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The ledger grows with every failing iteration: the loop's end counts from the running
+    tally kept in loop-state.md. A loop resumed from an earlier version (no tally) counts its
+    ledger once, at the start."""
+    from loopctl_context_errors import ledger, runtime
+
+    project = _calc_project(tmp_path / "shop")
+    config = {"limits": {"max_iterations": 3}, "stuck": {"enabled": False}}
+    whole = ledger.Ledger.entries
+
+    def refuse(self: Any) -> Any:
+        raise AssertionError("the whole ledger was read back")
+
+    monkeypatch.setattr(ledger.Ledger, "entries", refuse)
+    first = run_loop(project, "make the tests pass", turns=[[{"say": "x"}]], config=config,
+                     plugins=PLUGINS)  # fmt: skip
+    assert first.status == "max_iterations"
+    assert not first.events_of("plugin.error")
+    expected = (
+        "Failures reported: 3 (ASSERTION_FAILURE 3)\n"
+        "Suggestion sets judged: 2, effective: 0, outstanding: 1\n"
+        "Latest report: context-error-tests.md"
+    )
+    assert _section(first) == expected
+
+    state_file = first.state_dir / "loop-state.md"  # as an earlier version left it
+    text = state_file.read_text(encoding="utf-8")
+    state_file.write_text(
+        text.replace(f'"{runtime.TALLY_KEY}"', '"no.tally"').replace(
+            'status: "max_iterations"', 'status: "interrupted"'
+        ),
+        encoding="utf-8",
+    )
+    monkeypatch.setattr(ledger.Ledger, "entries", whole)
+    config["limits"]["max_iterations"] = 4
+    second = run_loop(project, "", turns=[[{"say": "x"}]], config=config, plugins=PLUGINS,
+                      resume=True)  # fmt: skip
+    assert _section(second) == expected.replace(
+        "3 (ASSERTION_FAILURE 3)", "4 (ASSERTION_FAILURE 4)"
+    ).replace("judged: 2", "judged: 3")

@@ -301,3 +301,41 @@ def test_ranking_keeps_the_best_of_each_signature_up_to_the_number_wanted() -> N
     winners = memory_module._best_distinct(ranked, {"same-as-query"}, 2)
     assert [row_id for _, row_id in winners] == [3, 4]
     assert memory_module._best_distinct(ranked, set(), 0) == []
+
+
+def test_a_query_costs_the_same_however_many_stored_rows_share_its_words(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """BM25 ranks a bounded window of the matching rows (the newest), so a word every stored
+    failure shares does not make each query slower as the store grows. Cost is counted in
+    SQLite virtual-machine steps (the progress handler's calls), not time."""
+    steps = [0]
+
+    def monotonic() -> float:
+        steps[0] += 1
+        return time.monotonic()
+
+    monkeypatch.setattr(memory_module, "RANKED_ROWS", 50)
+    monkeypatch.setattr(memory_module, "_PROGRESS_STEPS", 10)
+    monkeypatch.setattr(
+        memory_module, "time", type("T", (), {"monotonic": monotonic, "time": time.time})
+    )
+
+    def cost(rows: int) -> int:
+        memory = _store(tmp_path / f"{rows}.sqlite3")
+        memory.bulk_insert(
+            {
+                "decisive": [f"KeyError: 'sharedword' in handler {name}"],
+                "signature": name,
+                "tokens": ["keyerror", "sharedword", "handler", name],
+            }
+            for name in (f"alpha{n:05d}x" for n in range(rows))
+        )
+        steps[0] = 0
+        outcome = memory.query_similar(["KeyError: 'sharedword' in handler omega"], limit=3)
+        assert outcome.status == "ok"
+        assert outcome.results  # found similar ones
+        return steps[0]
+
+    small, large = cost(100), cost(400)
+    assert large < small * 1.3, (small, large)

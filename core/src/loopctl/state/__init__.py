@@ -17,6 +17,7 @@ One module per concern; import the names from here:
 - :mod:`~loopctl.state.lock`: :class:`StateLock`
 - :mod:`~loopctl.state.archive`: ``restart-N/`` archives, ``previous-run-N/``
 - :mod:`~loopctl.state.progress`: ``progress.md``
+- :mod:`~loopctl.state.gitignore`: the state directory's ``.gitignore``
 - :mod:`~loopctl.state.faults`: a test-only seam that kills the process after a durable write
 """
 
@@ -32,6 +33,7 @@ from loopctl.state.encoding import json_one_line, json_text, to_jsonable
 from loopctl.state.error_summary import read_error_summary, write_error_summary
 from loopctl.state.files import atomic_write_json, atomic_write_text, remove_stale_temp_files
 from loopctl.state.frontmatter import parse_front_matter
+from loopctl.state.gitignore import GITIGNORE_FILE, ignore_in_git
 from loopctl.state.journal import JsonlAppender, JsonlRead, read_jsonl, tail_jsonl
 from loopctl.state.layout import (
     CONTEXT_SUMMARY_FILE,
@@ -64,6 +66,7 @@ __all__ = [
     "DEFAULT_STATE_DIR",
     "ERROR_SUMMARY_FILE",
     "EVENTS_FILE",
+    "GITIGNORE_FILE",
     "ITERATIONS_FILE",
     "LOCK_FILE",
     "LOGS_DIR",
@@ -80,6 +83,7 @@ __all__ = [
     "archive_restart",
     "atomic_write_json",
     "atomic_write_text",
+    "ignore_in_git",
     "json_one_line",
     "json_text",
     "log_name",

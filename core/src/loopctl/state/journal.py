@@ -43,7 +43,8 @@ class JsonlAppender:
         self._check_tail = True
         self._fd: int | None = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o666)
 
-    def append(self, obj: Mapping[str, Any]) -> None:
+    def append(self, obj: Mapping[str, Any]) -> int:
+        """Append ``obj`` as one line; returns the file's size after it."""
         data = _jsonl_line(obj)  # encoding errors raise here, before the file is touched
         with self._lock:
             fd = self._fd
@@ -65,6 +66,7 @@ class JsonlAppender:
             if self._fsync:
                 os.fsync(fd)
             after_durable_write(self.path)
+            return size + len(data)
 
     def sync(self) -> None:
         """Flush what was appended to disk (``os.fsync``); a no-op once closed."""
@@ -156,6 +158,7 @@ def tail_jsonl(
     chunk_size: int = 65536,
     problems: list[str] | None = None,
     check: Callable[[dict[str, Any]], object] | None = None,
+    end: int | None = None,
 ) -> list[dict[str, Any]]:
     """The last ``n`` valid records, oldest first, reading backwards from the end so a huge file
     costs only what is needed, and a long line only its own length (each chunk is read and
@@ -165,7 +168,8 @@ def tail_jsonl(
     one (an iteration record that does not structure, say): it is then skipped like a bad line.
     Pass a list as ``problems`` to be told about the lines skipped among those read, as
     ``"iterations.jsonl, the last line: not valid JSON (torn write?)"`` (the tail does not know
-    line numbers; it counts from the end)."""
+    line numbers; it counts from the end). ``end``: read the file as if it ended at this
+    offset (the records before it)."""
     if n <= 0:
         return []
     found: list[dict[str, Any]] = []
@@ -192,6 +196,8 @@ def tail_jsonl(
     try:
         with open(path, "rb") as stream:
             position = stream.seek(0, os.SEEK_END)
+            if end is not None:
+                position = max(0, min(position, end))
             if position > 0:
                 stream.seek(position - 1)
                 if stream.read(1) == b"\n":

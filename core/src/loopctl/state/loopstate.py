@@ -91,6 +91,10 @@ class LoopState:
     restart_message: str = ""
     #: What the run was started with (None: not recorded, a loop of loopctl 0.1).
     settings: RunSettings | None = None
+    #: The running summary of ``iterations.jsonl`` (:class:`loopctl.history.RunTotals`):
+    #: totals and how much of the journal they cover, so ``resume`` and the report never
+    #: re-read the whole journal. Kept as read; None in a file of an earlier loopctl.
+    summary: dict[str, Any] | None = None
     #: Plugins' small values (``loop.set_value``), written as one ``extra:`` object.
     extra: dict[str, Any] = attrs.Factory(dict)
 
@@ -124,6 +128,7 @@ FIELD_KINDS: dict[str, str] = {
     "restart_reason": "str",
     "restart_message": "str",
     "settings": "settings?",
+    "summary": "any?",
     "extra": "dict",
 }
 #: Older names of fields, read as the new ones.
@@ -309,6 +314,7 @@ _READERS: dict[str, Callable[[Entry, str], Any]] = {
     "str_list": _as_str_list,
     "process?": _as_process,
     "settings?": _as_settings,
+    "any?": lambda entry, source: entry.value,  # checked by its reader (damaged: rebuilt)
 }
 
 
@@ -337,7 +343,7 @@ def _lift_engine_keys(values: dict[str, Any], extra: dict[str, Any], source: str
     """Files written before the engine's own state had typed fields kept it in ``extra``:
     move those keys to their fields (a value of the wrong type is dropped: it was never
     valid there either)."""
-    for key in [k for k in extra if k in FIELD_KINDS and k not in ("extra", "settings")]:
+    for key in [k for k in extra if k in FIELD_KINDS and k not in ("extra", "settings", "summary")]:
         raw = extra.pop(key)
         if key in values:
             continue

@@ -122,11 +122,19 @@ def _decision_text(record: Mapping[str, Any]) -> str:
 
 
 def render_progress(
-    records: Sequence[Mapping[str, Any]], *, goal: str, status: str, max_rows: int = 20
+    records: Sequence[Mapping[str, Any]],
+    *,
+    goal: str,
+    status: str,
+    max_rows: int = 20,
+    totals: Mapping[str, Any] | None = None,
 ) -> str:
     """``progress.md``: the goal, the status, a table of the last ``max_rows`` iterations and
     totals. Its size does not grow with the number of iterations, so a person (or an agent)
-    can always read it whole. ``records`` are ``iterations.jsonl`` dicts; bad values show as ?."""
+    can always read it whole. ``records`` are ``iterations.jsonl`` dicts; bad values show as ?.
+
+    ``totals``: the running summary of every iteration (``loop-state.md``'s ``summary``), when
+    ``records`` are only the last ones; without it the totals are those of ``records``."""
     records = [record for record in records if isinstance(record, Mapping)]
     lines = [
         "# loopctl progress",
@@ -135,8 +143,8 @@ def render_progress(
         "",
         f"**Status:** {_cell(status, 100)}",
         "",
-        *_table(records, max_rows),
-        _totals(records),
+        *_table(records, max_rows, _whole(totals, "records", len(records))),
+        _totals(records) if totals is None else _summary_totals(totals),
         "",
     ]
     return "\n".join(lines)
@@ -151,8 +159,9 @@ def _goal_text(goal: str) -> str:
     return text
 
 
-def _table(records: Sequence[Mapping[str, Any]], max_rows: int) -> list[str]:
-    """The lines of the table of the last ``max_rows`` records, each group ending blank."""
+def _table(records: Sequence[Mapping[str, Any]], max_rows: int, count: int) -> list[str]:
+    """The lines of the table of the last ``max_rows`` records (of ``count`` in all), each group
+    ending blank."""
     shown = records[-max_rows:] if max_rows > 0 else []
     if not shown:
         return ["No iterations yet.", ""]
@@ -162,12 +171,29 @@ def _table(records: Sequence[Mapping[str, Any]], max_rows: int) -> list[str]:
         *(_row(record) for record in shown),
         "",
     ]
-    if len(shown) < len(records):
+    if len(shown) < count:
         lines += [
-            f"Last {len(shown)} of {len(records)} iterations; all are in {ITERATIONS_FILE}.",
+            f"Last {len(shown)} of {count} iterations; all are in {ITERATIONS_FILE}.",
             "",
         ]
     return lines
+
+
+def _whole(totals: Mapping[str, Any] | None, key: str, default: int) -> int:
+    """A count of ``totals`` (a whole number >= 0), else ``default``."""
+    value = totals.get(key) if totals is not None else None
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 10**15:
+        return value
+    return default
+
+
+def _summary_totals(totals: Mapping[str, Any]) -> str:
+    """The **Totals:** line from the running summary."""
+    tokens = {key: float(_whole(totals, key, 0)) for key in _TOKEN_KEYS}
+    cost = _number(totals.get("cost_usd")) if _whole(totals, "costs_reported", 0) else None
+    return _totals_line(
+        _whole(totals, "records", 0), min(_whole(totals, "restarts", 0), 10**9), tokens, cost
+    )
 
 
 def _totals(records: Sequence[Mapping[str, Any]]) -> str:
@@ -184,13 +210,18 @@ def _totals(records: Sequence[Mapping[str, Any]]) -> str:
         before = record.get("restarts", record.get("generation"))  # 0.1 called it generation
         if isinstance(before, int) and not isinstance(before, bool):
             restarts = max(restarts, min(before, 10**9))
+    return _totals_line(len(records), restarts, totals, sum(costs) if costs else None)
+
+
+def _totals_line(
+    iterations: int, restarts: int, totals: Mapping[str, float], cost: float | None
+) -> str:
     summary = (
-        f"**Totals:** {_plural(len(records), 'iteration')}, {_plural(restarts, 'restart')}, "
+        f"**Totals:** {_plural(iterations, 'iteration')}, {_plural(restarts, 'restart')}, "
         f"{_tokens_text(sum(totals.values()))} tokens ({_tokens_text(totals['input_tokens'])} in, "
         f"{_tokens_text(totals['output_tokens'])} out, "
         f"{_tokens_text(totals['cache_read_input_tokens'])} cache reads)"
     )
-    if costs:
-        cost = sum(costs)
+    if cost is not None:
         summary += f", ${cost:.2f}" if abs(cost) < 1e9 else f", ${cost:.3g}"
     return summary

@@ -47,8 +47,10 @@ SCHEMA_VERSION = 1
 RARE_TOKENS = 4
 #: At most about this many stored rows may match the rare words (the first word always counts).
 RARE_BUDGET = 1500
-#: When the rare words still match more rows than this, FTS5 skips BM25 ranking.
-UNRANKED_ABOVE = 20_000
+#: BM25 ranks at most this many rows: the newest the rare words match. Ranking costs about
+#: 1.4 µs a row, and the rarest word always goes, so without this bound a word every stored
+#: failure shares would make each query (one per new failure) slower as the store grows.
+RANKED_ROWS = RARE_BUDGET
 #: How many FTS5 candidates are re-ranked.
 CANDIDATES = 40
 #: Candidates whose word overlap (Jaccard) is below this are not "similar".
@@ -701,21 +703,22 @@ class FailureMemory:
         cls, conn: sqlite3.Connection, query_tokens: set[str], exclude_run: str
     ) -> list[_Candidate]:
         """The stored failures FTS5 finds for the rarest query words, best BM25 first."""
-        rare, matching = cls._rarest(conn, query_tokens)
+        rare, _matching = cls._rarest(conn, query_tokens)
         if not rare:
             return []
         match = " OR ".join(_fts_phrase(token) for token in rare)
-        # BM25 ranks every matching row; when even the rarest word is everywhere, take the
-        # first rows instead (the word-overlap re-ranking still orders them).
-        order = "ORDER BY score " if matching <= UNRANKED_ABOVE else ""
-        # rank on the few columns the score needs; whole records are read for the winners only
+        # BM25 ranks the newest RANKED_ROWS matching rows (all of them, unless even the rarest
+        # word is in more): the cost stays bounded however large the store grows. Rank on the
+        # few columns the score needs; whole records are read for the winners only.
         rows = conn.execute(
             "SELECT f.id, f.signature, f.category, f.resolved_at, f.last_seen, f.tokens "
             "FROM failures AS f JOIN ("
+            "SELECT rid, score FROM ("
             "SELECT rowid AS rid, bm25(failures_fts) AS score FROM failures_fts "
-            f"WHERE failures_fts MATCH ? {order}LIMIT ?) AS m ON f.id = m.rid "
+            "WHERE failures_fts MATCH ? ORDER BY rowid DESC LIMIT ?"
+            ") ORDER BY score LIMIT ?) AS m ON f.id = m.rid "
             "WHERE f.run_id != ?",
-            (match, CANDIDATES, exclude_run),
+            (match, RANKED_ROWS, CANDIDATES, exclude_run),
         ).fetchall()
         return [_Candidate._make(row) for row in rows]
 

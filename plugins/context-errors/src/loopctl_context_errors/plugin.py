@@ -51,7 +51,7 @@ def register_event_schemas() -> dict[str, dict[str, Any]]:
 def on_loop_start(loop: Loop) -> None:
     from loopctl_context_errors import runtime
 
-    runtime.run_id(loop)
+    runtime.start(loop)
 
 
 @hookimpl

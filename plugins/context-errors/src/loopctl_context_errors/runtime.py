@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 import time
 import uuid
+from collections.abc import Sequence
 from functools import lru_cache, partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -36,6 +37,9 @@ NAME = "context-errors"
 RUN_ID_KEY = "context_errors.run_id"
 LAST_KEY = "context_errors.last"
 OUTSTANDING_KEY = "context_errors.outstanding"
+#: What the report section counts, kept up to date as sets are recorded and judged, so the loop's
+#: end never reads the whole ledger back (it grows by a line or two every failing iteration).
+TALLY_KEY = "context_errors.tally"
 PROMPT_TITLE = "Historical Context"
 
 _STAGE_CHARS = re.compile(r"[^A-Za-z0-9._-]+")
@@ -57,6 +61,14 @@ def settings(loop: Loop) -> ContextErrorsConfig:
     except KeyError:  # registered without its config hook (a test harness): the defaults
         return ContextErrorsConfig()
     return config if isinstance(config, ContextErrorsConfig) else ContextErrorsConfig()
+
+
+def start(loop: Loop) -> None:
+    """At the loop's start: its run id, and the tally of a resumed loop that an earlier version
+    ran (counted from its ledger, once)."""
+    run_id(loop)
+    if loop.resumed and _tally(loop) is None:
+        loop.set_value(TALLY_KEY, _tally_of(Ledger(loop.state_dir).entries()))
 
 
 def run_id(loop: Loop) -> str:
@@ -158,6 +170,7 @@ def _judge(
     for entry in pending:
         verdict = judge(entry, tests_passed=tests_passed, failing_now=failing_now)
         ledger.mark_resolved(entry.id, verdict, iteration=loop.iteration)
+        _count(loop, judged=1, effective=int(verdict.effective))
         loop.emit(
             events.SUGGESTION_RESOLVED,
             suggestion_id=entry.id,
@@ -342,6 +355,7 @@ def handle_failure(loop: Loop, record: IterationRecord, test_run: TestRun | None
         failing_tests=failing,
         signature=signature,
     )
+    _count(loop, category=entry.category, stage=entry.stage)
     loop.set_value(
         OUTSTANDING_KEY,
         [
@@ -465,25 +479,67 @@ def handle_loop_end(loop: Loop, outcome: LoopOutcome) -> None:
     if ledger is not None:
         ledger.close()
         del loop.stash[LEDGER]
-    entries = Ledger(loop.state_dir).entries()
-    if entries:
-        by_category: dict[str, int] = {}
-        for entry in entries:
-            by_category[entry.category] = by_category.get(entry.category, 0) + 1
-        judged = [e for e in entries if e.resolved]
-        effective = sum(1 for e in judged if e.effective)
+    tally = _tally(loop)
+    if tally is None:  # a loop an earlier version ran: count the ledger's sets once
+        tally = _tally_of(Ledger(loop.state_dir).entries())
+    reported = sum(tally["reported"].values())
+    if reported:
+        judged, effective = tally["judged"], tally["effective"]
         lines = [
-            f"Failures reported: {len(entries)} ("
-            + ", ".join(f"{k} {v}" for k, v in sorted(by_category.items()))
+            f"Failures reported: {reported} ("
+            + ", ".join(f"{k} {v}" for k, v in sorted(tally["reported"].items()))
             + ")",
-            f"Suggestion sets judged: {len(judged)}, effective: {effective}"
-            f"{'' if len(judged) == len(entries) else f', outstanding: {len(entries) - len(judged)}'}",
-            f"Latest report: {report_path(loop.state_dir, entries[-1].stage).name}",
+            f"Suggestion sets judged: {judged}, effective: {effective}"
+            f"{'' if judged == reported else f', outstanding: {reported - judged}'}",
+            f"Latest report: {report_path(loop.state_dir, tally['stage']).name}",
         ]
         loop.add_report_section("Context Errors", "\n".join(lines), source=NAME)
     memory = memory_for(config)
     if memory is not None:
         memory.enforce_cap(config.memory_max_records)
+
+
+def _tally(loop: Loop) -> dict[str, Any] | None:
+    """The running counts (:data:`TALLY_KEY`), None when there are none or they are damaged."""
+    value = loop.get_value(TALLY_KEY)
+    if not isinstance(value, dict):
+        return None
+    reported, judged, effective = value.get("reported"), value.get("judged"), value.get("effective")
+    if not (
+        isinstance(reported, dict)
+        and all(isinstance(k, str) and isinstance(v, int) for k, v in reported.items())
+        and isinstance(judged, int)
+        and isinstance(effective, int)
+        and isinstance(value.get("stage"), str)
+    ):
+        return None
+    return {**value, "reported": dict(reported)}
+
+
+def _tally_of(entries: Sequence[SuggestionSet]) -> dict[str, Any]:
+    reported: dict[str, int] = {}
+    for entry in entries:
+        reported[entry.category] = reported.get(entry.category, 0) + 1
+    judged = [e for e in entries if e.resolved]
+    return {
+        "reported": reported,
+        "judged": len(judged),
+        "effective": sum(1 for e in judged if e.effective),
+        "stage": entries[-1].stage if entries else "",
+    }
+
+
+def _count(
+    loop: Loop, *, category: str = "", stage: str = "", judged: int = 0, effective: int = 0
+) -> None:
+    """Add a recorded set (of ``category``, at ``stage``) or a judged one to the tally."""
+    tally = _tally(loop) or _tally_of([])
+    if category:
+        tally["reported"][category] = tally["reported"].get(category, 0) + 1
+        tally["stage"] = stage
+    tally["judged"] += judged
+    tally["effective"] += effective
+    loop.set_value(TALLY_KEY, tally)
 
 
 __all__ = [
@@ -495,4 +551,5 @@ __all__ = [
     "rules_for",
     "run_id",
     "sanitize_stage",
+    "start",
 ]

@@ -162,8 +162,7 @@ class Monitor:
             self.gauge.restore(
                 self.loop.session_id, last.agent.context_tokens, last.agent.context_window
             )
-        for record in self.loop.history:
-            self._count_fingerprint(record)
+        self._restore_fingerprint()
 
     # --- hooks -------------------------------------------------------------------------------
 
@@ -641,6 +640,20 @@ class Monitor:
                 f"failure: {line}",
                 source=SECTION,
             )
+
+    def _restore_fingerprint(self) -> None:
+        """The streak of the same failure at the end of the history, as :meth:`_count_fingerprint`
+        left it: read from the end, only as far back as the streak goes."""
+        self.fingerprint, self.fingerprint_count = "", 0
+        for record in reversed(self.loop.history):
+            fingerprint = record.error_fingerprint
+            if record.tests_passed or not fingerprint:
+                break
+            if self.fingerprint and fingerprint != self.fingerprint:
+                break
+            self.fingerprint = fingerprint
+            self.fingerprint_first = record.iteration
+            self.fingerprint_count += 1
 
     def _collect_handoff(self) -> None:
         from loopctl_context_monitor.handoff import cross_check, mentioned_paths, read_handoff

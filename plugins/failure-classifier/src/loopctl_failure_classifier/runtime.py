@@ -636,9 +636,16 @@ def prompt_sections(loop: Loop) -> list[PromptSection]:
 # --- on_loop_end ------------------------------------------------------------------------------------
 
 
+#: The report lists the last this many classified iterations ...
+REPORT_ROWS = 30
+#: ... among the last this many iterations (the ones loopctl holds in memory): the loop's end
+#: never reads a long history back from the journal.
+REPORT_SCAN = 100
+
+
 def report(loop: Loop, outcome: LoopOutcome) -> None:
     rows = []
-    for record in loop.history:
+    for record in loop.history[-REPORT_SCAN:]:
         value = record.annotations.get(ANNOTATION)
         if isinstance(value, Mapping) and value.get("mode"):
             rows.append((record.iteration, value))
@@ -646,7 +653,7 @@ def report(loop: Loop, outcome: LoopOutcome) -> None:
         return
     memory = _memory(loop)
     lines = ["| iteration | mode | confidence | detector | recovery |", "|---|---|---|---|---|"]
-    for iteration, value in rows[-30:]:
+    for iteration, value in rows[-REPORT_ROWS:]:
         lines.append(
             f"| {iteration} | {value.get('mode')} | {value.get('confidence')} | "
             f"{value.get('detector')} | {value.get('recovery', '')} |"
