@@ -17,6 +17,8 @@ recorded as a ``plugin.error`` event by the engine) instead of stopping the othe
 from __future__ import annotations
 
 import functools
+import os
+import re
 import sys
 import threading
 import time
@@ -286,13 +288,11 @@ class PluginHost:
     def check_required(self, requirements: Iterable[str]) -> None:
         """Fail fast unless every ``required_plugins`` entry is installed, enabled and loaded in a
         matching version. Names may be the plugin name or the distribution name."""
-        from packaging.requirements import InvalidRequirement, Requirement
-
         problems = []
         for text in requirements:
             try:
-                req = Requirement(text)
-            except InvalidRequirement as exc:
+                req = _requirement(text)
+            except ValueError as exc:
                 problems.append(f"required_plugins: {text!r} is not a valid requirement ({exc})")
                 continue
             wanted = plugin_name_for(req.name)
@@ -457,18 +457,171 @@ def _attribute(result: Any, plugin: str) -> Any:
     return named(result)
 
 
-def discover_entry_points() -> list[Any]:
-    """The installed ``loopctl.plugins`` entry points (nothing is imported)."""
-    import importlib_metadata
+def build_host(loaded: LoadedConfig, *, no_plugins: bool = False) -> PluginHost:
+    """The host of a run (or of a command that reads the typed configuration): the plugins the
+    config selects, loaded; a PluginError when ``plugins.disable`` names the core plugin or a
+    ``required_plugins`` entry is not met."""
+    host = PluginHost(PluginSelection.from_config(loaded, no_plugins=no_plugins))
+    host.load()
+    check_core_enabled(host.selection)
+    host.check_required(loaded.config.required_plugins)
+    return host
 
+
+def check_core_enabled(selection: PluginSelection) -> None:
+    if CORE_PLUGIN in selection.disable:
+        raise PluginError(f"plugin {CORE_PLUGIN!r} is part of loopctl and cannot be disabled")
+
+
+#: A requirement that is a bare distribution name (PEP 508), the usual ``required_plugins``
+#: entry: read without importing packaging, which costs a command's start-up 15-20 ms.
+_BARE_NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?")
+
+
+@attrs.frozen
+class _BareRequirement:
+    name: str
+    specifier: str = ""
+
+
+def _requirement(text: str) -> Any:
+    """``text`` as a requirement (``name``, ``specifier``); ValueError when it is not one."""
+    if _BARE_NAME.fullmatch(text.strip()):
+        return _BareRequirement(text.strip())
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    try:
+        return Requirement(text)
+    except InvalidRequirement as exc:
+        raise ValueError(str(exc)) from None
+
+
+def discover_entry_points() -> list[Any]:
+    """The installed ``loopctl.plugins`` entry points (nothing is imported), one per name: the
+    first found on ``sys.path`` wins, as a distribution installed twice resolves on import.
+
+    Read straight from each ``*.dist-info``/``*.egg-info`` directory's ``entry_points.txt``:
+    importing importlib-metadata and letting it scan costs every command that loads plugins
+    10-15 ms. A ``sys.path`` entry that is not a directory (a zip) is left to
+    importlib-metadata, which reads those too.
+    """
+    found = _scan_entry_points(sys.path)
+    if found is None:
+        import importlib_metadata
+
+        found = list(importlib_metadata.entry_points(group=ENTRY_POINT_GROUP))
     seen: set[str] = set()
-    found = []
-    for ep in importlib_metadata.entry_points(group=ENTRY_POINT_GROUP):
+    unique = []
+    for ep in found:
         if ep.name in seen:  # the same distribution on sys.path twice
             continue
         seen.add(ep.name)
-        found.append(ep)
-    return sorted(found, key=lambda ep: ep.name)
+        unique.append(ep)
+    return sorted(unique, key=lambda ep: ep.name)
+
+
+class _Distribution:
+    """The parts of an ``importlib.metadata.Distribution`` the host reads, for a metadata
+    directory found by :func:`_scan_entry_points`."""
+
+    def __init__(self, path: str) -> None:
+        self._path = path
+
+    def read_text(self, filename: str) -> str | None:
+        try:
+            with open(os.path.join(self._path, filename), encoding="utf-8") as stream:
+                return stream.read()
+        except (OSError, UnicodeDecodeError):
+            return None
+
+    def locate_file(self, path: str) -> str:
+        return os.path.join(os.path.dirname(self._path), path)
+
+    @property
+    def name(self) -> str | None:
+        return _name_and_version(self)[0]
+
+    @property
+    def version(self) -> str | None:
+        return _name_and_version(self)[1]
+
+    def __repr__(self) -> str:
+        return f"<distribution {self._path}>"
+
+
+class _EntryPoint:
+    """An entry point read by :func:`_scan_entry_points`; ``load()`` imports its object as
+    ``importlib.metadata.EntryPoint.load`` does (``module:attr.attr``, extras ignored)."""
+
+    def __init__(self, name: str, value: str, group: str, dist: _Distribution) -> None:
+        self.name, self.value, self.group, self.dist = name, value, group, dist
+
+    def load(self) -> Any:
+        import importlib
+
+        target = self.value.partition("[")[0]
+        module_name, _, attribute = target.partition(":")
+        value: Any = importlib.import_module(module_name.strip())
+        for part in filter(None, attribute.strip().split(".")):
+            value = getattr(value, part)
+        return value
+
+    def __repr__(self) -> str:
+        return f"EntryPoint(name={self.name!r}, value={self.value!r}, group={self.group!r})"
+
+
+_METADATA_DIR = re.compile(r"(?P<name>[^-]+)(?:-[^/]*)?\.(?:dist|egg)-info", re.IGNORECASE)
+
+
+def _scan_entry_points(
+    path: Iterable[str], group: str = ENTRY_POINT_GROUP
+) -> list[_EntryPoint] | None:
+    """Every ``group`` entry point of the distributions on ``path``, in path order (a
+    distribution name counts once: its first metadata directory); None when an entry is not a
+    directory (a zip, left to importlib-metadata)."""
+    found: list[_EntryPoint] = []
+    distributions: set[str] = set()
+    for entry in path:
+        directory = entry or "."
+        try:
+            names = sorted(os.listdir(directory))
+        except NotADirectoryError:
+            return None
+        except OSError:  # missing or unreadable: nothing installed there
+            continue
+        for name in names:
+            match = _METADATA_DIR.fullmatch(name)
+            if match is None:
+                continue
+            key = re.sub(r"[-_.]+", "_", match.group("name")).lower()
+            if key in distributions:
+                continue
+            distributions.add(key)
+            dist = _Distribution(os.path.join(directory, name))
+            text = dist.read_text("entry_points.txt")
+            if text and f"[{group}]" in text:
+                found += [
+                    _EntryPoint(ep_name, value, group, dist)
+                    for ep_name, value in _entry_points_in(text, group)
+                ]
+    return found
+
+
+def _entry_points_in(text: str, group: str) -> list[tuple[str, str]]:
+    """``(name, value)`` of the ``[group]`` section of an ``entry_points.txt``."""
+    pairs = []
+    section = None
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line.startswith(("#", ";")):
+            continue
+        if line.startswith("[") and line.endswith("]"):
+            section = line[1:-1].strip()
+        elif section == group:
+            name, equals, value = line.partition("=")
+            if equals:
+                pairs.append((name.strip(), value.strip()))
+    return pairs
 
 
 def _name_and_version(dist: Any) -> tuple[str | None, str | None]:
