@@ -7,6 +7,7 @@ code 2; a finished loop exits with its status's code (:data:`loopctl.model.EXIT_
 
 from __future__ import annotations
 
+import copy
 import io
 import json
 import os
@@ -19,6 +20,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional
 import typer
 
 from loopctl._version import __version__
+from loopctl.cli.lazy import LazyGroup, lazy_group
 from loopctl.model import EXIT_USAGE
 
 if TYPE_CHECKING:
@@ -33,6 +35,7 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
     context_settings=CONTEXT,
+    cls=LazyGroup,
 )
 plugins_app = typer.Typer(help="Installed plugins and their status.", no_args_is_help=True)
 agents_app = typer.Typer(help="Agent adapters: which CLIs loopctl can drive.", no_args_is_help=True)
@@ -928,16 +931,18 @@ def agents_parse(
 
 def main(argv: list[str] | None = None) -> int:
     """Run the command line; plugins' commands are added only when a non-built-in command
-    (or the top-level help) is asked for."""
+    (or the top-level help) is asked for, and only the command that runs is built
+    (:mod:`loopctl.cli.lazy`). Help is typer's rich help in a terminal, plain text otherwise."""
     args = list(sys.argv[1:] if argv is None else argv)
     _forgiving_streams()
+    root = _invocation_app()
     builtin = {c.name for c in app.registered_commands} | {g.name for g in app.registered_groups}
     first = next((a for a in args if not a.startswith("-")), None)
     if not {"--version", "-V"} & set(args) and (first is None or first not in builtin):
-        _add_plugin_commands()
+        _add_plugin_commands(root)
     if first in ("run", "resume") and {"--help", "-h"} & set(args):
         _describe_plugin_options()
-    command = typer.main.get_command(app)
+    command = lazy_group(root)
     try:
         result = command.main(args=args, prog_name="loopctl", standalone_mode=False)
     except typer.Abort as exc:
@@ -988,13 +993,31 @@ def _forgiving_streams() -> None:
                 pass
 
 
-def _add_plugin_commands() -> None:
-    from loopctl.config import load_config
-    from loopctl.launch import build_host
+def _invocation_app() -> typer.Typer:
+    """This run's root app: the built-in commands (plugins add theirs to this copy, not to
+    :data:`app`), with rich help only when stdout is a terminal (rich costs a plain
+    ``--help`` 50-100 ms, and its boxes are noise in a pipe)."""
+    root = copy.copy(app)
+    root.registered_commands = list(app.registered_commands)
+    root.registered_groups = list(app.registered_groups)
+    if not _is_terminal(sys.stdout):
+        root.rich_markup_mode = None
+    return root
+
+
+def _is_terminal(stream: Any) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):  # no stream, or a closed one
+        return False
+
+
+def _add_plugin_commands(cli: typer.Typer) -> None:
+    from loopctl.cli.fast import command_host
 
     try:
-        host = build_host(load_config(Path.cwd()))
+        host = command_host(Path.cwd())
     except Exception as exc:  # noqa: BLE001 - help must work with a broken setup
         warn(f"plugin commands unavailable: {exc}")
         return
-    host.hook.register_commands(cli=app)
+    host.hook.register_commands(cli=cli)

@@ -1,9 +1,10 @@
-"""Commands that must start fast, written without typer or rich.
+"""Commands that must start fast, written without typer or rich, and the plugin host that
+offers the plugins' commands.
 
 ``loopctl plugins list`` is typed often and read by scripts; importing typer alone costs about
-100 ms on a small machine, so it is dispatched here straight from :mod:`loopctl.__main__`, and
+40 ms on a small machine, so it is dispatched here straight from :mod:`loopctl.__main__`, and
 reads only the plugin switches of the config (:func:`loopctl.configfile.plugin_switches`), not the
-whole typed configuration.
+whole typed configuration. :func:`command_host` does the same for the plugins' commands.
 """
 
 from __future__ import annotations
@@ -11,7 +12,33 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from loopctl.pluginhost import PluginHost
+
+
+def command_host(workdir: Path) -> PluginHost:
+    """The enabled plugins, loaded, for their ``register_commands``: chosen by the config's
+    plugin switches alone, so offering a plugin's command costs neither the typed configuration
+    nor the engine. ``required_plugins`` is not checked here: it is a run's precondition (the
+    command, if it loads the project, checks it). Raises ConfigError for a config file whose
+    plugin switches are wrong, PluginError when the core plugin is disabled, and a plugin's
+    import error with ``plugins.strict``."""
+    from loopctl.configfile import plugin_switches
+    from loopctl.pluginhost import PluginHost, PluginSelection, check_core_enabled
+
+    switches = plugin_switches(workdir)
+    selection = PluginSelection(
+        enable=switches["enable"],
+        disable=switches["disable"],
+        autoload=switches["autoload"],
+        strict=switches["strict"],
+    )
+    host = PluginHost(selection)
+    host.load()
+    check_core_enabled(selection)
+    return host
 
 
 def plugins_list(*, json_output: bool, config_file: Path | None = None) -> int:
