@@ -1,19 +1,24 @@
-"""``loopctl classify``: name why a loop failed, from its state directory or from raw logs."""
+"""``loopctl classify``: name why a loop failed, from its state directory or from raw logs.
+
+Registering the command imports only typer (``loopctl --help`` and every other plugin's command
+register it too); the classifier is imported when the command runs.
+"""
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
-import attrs
 import typer
 
-import loopctl
-from loopctl_failure_classifier.classify import FAILURE_MODE_FILE, write_failure_mode
-from loopctl_failure_classifier.config import PLUGIN_NAME, FailureClassifierConfig
-from loopctl_failure_classifier.offline import OfflineResult, classify_offline
+if TYPE_CHECKING:
+    from loopctl_failure_classifier.config import FailureClassifierConfig
+    from loopctl_failure_classifier.offline import OfflineResult
+
+#: :data:`loopctl_failure_classifier.classify.FAILURE_MODE_FILE`, named here without importing
+#: the classifier (a test checks that they agree).
+FAILURE_MODE_FILE = "failure-mode.json"
 
 HELP = (
     "Classify why a loop is failing: dependency_issue, test_flakiness, infinite_loop, "
@@ -26,6 +31,10 @@ def _environment(workdir: Path) -> tuple[Any, FailureClassifierConfig, int, list
     """The project (its hook relay serves the custom classifiers), this plugin's config and the
     restart limit; a broken config or plugin setup degrades to the built-in classifiers (and a
     None project), with a warning."""
+    import attrs
+
+    from loopctl_failure_classifier.config import PLUGIN_NAME, FailureClassifierConfig
+
     warnings: list[str] = []
     config = FailureClassifierConfig()
     max_restarts = 3
@@ -132,6 +141,12 @@ def add_classify_command(cli: Any) -> None:
         if missing:
             print(f"loopctl: error: no such log file: {missing[0]}", file=sys.stderr)
             return 2
+        import json
+
+        import loopctl
+        from loopctl_failure_classifier.classify import write_failure_mode
+        from loopctl_failure_classifier.offline import classify_offline
+
         project, config, max_restarts, warnings = _environment(Path.cwd())
         for warning in warnings:
             print(f"loopctl: warning: {warning}", file=sys.stderr)
