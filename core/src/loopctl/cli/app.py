@@ -21,11 +21,14 @@ import typer
 
 from loopctl._version import __version__
 from loopctl.cli.lazy import LazyGroup, lazy_group
-from loopctl.model import EXIT_USAGE
 
 if TYPE_CHECKING:
     from loopctl.engine import Engine
     from loopctl.loop import LoopOutcome
+
+#: :data:`loopctl.model.EXIT_USAGE`, not imported from there: creating the model's classes costs
+#: ~8 ms that ``--help`` and most plugin commands do not otherwise spend (a test checks they agree).
+EXIT_USAGE = 2
 
 CONTEXT = {"help_option_names": ["-h", "--help"]}
 app = typer.Typer(
@@ -37,16 +40,24 @@ app = typer.Typer(
     context_settings=CONTEXT,
     cls=LazyGroup,
 )
-plugins_app = typer.Typer(help="Installed plugins and their status.", no_args_is_help=True)
-agents_app = typer.Typer(help="Agent adapters: which CLIs loopctl can drive.", no_args_is_help=True)
+plugins_app = typer.Typer(
+    help="Installed plugins and their status.", no_args_is_help=True, cls=LazyGroup
+)
+agents_app = typer.Typer(
+    help="Agent adapters: which CLIs loopctl can drive.", no_args_is_help=True, cls=LazyGroup
+)
 config_app = typer.Typer(
-    help="The effective configuration and where each value came from.", no_args_is_help=True
+    help="The effective configuration and where each value came from.",
+    no_args_is_help=True,
+    cls=LazyGroup,
 )
 app.add_typer(plugins_app, name="plugins")
 app.add_typer(agents_app, name="agents")
 app.add_typer(config_app, name="config")
 events_app = typer.Typer(
-    help="The events loopctl and its plugins write to events.jsonl.", no_args_is_help=True
+    help="The events loopctl and its plugins write to events.jsonl.",
+    no_args_is_help=True,
+    cls=LazyGroup,
 )
 app.add_typer(events_app, name="events")
 
@@ -571,8 +582,7 @@ def plugin_run_options(
     resume, the plugins of the ``recorded`` settings (a :class:`loopctl.state.RunSettings`)."""
     from loopctl import RunOption
     from loopctl.config import load_config
-    from loopctl.launch import build_host
-    from loopctl.pluginhost import PluginError
+    from loopctl.pluginhost import PluginError, build_host
 
     with user_errors():
         if recorded is not None and recorded.config is not None:
@@ -650,7 +660,7 @@ def events_schema(
     """Print the JSON Schema of an events.jsonl line (core events and the enabled plugins')."""
     from loopctl.config import load_config
     from loopctl.events import event_schema
-    from loopctl.launch import build_host
+    from loopctl.pluginhost import build_host
 
     with user_errors():
         host = build_host(load_config(Path.cwd(), config_file=config))
@@ -830,7 +840,8 @@ def agents_list(
 ) -> None:
     """The agent adapters, whether each CLI is on PATH, and its version."""
     from loopctl.config import load_config
-    from loopctl.launch import agent_classes, build_host
+    from loopctl.launch import agent_classes
+    from loopctl.pluginhost import build_host
 
     with user_errors():
         loaded = load_config(Path.cwd(), config_file=config)
@@ -900,7 +911,8 @@ def agents_parse(
     tool calls, and the outcome ("why did loopctl restart my agent?")."""
     from loopctl.agents.transcript import parse_transcript, render_summary, summary_to_json
     from loopctl.config import load_config
-    from loopctl.launch import agent_classes, build_host
+    from loopctl.launch import agent_classes
+    from loopctl.pluginhost import build_host
 
     with user_errors():
         loaded = load_config(Path.cwd(), config_file=config)

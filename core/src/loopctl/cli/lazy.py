@@ -25,6 +25,10 @@ import typer
 from typer.core import TyperCommand, TyperGroup
 from typer.models import CommandInfo, TyperInfo
 
+#: The one-line help of a command in a group's plain help: its first sentence, whole (click
+#: would cut it at about 45 characters, mid-sentence).
+SHORT_HELP_CHARS = 300
+
 
 class LazyGroup(TyperGroup):
     """A typer group whose ``commands`` may be :class:`LazyCommands`: listing them (help,
@@ -34,12 +38,20 @@ class LazyGroup(TyperGroup):
         return list(self.commands)
 
     def format_commands(self, ctx: Any, formatter: Any) -> None:
+        """The plain help's list of commands, each with the first sentence of its help."""
         commands = self.commands
         summaries = (
             commands.summaries() if isinstance(commands, LazyCommands) else contextlib.nullcontext()
         )
+        rows = []
         with summaries:
-            super().format_commands(ctx, formatter)
+            for name in self.list_commands(ctx):
+                command = self.get_command(ctx, name)
+                if command is not None and not command.hidden:
+                    rows.append((name, command.get_short_help_str(limit=SHORT_HELP_CHARS)))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
 
 
 class LazyCommands(MutableMapping[str, Any]):
