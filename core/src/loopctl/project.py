@@ -53,6 +53,16 @@ class Project:
         """The session restarts a loop of this project allows (``limits.max_restarts``)."""
         return self._loaded.config.limits.max_restarts
 
+    @property
+    def test_output_bytes(self) -> int:
+        """How much of a test run's output a loop of this project keeps, its first fifth and
+        its end (``limits.test_output_bytes``): a command that reads a raw test log can look
+        at what a loop would have seen.
+
+        .. versionadded:: 0.2
+        """
+        return self._loaded.config.limits.test_output_bytes
+
     def plugin_config(self, name: str, cls: type[T]) -> T:
         """Plugin ``name``'s section (``[plugins.NAME]``) structured into its config class
         ``cls`` (defaults when absent). Raises :class:`loopctl.ConfigError` naming the key."""

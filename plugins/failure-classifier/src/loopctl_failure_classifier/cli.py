@@ -27,23 +27,27 @@ HELP = (
 )
 
 
-def _environment(workdir: Path) -> tuple[Any, FailureClassifierConfig, int, list[str]]:
-    """The project (its hook relay serves the custom classifiers), this plugin's config and the
-    restart limit; a broken config or plugin setup degrades to the built-in classifiers (and a
-    None project), with a warning."""
+def _environment(workdir: Path) -> tuple[Any, FailureClassifierConfig, int, int, list[str]]:
+    """The project (its hook relay serves the custom classifiers), this plugin's config, the
+    restart limit and how much of a test log a loop keeps; a broken config or plugin setup
+    degrades to the built-in classifiers and the defaults (and a None project), with a
+    warning."""
     import attrs
 
     from loopctl_failure_classifier.config import PLUGIN_NAME, FailureClassifierConfig
+    from loopctl_failure_classifier.offline import DEFAULT_OUTPUT_BYTES
 
     warnings: list[str] = []
     config = FailureClassifierConfig()
     max_restarts = 3
+    output_bytes = DEFAULT_OUTPUT_BYTES
     project = None
     try:
         from loopctl import load_project
 
         project = load_project(workdir)
         max_restarts = project.max_restarts
+        output_bytes = project.test_output_bytes
         try:
             section = project.plugin_config(PLUGIN_NAME, FailureClassifierConfig)
             config = attrs.evolve(section, force_mode=None)
@@ -51,7 +55,7 @@ def _environment(workdir: Path) -> tuple[Any, FailureClassifierConfig, int, list
             warnings.append(f"[plugins.{PLUGIN_NAME}] ignored: {exc}")
     except Exception as exc:  # noqa: BLE001 - the built-in classifiers still work
         warnings.append(f"custom classifiers unavailable: {exc}")
-    return project, config, max_restarts, warnings
+    return project, config, max_restarts, output_bytes, warnings
 
 
 def _crashed(project: Any, before: int) -> list[str]:
@@ -102,7 +106,12 @@ def add_classify_command(cli: Any) -> None:
         ] = None,
         log: Annotated[
             Optional[list[Path]],
-            typer.Option("--log", help="A test log; repeat for several runs, in iteration order."),
+            typer.Option(
+                "--log",
+                help="A test log; repeat for several runs, in iteration order. Read as a loop "
+                "keeps a test run's output: its first fifth and its end, within "
+                "limits.test_output_bytes.",
+            ),
         ] = None,
         rerun_log: Annotated[
             Optional[Path],
@@ -147,7 +156,7 @@ def add_classify_command(cli: Any) -> None:
         from loopctl_failure_classifier.classify import write_failure_mode
         from loopctl_failure_classifier.offline import classify_offline
 
-        project, config, max_restarts, warnings = _environment(Path.cwd())
+        project, config, max_restarts, output_bytes, warnings = _environment(Path.cwd())
         for warning in warnings:
             print(f"loopctl: warning: {warning}", file=sys.stderr)
         hook = project.hook if project is not None else None
@@ -161,6 +170,7 @@ def add_classify_command(cli: Any) -> None:
             hook=hook,
             config=config,
             max_restarts=max_restarts,
+            output_bytes=output_bytes,
         )
         failures = _crashed(project, before)
         if write and not logs:
