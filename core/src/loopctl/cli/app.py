@@ -8,7 +8,6 @@ code 2; a finished loop exits with its status's code (:data:`loopctl.model.EXIT_
 from __future__ import annotations
 
 import copy
-import io
 import json
 import os
 import sys
@@ -20,6 +19,9 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional
 import typer
 
 from loopctl._version import __version__
+from loopctl.cli.fast import USER_ERRORS as USER_ERRORS
+from loopctl.cli.fast import emit_json, error, forgiving_streams, shown, warn
+from loopctl.cli.fast import user_error_types as _user_error_types
 from loopctl.cli.lazy import LazyGroup, lazy_group
 
 if TYPE_CHECKING:
@@ -92,47 +94,10 @@ def _root(
 # --- errors --------------------------------------------------------------------------------------
 
 
-def shown(text: str) -> str:
-    """``text`` fit for the terminal: secrets redacted, terminal control removed."""
-    from loopctl.redaction import redact
-    from loopctl.terminal import sanitize
-
-    return sanitize(redact(text))
-
-
-def error(message: str) -> None:
-    """Print ``loopctl: error: …`` on stderr, every line of a multi-line message prefixed."""
-    for line in shown(str(message)).strip().splitlines() or ["unknown error"]:
-        print(f"loopctl: error: {line}", file=sys.stderr)
-
-
-def warn(message: str) -> None:
-    for line in shown(str(message)).strip().splitlines():
-        print(f"loopctl: warning: {line}", file=sys.stderr)
-
-
 def fail(message: str, code: int = EXIT_USAGE) -> typer.Exit:
     """Report ``message`` and return the exit to raise: ``raise fail("…")``."""
     error(message)
     return typer.Exit(code)
-
-
-#: The exceptions whose message is meant for the user, by module (looked up only in modules
-#: already imported: an error class nobody imported cannot have been raised, and ``status``
-#: need not import the engine just to name one).
-USER_ERRORS = (
-    ("loopctl.config", "ConfigError"),
-    ("loopctl.engine", "LoopError"),
-    ("loopctl.pluginhost", "PluginError"),
-    ("loopctl.launch", "UsageError"),
-    ("loopctl.scaffold", "ScaffoldError"),
-    ("loopctl.state", "StateError"),
-)
-
-
-def _user_error_types() -> tuple[type[BaseException], ...]:
-    found = (getattr(sys.modules.get(module), name, None) for module, name in USER_ERRORS)
-    return tuple(cls for cls in found if isinstance(cls, type))
 
 
 @contextmanager
@@ -151,13 +116,6 @@ def user_errors() -> Iterator[None]:
                 raise typer.Exit(code) from None
             raise fail(str(exc), code) from None
         raise
-
-
-def emit_json(data: Any) -> None:
-    """Print ``data`` as indented JSON; control characters in it are ``\\u`` escapes."""
-    from loopctl.terminal import json_for_terminal
-
-    print(json_for_terminal(data, indent=2, default=str))
 
 
 # --- run / resume --------------------------------------------------------------------------------
@@ -424,13 +382,10 @@ def _discard_state(target: Path) -> None:
 
 
 def _state_dir(workdir: Path, state_dir: Optional[Path], config: Optional[Path]) -> Path:
-    if state_dir is not None:
-        return state_dir if state_dir.is_absolute() else workdir / state_dir
-    with user_errors():
-        from loopctl.config import load_config
+    from loopctl.cli.fast import state_dir_for
 
-        configured = Path(load_config(workdir, config_file=config).config.state_dir)
-    return configured if configured.is_absolute() else workdir / configured
+    with user_errors():
+        return state_dir_for(workdir, state_dir, config)
 
 
 def _resume_option(flag: str, what: str) -> Any:
@@ -678,16 +633,9 @@ def status_command(
     json_output: Annotated[bool, typer.Option("--json", help=JSON_HELP)] = False,
 ) -> None:
     """Show a loop's state (works from another terminal while it runs)."""
-    from loopctl.redaction import redact_data
-    from loopctl.status import collect_status, render_status
+    from loopctl.cli.fast import status
 
-    target = _state_dir(Path.cwd(), state_dir, config)
-    with user_errors():
-        data = collect_status(target)
-    if json_output:
-        emit_json(redact_data(data))
-    else:
-        print(shown(render_status(data)))
+    raise typer.Exit(status(state_dir=state_dir, config=config, json_output=json_output))
 
 
 # --- demo ----------------------------------------------------------------------------------------
@@ -946,7 +894,7 @@ def main(argv: list[str] | None = None) -> int:
     (or the top-level help) is asked for, and only the command that runs is built
     (:mod:`loopctl.cli.lazy`). Help is typer's rich help in a terminal, plain text otherwise."""
     args = list(sys.argv[1:] if argv is None else argv)
-    _forgiving_streams()
+    forgiving_streams()
     root = _invocation_app()
     builtin = {c.name for c in app.registered_commands} | {g.name for g in app.registered_groups}
     first = next((a for a in args if not a.startswith("-")), None)
@@ -993,16 +941,6 @@ def _usage_error(exc: Exception) -> int:
 def _message(exc: Exception) -> str:
     format_message = getattr(exc, "format_message", None)
     return str(format_message() if callable(format_message) else exc)
-
-
-def _forgiving_streams() -> None:
-    """Never crash on a character the terminal's encoding cannot show (arrows, names)."""
-    for stream in (sys.stdout, sys.stderr):
-        if isinstance(stream, io.TextIOWrapper):
-            try:
-                stream.reconfigure(errors="replace")
-            except (ValueError, OSError):
-                pass
 
 
 def _invocation_app() -> typer.Typer:
