@@ -623,15 +623,16 @@ def _scan_entry_points(
 
 
 def _entry_points_in(text: str, group: str) -> list[tuple[str, str]]:
-    """``(name, value)`` of the ``[group]`` section of an ``entry_points.txt``."""
+    """``(name, value)`` of the ``[group]`` section of an ``entry_points.txt``, read as
+    importlib-metadata reads it (a line without ``=``, which makes it fail, is skipped)."""
     pairs = []
     section = None
     for raw in text.splitlines():
         line = raw.strip()
-        if not line or line.startswith(("#", ";")):
+        if not line or line.startswith("#"):
             continue
         if line.startswith("[") and line.endswith("]"):
-            section = line[1:-1].strip()
+            section = line.strip("[]")
         elif section == group:
             name, equals, value = line.partition("=")
             if equals:
