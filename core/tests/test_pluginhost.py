@@ -344,9 +344,10 @@ def _write_site(root: Path, dists: list[tuple[str, str, str, str]]) -> str:
     root.mkdir()
     written: set[str] = set()
     for name, version, kind, entry_points in dists:
-        if _normalized(name) in written:  # one distribution of a name per directory
+        key = _normalized(name.partition("-")[0])  # the name as read from the directory's
+        if key in written:  # one distribution of a name per directory
             continue
-        written.add(_normalized(name))
+        written.add(key)
         info = root / f"{name}-{version}.{kind}"
         info.mkdir()
         (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
@@ -420,3 +421,21 @@ def test_bare_required_plugin_names_do_not_need_packaging(fake_site):
     host.check_required(["loopctl-alpha", "alpha", "alpha>=0.1"])
     with pytest.raises(PluginError, match=r"'alpha>=9' is installed in version 1\.0"):
         host.check_required(["alpha>=9"])
+
+
+def test_build_host_takes_the_offered_host_once_when_it_selects_the_same(tmp_path):
+    from loopctl.config import load_config
+    from loopctl.pluginhost import build_host, offer_host
+
+    loaded = load_config(tmp_path, env={})
+    offered = PluginHost(PluginSelection.from_config(loaded))
+    offered.load([])
+    offered.failures.append("a registration that failed")  # type: ignore[arg-type]
+    offer_host(offered)
+    assert build_host(loaded) is offered
+    assert offered.failures == []
+    assert build_host(loaded) is not offered  # once
+    other = PluginHost(PluginSelection(disable=["aider"]))
+    offer_host(other)
+    assert build_host(loaded) is not other  # another selection: not taken
+    assert build_host(loaded) is not other  # and the offer is gone

@@ -474,12 +474,34 @@ def _attribute(result: Any, plugin: str) -> Any:
 
 def build_host(loaded: LoadedConfig, *, no_plugins: bool = False) -> PluginHost:
     """The host of a run (or of a command that reads the typed configuration): the plugins the
-    config selects, loaded; a PluginError when ``plugins.disable`` names the core plugin or a
-    ``required_plugins`` entry is not met."""
-    host = PluginHost(PluginSelection.from_config(loaded, no_plugins=no_plugins))
+    config selects, loaded (or the host :func:`offer_host` offers, when it selects the same);
+    a PluginError when ``plugins.disable`` names the core plugin or a ``required_plugins``
+    entry is not met."""
+    selection = PluginSelection.from_config(loaded, no_plugins=no_plugins)
+    host = _take_offered(selection) or PluginHost(selection)
     host.load()
     check_core_enabled(host.selection)
     host.check_required(loaded.config.required_plugins)
+    return host
+
+
+#: The host :func:`offer_host` offers to the next :func:`build_host`.
+_offered: list[PluginHost] = []
+
+
+def offer_host(host: PluginHost | None) -> None:
+    """Let the next :func:`build_host` of this process take ``host`` (loaded, used for nothing
+    but registrations) instead of loading the same plugins again, if it selects the same
+    plugins; None withdraws the offer. The CLI offers the host that registered the plugins'
+    commands while one of them runs, so its ``load_project().hook`` costs no second load."""
+    _offered[:] = [] if host is None else [host]
+
+
+def _take_offered(selection: PluginSelection) -> PluginHost | None:
+    host = _offered.pop() if _offered else None
+    if host is None or host.selection != selection:
+        return None
+    host.failures.clear()  # a failed registration was reported when it happened
     return host
 
 

@@ -163,12 +163,20 @@ def test_errors_report_imports_only_what_it_uses(tmp_path: Path, log_file: Path)
 
 
 def test_rules_compile_when_a_text_needs_them_and_plugin_rules_at_once() -> None:
-    from loopctl_context_errors.categories import BUILTIN_RULES, Rule, RuleSet, Tier
+    from loopctl_context_errors.categories import DEFAULT_RULES, Rule, RuleSet, Tier
 
-    rules = RuleSet(BUILTIN_RULES)
-    compiled = [rule for rule, pattern in rules.by_tier[Tier.CAUSE] if pattern._compiled]
-    assert len(compiled) < len(rules.by_tier[Tier.CAUSE])  # not all of them up front
-    assert categorize(LOG, rules=rules).category.value == "RESOURCE_ERROR"
+    code = (  # a fresh interpreter: nothing compiled by other tests
+        "from loopctl_context_errors.categories import DEFAULT_RULES, categorize\n"
+        "def compiled(): return sum(bool(p._compiled) for t in DEFAULT_RULES.by_tier.values() "
+        "for _, p in t)\n"
+        "total = sum(len(t) for t in DEFAULT_RULES.by_tier.values())\n"
+        "print(compiled())\n"
+        f"print(categorize({LOG!r}).category.value)\n"
+        "print(0 < compiled() < total / 2)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["0", "RESOURCE_ERROR", "True"]
+    assert RuleSet.with_extra([]) is DEFAULT_RULES
     broken = Rule("mine.broken", "RESOURCE_ERROR", r"(unclosed", ["unclosed"], Tier.CAUSE)
     with pytest.raises(re.error):
         RuleSet.with_extra([broken])

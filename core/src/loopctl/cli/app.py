@@ -904,6 +904,15 @@ def main(argv: list[str] | None = None) -> int:
         _describe_plugin_options()
     command = lazy_group(root)
     try:
+        return _invoke(command, args)
+    finally:
+        pluginhost = sys.modules.get("loopctl.pluginhost")
+        if pluginhost is not None:  # offered by _add_plugin_commands for this command only
+            pluginhost.offer_host(None)
+
+
+def _invoke(command: Any, args: list[str]) -> int:
+    try:
         result = command.main(args=args, prog_name="loopctl", standalone_mode=False)
     except typer.Abort as exc:
         interrupted = isinstance(exc.__cause__ or exc.__context__, KeyboardInterrupt)
@@ -971,3 +980,6 @@ def _add_plugin_commands(cli: typer.Typer) -> None:
         warn(f"plugin commands unavailable: {exc}")
         return
     host.hook.register_commands(cli=cli)
+    from loopctl.pluginhost import offer_host
+
+    offer_host(host)  # a plugin command that loads the project takes it: no second load

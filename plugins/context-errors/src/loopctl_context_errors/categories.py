@@ -732,9 +732,12 @@ class RuleSet:
 
     @classmethod
     def with_extra(cls, extra: Sequence[Rule]) -> RuleSet:
-        """Plugin rules first within each tier, then the built-ins (a stable sort by tier).
-        The plugin rules' patterns are compiled here, so a broken one fails at once (``re.error``
-        naming it), not when a text first needs it."""
+        """Plugin rules first within each tier, then the built-ins (a stable sort by tier);
+        :data:`DEFAULT_RULES` itself when there are none. The plugin rules' patterns are
+        compiled here, so a broken one fails at once (``re.error``), not when a text first
+        needs it."""
+        if not extra and cls is RuleSet:
+            return DEFAULT_RULES
         for rule in extra:
             rule.compiled()
         ordered = sorted([*extra, *BUILTIN_RULES], key=lambda rule: int(rule.tier))
