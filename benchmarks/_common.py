@@ -28,18 +28,23 @@ def median_ms(samples: Sequence[float]) -> float:
 
 
 def time_commands(
-    commands: Mapping[str, Sequence[str]], runs: int = 21, env: dict[str, str] | None = None
+    commands: Mapping[str, Sequence[str]],
+    runs: int = 21,
+    env: dict[str, str] | None = None,
+    cwd: Mapping[str, str] | None = None,
 ) -> dict[str, list[float]]:
     """Wall-clock seconds of ``runs`` executions of each command (after one warm-up run each),
     taken in turns (one of each, then again) so that a slow spell of the machine falls on all
-    of them alike rather than on whichever was being timed."""
-    for argv in commands.values():
-        subprocess.run(argv, capture_output=True, env=env, check=False)
+    of them alike rather than on whichever was being timed. ``cwd``: a command's working
+    directory, by name (default: this process's)."""
+    where = cwd or {}
+    for name, argv in commands.items():
+        subprocess.run(argv, capture_output=True, env=env, cwd=where.get(name), check=False)
     samples: dict[str, list[float]] = {name: [] for name in commands}
     for _ in range(runs):
         for name, argv in commands.items():
             start = time.perf_counter()
-            subprocess.run(argv, capture_output=True, env=env, check=False)
+            subprocess.run(argv, capture_output=True, env=env, cwd=where.get(name), check=False)
             samples[name].append(time.perf_counter() - start)
     return samples
 

@@ -94,7 +94,14 @@ def core_commands() -> list[list[str]]:
 
 def cli_page() -> str:
     commands = core_commands()
-    lines = ["# CLI reference", "", "Generated from `loopctl … --help`.", ""]
+    lines = [
+        "# CLI reference",
+        "",
+        "Generated from `loopctl … --help`, as a pipe gets it: plain text. In a terminal the same",
+        "help is drawn with rich (panels, colour); `loopctl --help` also lists the commands of the",
+        "enabled plugins.",
+        "",
+    ]
     env = {
         **os.environ,
         "NO_COLOR": "1",

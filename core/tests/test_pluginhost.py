@@ -1,11 +1,25 @@
+import re
+import subprocess
 import sys
+import tempfile
+import zipfile
+from pathlib import Path
 
 import attrs
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from loopctl import hookimpl
 from loopctl.model import Decision
-from loopctl.pluginhost import PluginError, PluginHost, PluginSelection, discover_entry_points
+from loopctl.pluginhost import (
+    ENTRY_POINT_GROUP,
+    PluginError,
+    PluginHost,
+    PluginSelection,
+    _scan_entry_points,
+    discover_entry_points,
+)
 
 GOOD = """
 from loopctl import hookimpl
@@ -286,3 +300,142 @@ def test_the_distribution_name_and_version_come_from_the_metadata_headers(files,
     host.load([_EntryPoint(_Dist(files))])
     info = host.infos["gamma"]
     assert (info.distribution, info.version) == expected
+
+
+# --- entry points: read from entry_points.txt as importlib-metadata reads them ---------------------
+
+DIST_NAME = st.from_regex(r"[A-Za-z][A-Za-z0-9]{0,4}(?:[-_.][A-Za-z0-9]{1,3})?", fullmatch=True)
+EP_NAME = st.from_regex(r"[a-z][a-z0-9-]{0,8}", fullmatch=True)
+EP_VALUE = st.from_regex(
+    r"[a-z_][a-z0-9_.]{0,8}(?:: ?[a-z_][a-z0-9_.]{0,6})?(?: ?\[[a-z]{1,4}\])?", fullmatch=True
+)
+SPACE = st.sampled_from(["", " ", "  ", "\t"])
+EP_LINE = st.one_of(
+    st.tuples(SPACE, EP_NAME, SPACE, st.just("="), SPACE, EP_VALUE, SPACE).map("".join),
+    st.sampled_from(["", "# a comment = not an entry point", "   ", "; not = a comment"]),
+)
+SECTION = st.sampled_from(
+    [
+        "loopctl.plugins",
+        "console_scripts",
+        "loopctl.plugins2",
+        "[loopctl.plugins]",
+        " loopctl.plugins ",
+    ]
+)
+ENTRY_POINTS_TXT = st.lists(st.tuples(SECTION, st.lists(EP_LINE, max_size=4)), max_size=3).map(
+    lambda sections: "".join(
+        f"[{name}]\n" + "".join(f"{line}\n" for line in lines) for name, lines in sections
+    )
+)
+DIST = st.tuples(
+    DIST_NAME,
+    st.sampled_from(["1.0", "2.0.post1"]),
+    st.sampled_from(["dist-info", "egg-info"]),
+    ENTRY_POINTS_TXT,
+)
+
+
+def _normalized(name: str) -> str:
+    return re.sub(r"[-_.]+", "_", name).lower()
+
+
+def _write_site(root: Path, dists: list[tuple[str, str, str, str]]) -> str:
+    root.mkdir()
+    written: set[str] = set()
+    for name, version, kind, entry_points in dists:
+        key = _normalized(name.partition("-")[0])  # the name as read from the directory's
+        if key in written:  # one distribution of a name per directory
+            continue
+        written.add(key)
+        info = root / f"{name}-{version}.{kind}"
+        info.mkdir()
+        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
+        (info / "entry_points.txt").write_text(entry_points)
+    return str(root)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(first=st.lists(DIST, max_size=4), second=st.lists(DIST, max_size=3))
+def test_the_entry_point_scan_reads_what_importlib_metadata_reads(first, second):
+    import importlib_metadata
+
+    with tempfile.TemporaryDirectory() as root:
+        path = [_write_site(Path(root, "a"), first), _write_site(Path(root, "b"), second)]
+        scanned = _scan_entry_points(path)
+        saved = sys.path[:]
+        sys.path[:] = path
+        try:
+            expected = importlib_metadata.entry_points(group=ENTRY_POINT_GROUP)
+            wanted = sorted((ep.name, ep.value, str(ep.dist.locate_file(""))) for ep in expected)
+        finally:
+            sys.path[:] = saved
+    assert scanned is not None
+    assert sorted((ep.name, ep.value, str(ep.dist.locate_file(""))) for ep in scanned) == wanted
+
+
+def test_entry_points_load_and_name_their_distribution(fake_site, tmp_path):
+    module = fake_site.add_plugin("alpha", GOOD, version="2.3")
+    (ep,) = entry_points_named("alpha")
+    assert ep.value == module
+    assert ep.load() is sys.modules[module]
+    assert (ep.dist.name, ep.dist.version) == ("loopctl-alpha", "2.3")
+    assert ep.dist.locate_file("") == fake_site.root
+    # `module:attr.attr [extras]`, as importlib-metadata loads it
+    info = fake_site.root / "loopctl_beta-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: loopctl-beta\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text(
+        "# made by hand\n[loopctl.plugins]\nbeta = os.path : join.__name__ [extra]\nno equals sign\n"
+    )
+    (beta,) = entry_points_named("beta")
+    assert beta.load() == "join"
+
+
+def test_a_zip_on_sys_path_is_left_to_importlib_metadata(tmp_path, monkeypatch):
+    archive = tmp_path / "plugins.zip"
+    with zipfile.ZipFile(archive, "w") as zipped:
+        zipped.writestr(
+            "loopctl_zipped-1.0.dist-info/METADATA", "Name: loopctl-zipped\nVersion: 1.0\n"
+        )
+        zipped.writestr(
+            "loopctl_zipped-1.0.dist-info/entry_points.txt",
+            "[loopctl.plugins]\nzipped = zipped_mod\n",
+        )
+    monkeypatch.syspath_prepend(str(archive))
+    assert _scan_entry_points(sys.path) is None
+    assert [ep.value for ep in entry_points_named("zipped")] == ["zipped_mod"]
+
+
+def test_bare_required_plugin_names_do_not_need_packaging(fake_site):
+    fake_site.add_plugin("alpha", GOOD)
+    host = PluginHost()
+    host.load(entry_points_named("alpha"))
+    code = (
+        "import sys; from loopctl.pluginhost import _requirement; "
+        "r = _requirement('loopctl-alpha'); print(r.name, repr(str(r.specifier)), "
+        "'packaging' in sys.modules)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["loopctl-alpha", "''", "False"]
+    host.check_required(["loopctl-alpha", "alpha", "alpha>=0.1"])
+    with pytest.raises(PluginError, match=r"'alpha>=9' is installed in version 1\.0"):
+        host.check_required(["alpha>=9"])
+
+
+def test_build_host_takes_the_offered_host_once_when_it_selects_the_same(tmp_path):
+    from loopctl.config import load_config
+    from loopctl.pluginhost import build_host, offer_host
+
+    loaded = load_config(tmp_path, env={})
+    offered = PluginHost(PluginSelection.from_config(loaded))
+    offered.load([])
+    offered.failures.append("a registration that failed")  # type: ignore[arg-type]
+    offer_host(offered)
+    assert build_host(loaded) is offered
+    assert offered.failures == []
+    assert build_host(loaded) is not offered  # once
+    other = PluginHost(PluginSelection(disable=["aider"]))
+    offer_host(other)
+    assert build_host(loaded) is not other  # another selection: not taken
+    assert build_host(loaded) is not other  # and the offer is gone

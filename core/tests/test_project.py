@@ -24,11 +24,13 @@ class Mine:
 
 def test_load_project_reads_the_config_and_names_bad_keys(tmp_path):
     (tmp_path / "loopctl.toml").write_text(
-        'state_dir = "state"\n[limits]\nmax_restarts = 5\n[plugins.mine]\nlevel = 3\n'
+        'state_dir = "state"\n[limits]\nmax_restarts = 5\ntest_output_bytes = 2000\n'
+        "[plugins.mine]\nlevel = 3\n"
     )
     project = loopctl.load_project(tmp_path)
     assert project.state_dir == tmp_path.resolve() / "state"
     assert project.max_restarts == 5
+    assert project.test_output_bytes == 2000
     assert project.plugin_config("mine", MineConfig) == MineConfig(level=3)
     (tmp_path / "loopctl.toml").write_text('[plugins.mine]\nlevel = "high"\n')
     with pytest.raises(loopctl.ConfigError, match=r"plugins\.mine\.level"):

@@ -4,6 +4,8 @@ and the one sanitiser (``loopctl.sanitize``)."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from collections.abc import Iterator
 
 import pytest
@@ -323,3 +325,19 @@ def test_the_views_lines_are_sanitized() -> None:
     assert not CONTROL & set(line)
     assert "owned title" not in line
     assert "ZXZpbCBjbGlwYm9hcmQ=" not in line
+
+
+def test_a_rule_is_compiled_only_when_a_text_holds_its_literal() -> None:
+    """Importing the redactor compiles nothing; a short text compiles the rules it needs."""
+    code = (
+        "import loopctl.redaction as r\n"
+        "def compiled(): return sorted(f.literals[0].decode() for f in r._FINDERS "
+        "if f.pattern._compiled is not None)\n"
+        "print(compiled())\n"
+        "assert r.redact('just words') == 'just words'\n"
+        "print(compiled())\n"
+        "assert r.redact('password=hunter2') == 'password=[REDACTED]'\n"
+        "print(compiled())\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.splitlines() == ["[]", "[]", "['passw']"]

@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import loopctl
-from loopctl.scan import ScanMatch, Scanner, ScanRule, strip_ansi
+from loopctl.scan import COMBINE_AFTER, ScanMatch, Scanner, ScanRule, strip_ansi
 
 FAST = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -132,6 +132,61 @@ def test_lines_are_cut_and_normalized_before_anything_looks_at_them() -> None:
     assert found is not None
     assert found.line == "FAILED"
     assert strip_ansi("\x1b]0;title\x07a\x1b[1mb") == "ab"
+
+
+def test_patterns_compile_when_a_line_first_needs_them() -> None:
+    rules = [
+        ScanRule("oom", r"[Oo]ut of memory", "memory", "memory"),
+        ScanRule("fail", re.compile(r"\bFAIL\b"), "FAIL", "fail"),
+        ScanRule("bad", r"(unclosed", "never", "bad"),  # broken: fails only once it runs
+    ]
+    scanner = Scanner(rules)
+    assert isinstance(rules[0].pattern, loopctl.LazyPattern)
+    assert rules[0].pattern._compiled is None
+    assert scanner.first("nothing to see") is None
+    assert rules[0].pattern._compiled is None  # no literal, no compile
+    found = scanner.first("fatal: out of memory")
+    assert found is not None
+    assert found.tag == "memory"
+    assert rules[0].pattern._compiled is not None
+    assert scanner.first("FAIL here").tag == "fail"  # type: ignore[union-attr]
+    with pytest.raises(re.error):
+        scanner.first("never")
+    # a string, a compiled pattern and a LazyPattern of the same source are the same rule
+    same = [
+        ScanRule("r", value, "x", None)
+        for value in (r"x\d", re.compile(r"x\d"), loopctl.LazyPattern(r"x\d"))
+    ]
+    assert same[0] == same[1] == same[2]
+    assert len({hash(rule) for rule in same}) == 1
+    assert ScanRule("r", r"x\d", "x", None) != ScanRule("r", re.compile(r"x\d", re.I), "x", None)
+    assert loopctl.LazyPattern(r"a(b)").sub(r"<\1>", "zab") == "z<b>"
+    assert loopctl.LazyPattern(r"\d").findall("a1b2") == ["1", "2"]
+
+
+def test_a_combining_scanner_compiles_its_alternation_after_enough_candidate_lines() -> None:
+    scanner = Scanner(RULES, combine=True)
+    for _ in range(COMBINE_AFTER):
+        assert scanner.first("nothing") is None  # not a candidate line: not counted
+        assert scanner.first("FAILED") is not None
+    assert scanner._combined is None
+    assert scanner.first("a FAIL line") is not None
+    assert scanner._combined is not None
+    assert scanner.first("no word break: FAILX") is None
+
+
+@FAST
+@given(text=texts)
+def test_a_combining_scanner_finds_what_a_plain_one_finds_before_and_after_combining(
+    text: str,
+) -> None:
+    lines = text.splitlines() * (COMBINE_AFTER // max(len(text.splitlines()), 1) + 2)
+    for rules, ignore_case in ((RULES, False), (LOWER_RULES, True)):
+        combining = Scanner(rules, ignore_case=ignore_case, combine=True)
+        plain = Scanner(rules, ignore_case=ignore_case)
+        for line in lines:
+            got, want = combining.first(line), plain.first(line)
+            assert (got and got.rule.name) == (want and want.rule.name)
 
 
 def test_combined_prefilter_is_dropped_when_it_cannot_compile() -> None:

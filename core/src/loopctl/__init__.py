@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from loopctl.configfile import ConfigError
     from loopctl.events import EventField, define_event
     from loopctl.fingerprints import fingerprint, normalize_line
+    from loopctl.lazyre import LazyPattern
     from loopctl.loop import Loop, LoopOutcome, ReportSection, Restart
     from loopctl.markers import hookimpl, hookspec
     from loopctl.model import (
@@ -89,6 +90,7 @@ _LAZY = {
     "StreamParser": "loopctl.agents.base",
     "TurnRequest": "loopctl.agents.base",
     "InvalidFields": "loopctl.config",
+    "LazyPattern": "loopctl.lazyre",
     "ScanMatch": "loopctl.scan",
     "ScanRule": "loopctl.scan",
     "Scanner": "loopctl.scan",
@@ -151,6 +153,7 @@ __all__ = [
     "IterationEnd",
     "IterationRecord",
     "JsonlAppender",
+    "LazyPattern",
     "Loop",
     "LoopOutcome",
     "LoopState",

@@ -1,7 +1,8 @@
 """Entry point of the ``loopctl`` command.
 
-Dispatches the commands that must start fast (``--version``, ``plugins list``) before anything
-heavy is imported; every other command goes to the typer app in :mod:`loopctl.cli.app`.
+Dispatches the commands that must start fast (``--version``, ``plugins list``, ``status``, in
+their plain forms) before anything heavy is imported; every other command, and every other form
+of those (``--help``, a mistake), goes to the typer app in :mod:`loopctl.cli.app`.
 """
 
 from __future__ import annotations
@@ -20,6 +21,17 @@ def main(argv: list[str] | None = None) -> int:
         from loopctl.cli.fast import plugins_list
 
         return plugins_list(json_output="--json" in args)
+    if args[:1] == ["status"]:
+        from loopctl.cli import fast
+
+        options = fast.status_options(args[1:])
+        if options is not None:
+            fast.forgiving_streams()
+            try:
+                return fast.status(**options)
+            except KeyboardInterrupt:
+                fast.error("interrupted")
+                return 130
     from loopctl.cli.app import main as app_main
 
     return app_main(args)

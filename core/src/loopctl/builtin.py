@@ -11,10 +11,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from loopctl.markers import hookimpl
-from loopctl.model import PromptSection, TestRun
 
-if TYPE_CHECKING:  # annotation only: `loopctl plugins list` imports this module
+if TYPE_CHECKING:  # annotation only: every command that loads plugins imports this module
     from loopctl.loop import Loop
+    from loopctl.model import PromptSection, TestRun
 
 MAX_FAILING_TESTS_SHOWN = 20
 MAX_ERROR_LINES_SHOWN = 20
@@ -22,6 +22,8 @@ MAX_ERROR_LINES_SHOWN = 20
 
 @hookimpl(trylast=True)
 def compose_prompt(loop: Loop) -> list[PromptSection]:
+    from loopctl.model import PromptSection
+
     sections = [
         PromptSection("Your Goal", loop.original_goal, priority=100, protected=True),
         PromptSection("Loop Status", _status(loop), priority=40),

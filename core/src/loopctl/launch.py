@@ -25,7 +25,7 @@ from loopctl.config import (
 from loopctl.configfile import ENV_PLUGINS, ENV_PREFIX, ConfigError
 from loopctl.engine import Engine
 from loopctl.model import Event
-from loopctl.pluginhost import CORE_PLUGIN, PluginHost, PluginSelection
+from loopctl.pluginhost import PluginHost, build_host
 from loopctl.state import RunSettings
 from loopctl.testcmd import missing_program
 from loopctl.withhold import child_environment
@@ -33,16 +33,6 @@ from loopctl.withhold import child_environment
 
 class UsageError(Exception):
     """The run cannot start as asked; the message says what to change."""
-
-
-def build_host(loaded: LoadedConfig, *, no_plugins: bool = False) -> PluginHost:
-    host = PluginHost(PluginSelection.from_config(loaded, no_plugins=no_plugins))
-    host.load()
-    for name in loaded.config.plugins.disable:
-        if name == CORE_PLUGIN:
-            raise UsageError(f"plugin {name!r} is part of loopctl and cannot be disabled")
-    host.check_required(loaded.config.required_plugins)
-    return host
 
 
 def agent_classes(host: PluginHost) -> dict[str, tuple[type[AgentAdapter], str]]:

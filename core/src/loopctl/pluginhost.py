@@ -17,12 +17,15 @@ recorded as a ``plugin.error`` event by the engine) instead of stopping the othe
 from __future__ import annotations
 
 import functools
+import os
+import re
 import sys
 import threading
 import time
 import traceback
 import types
 from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -148,12 +151,26 @@ def plugin_name_for(distribution: str) -> str:
     return name.removeprefix("loopctl-")
 
 
+class _PluginManager(pluggy.PluginManager):
+    """pluggy's manager, not looking for hook implementations among dunder names.
+
+    pluggy inspects every name in ``dir(plugin)`` without running descriptors (about 20 us
+    each); most of those names are ``object``'s dunders, which no hook is named after, and
+    they cost every command that loads the plugins ~10 ms.
+    """
+
+    def parse_hookimpl_opts(self, plugin: object, name: str) -> Any:
+        if name.startswith("__"):
+            return None
+        return super().parse_hookimpl_opts(plugin, name)
+
+
 class PluginHost:
     """Owns the :class:`pluggy.PluginManager` of one loopctl process."""
 
     def __init__(self, selection: PluginSelection | None = None) -> None:
         self.selection = selection or PluginSelection()
-        self.pm = pluggy.PluginManager(markers.PROJECT_NAME)
+        self.pm: pluggy.PluginManager = _PluginManager(markers.PROJECT_NAME)
         self.pm.add_hookspecs(hookspecs)
         # Historic: every plugin registered from now on gets its add_hookspecs called at once.
         self.pm.hook.add_hookspecs.call_historic(kwargs={"pluginmanager": self.pm})
@@ -286,13 +303,11 @@ class PluginHost:
     def check_required(self, requirements: Iterable[str]) -> None:
         """Fail fast unless every ``required_plugins`` entry is installed, enabled and loaded in a
         matching version. Names may be the plugin name or the distribution name."""
-        from packaging.requirements import InvalidRequirement, Requirement
-
         problems = []
         for text in requirements:
             try:
-                req = Requirement(text)
-            except InvalidRequirement as exc:
+                req = _requirement(text)
+            except ValueError as exc:
                 problems.append(f"required_plugins: {text!r} is not a valid requirement ({exc})")
                 continue
             wanted = plugin_name_for(req.name)
@@ -457,18 +472,194 @@ def _attribute(result: Any, plugin: str) -> Any:
     return named(result)
 
 
-def discover_entry_points() -> list[Any]:
-    """The installed ``loopctl.plugins`` entry points (nothing is imported)."""
-    import importlib_metadata
+def build_host(loaded: LoadedConfig, *, no_plugins: bool = False) -> PluginHost:
+    """The host of a run (or of a command that reads the typed configuration): the plugins the
+    config selects, loaded (or the host :func:`offer_host` offers, when it selects the same);
+    a PluginError when ``plugins.disable`` names the core plugin or a ``required_plugins``
+    entry is not met."""
+    selection = PluginSelection.from_config(loaded, no_plugins=no_plugins)
+    host = _take_offered(selection) or PluginHost(selection)
+    host.load()
+    check_core_enabled(host.selection)
+    host.check_required(loaded.config.required_plugins)
+    return host
 
+
+#: The host :func:`offer_host` offers to the next :func:`build_host`.
+_offered: list[PluginHost] = []
+
+
+def offer_host(host: PluginHost | None) -> None:
+    """Let the next :func:`build_host` of this process take ``host`` (loaded, used for nothing
+    but registrations) instead of loading the same plugins again, if it selects the same
+    plugins; None withdraws the offer. The CLI offers the host that registered the plugins'
+    commands while one of them runs, so its ``load_project().hook`` costs no second load."""
+    _offered[:] = [] if host is None else [host]
+
+
+def _take_offered(selection: PluginSelection) -> PluginHost | None:
+    host = _offered.pop() if _offered else None
+    if host is None or host.selection != selection:
+        return None
+    host.failures.clear()  # a failed registration was reported when it happened
+    return host
+
+
+def check_core_enabled(selection: PluginSelection) -> None:
+    if CORE_PLUGIN in selection.disable:
+        raise PluginError(f"plugin {CORE_PLUGIN!r} is part of loopctl and cannot be disabled")
+
+
+#: A requirement that is a bare distribution name (PEP 508), the usual ``required_plugins``
+#: entry: read without importing packaging, which costs a command's start-up 15-20 ms.
+_BARE_NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?")
+
+
+@attrs.frozen
+class _BareRequirement:
+    name: str
+    specifier: str = ""
+
+
+def _requirement(text: str) -> Any:
+    """``text`` as a requirement (``name``, ``specifier``); ValueError when it is not one."""
+    if _BARE_NAME.fullmatch(text.strip()):
+        return _BareRequirement(text.strip())
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    try:
+        return Requirement(text)
+    except InvalidRequirement as exc:
+        raise ValueError(str(exc)) from None
+
+
+def discover_entry_points() -> list[Any]:
+    """The installed ``loopctl.plugins`` entry points (nothing is imported), one per name: the
+    first found on ``sys.path`` wins, as a distribution installed twice resolves on import.
+
+    Read straight from each ``*.dist-info``/``*.egg-info`` directory's ``entry_points.txt``:
+    importing importlib-metadata and letting it scan costs every command that loads plugins
+    10-15 ms. A ``sys.path`` entry that is not a directory (a zip) is left to
+    importlib-metadata, which reads those too.
+    """
+    found = _scan_entry_points(sys.path)
+    if found is None:
+        import importlib_metadata
+
+        found = list(importlib_metadata.entry_points(group=ENTRY_POINT_GROUP))
     seen: set[str] = set()
-    found = []
-    for ep in importlib_metadata.entry_points(group=ENTRY_POINT_GROUP):
+    unique = []
+    for ep in found:
         if ep.name in seen:  # the same distribution on sys.path twice
             continue
         seen.add(ep.name)
-        found.append(ep)
-    return sorted(found, key=lambda ep: ep.name)
+        unique.append(ep)
+    return sorted(unique, key=lambda ep: ep.name)
+
+
+class _Distribution:
+    """The parts of an ``importlib.metadata.Distribution`` the host reads, for a metadata
+    directory found by :func:`_scan_entry_points`."""
+
+    def __init__(self, path: str) -> None:
+        self._path = path
+
+    def read_text(self, filename: str) -> str | None:
+        try:
+            with open(os.path.join(self._path, filename), encoding="utf-8") as stream:
+                return stream.read()
+        except (OSError, UnicodeDecodeError):
+            return None
+
+    def locate_file(self, path: str) -> Path:
+        return Path(os.path.dirname(self._path), path)
+
+    @property
+    def name(self) -> str | None:
+        return _name_and_version(self)[0]
+
+    @property
+    def version(self) -> str | None:
+        return _name_and_version(self)[1]
+
+    def __repr__(self) -> str:
+        return f"<distribution {self._path}>"
+
+
+class _EntryPoint:
+    """An entry point read by :func:`_scan_entry_points`; ``load()`` imports its object as
+    ``importlib.metadata.EntryPoint.load`` does (``module:attr.attr``, extras ignored)."""
+
+    def __init__(self, name: str, value: str, group: str, dist: _Distribution) -> None:
+        self.name, self.value, self.group, self.dist = name, value, group, dist
+
+    def load(self) -> Any:
+        import importlib
+
+        target = self.value.partition("[")[0]
+        module_name, _, attribute = target.partition(":")
+        value: Any = importlib.import_module(module_name.strip())
+        for part in filter(None, attribute.strip().split(".")):
+            value = getattr(value, part)
+        return value
+
+    def __repr__(self) -> str:
+        return f"EntryPoint(name={self.name!r}, value={self.value!r}, group={self.group!r})"
+
+
+_METADATA_DIR = re.compile(r"(?P<name>[^-]+)(?:-[^/]*)?\.(?:dist|egg)-info", re.IGNORECASE)
+
+
+def _scan_entry_points(
+    path: Iterable[str], group: str = ENTRY_POINT_GROUP
+) -> list[_EntryPoint] | None:
+    """Every ``group`` entry point of the distributions on ``path``, in path order (a
+    distribution name counts once: its first metadata directory); None when an entry is not a
+    directory (a zip, left to importlib-metadata)."""
+    found: list[_EntryPoint] = []
+    distributions: set[str] = set()
+    for entry in path:
+        directory = entry or "."
+        try:
+            names = sorted(os.listdir(directory))
+        except NotADirectoryError:
+            return None
+        except OSError:  # missing or unreadable: nothing installed there
+            continue
+        for name in names:
+            match = _METADATA_DIR.fullmatch(name)
+            if match is None:
+                continue
+            key = re.sub(r"[-_.]+", "_", match.group("name")).lower()
+            if key in distributions:
+                continue
+            distributions.add(key)
+            dist = _Distribution(os.path.join(directory, name))
+            text = dist.read_text("entry_points.txt")
+            if text and f"[{group}]" in text:
+                found += [
+                    _EntryPoint(ep_name, value, group, dist)
+                    for ep_name, value in _entry_points_in(text, group)
+                ]
+    return found
+
+
+def _entry_points_in(text: str, group: str) -> list[tuple[str, str]]:
+    """``(name, value)`` of the ``[group]`` section of an ``entry_points.txt``, read as
+    importlib-metadata reads it (a line without ``=``, which makes it fail, is skipped)."""
+    pairs = []
+    section = None
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        if line.startswith("[") and line.endswith("]"):
+            section = line.strip("[]")
+        elif section == group:
+            name, equals, value = line.partition("=")
+            if equals:
+                pairs.append((name.strip(), value.strip()))
+    return pairs
 
 
 def _name_and_version(dist: Any) -> tuple[str | None, str | None]:

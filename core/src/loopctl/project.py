@@ -16,17 +16,17 @@ from __future__ import annotations
 
 import functools
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-import pluggy
-
-from loopctl import records
-from loopctl import state as st
 from loopctl.config import LoadedConfig, load_config
-from loopctl.launch import build_host
-from loopctl.model import IterationRecord
-from loopctl.pluginhost import PluginHost
 from loopctl.withhold import set_withheld
+
+if TYPE_CHECKING:  # a plugin's command imports this module: only what it uses is loaded
+    import pluggy
+
+    from loopctl import state as st
+    from loopctl.model import IterationRecord
+    from loopctl.pluginhost import PluginHost
 
 T = TypeVar("T")
 
@@ -53,6 +53,16 @@ class Project:
         """The session restarts a loop of this project allows (``limits.max_restarts``)."""
         return self._loaded.config.limits.max_restarts
 
+    @property
+    def test_output_bytes(self) -> int:
+        """How much of a test run's output a loop of this project keeps, its first fifth and
+        its end (``limits.test_output_bytes``): a command that reads a raw test log can look
+        at what a loop would have seen.
+
+        .. versionadded:: 0.2
+        """
+        return self._loaded.config.limits.test_output_bytes
+
     def plugin_config(self, name: str, cls: type[T]) -> T:
         """Plugin ``name``'s section (``[plugins.NAME]``) structured into its config class
         ``cls`` (defaults when absent). Raises :class:`loopctl.ConfigError` naming the key."""
@@ -60,6 +70,8 @@ class Project:
 
     @functools.cached_property
     def _host(self) -> PluginHost:
+        from loopctl.pluginhost import build_host
+
         host = build_host(self._loaded)
         host.error_sink = lambda failure: None  # kept in plugin_failures for the command to show
         return host
@@ -105,17 +117,24 @@ class SavedRun:
         """``loop-state.md``: the goals, status, iteration, restarts and plugins' values
         (``extra``). Raises :class:`loopctl.StateError` naming the file when it is missing or
         damaged."""
+        from loopctl import state as st
+
         return st.read_loop_state(self.state_dir / st.LOOP_STATE_FILE)
 
     @property
     def events_path(self) -> Path:
         """``events.jsonl``: for a reader that follows the log as it grows."""
+        from loopctl import state as st
+
         return self.state_dir / st.EVENTS_FILE
 
     def iterations(self, problems: list[str] | None = None) -> list[IterationRecord]:
         """Every iteration recorded in ``iterations.jsonl``, oldest first. Lines that are not
         valid records are skipped; pass a list as ``problems`` to be told which, one message
         each (``iterations.jsonl line 7: not valid JSON (torn write?)``)."""
+        from loopctl import records
+        from loopctl import state as st
+
         read = st.read_jsonl(self.state_dir / st.ITERATIONS_FILE)
         skipped = list(read.problems)
         found: list[IterationRecord] = []
@@ -131,6 +150,8 @@ class SavedRun:
     def events(self, last: int | None = None) -> list[dict[str, Any]]:
         """The events of ``events.jsonl`` as JSON objects, oldest first: all of them, or the
         ``last`` N (read from the end, so cheap on a long run)."""
+        from loopctl import state as st
+
         path = self.events_path
         if last is not None:
             return st.tail_jsonl(path, last)
@@ -139,11 +160,15 @@ class SavedRun:
     def error_summary(self) -> dict[str, Any] | None:
         """``error-summary.json`` (the last test run's error lines), None when there is none.
         Raises :class:`loopctl.StateError` when it is damaged."""
+        from loopctl import state as st
+
         return st.read_error_summary(self.state_dir / st.ERROR_SUMMARY_FILE)
 
     def log_path(self, iteration: int, kind: str) -> Path:
         """The path of one of an iteration's logs: ``log_path(7, "tests.log")`` is
         ``logs/iteration-0007.tests.log`` (it may not exist)."""
+        from loopctl import state as st
+
         return self.state_dir / st.LOGS_DIR / st.log_name(iteration, kind)
 
 

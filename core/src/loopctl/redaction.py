@@ -54,6 +54,7 @@ import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, NamedTuple
 
+from loopctl.lazyre import LazyPattern, lazy_compile
 from loopctl.withhold import SECRET_NAME, secret_values
 
 #: What a secret is replaced by.
@@ -80,7 +81,8 @@ class _Finder(NamedTuple):
     are the text's."""
 
     literals: tuple[bytes, ...]
-    pattern: re.Pattern[bytes]
+    #: Compiled when a text first holds one of ``literals``: most texts need few of the rules.
+    pattern: LazyPattern[bytes]
     lower: bool
     resolve: _Resolve
 
@@ -110,7 +112,7 @@ _PEM_END = rb"-----END[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----"
 _PEM_NEWLINE = rb"(?:\r?\n|\\r\\n|\\n)"
 #: What a log may put before each line of a key: ``E   `` (pytest), a time stamp, ``> ``.
 _PEM_PREFIX = rb"(?:[^\r\n\\\"]{0,40}?[ \t>|:#])?"
-_PRIVATE_KEY = re.compile(
+_PRIVATE_KEY = lazy_compile(
     _PEM_BEGIN
     # the body, line by line: base64 (a short run only as the last line before END), or the
     # Proc-Type/DEK-Info headers of an encrypted key, each line maybe after a log's prefix;
@@ -134,10 +136,10 @@ _PRIVATE_KEY = re.compile(
     + _PEM_END
     + rb")?"
 )
-_PEM_BEGIN_RE = re.compile(_PEM_BEGIN)
-_PEM_END_RE = re.compile(_PEM_END)
-_KEY_BODY_LINE = re.compile(_PEM_PREFIX + rb"[ \t]*(?P<run>[A-Za-z0-9+/=]+)[ \t\r]*")
-_PREFIX_ONLY = re.compile(_PEM_PREFIX + rb"[ \t]*")
+_PEM_BEGIN_RE = lazy_compile(_PEM_BEGIN)
+_PEM_END_RE = lazy_compile(_PEM_END)
+_KEY_BODY_LINE = lazy_compile(_PEM_PREFIX + rb"[ \t]*(?P<run>[A-Za-z0-9+/=]+)[ \t\r]*")
+_PREFIX_ONLY = lazy_compile(_PEM_PREFIX + rb"[ \t]*")
 
 
 def _line_start(data: bytes, at: int) -> int:
@@ -204,7 +206,7 @@ def _colon(match: re.Match[bytes], data: bytes, lowered: bytes) -> Iterator[Span
             yield start, match.end()
 
 
-_RANDOM = re.compile(rb"[\w.~+/=-]*?(?:\d|[a-z][A-Z]|[A-Z][a-z]*[A-Z])")
+_RANDOM = lazy_compile(rb"[\w.~+/=-]*?(?:\d|[a-z][A-Z]|[A-Z][a-z]*[A-Z])")
 
 
 def _credential(match: re.Match[bytes], data: bytes, lowered: bytes) -> Iterator[Span]:
@@ -218,16 +220,16 @@ def _credential(match: re.Match[bytes], data: bytes, lowered: bytes) -> Iterator
 # --- assignments ---------------------------------------------------------------------------------
 
 #: Before "key"/"token": the names that make it a secret for sure (api_key, access-token …).
-_STRONG_KEY = re.compile(rb"(?:api|access|private|secret|client)[_-]?\Z")
-_STRONG_TOKEN = re.compile(rb"(?:auth|access|refresh|session|api|bearer|private)[_-]?\Z")
+_STRONG_KEY = lazy_compile(rb"(?:api|access|private|secret|client)[_-]?\Z")
+_STRONG_TOKEN = lazy_compile(rb"(?:auth|access|refresh|session|api|bearer|private)[_-]?\Z")
 #: Before a keyword: it is a command-line flag (``--password``, ``-token``).
-_FLAG = re.compile(rb"(?:\A|[^\w-])--?[\w-]*\Z")
-_WEAK_VALUE = re.compile(rb"[A-Za-z0-9_\-./+=]{16,}")
+_FLAG = lazy_compile(rb"(?:\A|[^\w-])--?[\w-]*\Z")
+_WEAK_VALUE = lazy_compile(rb"[A-Za-z0-9_\-./+=]{16,}")
 #: A value that names a secret instead of holding one: a variable (``"apiKeySource":
 #: "ANTHROPIC_API_KEY"``, ``password=$DB_PASSWORD``), as gitleaks' generic rule allows.
-_A_NAME = re.compile(rb"\$\{?[A-Za-z_][A-Za-z0-9_]*\}?|[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+")
-_DIGIT = re.compile(rb"\d")
-_AWS_SECRET = re.compile(
+_A_NAME = lazy_compile(rb"\$\{?[A-Za-z_][A-Za-z0-9_]*\}?|[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+")
+_DIGIT = lazy_compile(rb"\d")
+_AWS_SECRET = lazy_compile(
     rb"(?:(?<![A-Za-z0-9+/=])|(?<=\\[nrt]))[A-Za-z0-9/+]{40}(?![A-Za-z0-9+/=])"
 )
 #: The value after an assignment or, for a flag, after spaces: never a quote, a backslash or
@@ -289,7 +291,7 @@ def _keyword(keyword: str, *, strong: bool, flag: bool = False, aws: bool = Fals
     word = keyword.encode()
     return _Finder(
         (word,),
-        re.compile(re.escape(word) + _ASSIGNED),
+        lazy_compile(re.escape(word) + _ASSIGNED),
         True,
         _assignment(word, strong=strong, flag=flag, aws=aws),
     )
@@ -316,7 +318,7 @@ _AUTH = _assignment(b"auth", strong=False, flag=False)
 
 
 def _shape(literals: tuple[str, ...], pattern: bytes, resolve: _Resolve = _whole) -> _Finder:
-    return _Finder(tuple(x.encode() for x in literals), re.compile(pattern), False, resolve)
+    return _Finder(tuple(x.encode() for x in literals), lazy_compile(pattern), False, resolve)
 
 
 #: Every rule. Shapes that share a first letter share one scan; a lookbehind right after the
@@ -379,13 +381,13 @@ _FINDERS: tuple[_Finder, ...] = (
     _shape(("Basic",), rb"Basic(?=[ \t]+(?P<value>[A-Za-z0-9+/]{12,}={0,2}))", _credential),
     _Finder(
         (b"bearer",),
-        re.compile(rb"bearer(?=[ \t]+(?P<value>[a-z0-9._~+/=-]{12,}))"),
+        lazy_compile(rb"bearer(?=[ \t]+(?P<value>[a-z0-9._~+/=-]{12,}))"),
         True,
         _credential,
     ),
     _Finder(
         (b"auth",),
-        re.compile(
+        lazy_compile(
             rb"auth(?:orization(?=[\"']?[ \t]*[:=][ \t]*[\"']?(?:(?:bearer|basic|token|digest"
             rb"|negotiate|ntlm|aws4-hmac-sha256|apikey|api-key)[ \t]+)?"
             rb"(?P<header>[^\"'`\r\n\\]+))|" + _ASSIGNED + rb")"
@@ -395,7 +397,7 @@ _FINDERS: tuple[_Finder, ...] = (
     ),
     _Finder(
         (b"passw", b"passphrase", b"db_pass"),
-        re.compile(rb"pass(?:w|phrase|(?<=db_pass))" + _ASSIGNED),
+        lazy_compile(rb"pass(?:w|phrase|(?<=db_pass))" + _ASSIGNED),
         True,
         _pass,
     ),
@@ -410,7 +412,7 @@ _FINDERS: tuple[_Finder, ...] = (
 
 #: Every literal of every rule, lowered, in one pattern: a short text holding none of them (most
 #: strings of an event) is done after one search.
-_ANY_LITERAL = re.compile(
+_ANY_LITERAL = lazy_compile(
     b"|".join(
         re.escape(literal)
         for literal in sorted(
@@ -636,7 +638,7 @@ class StreamRedactor:
         return out + self._redactor.redact_bytes(data)
 
 
-_KEY_HEADER_LINE = re.compile(_PEM_PREFIX + rb"[ \t]*(?:Proc-Type|DEK-Info):[^\r\n]*")
+_KEY_HEADER_LINE = lazy_compile(_PEM_PREFIX + rb"[ \t]*(?:Proc-Type|DEK-Info):[^\r\n]*")
 
 
 def _skip_key_lines(data: bytes, at: int, *, final: bool = False) -> tuple[int, str]:

@@ -32,10 +32,15 @@ from typing import Generic, TypeVar
 
 import attrs
 
+from loopctl.lazyre import LazyPattern
+
 T = TypeVar("T")
 
 #: Lines longer than this are cut before a rule looks at them (the decisive part comes early).
 LINE_CHARS = 4096
+#: Candidate lines a ``combine=True`` scanner tries rule by rule before it compiles its
+#: alternation (the results are the same either way; only the cost differs).
+COMBINE_AFTER = 64
 
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)")
 
@@ -45,8 +50,10 @@ def strip_ansi(text: str) -> str:
     return _ANSI.sub("", text) if "\x1b" in text else text
 
 
-def _pattern(value: str | re.Pattern[str]) -> re.Pattern[str]:
-    return re.compile(value) if isinstance(value, str) else value
+def _pattern(value: str | re.Pattern[str] | LazyPattern[str]) -> LazyPattern[str]:
+    if isinstance(value, LazyPattern):
+        return value
+    return LazyPattern(value) if isinstance(value, str) else LazyPattern.of(value)
 
 
 def _literals(value: str | Iterable[str]) -> tuple[str, ...]:
@@ -69,8 +76,10 @@ class ScanRule(Generic[T]):
 
     #: A name for messages and tests; the scanner does not require it to be unique.
     name: str
-    #: Searched (``re.search``, not ``match``) in one line; a string is compiled.
-    pattern: re.Pattern[str] = attrs.field(converter=_pattern)
+    #: Searched (``re.search``, not ``match``) in one line. Given as a string, a compiled
+    #: pattern or a :class:`~loopctl.LazyPattern`; held as a LazyPattern, so a string is
+    #: compiled when the rule first runs (a scanner runs only the rules whose literals occur).
+    pattern: LazyPattern[str] = attrs.field(converter=_pattern)
     #: Substrings of which a line must contain one before ``pattern`` runs on it; a single
     #: string is one literal. Lowercase when the scanner ignores case.
     literals: tuple[str, ...] = attrs.field(converter=_literals, validator=_check_literals)
@@ -110,7 +119,9 @@ class Scanner(Generic[T]):
     :param combine: also join every pattern into one alternation that rejects most lines at C
         speed before the rules are tried one by one. Worth it for many rules whose literals are
         common words; skipped (``combined`` is None) when the patterns' flags differ or the
-        alternation does not compile (repeated group names).
+        alternation does not compile (repeated group names). It is compiled once the scanner
+        has tried :data:`COMBINE_AFTER` candidate lines rule by rule: compiling a big
+        alternation costs more than a short text's few lines save.
     :param normalize: applied to each line after the cut, before literals and patterns see
         it (:func:`strip_ansi`, ``str.strip`` …).
     :raises ValueError: when ``ignore_case`` is set and a literal is not lowercase.
@@ -144,8 +155,9 @@ class Scanner(Generic[T]):
         self.literals: tuple[str, ...] = tuple(
             dict.fromkeys(lit for rule in self.rules for lit in rule.literals)
         )
-        #: One alternation of every pattern (``combine=True``), else None.
-        self.combined: re.Pattern[str] | None = _combine(self.rules) if combine else None
+        self._combine = combine
+        self._combined: re.Pattern[str] | None = None
+        self._tried_lines = 0  # candidate lines tried rule by rule (before the alternation)
         # literal -> the indexes of the rules that name it: a line's candidate rules come from
         # one `in` test per distinct literal.
         index: dict[str, list[int]] = {}
@@ -156,6 +168,15 @@ class Scanner(Generic[T]):
 
     def __repr__(self) -> str:
         return f"<Scanner {len(self.rules)} rules, {len(self.literals)} literals>"
+
+    @property
+    def combined(self) -> re.Pattern[str] | None:
+        """One alternation of every pattern (``combine=True``), else None; compiled on first
+        use."""
+        if self._combine and self._combined is None:
+            self._combined = _combine(self.rules)
+            self._combine = self._combined is not None
+        return self._combined
 
     def first(self, line: str) -> ScanMatch[T] | None:
         """The first rule, in order, that matches ``line``; None when none does."""
@@ -173,8 +194,11 @@ class Scanner(Generic[T]):
                 candidates += numbers
         if not candidates:
             return None
-        if self.combined is not None and self.combined.search(line) is None:
-            return None
+        if self._combine:
+            if self._tried_lines < COMBINE_AFTER:
+                self._tried_lines += 1
+            elif (combined := self.combined) is not None and combined.search(line) is None:
+                return None
         if len(candidates) > 1:
             candidates = tuple(sorted(set(candidates)))
         rules = self.rules
@@ -345,13 +369,22 @@ def _spans(haystack: S, literals: Iterable[S], newline: S, limits: _Limits) -> d
 def _combine(rules: tuple[ScanRule[T], ...]) -> re.Pattern[str] | None:
     """One alternation of the rules' patterns (None when their flags differ or it will not
     compile)."""
-    if not rules or len({rule.pattern.flags for rule in rules}) != 1:
+    flags = {rule.pattern.flags & ~re.UNICODE for rule in rules}  # implied for str patterns
+    if not rules or len(flags) != 1:
         return None
     try:
         joined = "|".join(f"(?:{rule.pattern.pattern})" for rule in rules)
-        return re.compile(joined, rules[0].pattern.flags)
+        return re.compile(joined, flags.pop())
     except re.error:
         return None
 
 
-__all__ = ["LINE_CHARS", "ScanMatch", "ScanRule", "Scanner", "strip_ansi"]
+__all__ = [
+    "COMBINE_AFTER",
+    "LINE_CHARS",
+    "LazyPattern",
+    "ScanMatch",
+    "ScanRule",
+    "Scanner",
+    "strip_ansi",
+]

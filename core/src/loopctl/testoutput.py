@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator
 
 import attrs
 
+from loopctl.lazyre import lazy_compile
 from loopctl.scan import LINE_CHARS, Scanner, ScanRule, strip_ansi
 
 #: Lines longer than this are cut before any pattern looks at them (the decisive part is early).
@@ -79,7 +80,7 @@ def _has_word(text: str) -> bool:
     return any(char.isalnum() for char in text)
 
 
-_SEPARATOR = re.compile(r"[=\-_]{10,}$")
+_SEPARATOR = lazy_compile(r"[=\-_]{10,}$")
 
 # --- Python tracebacks (shared by unittest and the bare-traceback fallback) --------------------
 
@@ -142,14 +143,14 @@ def _python(lines: list[str]) -> _Partial:
 
 # --- pytest -------------------------------------------------------------------------------------
 
-_PYTEST_SUMMARY = re.compile(r"(FAILED|ERROR) (.+?)(?: - (.*))?$")
-_PYTEST_PROGRESS = re.compile(r"(\S+::\S.*?) (FAILED|ERROR)(?:\s+\[\s*\d+%\])?$")
-_PYTEST_XDIST = re.compile(r"\[gw\d+\] \[\s*\d+%\] (FAILED|ERROR) (\S+)")
-_PYTEST_HEADER = re.compile(r"_{3,} (.+?) _{3,}$")
-_PYTEST_SECTION = re.compile(r"={3,} (.+?) ={3,}$")
-_PYTEST_CAPTURED = re.compile(r"-{3,} Captured .* -{3,}$")
-_PYTEST_LOCATION = re.compile(r"(\S+?\.py):(\d+): (?!in )(.+)$")
-_PYTEST_FINAL = re.compile(
+_PYTEST_SUMMARY = lazy_compile(r"(FAILED|ERROR) (.+?)(?: - (.*))?$")
+_PYTEST_PROGRESS = lazy_compile(r"(\S+::\S.*?) (FAILED|ERROR)(?:\s+\[\s*\d+%\])?$")
+_PYTEST_XDIST = lazy_compile(r"\[gw\d+\] \[\s*\d+%\] (FAILED|ERROR) (\S+)")
+_PYTEST_HEADER = lazy_compile(r"_{3,} (.+?) _{3,}$")
+_PYTEST_SECTION = lazy_compile(r"={3,} (.+?) ={3,}$")
+_PYTEST_CAPTURED = lazy_compile(r"-{3,} Captured .* -{3,}$")
+_PYTEST_LOCATION = lazy_compile(r"(\S+?\.py):(\d+): (?!in )(.+)$")
+_PYTEST_FINAL = lazy_compile(
     r"(?:^|=+ )(\d+ (?:failed|passed|errors?|skipped|deselected|xfailed|xpassed|warnings?|rerun)"
     r"(?:, \d+ \w+)*) in [\d.]+s",
     re.MULTILINE,
@@ -158,9 +159,9 @@ _PYTEST_FINAL_HINTS = tuple(
     f" {word} in "
     for word in ("passed", "failed", "error", "errors", "skipped", "warning", "warnings")
 )
-_COUNT = re.compile(r"(\d+) (\w+)")
-_EXCEPTION_NAME = re.compile(r"[A-Za-z_][\w.]*$")
-_PY_EXCEPTION = re.compile(
+_COUNT = lazy_compile(r"(\d+) (\w+)")
+_EXCEPTION_NAME = lazy_compile(r"[A-Za-z_][\w.]*$")
+_PY_EXCEPTION = lazy_compile(
     r"(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Warning|Failure|Failed)\b"
 )
 
@@ -338,12 +339,12 @@ def _detect_pytest(text: str) -> bool:
 
 # --- unittest -----------------------------------------------------------------------------------
 
-_UNITTEST_HEADER = re.compile(r"(FAIL|ERROR|UNEXPECTED SUCCESS): (\S+) \(([\w.]+)\)(.*)$")
-_UNITTEST_PROGRESS = re.compile(
+_UNITTEST_HEADER = lazy_compile(r"(FAIL|ERROR|UNEXPECTED SUCCESS): (\S+) \(([\w.]+)\)(.*)$")
+_UNITTEST_PROGRESS = lazy_compile(
     r"\s*(\w+) \(([\w.]+)\)(?: \(.*\))? \.\.\. (?:.* )?(FAIL|ERROR|unexpected success)$"
 )
-_UNITTEST_RAN = re.compile(r"Ran (\d+) tests? in ")
-_UNITTEST_RESULT = re.compile(r"(FAILED|OK)(?: \((.*)\))?$")
+_UNITTEST_RAN = lazy_compile(r"Ran (\d+) tests? in ")
+_UNITTEST_RESULT = lazy_compile(r"(FAILED|OK)(?: \((.*)\))?$")
 
 
 def _unittest_id(name: str, qualified: str) -> str:
@@ -410,10 +411,10 @@ def _detect_unittest(text: str) -> bool:
 
 # --- jest ---------------------------------------------------------------------------------------
 
-_JEST_FILE = re.compile(r"(FAIL|PASS) (\S+)")
-_JEST_BULLET = re.compile(r"\s*● (.+)$")
-_JEST_CODE_FRAME = re.compile(r"\s*>?\s*\d+ \|")
-_JEST_COUNTS = re.compile(r"(\d+) (failed|passed|total)")
+_JEST_FILE = lazy_compile(r"(FAIL|PASS) (\S+)")
+_JEST_BULLET = lazy_compile(r"\s*● (.+)$")
+_JEST_CODE_FRAME = lazy_compile(r"\s*>?\s*\d+ \|")
+_JEST_COUNTS = lazy_compile(r"(\d+) (failed|passed|total)")
 
 
 def _jest(lines: list[str]) -> _Partial:
@@ -467,12 +468,12 @@ def _detect_jest(text: str) -> bool:
 
 # --- node --test --------------------------------------------------------------------------------
 
-_TAP_SUBTEST = re.compile(r"(\s*)# Subtest: (.*)$")
-_TAP_NOT_OK = re.compile(r"(\s*)not ok \d+ - (.*?)(?: # (?:SKIP|TODO)\b.*)?$")
-_TAP_COUNT = re.compile(r"# (pass|fail) (\d+)$")
-_YAML_KEY = re.compile(r"\s*(\w+):(?: (.*))?$")
-_SPEC_DURATION = re.compile(r"(.*?) \([\d.]+m?s\)$")
-_SPEC_COUNT = re.compile(r"ℹ (pass|fail) (\d+)$")
+_TAP_SUBTEST = lazy_compile(r"(\s*)# Subtest: (.*)$")
+_TAP_NOT_OK = lazy_compile(r"(\s*)not ok \d+ - (.*?)(?: # (?:SKIP|TODO)\b.*)?$")
+_TAP_COUNT = lazy_compile(r"# (pass|fail) (\d+)$")
+_YAML_KEY = lazy_compile(r"\s*(\w+):(?: (.*))?$")
+_SPEC_DURATION = lazy_compile(r"(.*?) \([\d.]+m?s\)$")
+_SPEC_COUNT = lazy_compile(r"ℹ (pass|fail) (\d+)$")
 
 
 def _unquote(value: str) -> str:
@@ -636,12 +637,12 @@ def _detect_node(text: str) -> bool:
 
 # --- cargo test / rustc -------------------------------------------------------------------------
 
-_CARGO_TEST_FAILED = re.compile(r"test (.+?) \.\.\. FAILED$")
-_RUST_PANIC = re.compile(r"thread '([^']*)'(?: \(\d+\))? panicked at (.*)$")
-_RUST_ERROR = re.compile(r"error(\[E\d+\])?: (.+)$")
-_RUST_ARROW = re.compile(r"\s*--> (\S.*)$")
-_RUST_PRIMARY_LABEL = re.compile(r"\s*(?:\d+\s*)?\|\s*\^+ (.+)$")
-_CARGO_RESULT = re.compile(r"test result: \w+\. (\d+) passed; (\d+) failed;")
+_CARGO_TEST_FAILED = lazy_compile(r"test (.+?) \.\.\. FAILED$")
+_RUST_PANIC = lazy_compile(r"thread '([^']*)'(?: \(\d+\))? panicked at (.*)$")
+_RUST_ERROR = lazy_compile(r"error(\[E\d+\])?: (.+)$")
+_RUST_ARROW = lazy_compile(r"\s*--> (\S.*)$")
+_RUST_PRIMARY_LABEL = lazy_compile(r"\s*(?:\d+\s*)?\|\s*\^+ (.+)$")
+_CARGO_RESULT = lazy_compile(r"test result: \w+\. (\d+) passed; (\d+) failed;")
 _RUST_NOISE = ("could not compile", "aborting due to", "test failed, to rerun", "build failed")
 
 
@@ -737,10 +738,10 @@ def _cargo(lines: list[str]) -> _Partial:
 
 # --- go test ------------------------------------------------------------------------------------
 
-_GO_FAIL = re.compile(r"(\s*)--- FAIL: (\S+)(?: \([\d.]+s\))?")
-_GO_LOG = re.compile(r"\s+\S+\.go:\d+: ")
-_GO_BUILD = re.compile(r"\S+\.go:\d+:\d+: \S")
-_GO_FRAME = re.compile(r"\s+(\S+\.go:\d+)")
+_GO_FAIL = lazy_compile(r"(\s*)--- FAIL: (\S+)(?: \([\d.]+s\))?")
+_GO_LOG = lazy_compile(r"\s+\S+\.go:\d+: ")
+_GO_BUILD = lazy_compile(r"\S+\.go:\d+:\d+: \S")
+_GO_FRAME = lazy_compile(r"\s+(\S+\.go:\d+)")
 
 
 def _go(lines: list[str]) -> _Partial:
@@ -829,8 +830,8 @@ def _detect_go(text: str) -> bool:
 
 # --- mypy and tsc -------------------------------------------------------------------------------
 
-_MYPY_ERROR = re.compile(r"[^\s:][^:]*\.pyi?:\d+(?::\d+)?: error: \S")
-_MYPY_FOUND = re.compile(r"Found (\d+) errors? in \d+ files?")
+_MYPY_ERROR = lazy_compile(r"[^\s:][^:]*\.pyi?:\d+(?::\d+)?: error: \S")
+_MYPY_FOUND = lazy_compile(r"Found (\d+) errors? in \d+ files?")
 
 
 def _mypy(lines: list[str]) -> _Partial:
@@ -852,8 +853,8 @@ def _detect_mypy(text: str) -> bool:
     return (": error: " in text and ".py" in text) or "Success: no issues found" in text
 
 
-_TSC_ERROR = re.compile(r"(?:\S.*?(?:\(\d+,\d+\): | - ))?error TS\d+: ")
-_TSC_FOUND = re.compile(r"Found (\d+) errors?\b")
+_TSC_ERROR = lazy_compile(r"(?:\S.*?(?:\(\d+,\d+\): | - ))?error TS\d+: ")
+_TSC_FOUND = lazy_compile(r"Found (\d+) errors?\b")
 
 
 def _tsc(lines: list[str]) -> _Partial:
@@ -886,10 +887,10 @@ def _detect_tsc(text: str) -> bool:
 
 # --- generic fallback ---------------------------------------------------------------------------
 
-_GENERIC_ERROR = re.compile(r"\b(?:[Ee]rror|ERROR)\b\s*[:\[!(]")
-_GENERIC_FATAL = re.compile(r"\b(?:[Ff]atal|FATAL|[Pp]anic|PANIC)\b\s*[:\[!(]")
-_GENERIC_FAIL = re.compile(r"\bFAIL(?:ED|URE)?\b")
-_GENERIC_NEGATIVE = re.compile(
+_GENERIC_ERROR = lazy_compile(r"\b(?:[Ee]rror|ERROR)\b\s*[:\[!(]")
+_GENERIC_FATAL = lazy_compile(r"\b(?:[Ff]atal|FATAL|[Pp]anic|PANIC)\b\s*[:\[!(]")
+_GENERIC_FAIL = lazy_compile(r"\bFAIL(?:ED|URE)?\b")
+_GENERIC_NEGATIVE = lazy_compile(
     r"\b(?:0|no|zero) (?:errors?|failures?|failed)\b|\b(?:errors?|failures?)=0\b", re.IGNORECASE
 )
 #: The generic scan stops after this many lines: the bound keeps the first ones anyway.

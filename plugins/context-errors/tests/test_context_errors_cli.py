@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -133,3 +134,49 @@ def test_rules_lists_the_precedence(tmp_path: Path) -> None:
     assert {"name": "file.not-found", "category": "FILE_ACCESS"}.items() <= next(
         r for r in rules if r["name"] == "file.not-found"
     ).items()
+
+
+#: Runs loopctl as its console script does and writes the modules it imported to argv[1].
+DRIVER = """
+import json, sys
+from loopctl.__main__ import main
+code = main(sys.argv[2:])
+with open(sys.argv[1], "w") as out:
+    json.dump(sorted(sys.modules), out)
+sys.exit(code)
+"""
+
+
+def test_errors_report_imports_only_what_it_uses(tmp_path: Path, log_file: Path) -> None:
+    modules = tmp_path / "modules.json"
+    env = {k: v for k, v in os.environ.items() if k != "LOOPCTL_PLUGINS"}
+    env["LOOPCTL_PLUGINS"] = "context-errors"
+    done = subprocess.run(
+        [sys.executable, "-c", DRIVER, str(modules), "errors", "report", str(log_file)],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "RESOURCE_ERROR" in done.stdout
+    imported = set(json.loads(modules.read_text()))
+    heavy = {"loopctl.engine", "loopctl.launch", "loopctl.state", "loopctl.model", "rich"}
+    assert not heavy & imported
+
+
+def test_rules_compile_when_a_text_needs_them_and_plugin_rules_at_once() -> None:
+    from loopctl_context_errors.categories import DEFAULT_RULES, Rule, RuleSet, Tier
+
+    code = (  # a fresh interpreter: nothing compiled by other tests
+        "from loopctl_context_errors.categories import DEFAULT_RULES, categorize\n"
+        "def compiled(): return sum(bool(p._compiled) for t in DEFAULT_RULES.by_tier.values() "
+        "for _, p in t)\n"
+        "total = sum(len(t) for t in DEFAULT_RULES.by_tier.values())\n"
+        "print(compiled())\n"
+        f"print(categorize({LOG!r}).category.value)\n"
+        "print(0 < compiled() < total / 2)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["0", "RESOURCE_ERROR", "True"]
+    assert RuleSet.with_extra([]) is DEFAULT_RULES
+    broken = Rule("mine.broken", "RESOURCE_ERROR", r"(unclosed", ["unclosed"], Tier.CAUSE)
+    with pytest.raises(re.error):
+        RuleSet.with_extra([broken])

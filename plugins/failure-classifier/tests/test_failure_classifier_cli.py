@@ -7,7 +7,9 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
+import pytest
 from failure_classifier_testkit import (
     PYTEST_ASSERT_LOG,
     make_state,
@@ -160,3 +162,91 @@ def test_classify_lists_a_crashed_classifier_and_still_decides(tmp_path: Path) -
     )
     alone = loopctl("classify", str(state), "--json", cwd=tmp_path)  # not enabled: no problem
     assert not [p for p in json.loads(alone.stdout)["problems"] if "classifier bug" in p]
+
+
+def test_a_log_is_read_as_a_loop_keeps_test_output(tmp_path: Path) -> None:
+    """A log longer than limits.test_output_bytes is classified from its first fifth and its
+    end, as the loop would have seen the run: a missing module in the middle is not seen."""
+    filler = "tests/test_calc.py::test_case PASSED                               [ 50%]\n" * 30_000
+    big = tmp_path / "big.log"
+    big.write_text(
+        "collected 60001 items\n"
+        + filler
+        + pytest_import_error_log("httpx_missing")
+        + filler
+        + PYTEST_ASSERT_LOG,
+        encoding="utf-8",
+    )
+    assert big.stat().st_size > 4_000_000
+    seen = json.loads(loopctl("classify", "--log", str(big), "--json", cwd=tmp_path).stdout)
+    assert seen["mode"] == "code_error"  # the assertion at the end; the middle was left out
+    (tmp_path / "loopctl.toml").write_text("[limits]\ntest_output_bytes = 10000000\n")
+    whole = json.loads(loopctl("classify", "--log", str(big), "--json", cwd=tmp_path).stdout)
+    assert whole["mode"] == "dependency_issue"
+    assert "httpx_missing" in " ".join(whole["evidence"])
+
+
+def test_read_log_keeps_the_first_fifth_and_the_end(tmp_path: Path) -> None:
+    from loopctl_failure_classifier.offline import read_log
+
+    log = tmp_path / "x.log"
+    log.write_bytes(b"".join(b"%04d\n" % n for n in range(1000)))  # 5000 bytes
+    assert read_log(log, 5000) == (log.read_text(), None)
+    text, why = read_log(log, 1000)
+    assert why is None
+    head, marker, tail = text.partition("\n... [4000 bytes omitted] ...\n")
+    assert marker
+    assert head == "".join(f"{n:04d}\n" for n in range(40))
+    assert tail == "".join(f"{n:04d}\n" for n in range(840, 1000))
+    assert read_log(tmp_path / "missing.log")[0] == ""
+
+
+def test_each_log_is_parsed_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    from loopctl_failure_classifier import evidence
+
+    calls: list[str] = []
+    real = evidence.parse_test_output
+
+    def counting(text: str, *args: Any, **kwargs: Any) -> Any:
+        calls.append(text)
+        return real(text, *args, **kwargs)
+
+    monkeypatch.setattr(evidence, "parse_test_output", counting)
+    logs = [PYTEST_ASSERT_LOG, pytest_import_error_log("httpx_missing")]
+    found = evidence.from_logs(logs, rerun_log=PYTEST_ASSERT_LOG)
+    assert found.runner == "pytest"
+    assert sorted(calls) == sorted([*logs, PYTEST_ASSERT_LOG])
+
+
+def test_the_command_names_the_file_the_classifier_writes() -> None:
+    from loopctl_failure_classifier import classify, cli
+
+    assert cli.FAILURE_MODE_FILE == classify.FAILURE_MODE_FILE
+
+
+#: Runs loopctl as its console script does and writes the modules it imported to argv[1].
+DRIVER = """
+import json, sys
+from loopctl.__main__ import main
+code = main(sys.argv[2:])
+with open(sys.argv[1], "w") as out:
+    json.dump(sorted(sys.modules), out)
+sys.exit(code)
+"""
+
+
+def test_classify_imports_neither_the_engine_nor_the_state_files_for_a_log(tmp_path: Path) -> None:
+    log = tmp_path / "run.log"
+    log.write_text(PYTEST_ASSERT_LOG, encoding="utf-8")
+    modules = tmp_path / "modules.json"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LOOPCTL_")}
+    env["LOOPCTL_PLUGINS"] = "failure-classifier"
+    done = subprocess.run(
+        [sys.executable, "-c", DRIVER, str(modules), "classify", "--log", str(log)],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "mode:        code_error" in done.stdout
+    imported = set(json.loads(modules.read_text()))
+    heavy = {"loopctl.engine", "loopctl.launch", "loopctl.state", "rich", "importlib_metadata"}
+    assert not heavy & imported

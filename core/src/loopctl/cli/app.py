@@ -7,7 +7,7 @@ code 2; a finished loop exits with its status's code (:data:`loopctl.model.EXIT_
 
 from __future__ import annotations
 
-import io
+import copy
 import json
 import os
 import sys
@@ -19,11 +19,18 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional
 import typer
 
 from loopctl._version import __version__
-from loopctl.model import EXIT_USAGE
+from loopctl.cli.fast import USER_ERRORS as USER_ERRORS
+from loopctl.cli.fast import emit_json, error, forgiving_streams, shown, warn
+from loopctl.cli.fast import user_error_types as _user_error_types
+from loopctl.cli.lazy import LazyGroup, lazy_group
 
 if TYPE_CHECKING:
     from loopctl.engine import Engine
     from loopctl.loop import LoopOutcome
+
+#: :data:`loopctl.model.EXIT_USAGE`, not imported from there: creating the model's classes costs
+#: ~8 ms that ``--help`` and most plugin commands do not otherwise spend (a test checks they agree).
+EXIT_USAGE = 2
 
 CONTEXT = {"help_option_names": ["-h", "--help"]}
 app = typer.Typer(
@@ -33,17 +40,26 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
     context_settings=CONTEXT,
+    cls=LazyGroup,
 )
-plugins_app = typer.Typer(help="Installed plugins and their status.", no_args_is_help=True)
-agents_app = typer.Typer(help="Agent adapters: which CLIs loopctl can drive.", no_args_is_help=True)
+plugins_app = typer.Typer(
+    help="Installed plugins and their status.", no_args_is_help=True, cls=LazyGroup
+)
+agents_app = typer.Typer(
+    help="Agent adapters: which CLIs loopctl can drive.", no_args_is_help=True, cls=LazyGroup
+)
 config_app = typer.Typer(
-    help="The effective configuration and where each value came from.", no_args_is_help=True
+    help="The effective configuration and where each value came from.",
+    no_args_is_help=True,
+    cls=LazyGroup,
 )
 app.add_typer(plugins_app, name="plugins")
 app.add_typer(agents_app, name="agents")
 app.add_typer(config_app, name="config")
 events_app = typer.Typer(
-    help="The events loopctl and its plugins write to events.jsonl.", no_args_is_help=True
+    help="The events loopctl and its plugins write to events.jsonl.",
+    no_args_is_help=True,
+    cls=LazyGroup,
 )
 app.add_typer(events_app, name="events")
 
@@ -78,47 +94,10 @@ def _root(
 # --- errors --------------------------------------------------------------------------------------
 
 
-def shown(text: str) -> str:
-    """``text`` fit for the terminal: secrets redacted, terminal control removed."""
-    from loopctl.redaction import redact
-    from loopctl.terminal import sanitize
-
-    return sanitize(redact(text))
-
-
-def error(message: str) -> None:
-    """Print ``loopctl: error: …`` on stderr, every line of a multi-line message prefixed."""
-    for line in shown(str(message)).strip().splitlines() or ["unknown error"]:
-        print(f"loopctl: error: {line}", file=sys.stderr)
-
-
-def warn(message: str) -> None:
-    for line in shown(str(message)).strip().splitlines():
-        print(f"loopctl: warning: {line}", file=sys.stderr)
-
-
 def fail(message: str, code: int = EXIT_USAGE) -> typer.Exit:
     """Report ``message`` and return the exit to raise: ``raise fail("…")``."""
     error(message)
     return typer.Exit(code)
-
-
-#: The exceptions whose message is meant for the user, by module (looked up only in modules
-#: already imported: an error class nobody imported cannot have been raised, and ``status``
-#: need not import the engine just to name one).
-USER_ERRORS = (
-    ("loopctl.config", "ConfigError"),
-    ("loopctl.engine", "LoopError"),
-    ("loopctl.pluginhost", "PluginError"),
-    ("loopctl.launch", "UsageError"),
-    ("loopctl.scaffold", "ScaffoldError"),
-    ("loopctl.state", "StateError"),
-)
-
-
-def _user_error_types() -> tuple[type[BaseException], ...]:
-    found = (getattr(sys.modules.get(module), name, None) for module, name in USER_ERRORS)
-    return tuple(cls for cls in found if isinstance(cls, type))
 
 
 @contextmanager
@@ -137,13 +116,6 @@ def user_errors() -> Iterator[None]:
                 raise typer.Exit(code) from None
             raise fail(str(exc), code) from None
         raise
-
-
-def emit_json(data: Any) -> None:
-    """Print ``data`` as indented JSON; control characters in it are ``\\u`` escapes."""
-    from loopctl.terminal import json_for_terminal
-
-    print(json_for_terminal(data, indent=2, default=str))
 
 
 # --- run / resume --------------------------------------------------------------------------------
@@ -410,13 +382,10 @@ def _discard_state(target: Path) -> None:
 
 
 def _state_dir(workdir: Path, state_dir: Optional[Path], config: Optional[Path]) -> Path:
-    if state_dir is not None:
-        return state_dir if state_dir.is_absolute() else workdir / state_dir
-    with user_errors():
-        from loopctl.config import load_config
+    from loopctl.cli.fast import state_dir_for
 
-        configured = Path(load_config(workdir, config_file=config).config.state_dir)
-    return configured if configured.is_absolute() else workdir / configured
+    with user_errors():
+        return state_dir_for(workdir, state_dir, config)
 
 
 def _resume_option(flag: str, what: str) -> Any:
@@ -568,8 +537,7 @@ def plugin_run_options(
     resume, the plugins of the ``recorded`` settings (a :class:`loopctl.state.RunSettings`)."""
     from loopctl import RunOption
     from loopctl.config import load_config
-    from loopctl.launch import build_host
-    from loopctl.pluginhost import PluginError
+    from loopctl.pluginhost import PluginError, build_host
 
     with user_errors():
         if recorded is not None and recorded.config is not None:
@@ -647,7 +615,7 @@ def events_schema(
     """Print the JSON Schema of an events.jsonl line (core events and the enabled plugins')."""
     from loopctl.config import load_config
     from loopctl.events import event_schema
-    from loopctl.launch import build_host
+    from loopctl.pluginhost import build_host
 
     with user_errors():
         host = build_host(load_config(Path.cwd(), config_file=config))
@@ -665,16 +633,9 @@ def status_command(
     json_output: Annotated[bool, typer.Option("--json", help=JSON_HELP)] = False,
 ) -> None:
     """Show a loop's state (works from another terminal while it runs)."""
-    from loopctl.redaction import redact_data
-    from loopctl.status import collect_status, render_status
+    from loopctl.cli.fast import status
 
-    target = _state_dir(Path.cwd(), state_dir, config)
-    with user_errors():
-        data = collect_status(target)
-    if json_output:
-        emit_json(redact_data(data))
-    else:
-        print(shown(render_status(data)))
+    raise typer.Exit(status(state_dir=state_dir, config=config, json_output=json_output))
 
 
 # --- demo ----------------------------------------------------------------------------------------
@@ -827,7 +788,8 @@ def agents_list(
 ) -> None:
     """The agent adapters, whether each CLI is on PATH, and its version."""
     from loopctl.config import load_config
-    from loopctl.launch import agent_classes, build_host
+    from loopctl.launch import agent_classes
+    from loopctl.pluginhost import build_host
 
     with user_errors():
         loaded = load_config(Path.cwd(), config_file=config)
@@ -897,7 +859,8 @@ def agents_parse(
     tool calls, and the outcome ("why did loopctl restart my agent?")."""
     from loopctl.agents.transcript import parse_transcript, render_summary, summary_to_json
     from loopctl.config import load_config
-    from loopctl.launch import agent_classes, build_host
+    from loopctl.launch import agent_classes
+    from loopctl.pluginhost import build_host
 
     with user_errors():
         loaded = load_config(Path.cwd(), config_file=config)
@@ -928,16 +891,27 @@ def agents_parse(
 
 def main(argv: list[str] | None = None) -> int:
     """Run the command line; plugins' commands are added only when a non-built-in command
-    (or the top-level help) is asked for."""
+    (or the top-level help) is asked for, and only the command that runs is built
+    (:mod:`loopctl.cli.lazy`). Help is typer's rich help in a terminal, plain text otherwise."""
     args = list(sys.argv[1:] if argv is None else argv)
-    _forgiving_streams()
+    forgiving_streams()
+    root = _invocation_app()
     builtin = {c.name for c in app.registered_commands} | {g.name for g in app.registered_groups}
     first = next((a for a in args if not a.startswith("-")), None)
     if not {"--version", "-V"} & set(args) and (first is None or first not in builtin):
-        _add_plugin_commands()
+        _add_plugin_commands(root)
     if first in ("run", "resume") and {"--help", "-h"} & set(args):
         _describe_plugin_options()
-    command = typer.main.get_command(app)
+    command = lazy_group(root)
+    try:
+        return _invoke(command, args)
+    finally:
+        pluginhost = sys.modules.get("loopctl.pluginhost")
+        if pluginhost is not None:  # offered by _add_plugin_commands for this command only
+            pluginhost.offer_host(None)
+
+
+def _invoke(command: Any, args: list[str]) -> int:
     try:
         result = command.main(args=args, prog_name="loopctl", standalone_mode=False)
     except typer.Abort as exc:
@@ -978,23 +952,34 @@ def _message(exc: Exception) -> str:
     return str(format_message() if callable(format_message) else exc)
 
 
-def _forgiving_streams() -> None:
-    """Never crash on a character the terminal's encoding cannot show (arrows, names)."""
-    for stream in (sys.stdout, sys.stderr):
-        if isinstance(stream, io.TextIOWrapper):
-            try:
-                stream.reconfigure(errors="replace")
-            except (ValueError, OSError):
-                pass
+def _invocation_app() -> typer.Typer:
+    """This run's root app: the built-in commands (plugins add theirs to this copy, not to
+    :data:`app`), with rich help only when stdout is a terminal (rich costs a plain
+    ``--help`` 50-100 ms, and its boxes are noise in a pipe)."""
+    root = copy.copy(app)
+    root.registered_commands = list(app.registered_commands)
+    root.registered_groups = list(app.registered_groups)
+    if not _is_terminal(sys.stdout):
+        root.rich_markup_mode = None
+    return root
 
 
-def _add_plugin_commands() -> None:
-    from loopctl.config import load_config
-    from loopctl.launch import build_host
+def _is_terminal(stream: Any) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):  # no stream, or a closed one
+        return False
+
+
+def _add_plugin_commands(cli: typer.Typer) -> None:
+    from loopctl.cli.fast import command_host
 
     try:
-        host = build_host(load_config(Path.cwd()))
+        host = command_host(Path.cwd())
     except Exception as exc:  # noqa: BLE001 - help must work with a broken setup
         warn(f"plugin commands unavailable: {exc}")
         return
-    host.hook.register_commands(cli=app)
+    host.hook.register_commands(cli=cli)
+    from loopctl.pluginhost import offer_host
+
+    offer_host(host)  # a plugin command that loads the project takes it: no second load

@@ -1,17 +1,180 @@
-"""Commands that must start fast, written without typer or rich.
+"""Commands that must start fast, written without typer or rich, the plugin host that offers
+the plugins' commands, and the output helpers every command shares.
 
-``loopctl plugins list`` is typed often and read by scripts; importing typer alone costs about
-100 ms on a small machine, so it is dispatched here straight from :mod:`loopctl.__main__`, and
-reads only the plugin switches of the config (:func:`loopctl.configfile.plugin_switches`), not the
-whole typed configuration.
+``loopctl plugins list`` and ``loopctl status`` are typed often and read by scripts; importing
+typer alone costs about 40 ms on a small machine, a third of what ``status`` costs with it, so
+their plain forms are dispatched here straight from :mod:`loopctl.__main__` (anything else,
+``--help`` or a mistake, goes to the typer app, which calls the same functions). ``plugins
+list`` reads only the plugin switches of the config (:func:`loopctl.configfile.plugin_switches`),
+not the whole typed configuration; :func:`command_host` does the same for the plugins' commands.
 """
 
 from __future__ import annotations
 
+import io
 import json
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from loopctl.pluginhost import PluginHost
+
+#: Exit code for usage errors (:data:`loopctl.model.EXIT_USAGE`).
+EXIT_USAGE = 2
+
+# --- output --------------------------------------------------------------------------------------
+
+
+def forgiving_streams() -> None:
+    """Never crash on a character the terminal's encoding cannot show (arrows, names)."""
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, io.TextIOWrapper):
+            try:
+                stream.reconfigure(errors="replace")
+            except (ValueError, OSError):
+                pass
+
+
+def shown(text: str) -> str:
+    """``text`` fit for the terminal: secrets redacted, terminal control removed."""
+    from loopctl.redaction import redact
+    from loopctl.terminal import sanitize
+
+    return sanitize(redact(text))
+
+
+def error(message: str) -> None:
+    """Print ``loopctl: error: …`` on stderr, every line of a multi-line message prefixed."""
+    for line in shown(str(message)).strip().splitlines() or ["unknown error"]:
+        print(f"loopctl: error: {line}", file=sys.stderr)
+
+
+def warn(message: str) -> None:
+    for line in shown(str(message)).strip().splitlines():
+        print(f"loopctl: warning: {line}", file=sys.stderr)
+
+
+def emit_json(data: Any) -> None:
+    """Print ``data`` as indented JSON; control characters in it are ``\\u`` escapes."""
+    from loopctl.terminal import json_for_terminal
+
+    print(json_for_terminal(data, indent=2, default=str))
+
+
+#: The exceptions whose message is meant for the user, by module (looked up only in modules
+#: already imported: an error class nobody imported cannot have been raised, and ``status``
+#: need not import the engine just to name one).
+USER_ERRORS = (
+    ("loopctl.config", "ConfigError"),
+    ("loopctl.engine", "LoopError"),
+    ("loopctl.pluginhost", "PluginError"),
+    ("loopctl.launch", "UsageError"),
+    ("loopctl.scaffold", "ScaffoldError"),
+    ("loopctl.state", "StateError"),
+)
+
+
+def user_error_types() -> tuple[type[BaseException], ...]:
+    found = (getattr(sys.modules.get(module), name, None) for module, name in USER_ERRORS)
+    return tuple(cls for cls in found if isinstance(cls, type))
+
+
+def report_user_error(exc: BaseException) -> int:
+    """Say what a user error (:data:`USER_ERRORS`) says, as the typer app does; its exit code."""
+    code = getattr(exc, "exit_code", EXIT_USAGE)
+    error(str(exc))
+    return code if isinstance(code, int) else EXIT_USAGE
+
+
+# --- status --------------------------------------------------------------------------------------
+
+
+def state_dir_for(workdir: Path, state_dir: Path | None, config: Path | None) -> Path:
+    """The state directory: ``--state-dir`` (relative to ``workdir``), else the config's
+    ``state_dir``. Raises ConfigError for a config that does not load."""
+    if state_dir is not None:
+        return state_dir if state_dir.is_absolute() else workdir / state_dir
+    from loopctl.config import load_config
+
+    configured = Path(load_config(workdir, config_file=config).config.state_dir)
+    return configured if configured.is_absolute() else workdir / configured
+
+
+def status_options(args: Sequence[str]) -> dict[str, Any] | None:
+    """The options of ``loopctl status ARGS`` when they are the plain ones (``--json``,
+    ``--state-dir DIR``, ``--config FILE``, ``--flag=value``, each at most once), read as click
+    reads them; None for anything else (help, a mistake), which the typer app then parses."""
+    found: dict[str, Any] = {}
+    rest = list(args)
+    while rest:
+        word = rest.pop(0)
+        value: Any = True
+        if word == "--json":
+            key = "json_output"
+        else:
+            flag, equals, text = word.partition("=")
+            key = {"--state-dir": "state_dir", "--config": "config"}.get(flag, "")
+            if not key:
+                return None
+            if not equals:
+                if not rest or rest[0].startswith("-"):
+                    return None
+                text = rest.pop(0)
+            value = Path(text)
+        if key in found:
+            return None
+        found[key] = value
+    return {
+        "state_dir": found.get("state_dir"),
+        "config": found.get("config"),
+        "json_output": found.get("json_output", False),
+    }
+
+
+def status(*, state_dir: Path | None, config: Path | None, json_output: bool) -> int:
+    """``loopctl status``: print a loop's state; the exit code."""
+    from loopctl.redaction import redact_data
+    from loopctl.status import collect_status, render_status
+
+    try:
+        data = collect_status(state_dir_for(Path.cwd(), state_dir, config))
+    except Exception as exc:
+        if isinstance(exc, user_error_types()):
+            return report_user_error(exc)
+        raise
+    if json_output:
+        emit_json(redact_data(data))
+    else:
+        print(shown(render_status(data)))
+    return 0
+
+
+# --- plugins -------------------------------------------------------------------------------------
+
+
+def command_host(workdir: Path) -> PluginHost:
+    """The enabled plugins, loaded, for their ``register_commands``: chosen by the config's
+    plugin switches alone, so offering a plugin's command costs neither the typed configuration
+    nor the engine. ``required_plugins`` is not checked here: it is a run's precondition (the
+    command, if it loads the project, checks it). Raises ConfigError for a config file whose
+    plugin switches are wrong, PluginError when the core plugin is disabled, and a plugin's
+    import error with ``plugins.strict``."""
+    from loopctl.configfile import plugin_switches
+    from loopctl.pluginhost import PluginHost, PluginSelection, check_core_enabled
+
+    switches = plugin_switches(workdir)
+    selection = PluginSelection(
+        enable=switches["enable"],
+        disable=switches["disable"],
+        autoload=switches["autoload"],
+        strict=switches["strict"],
+    )
+    host = PluginHost(selection)
+    host.load()
+    check_core_enabled(selection)
+    return host
 
 
 def plugins_list(*, json_output: bool, config_file: Path | None = None) -> int:

@@ -32,7 +32,7 @@ from collections.abc import Iterable, Sequence
 
 import attrs
 
-from loopctl import Scanner, ScanRule, strip_ansi
+from loopctl import LazyPattern, Scanner, ScanRule, strip_ansi
 
 #: Lines longer than this are cut before a rule looks at them (the decisive part comes first).
 SCAN_CHARS = 4096
@@ -148,18 +148,19 @@ class Rule:
             raise ValueError(f"rule {self.name!r}: needles must be non-empty lowercase strings")
 
     def compiled(self) -> re.Pattern[str]:
-        return _compile(self.pattern, self.flags)
+        return self.lazy().compiled
+
+    def lazy(self) -> LazyPattern[str]:
+        """The pattern, compiled when a line first needs it (most texts need few of the
+        rules); shared by every rule set that holds this rule."""
+        key = (self.pattern, self.flags)
+        found = _PATTERNS.get(key)
+        if found is None:
+            found = _PATTERNS[key] = LazyPattern(self.pattern, self.flags)
+        return found
 
 
-_COMPILED: dict[tuple[str, int], re.Pattern[str]] = {}
-
-
-def _compile(pattern: str, flags: int) -> re.Pattern[str]:
-    key = (pattern, flags)
-    found = _COMPILED.get(key)
-    if found is None:
-        found = _COMPILED[key] = re.compile(pattern, flags)
-    return found
+_PATTERNS: dict[tuple[str, int], LazyPattern[str]] = {}
 
 
 def _exc(*names: str) -> str:
@@ -695,7 +696,9 @@ class Categorization:
 class RuleSet:
     """Rules in precedence order, grouped by tier; each tier is a :class:`loopctl.Scanner`
     that finds lines by the rules' needles, and one combined expression per tier that rejects
-    most lines at C speed before the rules are tried one by one, in order."""
+    most lines at C speed before the rules are tried one by one, in order. Patterns are
+    compiled when first needed (a short error output needs a few), the combined expressions
+    once a scanner has seen enough candidate lines (:data:`loopctl.scan.COMBINE_AFTER`)."""
 
     def __init__(self, rules: Iterable[Rule], *, use_needles: bool = True) -> None:
         self.rules: tuple[Rule, ...] = tuple(rules)
@@ -709,11 +712,7 @@ class RuleSet:
         #: Each tier's scanner: needles are lowercase and looked for in lowercased lines.
         self.scanners: dict[Tier, Scanner[Rule]] = {
             tier: Scanner(
-                [
-                    ScanRule(r.name, r.compiled(), r.needles, r)
-                    for r in self.rules
-                    if r.tier == tier
-                ],
+                [ScanRule(r.name, r.lazy(), r.needles, r) for r in self.rules if r.tier == tier],
                 line_chars=SCAN_CHARS,
                 ignore_case=True,
                 prefilter=use_needles,
@@ -721,17 +720,26 @@ class RuleSet:
             )
             for tier in Tier
         }
-        self.by_tier: dict[Tier, tuple[tuple[Rule, re.Pattern[str]], ...]] = {
+        self.by_tier: dict[Tier, tuple[tuple[Rule, LazyPattern[str]], ...]] = {
             tier: tuple((r.tag, r.pattern) for r in scanner.rules)
             for tier, scanner in self.scanners.items()
         }
-        self.combined: dict[Tier, re.Pattern[str] | None] = {
-            tier: scanner.combined for tier, scanner in self.scanners.items()
-        }
+
+    @property
+    def combined(self) -> dict[Tier, re.Pattern[str] | None]:
+        """Each tier's combined expression (compiled now, where not yet)."""
+        return {tier: scanner.combined for tier, scanner in self.scanners.items()}
 
     @classmethod
     def with_extra(cls, extra: Sequence[Rule]) -> RuleSet:
-        """Plugin rules first within each tier, then the built-ins (a stable sort by tier)."""
+        """Plugin rules first within each tier, then the built-ins (a stable sort by tier);
+        :data:`DEFAULT_RULES` itself when there are none. The plugin rules' patterns are
+        compiled here, so a broken one fails at once (``re.error``), not when a text first
+        needs it."""
+        if not extra and cls is RuleSet:
+            return DEFAULT_RULES
+        for rule in extra:
+            rule.compiled()
         ordered = sorted([*extra, *BUILTIN_RULES], key=lambda rule: int(rule.tier))
         return cls(ordered)
 
@@ -751,7 +759,7 @@ _CAUSES: Scanner[None] = Scanner(
     [
         ScanRule(
             "cause",
-            re.compile(r"^\s*(?:\[cause\]|Caused by|Cause):\s*\S", re.IGNORECASE),
+            LazyPattern(r"^\s*(?:\[cause\]|Caused by|Cause):\s*\S", re.IGNORECASE),
             ("[cause]", "caused by:", "cause:"),
             None,
         )

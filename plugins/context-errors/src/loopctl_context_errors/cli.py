@@ -5,6 +5,10 @@ four-section report as terminal text, GitHub markdown or JSON; ``errors similar`
 past failures; ``errors rules`` shows the rules in precedence order. ``memory stats|search|prune``
 look after the failure memory. Errors meant for the user are one ``loopctl: error: …`` line and
 exit code 2.
+
+Registering the commands imports only typer (``loopctl --help`` and every other plugin's command
+register them too); the rules, the report and the memory are imported by the commands that use
+them.
 """
 
 from __future__ import annotations
@@ -12,12 +16,14 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
 import loopctl
-from loopctl_context_errors.memory import FailureMemory, resolve_memory_path
+
+if TYPE_CHECKING:
+    from loopctl_context_errors.memory import FailureMemory
 
 EXIT_USAGE = 2
 FORMATS = ("terminal", "github", "json")
@@ -75,34 +81,51 @@ def _read_input(source: str) -> str:
     return data.decode("utf-8", "replace")
 
 
-def _configured_memory_path() -> str:
-    """The ``memory_path`` setting of the project in the working directory, if any."""
+def _project() -> Any:
+    """The project in the working directory, or None when it cannot be loaded: a broken
+    project config must not break these commands. A command loads it once and passes it on."""
     try:
         from loopctl import load_project
+
+        return load_project()
+    except Exception:  # noqa: BLE001 - see above
+        return None
+
+
+def _configured_memory_path(project: Any) -> str:
+    """The ``memory_path`` setting of ``project``, if any."""
+    if project is None:
+        return ""
+    try:
         from loopctl_context_errors.config import ContextErrorsConfig
 
-        config = load_project().plugin_config("context-errors", ContextErrorsConfig)
+        config = project.plugin_config("context-errors", ContextErrorsConfig)
     except Exception:  # noqa: BLE001 - a broken project config must not break these commands
         return ""
     return "off" if not config.memory else config.memory_path
 
 
-def _memory(path: str | None, *, timeout_s: float = 5.0) -> FailureMemory | None:
+def _memory(
+    path: str | None, *, timeout_s: float = 5.0, project: Any = None
+) -> FailureMemory | None:
+    """The failure memory at ``path``, else the one the project (loaded if not given) names."""
+    from loopctl_context_errors.memory import FailureMemory, resolve_memory_path
+
     if path:
         resolved = resolve_memory_path(path, env={})
     else:
-        resolved = resolve_memory_path(_configured_memory_path())
+        project = project if project is not None else _project()
+        resolved = resolve_memory_path(_configured_memory_path(project))
     return None if resolved is None else FailureMemory(resolved, timeout_s=timeout_s)
 
 
-def _rules() -> Any:
-    """Built-in rules plus those of installed plugins (best effort)."""
+def _rules(project: Any = None) -> Any:
+    """Built-in rules plus those of the project's enabled plugins (best effort)."""
     from loopctl_context_errors.categories import BUILTIN_RULES, Rule, RuleSet
 
     try:
-        from loopctl import load_project
-
-        hook = getattr(load_project().hook, "context_errors_rules", None)
+        project = project if project is not None else _project()
+        hook = getattr(project.hook, "context_errors_rules", None) if project else None
         results = hook() if hook is not None else []
     except Exception:  # noqa: BLE001
         results = []
@@ -148,7 +171,8 @@ def errors_report(
     )
 
     text = _read_input(source)
-    memory = None if no_memory else _memory(memory_path)
+    project = _project()
+    memory = None if no_memory else _memory(memory_path, project=project)
     report = build_report(
         text,
         stage=stage,
@@ -156,7 +180,7 @@ def errors_report(
         goal=goal,
         issue=issue,
         memory=memory,
-        rules=_rules(),
+        rules=_rules(project),
     )
     if output_format == "json":
         _print_json(render_json(report))
@@ -177,8 +201,9 @@ def errors_similar(
     from loopctl_context_errors.categories import categorize
 
     text = _read_input(source)
-    found = categorize(text, rules=_rules())
-    memory = _memory(memory_path)
+    project = _project()
+    found = categorize(text, rules=_rules(project))
+    memory = _memory(memory_path, project=project)
     if memory is None:
         raise _fail("the failure memory is off (LOOPCTL_FAILURE_MEMORY or memory_path says so)")
     outcome = memory.query_similar(found.decisive_lines, limit=limit, category=found.category.value)

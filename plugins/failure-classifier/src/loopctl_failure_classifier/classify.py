@@ -21,7 +21,7 @@ from typing import Any
 
 import attrs
 
-from loopctl import atomic_write_text
+import loopctl
 from loopctl_failure_classifier.detectors import Settings, builtin_classifications
 from loopctl_failure_classifier.model import (
     BUILTIN_MODES,
@@ -202,7 +202,7 @@ def write_failure_mode(
 ) -> Path:
     """Write ``failure-mode.json`` atomically (a reader sees the old or the new verdict)."""
     path = Path(state_dir) / FAILURE_MODE_FILE
-    atomic_write_text(path, failure_mode_text(verdict, recovery))
+    loopctl.atomic_write_text(path, failure_mode_text(verdict, recovery))
     return path
 
 

@@ -1,19 +1,24 @@
-"""``loopctl classify``: name why a loop failed, from its state directory or from raw logs."""
+"""``loopctl classify``: name why a loop failed, from its state directory or from raw logs.
+
+Registering the command imports only typer (``loopctl --help`` and every other plugin's command
+register it too); the classifier is imported when the command runs.
+"""
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
-import attrs
 import typer
 
-import loopctl
-from loopctl_failure_classifier.classify import FAILURE_MODE_FILE, write_failure_mode
-from loopctl_failure_classifier.config import PLUGIN_NAME, FailureClassifierConfig
-from loopctl_failure_classifier.offline import OfflineResult, classify_offline
+if TYPE_CHECKING:
+    from loopctl_failure_classifier.config import FailureClassifierConfig
+    from loopctl_failure_classifier.offline import OfflineResult
+
+#: :data:`loopctl_failure_classifier.classify.FAILURE_MODE_FILE`, named here without importing
+#: the classifier (a test checks that they agree).
+FAILURE_MODE_FILE = "failure-mode.json"
 
 HELP = (
     "Classify why a loop is failing: dependency_issue, test_flakiness, infinite_loop, "
@@ -22,19 +27,27 @@ HELP = (
 )
 
 
-def _environment(workdir: Path) -> tuple[Any, FailureClassifierConfig, int, list[str]]:
-    """The project (its hook relay serves the custom classifiers), this plugin's config and the
-    restart limit; a broken config or plugin setup degrades to the built-in classifiers (and a
-    None project), with a warning."""
+def _environment(workdir: Path) -> tuple[Any, FailureClassifierConfig, int, int, list[str]]:
+    """The project (its hook relay serves the custom classifiers), this plugin's config, the
+    restart limit and how much of a test log a loop keeps; a broken config or plugin setup
+    degrades to the built-in classifiers and the defaults (and a None project), with a
+    warning."""
+    import attrs
+
+    from loopctl_failure_classifier.config import PLUGIN_NAME, FailureClassifierConfig
+    from loopctl_failure_classifier.offline import DEFAULT_OUTPUT_BYTES
+
     warnings: list[str] = []
     config = FailureClassifierConfig()
     max_restarts = 3
+    output_bytes = DEFAULT_OUTPUT_BYTES
     project = None
     try:
         from loopctl import load_project
 
         project = load_project(workdir)
         max_restarts = project.max_restarts
+        output_bytes = project.test_output_bytes
         try:
             section = project.plugin_config(PLUGIN_NAME, FailureClassifierConfig)
             config = attrs.evolve(section, force_mode=None)
@@ -42,7 +55,7 @@ def _environment(workdir: Path) -> tuple[Any, FailureClassifierConfig, int, list
             warnings.append(f"[plugins.{PLUGIN_NAME}] ignored: {exc}")
     except Exception as exc:  # noqa: BLE001 - the built-in classifiers still work
         warnings.append(f"custom classifiers unavailable: {exc}")
-    return project, config, max_restarts, warnings
+    return project, config, max_restarts, output_bytes, warnings
 
 
 def _crashed(project: Any, before: int) -> list[str]:
@@ -93,7 +106,12 @@ def add_classify_command(cli: Any) -> None:
         ] = None,
         log: Annotated[
             Optional[list[Path]],
-            typer.Option("--log", help="A test log; repeat for several runs, in iteration order."),
+            typer.Option(
+                "--log",
+                help="A test log; repeat for several runs, in iteration order. Read as a loop "
+                "keeps a test run's output: its first fifth and its end, within "
+                "limits.test_output_bytes.",
+            ),
         ] = None,
         rerun_log: Annotated[
             Optional[Path],
@@ -132,7 +150,13 @@ def add_classify_command(cli: Any) -> None:
         if missing:
             print(f"loopctl: error: no such log file: {missing[0]}", file=sys.stderr)
             return 2
-        project, config, max_restarts, warnings = _environment(Path.cwd())
+        import json
+
+        import loopctl
+        from loopctl_failure_classifier.classify import write_failure_mode
+        from loopctl_failure_classifier.offline import classify_offline
+
+        project, config, max_restarts, output_bytes, warnings = _environment(Path.cwd())
         for warning in warnings:
             print(f"loopctl: warning: {warning}", file=sys.stderr)
         hook = project.hook if project is not None else None
@@ -146,6 +170,7 @@ def add_classify_command(cli: Any) -> None:
             hook=hook,
             config=config,
             max_restarts=max_restarts,
+            output_bytes=output_bytes,
         )
         failures = _crashed(project, before)
         if write and not logs:

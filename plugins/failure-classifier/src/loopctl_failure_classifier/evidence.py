@@ -13,10 +13,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import loopctl
 from loopctl import (
     IterationRecord,
-    SavedRun,
-    StateError,
+    LazyPattern,
+    ParsedTestOutput,
     TestRun,
     ToolCall,
     fingerprint,
@@ -36,12 +37,12 @@ HISTORY_WINDOW = 50
 #: At most this much of a log file is read (its tail, where the verdict of a run is printed).
 MAX_LOG_BYTES = 16 * 1024 * 1024
 #: A shell command that installs something: the environment changes under the same code.
-_INSTALL = re.compile(
+_INSTALL = LazyPattern(
     r"\b(?:pip3?|uv|poetry|pipenv|pdm|conda|npm|npx|yarn|pnpm|bun|cargo|go|apt|apt-get|brew|gem"
     r"|bundle|composer|mvn|gradle)\b[^\n]*\b(?:install|add|get|sync|ci|update|upgrade|fetch"
     r"|download)\b"
 )
-_RESTART_DIR = re.compile(r"restart-(\d+)\Z")
+_RESTART_DIR = LazyPattern(r"restart-(\d+)\Z")
 #: A run's files, as the state-directory reference names them (for the words of a problem).
 LOOP_STATE_FILE = "loop-state.md"
 ITERATIONS_FILE = "iterations.jsonl"
@@ -75,7 +76,7 @@ def relevant(event: Mapping[str, Any]) -> bool:
 
 
 def _events_tail(state_dir: Path) -> tuple[dict[str, Any], ...]:
-    return tuple(e for e in SavedRun(state_dir).events(last=EVENTS_TAIL) if relevant(e))
+    return tuple(e for e in loopctl.SavedRun(state_dir).events(last=EVENTS_TAIL) if relevant(e))
 
 
 class EventTail:
@@ -130,16 +131,16 @@ def restart_archives(
             continue
         number = int(match.group(1))
         reason = reasons.get(number, "")
-        archive = SavedRun(entry)
+        archive = loopctl.SavedRun(entry)
         if not reason:
             try:
                 reason = str(archive.loop_state().extra.get("restart_reason", ""))
-            except (StateError, OSError, ValueError):
+            except (loopctl.StateError, OSError, ValueError):
                 reason = ""
         try:
             summary = archive.error_summary()
             count = summary["error_count"] if summary else None
-        except (StateError, OSError):
+        except (loopctl.StateError, OSError):
             count = None
         found.append((number, reason, count))
     return tuple(sorted(found))
@@ -215,7 +216,7 @@ def from_loop(
 
 
 def _find_test_log(state_dir: Path, iteration: int) -> Path | None:
-    candidates = [SavedRun(state_dir).log_path(iteration, "tests.log")]
+    candidates = [loopctl.SavedRun(state_dir).log_path(iteration, "tests.log")]
     try:
         archives = sorted(
             (p for p in state_dir.iterdir() if _RESTART_DIR.match(p.name)),
@@ -224,7 +225,9 @@ def _find_test_log(state_dir: Path, iteration: int) -> Path | None:
         )
     except OSError:
         archives = []
-    candidates += [SavedRun(archive).log_path(iteration, "tests.log") for archive in archives]
+    candidates += [
+        loopctl.SavedRun(archive).log_path(iteration, "tests.log") for archive in archives
+    ]
     return next((c for c in candidates if c.is_file()), None)
 
 
@@ -234,7 +237,7 @@ def from_state_dir(state_dir: Path, *, workdir: Path | None = None) -> Evidence:
     problems: list[str] = []
     if not state_dir.is_dir():
         return Evidence(problems=(f"{state_dir} is not a directory (no loop state to read)",))
-    run = SavedRun(state_dir)
+    run = loopctl.SavedRun(state_dir)
     test_cmd = status = reason = ""
     if not (state_dir / LOOP_STATE_FILE).is_file():
         problems.append(f"{LOOP_STATE_FILE} is missing")
@@ -245,7 +248,7 @@ def from_state_dir(state_dir: Path, *, workdir: Path | None = None) -> Evidence:
             reason = str(loop_state.extra.get("restart_reason") or loop_state.reason or "")
             if workdir is None and loop_state.workdir and Path(loop_state.workdir).is_dir():
                 workdir = Path(loop_state.workdir)
-        except (StateError, OSError, ValueError) as exc:
+        except (loopctl.StateError, OSError, ValueError) as exc:
             problems.append(f"{LOOP_STATE_FILE} is unreadable: {exc}")
     skipped: list[str] = []
     history = run.iterations(problems=skipped)
@@ -259,7 +262,7 @@ def from_state_dir(state_dir: Path, *, workdir: Path | None = None) -> Evidence:
         summary = run.error_summary()
         if summary is None:
             problems.append(f"{ERROR_SUMMARY_FILE} is missing")
-    except (StateError, OSError) as exc:
+    except (loopctl.StateError, OSError) as exc:
         problems.append(f"{ERROR_SUMMARY_FILE} is malformed: {exc}")
     if not history:
         problems.append(f"{ITERATIONS_FILE} has no iteration records")
@@ -312,15 +315,16 @@ SAME_CODE = "same-code"
 
 
 #: Closing lines of a passing run, for runners whose extraction reports no pass count.
-_PASS_LINE = re.compile(
+_PASS_LINE = LazyPattern(
     r"^(?:ok\s+\S+.*|OK(?: \(.*\))?|test result: ok\..*|# fail 0|.*\b\d+ passed\b.*)\s*$",
     re.MULTILINE,
 )
 
 
-def _log_passed(text: str) -> bool:
-    """Did this raw log's run pass? Only when it shows no failure and some sign of passing."""
-    extraction = parse_test_output(text)
+def _log_passed(text: str, extraction: ParsedTestOutput | None = None) -> bool:
+    """Did this raw log's run pass? Only when it shows no failure and some sign of passing.
+    ``extraction``: ``parse_test_output(text)``, when the caller has it already."""
+    extraction = extraction or parse_test_output(text)
     if extraction.error_lines or extraction.failing_tests or extraction.failed_count:
         return False
     if (extraction.passed_count or 0) > 0:
@@ -328,9 +332,11 @@ def _log_passed(text: str) -> bool:
     return _PASS_LINE.search(text[-4000:]) is not None
 
 
-def record_from_log(iteration: int, text: str, *, same_code: bool) -> IterationRecord:
-    extraction = parse_test_output(text)
-    passed = _log_passed(text)
+def record_from_log(
+    iteration: int, text: str, *, same_code: bool, extraction: ParsedTestOutput | None = None
+) -> IterationRecord:
+    extraction = extraction or parse_test_output(text)
+    passed = _log_passed(text, extraction)
     return IterationRecord(
         iteration=iteration,
         tests_passed=passed,
@@ -360,16 +366,18 @@ def from_logs(
     """
     if not logs:
         return Evidence(workdir=workdir, problems=(*problems, "no test log given"))
+    extractions = [parse_test_output(text) for text in logs]  # each log is parsed once
     history = tuple(
-        record_from_log(index, text, same_code=same_code) for index, text in enumerate(logs, 1)
+        record_from_log(index, text, same_code=same_code, extraction=parsed)
+        for index, (text, parsed) in enumerate(zip(logs, extractions, strict=True), 1)
     )
     output = logs[-1]
-    extraction = parse_test_output(output)
+    extraction = extractions[-1]
     current = history[-1]
     rerun = None
     if rerun_log is not None:
         again = parse_test_output(rerun_log)
-        passed = _log_passed(rerun_log)
+        passed = _log_passed(rerun_log, again)
         rerun = Rerun(
             command="(rerun log)",
             passed=passed,

@@ -19,7 +19,7 @@ from loopctl_failure_classifier.classify import (
 )
 from loopctl_failure_classifier.config import FailureClassifierConfig
 from loopctl_failure_classifier.detectors import Settings
-from loopctl_failure_classifier.evidence import MAX_LOG_BYTES, from_logs, from_state_dir
+from loopctl_failure_classifier.evidence import from_logs, from_state_dir
 from loopctl_failure_classifier.model import Evidence, FailureMode, RecoveryStrategy, Verdict
 from loopctl_failure_classifier.recovery import strategy
 
@@ -39,15 +39,33 @@ class OfflineResult:
         return data
 
 
-def read_log(path: Path) -> tuple[str, str | None]:
-    """A log's text (its last 16 MB), or ``("", why)`` when it cannot be read."""
+#: ``limits.test_output_bytes`` by default: how much of a test run's output a loop keeps.
+DEFAULT_OUTPUT_BYTES = 1_000_000
+
+
+def read_log(path: Path, limit: int = DEFAULT_OUTPUT_BYTES) -> tuple[str, str | None]:
+    """A log's text as a loop keeps a test run's output: the whole of it up to ``limit`` bytes,
+    else its first fifth and its end with a line saying how much was left out between them (a
+    10 MB log is classified in the time of 1 MB, and as the loop would have classified it);
+    ``("", why)`` when it cannot be read."""
     try:
         with open(path, "rb") as stream:
             size = stream.seek(0, 2)
-            stream.seek(max(0, size - MAX_LOG_BYTES))
-            return stream.read().decode("utf-8", errors="replace"), None
+            stream.seek(0)
+            if size <= limit:
+                return stream.read().decode("utf-8", errors="replace"), None
+            head = stream.read(limit // 5)
+            stream.seek(size - (limit - len(head)))
+            tail = stream.read()
     except OSError as exc:
         return "", f"{path}: cannot read it ({exc.strerror or exc})"
+    omitted = size - len(head) - len(tail)
+    return (
+        head.decode("utf-8", errors="replace")
+        + f"\n... [{omitted} bytes omitted] ...\n"
+        + tail.decode("utf-8", errors="replace"),
+        None,
+    )
 
 
 def classify_offline(
@@ -60,20 +78,22 @@ def classify_offline(
     hook: Any = None,
     config: FailureClassifierConfig | None = None,
     max_restarts: int = 3,
+    output_bytes: int = DEFAULT_OUTPUT_BYTES,
 ) -> OfflineResult:
-    """Classify a state directory (when ``logs`` is empty) or ``logs`` in iteration order."""
+    """Classify a state directory (when ``logs`` is empty) or ``logs`` in iteration order, each
+    read as a loop keeps ``output_bytes`` of a test run's output (:func:`read_log`)."""
     config = config or FailureClassifierConfig()
     problems: list[str] = []
     if logs:
         texts = []
         for path in logs:
-            text, why = read_log(path)
+            text, why = read_log(path, output_bytes)
             texts.append(text)
             if why:
                 problems.append(why)
         rerun_text = None
         if rerun_log is not None:
-            rerun_text, why = read_log(rerun_log)
+            rerun_text, why = read_log(rerun_log, output_bytes)
             if why:
                 problems.append(why)
                 rerun_text = None

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Sequence
 
 import attrs
 
-from loopctl import Scanner, ScanRule, strip_ansi
+from loopctl import LazyPattern, Scanner, ScanRule, strip_ansi
 
 #: Lines longer than this are cut before a rule looks at them (the signature comes early).
 LINE_CHARS = 2000
@@ -37,7 +37,8 @@ class Rule:
     name: str
     ecosystem: str
     anchor: str
-    pattern: re.Pattern[str]
+    #: Compiled when a line holding the anchor first needs it.
+    pattern: LazyPattern[str]
     confidence: float
     locality: str | None = None
     description: str = ""
@@ -58,8 +59,8 @@ def _rule(
     *,
     full_scan: bool = True,
 ) -> Rule:
-    compiled = re.compile(pattern)
-    return Rule(name, ecosystem, anchor, compiled, confidence, locality, description, full_scan)
+    lazy = LazyPattern(pattern)
+    return Rule(name, ecosystem, anchor, lazy, confidence, locality, description, full_scan)
 
 
 # The patterns are searched (not matched) in one line; they are specific enough that a test
@@ -377,8 +378,8 @@ DEPENDENCY_RULES: tuple[Rule, ...] = (
 )
 
 #: Timing, port and connection signatures: supporting evidence of flakiness, never enough alone.
-FLAKY_SIGNATURES: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
-    (name, anchor, re.compile(pattern))
+FLAKY_SIGNATURES: tuple[tuple[str, str, LazyPattern[str]], ...] = tuple(
+    (name, anchor, LazyPattern(pattern))
     for name, anchor, pattern in (
         ("port in use", "in use", r"[Aa]ddress already in use|\[Errno 98\]"),
         ("port in use", "EADDRINUSE", r"EADDRINUSE"),
