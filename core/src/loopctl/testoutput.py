@@ -13,30 +13,32 @@ and each line is prefiltered with literal checks before any regex runs on it.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import attrs
 
 from loopctl.scan import LINE_CHARS, Scanner, ScanRule, strip_ansi
+from loopctl.testparts import (
+    DETAIL,
+    DETAIL_CAP,
+    HEADLINE,
+    LOCATION,
+    Partial,
+    bounded,
+    has_word,
+    unique,
+)
 
 #: Lines longer than this are cut before any pattern looks at them (the decisive part is early).
 _SCAN_CHARS = LINE_CHARS
-#: Each reported line is cut to this many characters.
-_LINE_CHARS = 500
-#: At most this many detail lines (diff lines, message continuations) per failure.
-_DETAIL_CAP = 10
-
-# Ranks: when there are more lines than ``max_lines``, headlines are kept first, then locations,
-# then details; the kept lines stay in output order.
-HEADLINE, LOCATION, DETAIL = 0, 1, 2
 
 
 @attrs.define
 class ParsedTestOutput:
     """What :func:`parse_test_output` found in one test run's output."""
 
-    #: Which format was recognised: pytest, unittest, jest, node, cargo, rustc, go, mypy, tsc,
-    #: python (a bare traceback) or generic.
+    #: Which format was recognised: pytest, unittest, jest, vitest, node, cargo, rustc, go,
+    #: mypy, tsc, python (a bare traceback) or generic.
     runner: str = "generic"
     #: The decisive error lines, in output order, deduplicated and bounded.
     error_lines: list[str] = attrs.Factory(list)
@@ -46,37 +48,8 @@ class ParsedTestOutput:
     failed_count: int | None = None
 
 
-@attrs.define
-class _Partial:
-    """What one runner's extractor found."""
-
-    runner: str
-    entries: list[tuple[int, str]] = attrs.Factory(list)
-    failing: list[str] = attrs.Factory(list)
-    passed: int | None = None
-    failed: int | None = None
-
-    def add(self, text: str, rank: int = HEADLINE) -> None:
-        text = text.strip()
-        if text:
-            self.entries.append((rank, text[:_LINE_CHARS]))
-
-    def fail(self, test_id: str) -> None:
-        test_id = test_id.strip()
-        if test_id:
-            self.failing.append(test_id[:_LINE_CHARS])
-
-    @property
-    def useful(self) -> bool:
-        return bool(self.entries or self.failing)
-
-
 def _indent(line: str) -> int:
     return len(line) - len(line.lstrip())
-
-
-def _has_word(text: str) -> bool:
-    return any(char.isalnum() for char in text)
 
 
 _SEPARATOR = re.compile(r"[=\-_]{10,}$")
@@ -89,7 +62,7 @@ _LIBRARY_FRAME = ("site-packages", "/lib/python", "<frozen", "\\lib\\")
 class _TracebackScanner:
     """Feeds lines one by one; reports each traceback's exception line and its best frame."""
 
-    def __init__(self, partial: _Partial, *, details_past_blank: bool) -> None:
+    def __init__(self, partial: Partial, *, details_past_blank: bool) -> None:
         self.partial = partial
         self.details_past_blank = details_past_blank
         self.state = 0  # 0 outside, 1 in the frames, 2 after the exception line
@@ -126,13 +99,13 @@ class _TracebackScanner:
                 ("During handling of", "The above exception")
             ):
                 self.state = 0
-            elif self.details < _DETAIL_CAP and _has_word(stripped):
+            elif self.details < DETAIL_CAP and has_word(stripped):
                 self.partial.add(stripped, DETAIL)
                 self.details += 1
 
 
-def _python(lines: list[str]) -> _Partial:
-    partial = _Partial("python")
+def _python(lines: list[str]) -> Partial:
+    partial = Partial("python")
     scanner = _TracebackScanner(partial, details_past_blank=False)
     for line in lines:
         if scanner.state or line.startswith("Traceback"):
@@ -178,7 +151,7 @@ class _PytestReader:
     """
 
     def __init__(self) -> None:
-        self.partial = _Partial("pytest")
+        self.partial = Partial("pytest")
         #: The previous line was an ``E`` line: the next one continues its block.
         self.in_e_block = False
         #: Detail lines kept for the current ``E`` block.
@@ -211,14 +184,14 @@ class _PytestReader:
     def error_line(self, line: str) -> None:
         """``E   assert 5 == 4``: the first of a block is a headline, the rest details."""
         content = line[1:].strip()
-        if self.skipping or not _has_word(content):
+        if self.skipping or not has_word(content):
             return
         if not self.in_e_block:
             self.in_e_block, self.details = True, 0
             self.partial.add(line, HEADLINE)
         elif _looks_like_exception(content):
             self.partial.add(line, HEADLINE)
-        elif self.details < _DETAIL_CAP:
+        elif self.details < DETAIL_CAP:
             self.partial.add(line, DETAIL)
             self.details += 1
 
@@ -267,7 +240,7 @@ class _PytestReader:
         if match.string[0].isdigit():
             self.final = match.group(1)
 
-    def finish(self) -> _Partial:
+    def finish(self) -> Partial:
         if self.final is not None:
             counts: dict[str, int] = {}
             for number, word in _COUNT.findall(self.final):
@@ -319,7 +292,7 @@ _PYTEST_LINES: Scanner[_PytestStep] = Scanner(
 )
 
 
-def _pytest(lines: list[str]) -> _Partial:
+def _pytest(lines: list[str]) -> Partial:
     reader = _PytestReader()
     for line in lines:
         reader.feed(line)
@@ -352,8 +325,8 @@ def _unittest_id(name: str, qualified: str) -> str:
     return qualified if qualified.endswith("." + name) else f"{qualified}.{name}"
 
 
-def _unittest(lines: list[str]) -> _Partial:
-    partial = _Partial("unittest")
+def _unittest(lines: list[str]) -> Partial:
+    partial = Partial("unittest")
     scanner = _TracebackScanner(partial, details_past_blank=True)
     ran: int | None = None
     result: tuple[str, str] | None = None
@@ -416,8 +389,8 @@ _JEST_CODE_FRAME = re.compile(r"\s*>?\s*\d+ \|")
 _JEST_COUNTS = re.compile(r"(\d+) (failed|passed|total)")
 
 
-def _jest(lines: list[str]) -> _Partial:
-    partial = _Partial("jest")
+def _jest(lines: list[str]) -> Partial:
+    partial = Partial("jest")
     current_file = ""
     state = 0  # 0 outside, 1 reading the message, 2 looking for the location
     message_lines = 0
@@ -452,7 +425,7 @@ def _jest(lines: list[str]) -> _Partial:
         if state == 1:
             if stripped.startswith("at ") or _JEST_CODE_FRAME.match(line):
                 state = 2
-            elif message_lines < _DETAIL_CAP:
+            elif message_lines < DETAIL_CAP:
                 partial.add(stripped, HEADLINE if message_lines == 0 else DETAIL)
                 message_lines += 1
         if state == 2 and stripped.startswith("at ") and "node_modules" not in line:
@@ -509,7 +482,7 @@ def _tap_yaml(lines: list[str], start: int) -> tuple[dict[str, str], int]:
     return fields, index
 
 
-def _node_tap(lines: list[str], partial: _Partial) -> None:
+def _node_tap(lines: list[str], partial: Partial) -> None:
     stack: list[str] = []
     index = 0
     while index < len(lines):
@@ -545,8 +518,8 @@ def _node_tap(lines: list[str], partial: _Partial) -> None:
             if error_name and not first.startswith(error_name):
                 first = f"{error_name}: {first}"
             partial.add(first, HEADLINE)
-            for detail in message[1:_DETAIL_CAP]:
-                if _has_word(detail):
+            for detail in message[1:DETAIL_CAP]:
+                if has_word(detail):
                     partial.add(detail, DETAIL)
         frames = [f for f in fields.get("stack", "").splitlines() if f and "node:" not in f]
         if frames:
@@ -555,7 +528,7 @@ def _node_tap(lines: list[str], partial: _Partial) -> None:
             partial.add(f"at {fields['location']}", LOCATION)
 
 
-def _node_spec(lines: list[str], partial: _Partial) -> None:
+def _node_spec(lines: list[str], partial: Partial) -> None:
     stack: list[str] = []
     index = 0
     while index < len(lines):
@@ -591,7 +564,7 @@ def _node_spec(lines: list[str], partial: _Partial) -> None:
         index = _node_spec_message(lines, index, len(line) - len(stripped), partial)
 
 
-def _node_spec_message(lines: list[str], index: int, indent: int, partial: _Partial) -> int:
+def _node_spec_message(lines: list[str], index: int, indent: int, partial: Partial) -> int:
     """Read the error under a ``✖`` line: its message, then the first frame in user code."""
     message_lines = 0
     in_stack = located = False
@@ -609,16 +582,16 @@ def _node_spec_message(lines: list[str], index: int, indent: int, partial: _Part
                 partial.add(stripped.removesuffix(" {"), LOCATION)
                 located = True
             continue
-        if in_stack or message_lines >= _DETAIL_CAP:
+        if in_stack or message_lines >= DETAIL_CAP:
             continue
-        if _has_word(stripped):
+        if has_word(stripped):
             partial.add(stripped, HEADLINE if message_lines == 0 else DETAIL)
             message_lines += 1
     return index
 
 
-def _node(lines: list[str]) -> _Partial:
-    partial = _Partial("node")
+def _node(lines: list[str]) -> Partial:
+    partial = Partial("node")
     if any("# Subtest: " in line or line.startswith("TAP version") for line in lines[:2000]):
         _node_tap(lines, partial)
     else:
@@ -645,8 +618,8 @@ _CARGO_RESULT = re.compile(r"test result: \w+\. (\d+) passed; (\d+) failed;")
 _RUST_NOISE = ("could not compile", "aborting due to", "test failed, to rerun", "build failed")
 
 
-def _rust(lines: list[str]) -> _Partial:
-    partial = _Partial("rustc")
+def _rust(lines: list[str]) -> Partial:
+    partial = Partial("rustc")
     passed = failed = 0
     saw_result = False
     index = 0
@@ -679,7 +652,7 @@ def _rust(lines: list[str]) -> _Partial:
     return partial
 
 
-def _rust_panic(lines: list[str], index: int, line: str, partial: _Partial) -> int:
+def _rust_panic(lines: list[str], index: int, line: str, partial: Partial) -> int:
     panic = _RUST_PANIC.match(line)
     if not panic:
         return index
@@ -687,7 +660,7 @@ def _rust_panic(lines: list[str], index: int, line: str, partial: _Partial) -> i
     if not panic.group(2).endswith(":"):
         return index  # the old one-line form: the message is on the panic line
     message_lines = 0
-    while index < len(lines) and message_lines < _DETAIL_CAP:
+    while index < len(lines) and message_lines < DETAIL_CAP:
         stripped = lines[index].strip()
         if not stripped or stripped.startswith(("note:", "stack backtrace:")):
             break
@@ -697,7 +670,7 @@ def _rust_panic(lines: list[str], index: int, line: str, partial: _Partial) -> i
     return index
 
 
-def _rust_error_body(lines: list[str], index: int, partial: _Partial) -> int:
+def _rust_error_body(lines: list[str], index: int, partial: Partial) -> int:
     """Read a compiler error's location (``--> file:line:col``) and its primary labels."""
     labels = 0
     while index < len(lines):
@@ -727,7 +700,7 @@ def _detect_rust(text: str) -> bool:
     )
 
 
-def _cargo(lines: list[str]) -> _Partial:
+def _cargo(lines: list[str]) -> Partial:
     partial = _rust(lines)
     cargo_markers = ("Compiling ", "could not compile", "test result:", "Running ", "Finished ")
     if any(marker in line for line in lines[:5000] for marker in cargo_markers):
@@ -743,8 +716,8 @@ _GO_BUILD = re.compile(r"\S+\.go:\d+:\d+: \S")
 _GO_FRAME = re.compile(r"\s+(\S+\.go:\d+)")
 
 
-def _go(lines: list[str]) -> _Partial:
-    partial = _Partial("go")
+def _go(lines: list[str]) -> Partial:
+    partial = Partial("go")
     verbose = False
     passed = failed = 0
     pending: list[str] = []  # logs printed before the test's verdict (go test -v)
@@ -788,7 +761,7 @@ def _go(lines: list[str]) -> _Partial:
             if ".go:" in line and _GO_LOG.match(line):
                 if after_fail:
                     partial.add(line, HEADLINE)
-                elif len(pending) < _DETAIL_CAP:
+                elif len(pending) < DETAIL_CAP:
                     pending.append(line)
             continue
         after_fail = False
@@ -805,7 +778,7 @@ def _go(lines: list[str]) -> _Partial:
     return partial
 
 
-def _go_panic_frame(lines: list[str], index: int, partial: _Partial) -> int:
+def _go_panic_frame(lines: list[str], index: int, partial: Partial) -> int:
     for offset, line in enumerate(lines[index : index + 80]):
         if line.startswith(("FAIL", "ok ", "exit status")):
             return index + offset
@@ -833,8 +806,8 @@ _MYPY_ERROR = re.compile(r"[^\s:][^:]*\.pyi?:\d+(?::\d+)?: error: \S")
 _MYPY_FOUND = re.compile(r"Found (\d+) errors? in \d+ files?")
 
 
-def _mypy(lines: list[str]) -> _Partial:
-    partial = _Partial("mypy")
+def _mypy(lines: list[str]) -> Partial:
+    partial = Partial("mypy")
     for line in lines:
         if ": error: " in line:
             if _MYPY_ERROR.match(line):
@@ -856,8 +829,8 @@ _TSC_ERROR = re.compile(r"(?:\S.*?(?:\(\d+,\d+\): | - ))?error TS\d+: ")
 _TSC_FOUND = re.compile(r"Found (\d+) errors?\b")
 
 
-def _tsc(lines: list[str]) -> _Partial:
-    partial = _Partial("tsc")
+def _tsc(lines: list[str]) -> Partial:
+    partial = Partial("tsc")
     errors = 0
     found: int | None = None
     continuation = 0
@@ -920,8 +893,8 @@ _GENERIC_RULES: Scanner[None] = Scanner(
 )
 
 
-def _generic(lines: list[str]) -> _Partial:
-    partial = _Partial("generic")
+def _generic(lines: list[str]) -> Partial:
+    partial = Partial("generic")
     for found in _GENERIC_RULES.search_lines(lines):
         if not _GENERIC_NEGATIVE.search(found.line):
             partial.add(found.line, HEADLINE)
@@ -932,7 +905,7 @@ def _generic(lines: list[str]) -> _Partial:
 
 # --- putting it together ------------------------------------------------------------------------
 
-_Extractor = Callable[[list[str]], _Partial]
+_Extractor = Callable[[list[str]], Partial]
 #: In priority order: when several runners are found, the first useful one names the run.
 _RUNNERS: tuple[tuple[Callable[[str], bool], _Extractor], ...] = (
     (_detect_pytest, _pytest),
@@ -951,28 +924,6 @@ def _split_lines(text: str) -> list[str]:
     return [line if len(line) <= _SCAN_CHARS else line[:_SCAN_CHARS] for line in lines]
 
 
-def _bounded(entries: Iterator[tuple[int, str]], max_lines: int) -> list[str]:
-    """Deduplicate in order, then keep at most ``max_lines``: best ranks first, output order."""
-    best: dict[str, int] = {}
-    order: list[str] = []
-    for rank, text in entries:
-        if text not in best:
-            best[text] = rank
-            order.append(text)
-        elif rank < best[text]:
-            best[text] = rank
-    if max_lines <= 0:
-        return []
-    if len(order) <= max_lines:
-        return order
-    positions = sorted(range(len(order)), key=lambda i: (best[order[i]], i))[:max_lines]
-    return [order[i] for i in sorted(positions)]
-
-
-def _unique(items: Iterator[str]) -> list[str]:
-    return list(dict.fromkeys(items))
-
-
 def _parse(output: str, max_lines: int) -> ParsedTestOutput:
     text = strip_ansi(output)
     lines = _split_lines(text)
@@ -984,15 +935,15 @@ def _parse(output: str, max_lines: int) -> ParsedTestOutput:
         useful = [p for p in (_python(lines),) if p.useful]
     if not useful:
         useful = [p for p in (_generic(lines),) if p.useful]
-    leader = useful[0] if useful else (detected[0] if detected else _Partial("generic"))
+    leader = useful[0] if useful else (detected[0] if detected else Partial("generic"))
     if leader.runner == "generic" and detected:  # generic lines, but the format was known
         leader.runner = detected[0].runner
         leader.passed, leader.failed = detected[0].passed, detected[0].failed
     chosen = useful or [leader]
     return ParsedTestOutput(
         runner=leader.runner,
-        error_lines=_bounded((entry for p in chosen for entry in p.entries), max_lines),
-        failing_tests=_unique(test for p in chosen for test in p.failing),
+        error_lines=bounded((entry for p in chosen for entry in p.entries), max_lines),
+        failing_tests=unique(test for p in chosen for test in p.failing),
         passed_count=leader.passed,
         failed_count=leader.failed,
     )
