@@ -3,8 +3,10 @@
 The agent needs the few lines that say what is wrong (``E   assert 5 == 4``, the exception,
 the first compiler error and its location), not the whole log; stuck detection needs the same
 lines to fingerprint. :func:`parse_test_output` recognises the output of pytest, unittest, jest,
-``node --test`` (TAP and spec reporters), cargo test / rustc, go test, mypy and tsc, and falls
-back to Python tracebacks and generic ``error:`` lines.
+vitest, ``node --test`` (TAP and spec reporters), cargo test / rustc, go test (its text and its
+``-json`` event stream, :mod:`loopctl.gojson`), mypy and tsc, and falls back to Python
+tracebacks and generic ``error:`` lines. Reports a runner writes to a file (JUnit XML) are read
+by :mod:`loopctl.testreport`, with this reader as the fallback.
 
 Logs can be large, so each runner is detected with cheap substring checks on the whole output,
 and each line is prefiltered with literal checks before any regex runs on it.
@@ -17,6 +19,7 @@ from collections.abc import Callable
 
 import attrs
 
+from loopctl.gojson import detect_go_json, read_go_json
 from loopctl.scan import LINE_CHARS, Scanner, ScanRule, strip_ansi
 from loopctl.testparts import (
     DETAIL,
@@ -299,6 +302,12 @@ def _pytest(lines: list[str]) -> Partial:
     return reader.finish()
 
 
+def pytest_failure_lines(lines: list[str]) -> Partial:
+    """The decisive lines of one failure's report as pytest prints it (``E`` lines, the
+    location): how :mod:`loopctl.junit` reads the text of a pytest JUnit ``<failure>``."""
+    return _pytest([strip_ansi(line)[:_SCAN_CHARS] for line in lines])
+
+
 def _detect_pytest(text: str) -> bool:
     if "test session starts" in text or "short test summary info" in text:
         return True
@@ -436,6 +445,56 @@ def _jest(lines: list[str]) -> Partial:
 
 def _detect_jest(text: str) -> bool:
     return "Test Suites:" in text or ("●" in text and ("\nFAIL " in text or "\nTests:" in text))
+
+
+# --- vitest -------------------------------------------------------------------------------------
+
+_VITEST_FAIL = re.compile(r"FAIL\s+(.+?)(?: \[ .+ \])?$")
+_VITEST_LOCATION = re.compile(r"❯ (\S+:\d+:\d+)$")
+_VITEST_CODE = re.compile(r"\d*\|")
+_VITEST_COUNT = re.compile(r"(\d+) (failed|passed)")
+
+
+def _vitest(lines: list[str]) -> Partial:
+    """vitest's default reporter: each failure under ``Failed Tests`` (or ``Failed Suites``)
+    starts ``FAIL  file > suite > test``, then the error, a diff, and ``❯ file:line:col``."""
+    partial = Partial("vitest")
+    reading = False  # inside one failure, before its location
+    message_lines = 0
+    for line in lines:
+        stripped = line.strip()
+        if not stripped:
+            continue
+        if stripped.startswith("FAIL "):
+            failure = _VITEST_FAIL.match(stripped)
+            if failure:
+                partial.fail(failure.group(1))
+                partial.add(f"FAIL {failure.group(1)}", HEADLINE)
+                reading, message_lines = True, 0
+            continue
+        if stripped.startswith("⎯"):
+            reading = False
+            continue
+        if stripped.startswith("Tests ") and stripped.endswith(")"):
+            counts = {word: int(n) for n, word in _VITEST_COUNT.findall(stripped)}
+            partial.failed = counts.get("failed", 0)
+            partial.passed = counts.get("passed", 0)
+            continue
+        if not reading:
+            continue
+        if stripped.startswith("❯ "):
+            location = _VITEST_LOCATION.match(stripped)
+            if location:
+                partial.add(location.group(1), LOCATION)
+                reading = False
+        elif not _VITEST_CODE.match(stripped) and message_lines < DETAIL_CAP:
+            partial.add(stripped, HEADLINE if message_lines == 0 else DETAIL)
+            message_lines += 1
+    return partial
+
+
+def _detect_vitest(text: str) -> bool:
+    return " RUN  v" in text or "Test Files  " in text or "⎯ Failed Tests " in text
 
 
 # --- node --test --------------------------------------------------------------------------------
@@ -791,6 +850,8 @@ def _go_panic_frame(lines: list[str], index: int, partial: Partial) -> int:
 
 
 def _detect_go(text: str) -> bool:
+    if detect_go_json(text):
+        return False  # the event stream is read by loopctl.gojson; its lines are not text
     return (
         "--- FAIL:" in text
         or "--- PASS:" in text
@@ -911,8 +972,10 @@ _RUNNERS: tuple[tuple[Callable[[str], bool], _Extractor], ...] = (
     (_detect_pytest, _pytest),
     (_detect_unittest, _unittest),
     (_detect_jest, _jest),
+    (_detect_vitest, _vitest),
     (_detect_node, _node),
     (_detect_rust, _cargo),
+    (detect_go_json, read_go_json),
     (_detect_go, _go),
     (_detect_tsc, _tsc),
     (_detect_mypy, _mypy),
