@@ -42,8 +42,8 @@ _FRAMES = ("=== RUN", "=== PAUSE", "=== CONT", "=== NAME", "--- FAIL", "--- PASS
 
 def detect_go_json(text: str) -> bool:
     """Cheap check: does ``text`` hold ``go test -json`` events?"""
-    return '"Action":"' in text and (
-        '{"Time":"' in text or '{"Action":"' in text or '{"ImportPath":"' in text
+    return '"Action":' in text and (
+        '{"Time":' in text or '{"Action":' in text or '{"ImportPath":' in text
     )
 
 
@@ -157,8 +157,10 @@ def _event(line: str) -> dict[str, Any] | None:
         event = json.loads(line)
     except (ValueError, RecursionError):
         return None
-    if isinstance(event, dict) and event.get("Action") in _ACTIONS:
-        return event
+    if isinstance(event, dict):
+        action = event.get("Action")
+        if isinstance(action, str) and action in _ACTIONS:
+            return event
     return None
 
 

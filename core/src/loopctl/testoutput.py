@@ -674,7 +674,17 @@ _RUST_ERROR = re.compile(r"error(\[E\d+\])?: (.+)$")
 _RUST_ARROW = re.compile(r"\s*--> (\S.*)$")
 _RUST_PRIMARY_LABEL = re.compile(r"\s*(?:\d+\s*)?\|\s*\^+ (.+)$")
 _CARGO_RESULT = re.compile(r"test result: \w+\. (\d+) passed; (\d+) failed;")
-_RUST_NOISE = ("could not compile", "aborting due to", "test failed, to rerun", "build failed")
+_RUST_NOISE = (
+    "could not compile",
+    "aborting due to",
+    "test failed, to rerun",
+    "build failed",
+    "test run failed",
+)
+#: cargo-nextest: ``    FAIL [   0.013s] (2/3) calc tests::adds`` and its closing summary.
+_NEXTEST_FAIL = re.compile(r"\s+FAIL \[\s*[\d.]+s\] (?:\(\s*\d+/\d+\) )?(\S.*)$")
+_NEXTEST_SUMMARY = re.compile(r"\s+Summary \[\s*[\d.]+s\] \d+ tests? run: (.*)$")
+_NEXTEST_COUNT = re.compile(r"(\d+) (passed|failed)")
 
 
 def _rust(lines: list[str]) -> Partial:
@@ -706,9 +716,27 @@ def _rust(lines: list[str]) -> Partial:
             if error and not any(noise in line for noise in _RUST_NOISE):
                 partial.add(line, HEADLINE)
                 index = _rust_error_body(lines, index, partial)
-    if saw_result:
+        elif first == " " and ("panicked at" in line or "FAIL [" in line or "Summary [" in line):
+            index = _nextest_line(lines, index, line, partial)
+    if saw_result and partial.passed is None:
         partial.passed, partial.failed = passed, failed
     return partial
+
+
+def _nextest_line(lines: list[str], index: int, line: str, partial: Partial) -> int:
+    """cargo-nextest's lines: a test's verdict, its indented panic, the run's summary."""
+    stripped = line.lstrip()
+    if stripped.startswith("thread '"):
+        return _rust_panic(lines, index, stripped, partial)
+    verdict = _NEXTEST_FAIL.match(line)
+    if verdict:
+        partial.fail(verdict.group(1))
+        return index
+    summary = _NEXTEST_SUMMARY.match(line)
+    if summary:
+        counts = {word: int(number) for number, word in _NEXTEST_COUNT.findall(summary.group(1))}
+        partial.passed, partial.failed = counts.get("passed", 0), counts.get("failed", 0)
+    return index
 
 
 def _rust_panic(lines: list[str], index: int, line: str, partial: Partial) -> int:
