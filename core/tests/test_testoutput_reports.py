@@ -18,6 +18,7 @@ from loopctl import testreport
 from loopctl.gojson import read_go_json
 from loopctl.junit import ReportError, read_junit
 from loopctl.testcmd import run_test_command
+from loopctl.testing import Project
 from loopctl.testoutput import parse_test_output
 from loopctl.testreport import plan_report, pytest_arguments, read_results
 
@@ -460,3 +461,43 @@ def test_read_results_never_raises(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     found, note = read_results("FAILED t.py::x - boom\n1 failed in 0.1s\n", plan)
     assert found.failing_tests == ["t.py::x"]
     assert "not read (RuntimeError)" in note
+
+
+# --- through the engine -------------------------------------------------------------------------
+
+CALC_TEST = (
+    "from calc import add\n\n\ndef test_add():\n    assert add(1, 2) == 3\n\n\n"
+    "def test_zero():\n    assert add(0, 0) == 0\n"
+)
+
+
+@pytest.mark.parametrize(("setting", "failing"), [(None, ["test_calc.py::test_add"]), ("off", [])])
+def test_a_loop_reads_the_report_it_asks_pytest_for(
+    loopctl_project: Project, setting: str | None, failing: list[str]
+) -> None:
+    from calc_loop import FIX, IDLE, run
+
+    loopctl_project.write("calc.py", "def add(a, b):\n    return a - b\n")
+    loopctl_project.write("test_calc.py", CALC_TEST)
+    loopctl_project.commit("buggy calc")
+    config = {} if setting is None else {"test_report": setting}
+    result = run(
+        loopctl_project,
+        [IDLE, [FIX]],
+        # the output names no failing test (-rN --tb=no): only the report does
+        test_cmd=f"{PY} -m pytest -p no:cacheprovider -q -rN --tb=no",
+        config=config,
+        env=PYTEST_ENV,
+    )
+    assert result.status == "complete"
+    assert result.records[0]["failing_tests"] == failing
+    assert (result.state_dir / "junit.xml").exists() == (setting is None)
+    assert result.events_of("tests.start")[0]["command"].endswith("-rN --tb=no")
+
+
+def test_test_report_must_not_be_empty() -> None:
+    from loopctl.config.errors import InvalidFields
+    from loopctl.config.schema import LoopctlConfig
+
+    with pytest.raises(InvalidFields, match="test_report"):
+        LoopctlConfig(test_report=" ")

@@ -22,6 +22,7 @@ from xml.parsers import expat
 
 import attrs
 
+from loopctl.testoutput import pytest_failure_lines
 from loopctl.testparts import DETAIL, DETAIL_CAP, HEADLINE, LOCATION, Partial
 
 #: Characters kept of one failure's text (a long captured log is cut; its start decides).
@@ -253,8 +254,6 @@ def _failure_lines(runner: str, case: _Case, test_id: str, partial: Partial) -> 
     verdict = "ERROR" if case.outcome == "error" else "FAILED"
     partial.add(f"{verdict} {test_id} - {message}" if message else f"{verdict} {test_id}")
     if runner == "pytest":
-        from loopctl.testoutput import pytest_failure_lines
-
         for rank, text in pytest_failure_lines(lines).entries:
             partial.add(text, rank)
         return
