@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import tempfile
 import textwrap
 import time
 from pathlib import Path
@@ -300,32 +301,33 @@ def test_pytest_is_known_by_the_command_itself(command: str, arguments: list[str
 
 
 def test_plan_adds_junitxml_only_where_it_is_safe(tmp_path: Path) -> None:
-    state = tmp_path / ".loopctl"
-    state.mkdir()
-    plan = plan_report("pytest -q", cwd=tmp_path, state_dir=state)
-    assert plan.command.startswith("pytest -q --junitxml=")
-    assert plan.pattern == str(state / "junit.xml")
-    assert plan.source == "loopctl"
+    plan = plan_report("pytest -q", cwd=tmp_path, ask_pytest=True)
+    assert plan.own_dir is not None
+    assert plan.command == (f"pytest -q --junitxml={plan.own_dir}/junit.xml -o junit_family=xunit1")
+    assert plan.pattern == f"{plan.own_dir}/junit.xml"
+    # a private directory (the report holds the tests' output unmasked), removed after reading
+    assert os.stat(plan.own_dir).st_mode & 0o077 == 0
+    testreport.discard_report(plan)
+    assert not os.path.exists(plan.own_dir)
     for command in ("pytest -q -p no:junitxml", "pytest -- tests", "pytest -q; true", "tox"):
-        assert plan_report(command, cwd=tmp_path, state_dir=state).command == command
-    # no state directory given: never an added argument
+        assert plan_report(command, cwd=tmp_path, ask_pytest=True).command == command
+    # not asked to: never an added argument
     assert plan_report("pytest -q", cwd=tmp_path).command == "pytest -q"
     # off: the output only
-    assert plan_report("pytest", cwd=tmp_path, report="off", state_dir=state).pattern is None
+    assert plan_report("pytest", cwd=tmp_path, report="off", ask_pytest=True).pattern is None
 
 
 def test_plan_reads_the_report_pytest_is_asked_for_already(tmp_path: Path) -> None:
-    state = tmp_path / ".loopctl"
-    named = plan_report("pytest --junitxml=out/r.xml", cwd=tmp_path, state_dir=state)
+    named = plan_report("pytest --junitxml=out/r.xml", cwd=tmp_path, ask_pytest=True)
     assert (named.command, named.pattern) == ("pytest --junitxml=out/r.xml", "out/r.xml")
     (tmp_path / "pyproject.toml").write_text(
         '[tool.pytest.ini_options]\naddopts = ["-q", "--junit-xml=build/junit.xml"]\n'
     )
-    configured = plan_report("pytest", cwd=tmp_path, state_dir=state)
+    configured = plan_report("pytest", cwd=tmp_path, ask_pytest=True)
     assert (configured.command, configured.pattern) == ("pytest", "build/junit.xml")
     env = {"PYTEST_ADDOPTS": "--junitxml r.xml"}
     (tmp_path / "pyproject.toml").unlink()
-    assert plan_report("pytest", cwd=tmp_path, state_dir=state, env=env).pattern == "r.xml"
+    assert plan_report("pytest", cwd=tmp_path, ask_pytest=True, env=env).pattern == "r.xml"
 
 
 def _write_project(root: Path) -> None:
@@ -338,17 +340,20 @@ def _write_project(root: Path) -> None:
     )
 
 
-def test_pytest_run_is_read_from_the_report_loopctl_asks_for(tmp_path: Path) -> None:
+def test_pytest_run_is_read_from_the_report_loopctl_asks_for(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     _write_project(tmp_path / "p")
-    state = tmp_path / "state"
-    state.mkdir()
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
     # -rN --tb=no: the output names no failing test, only the report does
     command = f"{PY} -m pytest -p no:cacheprovider -q -rN --tb=no"
     run = run_test_command(
-        command, cwd=tmp_path / "p", timeout_s=60, env=PYTEST_ENV, report_dir=state
+        command, cwd=tmp_path / "p", timeout_s=60, env=PYTEST_ENV, ask_pytest=True
     )
     assert run.command == command  # the user's command, not the one with --junitxml
-    assert (state / "junit.xml").is_file()
+    assert list(scratch.iterdir()) == []  # the report was read, then removed
     assert run.runner == "pytest"
     assert run.failing_tests == ["tests/test_calc.py::test_add"]
     assert (run.passed_count, run.failed_count) == (2, 1)
@@ -491,7 +496,7 @@ def test_a_loop_reads_the_report_it_asks_pytest_for(
     )
     assert result.status == "complete"
     assert result.records[0]["failing_tests"] == failing
-    assert (result.state_dir / "junit.xml").exists() == (setting is None)
+    assert not list(result.state_dir.rglob("*.xml"))  # never kept: it holds unmasked output
     assert result.events_of("tests.start")[0]["command"].endswith("-rN --tb=no")
 
 

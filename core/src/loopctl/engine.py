@@ -1200,7 +1200,7 @@ class Engine:
                     base_env=child_environment(withhold=self.loaded.config.withhold_env),
                     on_start=on_start,
                     report=self.loaded.config.test_report,
-                    report_dir=self.state_dir,
+                    ask_pytest=True,
                 )
         finally:
             self.state.test_process = None  # ended (written with the next state write)

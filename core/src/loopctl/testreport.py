@@ -9,8 +9,9 @@ JUnit report. Each of those falls back with a note, never an exception.
 Which report: the one configured (``test_report``, a path or a glob relative to the project),
 else the one a pytest command names itself (``--junitxml=PATH``, or in ``addopts``), else, for
 a command that *is* pytest by its own words (not by what its output looks like),
-loopctl adds ``--junitxml=<state dir>/junit.xml`` to it. ``test_report = "off"`` reads the
-output only.
+loopctl adds ``--junitxml`` to it, into a private temporary directory removed once the report
+is read (it holds the tests' output unmasked, so it never goes into the state directory).
+``test_report = "off"`` reads the output only.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ import glob
 import os
 import re
 import shlex
+import shutil
+import tempfile
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -35,7 +38,7 @@ MAX_REPORT_BYTES = 50_000_000
 MAX_REPORT_FILES = 1000
 #: ``test_report`` value that turns reports off.
 REPORT_OFF = "off"
-#: The name of the report loopctl asks pytest for, in the state directory.
+#: The name of the report loopctl asks pytest for, in a private temporary directory.
 OWN_REPORT = "junit.xml"
 #: A report's modification time may be this much before the run's start (file systems that
 #: keep whole seconds).
@@ -69,6 +72,8 @@ class ReportPlan:
     before: Mapping[str, _Signature] = attrs.field(factory=dict)
     #: When the run started (``time.time_ns()``).
     started_ns: int = 0
+    #: The private temporary directory of the report loopctl asked pytest for.
+    own_dir: str | None = None
 
 
 def pytest_arguments(command: str) -> list[str] | None:
@@ -120,21 +125,28 @@ def plan_report(
     *,
     cwd: Path,
     report: str | None = None,
-    state_dir: Path | None = None,
+    ask_pytest: bool = False,
     env: Mapping[str, str] | None = None,
 ) -> ReportPlan:
     """Decide where this run's report will be. ``report`` is the ``test_report`` setting;
-    ``state_dir`` is where loopctl may ask pytest to write one (None: it never adds an
-    argument). Removes loopctl's own report of an earlier run; never touches another file.
-    Never raises: whatever goes wrong leaves the command as it is, with no report."""
+    ``ask_pytest`` lets loopctl add ``--junitxml`` to a pytest command (into a private
+    temporary directory: the report holds the test's output unmasked, so it never goes into the
+    state directory; :func:`discard_report` removes it). Never raises: whatever goes wrong
+    leaves the command as it is, with no report."""
     try:
-        return _plan(command, Path(cwd), report, state_dir, env or {})
+        return _plan(command, Path(cwd), report, ask_pytest, env or {})
     except Exception:  # noqa: BLE001 - a bug here must not keep the tests from running
         return ReportPlan(command=command, cwd=Path(cwd))
 
 
+def discard_report(plan: ReportPlan) -> None:
+    """Remove the report loopctl asked for, once read (nothing else is ever removed)."""
+    if plan.own_dir is not None:
+        shutil.rmtree(plan.own_dir, ignore_errors=True)
+
+
 def _plan(
-    command: str, cwd: Path, report: str | None, state_dir: Path | None, env: Mapping[str, str]
+    command: str, cwd: Path, report: str | None, ask_pytest: bool, env: Mapping[str, str]
 ) -> ReportPlan:
     pattern: str | None = None
     source = "test_report"
@@ -144,7 +156,12 @@ def _plan(
     else:
         arguments = pytest_arguments(command)
         if arguments is not None:
-            pattern, source, run = _pytest_plan(command, arguments, cwd, state_dir, env)
+            pattern, source = _pytest_report(arguments, cwd, ask_pytest, env)
+    own_dir: str | None = None
+    if source == "loopctl":
+        own_dir = tempfile.mkdtemp(prefix="loopctl-junit-")
+        pattern = os.path.join(own_dir, OWN_REPORT)
+        run = f"{command} --junitxml={shlex.quote(pattern)} -o junit_family=xunit1"
     started_ns = time.time_ns()
     if pattern is None:
         return ReportPlan(command=run, cwd=cwd, started_ns=started_ns)
@@ -155,29 +172,24 @@ def _plan(
         source=source,
         before=_signatures(_matches(pattern, cwd)),
         started_ns=started_ns,
+        own_dir=own_dir,
     )
 
 
-def _pytest_plan(
-    command: str, arguments: list[str], cwd: Path, state_dir: Path | None, env: Mapping[str, str]
-) -> tuple[str | None, str, str]:
-    """(pattern, source, command to run) for a pytest command."""
-    named = _JUNITXML_OPTION.search(" ".join(arguments))
+def _pytest_report(
+    arguments: list[str], cwd: Path, ask_pytest: bool, env: Mapping[str, str]
+) -> tuple[str | None, str]:
+    """(pattern, source) for a pytest command; source "loopctl" when loopctl is to ask."""
+    joined = " ".join(arguments)
+    named = _JUNITXML_OPTION.search(joined)
     if named:
-        return named.group(1), "the pytest command", command
+        return named.group(1), "the pytest command"
     configured = _configured_junitxml(cwd, env)
     if configured is not None:  # pytest writes one already: read it, add nothing
-        return (configured or None), "pytest's addopts", command
-    joined = " ".join(arguments)
-    if state_dir is None or "--" in arguments or "no:junitxml" in joined:
-        return None, "", command
-    own = Path(os.path.abspath(state_dir)) / OWN_REPORT
-    try:
-        own.unlink(missing_ok=True)  # an old one must not pass for this run's
-    except OSError:
-        return None, "", command
-    added = f"--junitxml={shlex.quote(str(own))} -o junit_family=xunit1"
-    return str(own), "loopctl", f"{command} {added}"
+        return (configured or None), "pytest's addopts"
+    if not ask_pytest or "--" in arguments or "no:junitxml" in joined:
+        return None, ""
+    return None, "loopctl"
 
 
 def _has_glob(pattern: str) -> bool:
@@ -321,6 +333,7 @@ __all__ = [
     "MAX_REPORT_BYTES",
     "REPORT_OFF",
     "ReportPlan",
+    "discard_report",
     "plan_report",
     "pytest_arguments",
     "read_results",

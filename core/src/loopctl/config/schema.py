@@ -304,8 +304,8 @@ class LoopctlConfig:
         metadata=_doc(
             "A JUnit XML report the test command writes (a path or a glob such as "
             "'build/test-results/**/*.xml', relative to the project): its failing tests and "
-            "counts are read before the output. Unset: pytest commands get --junitxml into "
-            "the state directory; 'off': the output only."
+            "counts are read before the output. Unset: pytest commands get --junitxml (into a "
+            "temporary directory); 'off': the output only."
         ),
     )
     session: Literal["fresh", "resume"] = attrs.field(
