@@ -506,3 +506,14 @@ def test_test_report_must_not_be_empty() -> None:
 
     with pytest.raises(InvalidFields, match="test_report"):
         LoopctlConfig(test_report=" ")
+
+
+def test_a_pytest_run_that_writes_no_report_says_so(tmp_path: Path) -> None:
+    # a usage error: pytest stops before writing the report loopctl asked for
+    command = f"{PY} -m pytest -p no:cacheprovider --no-such-option"
+    run = run_test_command(command, cwd=tmp_path, timeout_s=60, env=PYTEST_ENV, ask_pytest=True)
+    assert run.exit_code == 4
+    assert run.output.rstrip("\n").splitlines()[-1] == (
+        "loopctl: no test report at the --junitxml path loopctl added after the run: "
+        "the results come from the output"
+    )

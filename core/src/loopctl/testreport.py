@@ -221,16 +221,18 @@ def _signatures(paths: list[str]) -> dict[str, _Signature]:
     return {path: signature for path, signature in found.items() if signature is not None}
 
 
-def _shown(path: str, cwd: Path) -> str:
+def _shown(path: str, plan: ReportPlan) -> str:
+    if plan.own_dir is not None and path.startswith(plan.own_dir):
+        return "the --junitxml path loopctl added"
     try:
-        return os.path.relpath(path, cwd)
+        return os.path.relpath(path, plan.cwd)
     except ValueError:
         return path
 
 
 def _read_one(path: str, plan: ReportPlan) -> tuple[Partial | None, str]:
     """One report file: what it says, or why it was not read."""
-    shown = _shown(path, plan.cwd)
+    shown = _shown(path, plan)
     signature = _signature(path)
     if signature is None:
         return None, f"no test report at {shown} after the run"
