@@ -494,7 +494,9 @@ def _vitest(lines: list[str]) -> Partial:
 
 
 def _detect_vitest(text: str) -> bool:
-    return " RUN  v" in text or "Test Files  " in text or "⎯ Failed Tests " in text
+    # the summary line, or the separators around each failure (needles with runs of spaces,
+    # such as the " RUN  v" header, are slow to find in logs full of padding)
+    return "Test Files  " in text or "⎯⎯" in text
 
 
 # --- node --test --------------------------------------------------------------------------------
@@ -878,15 +880,15 @@ def _go_panic_frame(lines: list[str], index: int, partial: Partial) -> int:
 
 
 def _detect_go(text: str) -> bool:
-    if detect_go_json(text):
-        return False  # the event stream is read by loopctl.gojson; its lines are not text
-    return (
+    found = (
         "--- FAIL:" in text
         or "--- PASS:" in text
         or "=== RUN" in text
         or "[build failed]" in text
         or "[setup failed]" in text
     )
+    # an event stream is read by loopctl.gojson; its lines are not go test's text
+    return found and not detect_go_json(text)
 
 
 # --- mypy and tsc -------------------------------------------------------------------------------
