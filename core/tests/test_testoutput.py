@@ -50,7 +50,7 @@ def test_pytest_output_keeps_decisive_lines_in_order() -> None:
     assert not any("passed in" in line for line in lines)
 
 
-# --- formats without a real capture (go is not installed where the captures were made) --------
+# --- hand-written go samples (go_test.txt and go_test_json*.txt are real captures) ------------
 
 GO_PLAIN = _sample(
     """

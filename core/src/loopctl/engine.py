@@ -1205,6 +1205,8 @@ class Engine:
                     output_limit=limits.test_output_bytes,
                     base_env=child_environment(withhold=self.loaded.config.withhold_env),
                     on_start=on_start,
+                    report=self.loaded.config.test_report,
+                    ask_pytest=True,
                 )
         finally:
             self.state.test_process = None  # ended (written with the next state write)

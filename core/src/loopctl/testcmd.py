@@ -33,7 +33,7 @@ from loopctl.procgroup import (
     supervisor_token,
     wait_group_gone,
 )
-from loopctl.testoutput import parse_test_output
+from loopctl.testreport import ReportPlan, discard_report, plan_report, read_results
 from loopctl.withhold import child_environment
 
 #: How many error lines a TestRun carries at most (the extractor's bound).
@@ -275,6 +275,8 @@ def run_test_command(
     kill_grace_s: float = 2.0,
     base_env: Mapping[str, str] | None = None,
     on_start: Callable[[int], None] | None = None,
+    report: str | None = None,
+    ask_pytest: bool = False,
 ) -> TestRun:
     """Run ``command`` with ``/bin/sh -c`` in ``cwd`` and report the result. Never raises, except
     that a KeyboardInterrupt ends the command's whole process group and is then re-raised.
@@ -288,6 +290,9 @@ def run_test_command(
     left its group where loopctl is a subreaper (:func:`loopctl.procgroup.end_escaped`).
     ``on_start`` is called with the command's process group id once it runs (the engine
     records it, so a loop that takes over from a killed one can end a command left running).
+    ``report`` (the ``test_report`` setting) and ``ask_pytest`` (loopctl may add
+    ``--junitxml`` to a pytest command) say where the runner's own report is read from
+    (:func:`loopctl.testreport.plan_report`); the output is read when there is none.
     """
     started = time.monotonic()
     cwd = Path(cwd)
@@ -297,12 +302,13 @@ def run_test_command(
         SUPERVISOR_ENV: supervisor_token(),  # how its escaped descendants are known
     }
     capture = _BoundedCapture(output_limit)
+    plan = plan_report(command, cwd=cwd, report=report, ask_pytest=ask_pytest, env=full_env)
     runner: _Runner | None = None
     try:
         with deferred_interrupts():  # Ctrl-C now would lose the started process: not yet
             try:
                 process = subprocess.Popen(
-                    ["/bin/sh", "-c", command],
+                    ["/bin/sh", "-c", plan.command],
                     cwd=cwd,
                     env=full_env,
                     stdin=subprocess.DEVNULL,
@@ -311,6 +317,7 @@ def run_test_command(
                     start_new_session=True,
                 )
             except (OSError, ValueError, subprocess.SubprocessError) as error:
+                discard_report(plan)
                 return _cannot_start(command, cwd, error, time.monotonic() - started)
             runner = _Runner(process, capture)
             if on_start is not None:
@@ -321,6 +328,7 @@ def run_test_command(
     except BaseException:  # Ctrl-C (or anything else): leave no process behind, then go on up
         if runner is not None:
             runner.end_group(min(kill_grace_s, 0.5))
+        discard_report(plan)
         raise
     finally:
         if runner is not None:
@@ -329,7 +337,12 @@ def run_test_command(
 
     returncode = process.returncode
     exit_code = _exit_status(returncode) if finished and returncode is not None else None
-    return _test_run(command, capture.text(), exit_code, not finished, duration_s, timeout_s)
+    try:
+        return _test_run(
+            command, capture.text(), exit_code, not finished, duration_s, timeout_s, plan
+        )
+    finally:
+        discard_report(plan)
 
 
 def _test_run(
@@ -339,14 +352,15 @@ def _test_run(
     timed_out: bool,
     duration_s: float,
     timeout_s: float,
+    plan: ReportPlan | None = None,
 ) -> TestRun:
-    found = parse_test_output(output, max_lines=_MAX_ERROR_LINES)
+    found, note = read_results(output, plan, max_lines=_MAX_ERROR_LINES)
     run = TestRun(
         command=command,
         exit_code=exit_code,
         duration_s=duration_s,
         timed_out=timed_out,
-        output=output,
+        output=f"{output.rstrip(chr(10))}\n{note}\n" if note else output,
         runner=found.runner,
         passed_count=found.passed_count,
         failed_count=found.failed_count,

