@@ -50,6 +50,20 @@ def test_command_line_writes_the_prompt_to_a_message_file(tmp_path: Path) -> Non
     assert not message_file.parent.exists()  # the turn's scratch directory is cleaned up
 
 
+def test_aider_leaves_the_users_files_alone(tmp_path: Path) -> None:
+    """No ``.aider*`` line added to the project's .gitignore, no history files in the project:
+    aider's own records go to the turn's scratch directory, removed when the turn ends."""
+    agent = AiderAgent()
+    argv = agent.invocation(TurnRequest("p", tmp_path, 1)).argv
+    assert "--no-gitignore" in argv
+    assert "--gitignore" not in argv
+    scratch = Path(argv[argv.index("--message-file") + 1]).parent
+    for option in ("--chat-history-file", "--input-history-file"):
+        assert Path(argv[argv.index(option) + 1]).parent == scratch
+    agent.new_parser().finish(0, "")
+    assert not scratch.exists()
+
+
 def test_session_ids_are_ignored_and_analytics_can_be_off(tmp_path: Path) -> None:
     agent = AiderAgent(AiderSettings(analytics_log=False, auto_commits=True))
     argv = agent.invocation(TurnRequest("p", tmp_path, 2, session_id="abc")).argv
@@ -215,6 +229,14 @@ def test_real_aider_turn_through_the_supervisor(tmp_path: Path) -> None:
         sent = json.dumps(server.requests[0])
     assert result.outcome.ok, (result.outcome.message, result.stderr_tail[-2000:])
     assert "return a + b" in (work / "calc.py").read_text()
+    assert not (work / ".gitignore").exists()  # aider did not add .aider* to it
+    status = subprocess.run(
+        [*git, "status", "--porcelain", "--untracked-files=all"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.splitlines()
+    assert status == [" M calc.py"]  # no .aider.chat.history.md or other files of aider's
     assert "fix add" in sent
     assert [c.key_input for c in result.tool_calls] == ["calc.py"]
     assert result.requests == [Usage(1234, 56)]  # exact, from the analytics log
