@@ -128,8 +128,16 @@ def exit_codes_page() -> str:
         "| status | exit code |",
         "|---|---|",
     ]
-    lines += [f"| `{status.value}` | {EXIT_CODES[status.value]} |" for status in StopStatus]
-    lines += [f"| *usage error* (bad config, unknown agent, …) | {EXIT_USAGE} |", ""]
+    lines += [
+        f"| `{status.value}` | {EXIT_CODES[status.value]} |"
+        for status in StopStatus
+        if status is not StopStatus.USAGE_ERROR
+    ]
+    lines += [
+        f"| `{StopStatus.USAGE_ERROR.value}`, and any *usage error* before the run starts (bad "
+        f"config, unknown agent, …) | {EXIT_USAGE} |",
+        "",
+    ]
     lines.append("A plugin may stop a loop with a status of its own; it maps to the `plugin` code.")
     lines += [
         "",
@@ -139,6 +147,11 @@ def exit_codes_page() -> str:
         "left half-written (see [state files](../state-files.md)), and once there is space",
         "`loopctl resume` continues the loop (`loopctl run` when the disk was full before the",
         "loop's state could be saved; the line says which).",
+        "",
+        "`usage_error` means the agent's CLI refused the command line loopctl gave it (an option",
+        'or a value it does not accept: `[agents.claude] permission_mode = "bogus"`), or the',
+        "adapter refused its own settings. The line names the setting and quotes the CLI's own",
+        "words, which list what it accepts; a retry would fail the same way, so there is none.",
         "",
         "`interrupted` is any of the stop signals: Ctrl-C (SIGINT), SIGTERM, SIGHUP or SIGQUIT;",
         "`wall_clock` is also the status when a plugin hook was still running at the limit",

@@ -1263,6 +1263,8 @@ class Engine:
                 StopStatus.AUTH,
                 f"the agent cannot work until this is fixed ({kind.value}): {message}",
             )
+        if kind is ErrorKind.USAGE:  # its command line is wrong: every retry would fail alike
+            return _engine_stop(StopStatus.USAGE_ERROR, message)
         if not turn.started:
             return _engine_stop(StopStatus.AGENT_ERROR, message)
         if kind is ErrorKind.RATE_LIMIT:

@@ -29,6 +29,10 @@ class ErrorKind(str, enum.Enum):
     INVALID_OUTPUT = "invalid_output"
     BUDGET = "budget"
     INTERRUPTED = "interrupted"
+    #: The agent CLI rejected its command line at start (an unknown option, a value it does not
+    #: accept), or the adapter its settings: a retry cannot help, so the run stops with a usage
+    #: error (exit 2) that names the setting.
+    USAGE = "usage"
     UNKNOWN = "unknown"
 
 
@@ -424,7 +428,13 @@ class StopStatus(str, enum.Enum):
     #: The state directory's disk (or the user's quota) is full; ``resume`` continues the loop
     #: once there is space again.
     DISK_FULL = "disk_full"
+    #: The agent CLI rejected the command line loopctl gave it (a setting it does not accept):
+    #: exit code 2, as for any other usage error.
+    USAGE_ERROR = "usage_error"
 
+
+#: Exit code for usage errors: bad config, unknown agent, unwritable state directory.
+EXIT_USAGE = 2
 
 EXIT_CODES: dict[str, int] = {
     StopStatus.COMPLETE.value: 0,
@@ -437,10 +447,9 @@ EXIT_CODES: dict[str, int] = {
     StopStatus.WALL_CLOCK.value: 16,
     StopStatus.PLUGIN.value: 17,
     StopStatus.DISK_FULL.value: 18,
+    StopStatus.USAGE_ERROR.value: EXIT_USAGE,
     StopStatus.INTERRUPTED.value: 130,
 }
-#: Exit code for usage errors: bad config, unknown agent, unwritable state directory.
-EXIT_USAGE = 2
 
 
 def exit_code_for(status: str) -> int:
