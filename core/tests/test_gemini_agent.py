@@ -55,11 +55,41 @@ def test_resume_and_sandbox(tmp_path: Path) -> None:
     assert "auto_edit" in argv
 
 
-def test_unknown_approval_mode_names_the_choices(tmp_path: Path) -> None:
-    with pytest.raises(ValueError, match="auto_edit"):
-        GeminiAgent(GeminiSettings(approval_mode="always")).invocation(
-            TurnRequest("p", tmp_path, 1)
-        )
+#: What Gemini CLI 0.61 prints on stderr (exit 1, nothing on stdout) for
+#: ``--approval-mode always``: yargs's refusal, then its usage text.
+BAD_MODE_STDERR = (
+    "Invalid values:\n"
+    '  Argument: approval-mode, Given: "always", Choices: "default", "auto_edit", "yolo", "plan"\n'
+    "Usage: gemini [options] [command]\n\nGemini CLI - Defaults to interactive mode.\n"
+)
+
+
+def test_an_approval_mode_the_cli_rejects_is_a_usage_error_naming_the_setting(
+    tmp_path: Path,
+) -> None:
+    agent = GeminiAgent(GeminiSettings(approval_mode="always"))
+    argv = agent.invocation(TurnRequest("p", tmp_path, 1)).argv
+    assert argv[argv.index("--approval-mode") + 1] == "always"  # the CLI judges
+    message = agent.rejected_command_line(BAD_MODE_STDERR, argv)
+    assert message is not None
+    assert message.startswith("[agents.gemini] approval_mode = 'always': ")
+    assert 'Choices: "default", "auto_edit", "yolo", "plan"' in message
+    unknown = agent.rejected_command_line("Unknown argument: bogus\nUsage: gemini\n", argv)
+    assert unknown is not None
+    assert "refused to start" in unknown
+
+
+def test_mcp_servers_and_policies_pass_through(tmp_path: Path) -> None:
+    settings_ = GeminiSettings(
+        allowed_mcp_server_names=["docs", "search"], policy=["policies/", "deny-web.toml"]
+    )
+    argv = GeminiAgent(settings_).invocation(TurnRequest("p", tmp_path, 1)).argv
+    servers = [argv[i + 1] for i, arg in enumerate(argv) if arg == "--allowed-mcp-server-names"]
+    assert servers == ["docs", "search"]
+    assert [argv[i + 1] for i, arg in enumerate(argv) if arg == "--policy"] == [
+        "policies/",
+        "deny-web.toml",
+    ]
 
 
 # --- recorded transcripts ---------------------------------------------------------------------

@@ -33,14 +33,24 @@ class AgentSettings:
     Adapters with more settings subclass this and name the subclass in ``settings_class``.
     """
 
-    #: The executable (or full command line) to run instead of the adapter's default.
-    command: str | None = None
-    #: Extra arguments appended to every invocation.
-    extra_args: list[str] = attrs.Factory(list)
-    #: The model to ask for, when the CLI takes one.
-    model: str | None = None
-    #: Extra environment variables for the agent process.
-    env: dict[str, str] = attrs.Factory(dict)
+    command: str | None = attrs.field(
+        default=None,
+        metadata={
+            "doc": "The executable (or a whole command line) to run instead of the CLI on PATH."
+        },
+    )
+    extra_args: list[str] = attrs.field(
+        factory=list, metadata={"doc": "Arguments added to the end of every invocation."}
+    )
+    model: str | None = attrs.field(
+        default=None,
+        metadata={
+            "doc": "The model to ask for (`--model` and the top-level `model` setting win over it)."
+        },
+    )
+    env: dict[str, str] = attrs.field(
+        factory=dict, metadata={"doc": "Environment variables for the agent process."}
+    )
 
 
 SettingsT = TypeVar("SettingsT", bound=AgentSettings)
@@ -55,6 +65,15 @@ class TurnRequest:
     iteration: int
     #: Resume this session; None starts a fresh one.
     session_id: str | None = None
+    #: False when no later turn will resume this turn's session (a fresh-session run): an
+    #: adapter whose CLI can avoid storing the session then asks it not to.
+    keep_session: bool = True
+    #: What is left of the run's cost budget in US dollars (None: no budget). An adapter whose
+    #: CLI can stop itself at a spend limit passes it, so a turn cannot overrun the budget.
+    budget_usd: float | None = None
+    #: What loopctl has recorded as the cost of the session being resumed so far (0 for a fresh
+    #: one): for CLIs that report a resumed session's running total instead of the turn's cost.
+    session_cost_usd: float = 0.0
 
 
 @attrs.define
