@@ -154,6 +154,9 @@ class TurnResult:
     context_tokens: int | None = None
     context_window: int | None = None
     cost_usd: float | None = None
+    #: True when ``cost_usd`` was estimated from token counts and a price table
+    #: (:mod:`loopctl.pricing`), not reported by the CLI.
+    cost_estimated: bool = False
     model: str | None = None
     exit_code: int | None = None
     duration_s: float = 0.0
@@ -216,6 +219,8 @@ class AgentSummary:
     context_tokens: int | None = None
     context_window: int | None = None
     cost_usd: float | None = None
+    #: True when ``cost_usd`` was estimated from token counts, not reported by the CLI.
+    cost_estimated: bool = False
     tool_calls: int = 0
     interrupted: bool = False
     interrupt_reason: str = ""
@@ -234,6 +239,7 @@ class AgentSummary:
             context_tokens=turn.context_tokens,
             context_window=turn.context_window,
             cost_usd=turn.cost_usd,
+            cost_estimated=turn.cost_estimated,
             tool_calls=len(turn.tool_calls),
             interrupted=turn.interrupted,
             interrupt_reason=turn.interrupt_reason,
