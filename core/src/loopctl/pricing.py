@@ -19,6 +19,7 @@ has no price in either table, stays without a cost and :func:`estimate_cost` say
 
 from __future__ import annotations
 
+import importlib
 import math
 import warnings
 from collections.abc import Mapping, Sequence
@@ -104,7 +105,7 @@ def _genai_prices(model: str, requests: Sequence[Usage]) -> CostEstimate:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            import genai_prices
+            genai_prices = importlib.import_module("genai_prices")  # optional: loopctl[prices]
     except Exception:  # noqa: BLE001 - absent, or broken: the cost stays unknown
         return CostEstimate(
             None,
