@@ -349,9 +349,37 @@ def test_real_gemini_turn_through_the_supervisor(tmp_path: Path) -> None:
             supervision=Supervision(timeout_s=90, idle_timeout_s=60, grace_s=2, kill_after_s=1),
         )
         first = json.dumps(server.requests[0][1])
+        paths = [path for path, _ in server.requests if ":streamGenerateContent" in path]
     assert result.outcome.ok, (result.outcome.message, result.stderr_tail[-2000:])
     assert (work / "made.txt").read_text() == "made\n"
     assert "make a file" in first
     assert result.final_text == "Made it. LOOPCTL_DONE"
     assert result.requests == [Usage(1000, 28, 0, 900)]
     assert result.session_id
+    # the model setting is the model the CLI asks the API for
+    assert paths
+    assert all("/models/gemini-2.5-flash:streamGenerateContent" in path for path in paths)
+    # Gemini CLI reports no cost: the engine prices the tokens (genai-prices)
+    assert result.cost_usd is None
+    pytest.importorskip("genai_prices")
+    from loopctl.pricing import estimate_cost
+
+    estimate = estimate_cost(result.model, result.requests)
+    assert estimate.cost_usd is not None
+    assert estimate.cost_usd > 0
+
+
+@pytest.mark.e2e
+def test_real_gemini_refusing_an_approval_mode_is_a_usage_error(tmp_path: Path) -> None:
+    gemini = _real_gemini()
+    agent = GeminiAgent(
+        GeminiSettings(command=gemini, approval_mode="always", env={"HOME": str(tmp_path)})
+    )
+    result = run_turn(
+        agent,
+        TurnRequest("p", tmp_path, 1),
+        supervision=Supervision(timeout_s=90, idle_timeout_s=60, grace_s=2, kill_after_s=1),
+    )
+    assert result.outcome.error_kind is ErrorKind.USAGE, (result.outcome, result.stderr_tail)
+    assert result.outcome.message.startswith("[agents.gemini] approval_mode = 'always': ")
+    assert '"auto_edit", "yolo"' in result.outcome.message  # the CLI's own list
