@@ -53,6 +53,20 @@ CALC_TEST = textwrap.dedent(
 FIX = {"replace": "calc.py", "old": "a - b", "new": "a + b"}
 
 
+def loopctl_run(project: Project, *args: str) -> subprocess.CompletedProcess[str]:
+    """``loopctl run "fix add" --test-cmd … ARGS`` in ``project``, as a user runs it."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LOOPCTL_")}
+    return subprocess.run(
+        [sys.executable, "-m", "loopctl", "run", "fix add", "--test-cmd", python_test_cmd(), *args],
+        cwd=project.path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
+
+
 @pytest.fixture
 def project(tmp_path: Path) -> Project:
     made = make_project(tmp_path / "project")
@@ -146,7 +160,7 @@ def test_each_clis_refusal_is_read_with_its_option_and_value(
     [
         "",
         "Error: connect ECONNREFUSED 127.0.0.1:443\n",
-        "Traceback (most recent call last):\n  File \"x.py\", line 1\nValueError: bad\n",
+        'Traceback (most recent call last):\n  File "x.py", line 1\nValueError: bad\n',
         "No conversation found with session ID: 00000000-0000-4000-8000-000000000000\n",
         "error: the agent could not finish\n",
         "Not logged in · Please run /login\n",
@@ -236,17 +250,7 @@ def test_a_cli_that_refuses_its_command_line_stops_the_run_with_exit_2(project: 
 def test_loopctl_run_exits_2_and_says_why(project: Project) -> None:
     project.write("fake_cli.py", FAKE_PARSER)
     project.commit("the fake CLI")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LOOPCTL_")}
-    done = subprocess.run(
-        [sys.executable, "-m", "loopctl", "run", "fix add", "--test-cmd", python_test_cmd()]
-        + ["--agent-cmd", f"{sys.executable} fake_cli.py --level loud"],
-        cwd=project.path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        stdin=subprocess.DEVNULL,
-    )
+    done = loopctl_run(project, "--agent-cmd", f"{sys.executable} fake_cli.py --level loud")
     assert done.returncode == 2, (done.stdout, done.stderr)
     assert "usage_error: " in done.stdout
     assert "Allowed choices are quiet, normal." in done.stdout
@@ -285,9 +289,12 @@ def test_the_model_setting_reaches_whichever_adapter_runs(tmp_path: Path) -> Non
     loaded = load_config(tmp_path, env={})
     argv = select_agent(loaded, host, agent="claude").invocation(TurnRequest("p", tmp_path, 1)).argv
     assert argv[argv.index("--model") + 1] == "own-model"
-    assert "LOOPCTL_MODEL" not in CommandAgent(CommandSettings(command="a")).invocation(
-        TurnRequest("p", tmp_path, 1)
-    ).env
+    assert (
+        "LOOPCTL_MODEL"
+        not in CommandAgent(CommandSettings(command="a"))
+        .invocation(TurnRequest("p", tmp_path, 1))
+        .env
+    )
 
 
 def test_loopctl_run_model_reaches_a_command_agent(project: Project) -> None:
@@ -297,17 +304,10 @@ def test_loopctl_run_model_reaches_a_command_agent(project: Project) -> None:
         "open('model.txt', 'w').write(os.environ.get('LOOPCTL_MODEL', '(none)'))\n",
     )
     project.commit("the agent")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LOOPCTL_")}
-    done = subprocess.run(
-        [sys.executable, "-m", "loopctl", "run", "fix add", "--test-cmd", python_test_cmd()]
-        + ["--agent-cmd", f"{sys.executable} agent.py", "--model", "gpt-9-mini"]
-        + ["--max-iterations", "1"],
-        cwd=project.path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        stdin=subprocess.DEVNULL,
+    done = loopctl_run(
+        project,
+        *("--agent-cmd", f"{sys.executable} agent.py"),
+        *("--model", "gpt-9-mini", "--max-iterations", "1"),
     )
     assert done.returncode == 10, (done.stdout, done.stderr)  # the agent fixes nothing
     assert project.read("model.txt") == "gpt-9-mini"
