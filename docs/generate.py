@@ -47,9 +47,51 @@ def config_page() -> str:
     lines += [
         "",
         "Each plugin owns `[plugins.NAME]` (`[tool.loopctl.plugins.NAME]`); its keys are listed on",
-        "the plugin's page. Each agent adapter owns `[agents.NAME]`.",
+        "the plugin's page. Each agent adapter owns `[agents.NAME]`: the built-in ones below.",
+        "",
+        *agent_settings_lines(),
     ]
     return "\n".join(lines) + "\n"
+
+
+def agent_settings_lines() -> list[str]:
+    """The ``[agents.NAME]`` keys of the built-in adapters, from their settings classes: the
+    keys every adapter takes, then each adapter's own."""
+    import importlib
+
+    from loopctl.agents.base import AgentSettings
+    from loopctl.agents.builtin import BUILTIN_ADAPTERS
+    from loopctl.config import describe_fields
+
+    def rows(fields: list[Any]) -> list[str]:
+        out = ["| key | type | default | meaning |", "|---|---|---|---|"]
+        for field in fields:
+            doc = field.doc.replace("|", "\\|").replace("\n", " ")
+            out.append(f"| `{field.path}` | `{field.type}` | `{field.default!r}` | {doc} |")
+        return out
+
+    common = {f.name for f in attrs_fields(AgentSettings)}
+    lines = ["## Agent settings", "", "Every adapter takes these (`[agents.claude] model = …`):", ""]
+    lines += rows(describe_fields(AgentSettings, "agents.<agent>"))
+    for name, target in BUILTIN_ADAPTERS.items():
+        module_name, _, class_name = target.partition(":")
+        adapter = getattr(importlib.import_module(module_name), class_name)
+        own = [
+            field
+            for field in describe_fields(adapter.settings_class, f"agents.{name}")
+            if field.path.rsplit(".", 1)[-1] not in common
+        ]
+        if not own:
+            continue
+        lines += ["", f"### `[agents.{name}]`", ""]
+        lines += rows(own)
+    return lines
+
+
+def attrs_fields(cls: type) -> Any:
+    import attrs
+
+    return attrs.fields(cls)
 
 
 def hooks_page() -> str:
