@@ -71,7 +71,12 @@ def agent_settings_lines() -> list[str]:
         return out
 
     common = {f.name for f in attrs_fields(AgentSettings)}
-    lines = ["## Agent settings", "", "Every adapter takes these (`[agents.claude] model = …`):", ""]
+    lines = [
+        "## Agent settings",
+        "",
+        "Every adapter takes these (`[agents.claude] model = …`):",
+        "",
+    ]
     lines += rows(describe_fields(AgentSettings, "agents.<agent>"))
     for name, target in BUILTIN_ADAPTERS.items():
         module_name, _, class_name = target.partition(":")
