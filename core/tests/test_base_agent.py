@@ -343,22 +343,31 @@ class _RecordingPlugin:
         return [_Recording]
 
 
-def _record_turns(project: Project, session: str, turns: list[list[dict[str, Any]]]) -> None:
+def _record_turns(
+    project: Project,
+    session: str,
+    turns: list[list[dict[str, Any]]],
+    *,
+    max_iterations: int = 3,
+    resume: bool = False,
+) -> str:
     from loopctl.agents.scripted import write_scenario
 
     SEEN.clear()
     write_scenario(project.path / ".loopctl-scenario.json", turns)
-    run_loop(
+    result = run_loop(
         project,
         "fix add",
         agent="recording",
         plugins={"recording": _RecordingPlugin()},
         config={
             "session": session,
-            "limits": {"max_iterations": 3, "max_cost_usd": 50.0},
+            "limits": {"max_iterations": max_iterations, "max_cost_usd": 50.0},
             "prices": {"scripted": {"input": 100_000.0, "output": 0.0}},
         },
+        resume=resume,
     )
+    return result.status
 
 
 SPEND = {"usage": {"input_tokens": 100, "output_tokens": 0}}  # $10 a turn at that price
@@ -378,6 +387,20 @@ def test_a_resumed_session_comes_with_what_it_cost_so_far(project: Project) -> N
     assert SEEN[1].session_id is not None
     assert [r.session_cost_usd for r in SEEN] == pytest.approx([0.0, 10.0, 20.0])
     assert [r.budget_usd for r in SEEN] == pytest.approx([50.0, 40.0, 30.0])
+
+
+def test_a_loop_switched_to_resumed_sessions_does_not_resume_an_unkept_one(
+    project: Project,
+) -> None:
+    """A fresh-session run asked the CLI not to store its sessions: ``resume --session resume``
+    starts a new session instead of resuming one that is gone."""
+    turns = [[SPEND], [SPEND], [SPEND, FIX]]
+    assert _record_turns(project, "fresh", turns, max_iterations=1) == "max_iterations"
+    assert SEEN[0].keep_session is False
+    assert _record_turns(project, "resume", turns, resume=True) == "complete"
+    assert SEEN[0].session_id is None
+    assert SEEN[0].keep_session is True
+    assert SEEN[1].session_id is not None
 
 
 def test_aiders_cache_is_not_counted_as_the_agents_change(project: Project) -> None:
