@@ -356,12 +356,13 @@ def test_a_background_sub_agent_can_bring_a_second_result_line() -> None:
 
 
 def test_a_turn_without_background_tasks_is_done_at_its_result() -> None:
+    """A foreground sub-agent (2.1.197's ``subagent``): done at the one result line, the last."""
     parser = ClaudeParser()
-    done_after = [
-        bool(parser.feed(line) is not None and parser.done) for line in lines_of("subagent")
-    ]
-    assert done_after[-1]
-    assert done_after.count(True) == 1
+    done_after: list[bool] = []
+    for line in lines_of("subagent"):
+        parser.feed(line)
+        done_after.append(parser.done)
+    assert done_after == [False] * (len(done_after) - 1) + [True]
 
 
 def test_a_resumed_turn_costs_what_it_added_to_the_sessions_running_total() -> None:
