@@ -21,6 +21,8 @@ nox.options.error_on_missing_interpreters = False
 
 SUPPORTED = ("3.10", "3.11", "3.12", "3.13")
 TEST_DEPS = ["pytest>=7.4", "hypothesis>=6.90", "pytest-xdist>=3.5", "jsonschema>=4.18"]
+#: core's `prices` extra, so the tests of the genai-prices path run (they skip without it).
+PRICES_DEPS = ["genai-prices>=0.2.3; python_version >= '3.11'"]
 
 
 def _find_interpreters() -> list[str]:
@@ -114,7 +116,7 @@ def test_paths() -> list[str]:
 @nox.session(python=INSTALLED_PYTHONS or None)
 def tests(session: nox.Session) -> None:
     """Run the whole test suite (core, plugins, contrib, cross-package) on this Python."""
-    session.install(*wheels(session, *all_distributions()), *TEST_DEPS)
+    session.install(*wheels(session, *all_distributions()), *TEST_DEPS, *PRICES_DEPS)
     session.run("pytest", "-n", "2", "-m", "not e2e and not venv", *test_paths(), *session.posargs)
 
 
@@ -233,7 +235,7 @@ def bench(session: nox.Session) -> None:
 
 #: The agent CLIs the end-to-end tests drive, pinned so a CLI release cannot break CI unseen.
 E2E_NPM_PACKAGES = [
-    "@anthropic-ai/claude-code@2.1.197",
+    "@anthropic-ai/claude-code@2.1.332",
     "@openai/codex@0.169.0",
     "@google/gemini-cli@0.61.0",
 ]
@@ -270,7 +272,7 @@ def e2e(session: nox.Session) -> None:
             E2E_AIDER,
             external=True,
         )
-    session.install(*wheels(session, *all_distributions()), *TEST_DEPS)
+    session.install(*wheels(session, *all_distributions()), *TEST_DEPS, *PRICES_DEPS)
     session.run(
         "pytest",
         "-m",

@@ -47,9 +47,56 @@ def config_page() -> str:
     lines += [
         "",
         "Each plugin owns `[plugins.NAME]` (`[tool.loopctl.plugins.NAME]`); its keys are listed on",
-        "the plugin's page. Each agent adapter owns `[agents.NAME]`.",
+        "the plugin's page. Each agent adapter owns `[agents.NAME]`: the built-in ones below.",
+        "",
+        *agent_settings_lines(),
     ]
     return "\n".join(lines) + "\n"
+
+
+def agent_settings_lines() -> list[str]:
+    """The ``[agents.NAME]`` keys of the built-in adapters, from their settings classes: the
+    keys every adapter takes, then each adapter's own."""
+    import importlib
+
+    from loopctl.agents.base import AgentSettings
+    from loopctl.agents.builtin import BUILTIN_ADAPTERS
+    from loopctl.config import describe_fields
+
+    def rows(fields: list[Any]) -> list[str]:
+        out = ["| key | type | default | meaning |", "|---|---|---|---|"]
+        for field in fields:
+            doc = field.doc.replace("|", "\\|").replace("\n", " ")
+            out.append(f"| `{field.path}` | `{field.type}` | `{field.default!r}` | {doc} |")
+        return out
+
+    common = {f.name for f in attrs_fields(AgentSettings)}
+    lines = [
+        "## Agent settings",
+        "",
+        "Every adapter takes these (`[agents.claude] model = …`):",
+        "",
+    ]
+    lines += rows(describe_fields(AgentSettings, "agents.<agent>"))
+    for name, target in BUILTIN_ADAPTERS.items():
+        module_name, _, class_name = target.partition(":")
+        adapter = getattr(importlib.import_module(module_name), class_name)
+        own = [
+            field
+            for field in describe_fields(adapter.settings_class, f"agents.{name}")
+            if field.path.rsplit(".", 1)[-1] not in common
+        ]
+        if not own:
+            continue
+        lines += ["", f"### `[agents.{name}]`", ""]
+        lines += rows(own)
+    return lines
+
+
+def attrs_fields(cls: type) -> Any:
+    import attrs
+
+    return attrs.fields(cls)
 
 
 def hooks_page() -> str:
@@ -135,8 +182,16 @@ def exit_codes_page() -> str:
         "| status | exit code |",
         "|---|---|",
     ]
-    lines += [f"| `{status.value}` | {EXIT_CODES[status.value]} |" for status in StopStatus]
-    lines += [f"| *usage error* (bad config, unknown agent, …) | {EXIT_USAGE} |", ""]
+    lines += [
+        f"| `{status.value}` | {EXIT_CODES[status.value]} |"
+        for status in StopStatus
+        if status is not StopStatus.USAGE_ERROR
+    ]
+    lines += [
+        f"| `{StopStatus.USAGE_ERROR.value}`, and any *usage error* before the run starts (bad "
+        f"config, unknown agent, …) | {EXIT_USAGE} |",
+        "",
+    ]
     lines.append("A plugin may stop a loop with a status of its own; it maps to the `plugin` code.")
     lines += [
         "",
@@ -146,6 +201,11 @@ def exit_codes_page() -> str:
         "left half-written (see [state files](../state-files.md)), and once there is space",
         "`loopctl resume` continues the loop (`loopctl run` when the disk was full before the",
         "loop's state could be saved; the line says which).",
+        "",
+        "`usage_error` means the agent's CLI refused the command line loopctl gave it (an option",
+        'or a value it does not accept: `[agents.claude] permission_mode = "bogus"`), or the',
+        "adapter refused its own settings. The line names the setting and quotes the CLI's own",
+        "words, which list what it accepts; a retry would fail the same way, so there is none.",
         "",
         "`interrupted` is any of the stop signals: Ctrl-C (SIGINT), SIGTERM, SIGHUP or SIGQUIT;",
         "`wall_clock` is also the status when a plugin hook was still running at the limit",

@@ -50,6 +50,20 @@ def test_command_line_writes_the_prompt_to_a_message_file(tmp_path: Path) -> Non
     assert not message_file.parent.exists()  # the turn's scratch directory is cleaned up
 
 
+def test_aider_leaves_the_users_files_alone(tmp_path: Path) -> None:
+    """No ``.aider*`` line added to the project's .gitignore, no history files in the project:
+    aider's own records go to the turn's scratch directory, removed when the turn ends."""
+    agent = AiderAgent()
+    argv = agent.invocation(TurnRequest("p", tmp_path, 1)).argv
+    assert "--no-gitignore" in argv
+    assert "--gitignore" not in argv
+    scratch = Path(argv[argv.index("--message-file") + 1]).parent
+    for option in ("--chat-history-file", "--input-history-file"):
+        assert Path(argv[argv.index(option) + 1]).parent == scratch
+    agent.new_parser().finish(0, "")
+    assert not scratch.exists()
+
+
 def test_session_ids_are_ignored_and_analytics_can_be_off(tmp_path: Path) -> None:
     agent = AiderAgent(AiderSettings(analytics_log=False, auto_commits=True))
     argv = agent.invocation(TurnRequest("p", tmp_path, 2, session_id="abc")).argv
@@ -215,8 +229,39 @@ def test_real_aider_turn_through_the_supervisor(tmp_path: Path) -> None:
         sent = json.dumps(server.requests[0])
     assert result.outcome.ok, (result.outcome.message, result.stderr_tail[-2000:])
     assert "return a + b" in (work / "calc.py").read_text()
+    assert not (work / ".gitignore").exists()  # aider did not add .aider* to it
+    status = subprocess.run(
+        [*git, "status", "--porcelain", "--untracked-files=all"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.splitlines()
+    # no .aider.chat.history.md, no .aider.input.history: only aider's repo-map cache, which
+    # aider 0.86 cannot move and loopctl does not count as the agent's change
+    untracked = [line for line in status if line != " M calc.py"]
+    assert all(
+        line.startswith("?? ") and line[3:].startswith(AiderAgent.private_paths)
+        for line in untracked
+    ), status
     assert "fix add" in sent
+    assert server.requests[0]["model"] == "gpt-4o"  # the model setting reached the API
     assert [c.key_input for c in result.tool_calls] == ["calc.py"]
     assert result.requests == [Usage(1234, 56)]  # exact, from the analytics log
     assert result.cost_usd is not None
     assert result.cost_usd > 0
+
+
+@pytest.mark.e2e
+def test_real_aider_refusing_an_edit_format_is_a_usage_error(tmp_path: Path) -> None:
+    aider = _real_aider()
+    agent = AiderAgent(
+        AiderSettings(command=aider, edit_format="bogus", env={"HOME": str(tmp_path)})
+    )
+    result = run_turn(
+        agent,
+        TurnRequest("p", tmp_path, 1),
+        supervision=Supervision(timeout_s=90, idle_timeout_s=60, grace_s=2, kill_after_s=1),
+    )
+    assert result.outcome.error_kind is ErrorKind.USAGE, (result.outcome, result.stderr_tail)
+    assert result.outcome.message.startswith("[agents.aider] edit_format = 'bogus': ")
+    assert "invalid choice: 'bogus' (choose from " in result.outcome.message

@@ -307,9 +307,12 @@ OUTCOMES = {
     "usage_limit_epoch": (ErrorKind.RATE_LIMIT, "Claude AI usage limit reached|1760000000"),
     "success_edit": (None, ""),
     "subagent": (None, ""),
+    "subagent_background": (None, ""),
     "compaction": (None, ""),
     "api_retry": (None, ""),
     "resumed": (None, ""),
+    "resumed_running_total_first": (None, ""),
+    "resumed_running_total": (None, ""),
 }
 
 
@@ -323,6 +326,78 @@ def test_each_transcript_maps_to_its_outcome(name: str) -> None:
 
 def test_every_transcript_is_covered() -> None:
     assert {p.stem for p in TRANSCRIPTS.glob("*.jsonl")} == set(OUTCOMES)
+
+
+def test_a_background_sub_agent_can_bring_a_second_result_line() -> None:
+    """Claude Code 2.1.332 runs a Task sub-agent in the background; when it reports back after
+    the turn's result, the CLI starts another turn in the same process (a second ``init`` and
+    ``result``). The parser is not done at the first result (the supervisor would end the
+    process in the middle of the second turn), and the turn is both together."""
+    records = records_of("subagent_background")
+    results = [r for r in records if r["type"] == "result"]
+    assert len(results) == 2
+    assert results[1]["origin"]["kind"] == "task-notification"
+    parser = ClaudeParser()
+    done_after: list[bool] = []
+    for line in lines_of("subagent_background"):
+        parser.feed(line)
+        done_after.append(parser.done)
+    assert not any(done_after)  # only the process's exit ends such a turn
+    result = parser.finish(0, "")
+    assert result.outcome.ok
+    assert result.final_text.endswith("done")  # the second turn's words come last
+    assert result.cost_usd == pytest.approx(results[-1]["total_cost_usd"])
+    assert result.context_tokens == last_main_usage(records)
+    sidechain = [r for r in records if r["type"] == "assistant" and r.get("parent_tool_use_id")]
+    assert sidechain  # the sub-agent's line, with the new agent_id field
+    assert all(
+        u.input_tokens != sidechain[0]["message"]["usage"]["input_tokens"] for u in result.requests
+    )
+
+
+def test_a_turn_without_background_tasks_is_done_at_its_result() -> None:
+    """A foreground sub-agent (2.1.197's ``subagent``): done at the one result line, the last."""
+    parser = ClaudeParser()
+    done_after: list[bool] = []
+    for line in lines_of("subagent"):
+        parser.feed(line)
+        done_after.append(parser.done)
+    assert done_after == [False] * (len(done_after) - 1) + [True]
+
+
+def test_a_resumed_turn_costs_what_it_added_to_the_sessions_running_total() -> None:
+    """Claude Code 2.1.332 reports a resumed session's running total in ``total_cost_usd``
+    (2.1.197 reported the process's own spend): the turn's cost is what it added."""
+    first = result_line(records_of("resumed_running_total_first"))
+    second = result_line(records_of("resumed_running_total"))
+    assert second["total_cost_usd"] > first["total_cost_usd"]  # the running total
+    before = float(first["total_cost_usd"])
+    own = second["total_cost_usd"] - before
+    # from model_usage_since_last_result, exactly
+    _, _, result = parse_resumed("resumed_running_total", before)
+    assert result.cost_usd == pytest.approx(own)
+    # without that field (a CLI between the two): the difference from what loopctl recorded
+    stripped = [r for r in records_of("resumed_running_total")]
+    for record in stripped:
+        record.pop("model_usage_since_last_result", None)
+    lines = [json.dumps(r).encode() for r in stripped]
+    parser = ClaudeParser(resumed_cost=before)
+    for line in lines:
+        parser.feed(line)
+    assert parser.finish(0, "").cost_usd == pytest.approx(own)
+    # an older CLI's figure is the turn's own: it stays as it is
+    older = result_line(records_of("resumed"))
+    _, _, result = parse_resumed("resumed", before)
+    assert result.cost_usd == pytest.approx(older["total_cost_usd"])
+    # and a fresh session's total is its cost
+    _, _, result = parse_resumed("resumed_running_total_first", 0.0)
+    assert result.cost_usd == pytest.approx(before)
+
+
+def parse_resumed(name: str, before: float) -> tuple[ClaudeParser, list[Any], TurnResult]:
+    parser = ClaudeParser(resumed_cost=before)
+    messages = [message for line in lines_of(name) for message in parser.feed(line)]
+    return parser, messages, parser.finish(0, "")
 
 
 def test_failures_without_usage_report_unknown_context_not_zero() -> None:
@@ -676,8 +751,81 @@ def test_invocation_fresh_session() -> None:
     assert invocation.argv[:5] == ["claude", "-p", "--output-format", "stream-json", "--verbose"]
     assert invocation.argv[5:7] == ["--permission-mode", "bypassPermissions"]
     assert "--resume" not in invocation.argv
+    assert "--no-session-persistence" not in invocation.argv  # it may be resumed later
+    assert "--max-budget-usd" not in invocation.argv
     assert invocation.stdin == "fix it ✓".encode()
     assert invocation.env == {"IS_SANDBOX": "1"}
+
+
+def test_a_fresh_session_run_leaves_no_stored_session() -> None:
+    fresh = TurnRequest(prompt="p", workdir=Path("."), iteration=1, keep_session=False)
+    assert "--no-session-persistence" in ClaudeAgent().invocation(fresh).argv
+    kept = ClaudeAgent(ClaudeSettings(keep_sessions=True)).invocation(fresh).argv
+    assert "--no-session-persistence" not in kept
+    resumed = TurnRequest(
+        prompt="p", workdir=Path("."), iteration=2, session_id="abc", keep_session=False
+    )
+    assert "--no-session-persistence" not in ClaudeAgent().invocation(resumed).argv
+
+
+@pytest.mark.parametrize(
+    ("budget", "flag"),
+    [(2.5, "2.5"), (0.1234567, "0.123457"), (1e-9, "0.000001"), (300.0, "300")],
+)
+def test_what_is_left_of_the_budget_is_the_clis_own_spend_limit(budget: float, flag: str) -> None:
+    argv = (
+        ClaudeAgent()
+        .invocation(TurnRequest(prompt="p", workdir=Path("."), iteration=1, budget_usd=budget))
+        .argv
+    )
+    assert argv[argv.index("--max-budget-usd") + 1] == flag
+
+
+@pytest.mark.parametrize("mode", ["manual", "auto", "aNewModeOfAFutureRelease"])
+def test_permission_modes_go_to_the_cli_as_given(mode: str) -> None:
+    """The CLI knows its modes (2.1.332 added ``manual``); loopctl passes any through."""
+    argv = ClaudeAgent(ClaudeSettings(permission_mode=mode)).invocation(request()).argv
+    assert argv[argv.index("--permission-mode") + 1] == mode
+
+
+#: What Claude Code 2.1.332 prints on stderr (exit code 1, nothing on stdout) for a mode it does
+#: not know: ``claude -p --permission-mode bogus``.
+BAD_MODE_STDERR = (
+    "error: option '--permission-mode <mode>' argument 'bogus' is invalid. Allowed choices are "
+    "acceptEdits, auto, bypassPermissions, manual, dontAsk, plan.\n"
+)
+
+
+def test_a_mode_the_cli_rejects_is_a_usage_error_naming_the_setting(tmp_path: Path) -> None:
+    """A stand-in ``claude`` refuses the mode as the real one does: the turn's outcome is a usage
+    error that names ``[agents.claude] permission_mode`` and the choices the CLI listed."""
+    script = tmp_path / "fake_claude.py"
+    script.write_text(f"import sys\nsys.stderr.write({BAD_MODE_STDERR!r})\nsys.exit(1)\n")
+    agent = ClaudeAgent(
+        ClaudeSettings(command=f"{sys.executable} {script}", permission_mode="bogus")
+    )
+    result = run_turn(
+        agent,
+        TurnRequest(prompt="go", workdir=tmp_path, iteration=1),
+        supervision=Supervision(timeout_s=30, idle_timeout_s=30, grace_s=1),
+    )
+    assert result.outcome.error_kind is ErrorKind.USAGE
+    message = result.outcome.message
+    assert message.startswith("[agents.claude] permission_mode = 'bogus': ")
+    assert "Allowed choices are acceptEdits, auto, bypassPermissions, manual, dontAsk, plan." in (
+        message
+    )
+    # the same words after a transcript line on stdout are the agent's business, not a refusal
+    script.write_text(
+        'import sys\nprint(\'{"type": "system", "subtype": "init"}\')\n'
+        f"sys.stderr.write({BAD_MODE_STDERR!r})\nsys.exit(1)\n"
+    )
+    result = run_turn(
+        agent,
+        TurnRequest(prompt="go", workdir=tmp_path, iteration=1),
+        supervision=Supervision(timeout_s=30, idle_timeout_s=30, grace_s=1),
+    )
+    assert result.outcome.error_kind is ErrorKind.CRASHED
 
 
 def test_invocation_with_every_setting() -> None:
@@ -687,10 +835,17 @@ def test_invocation_with_every_setting() -> None:
         permission_mode="acceptEdits",
         max_turns=30,
         allowed_tools=["Read", "Edit", "Bash(git:*)"],
+        disallowed_tools=["WebFetch", "Bash(rm *)"],
+        mcp_config=["mcp.json", '{"mcpServers": {}}'],
+        strict_mcp_config=True,
         append_system_prompt="Be brief.",
         extra_args=["--fallback-model", "claude-sonnet-4-5"],
     )
     argv = ClaudeAgent(settings_).invocation(request("abc-123")).argv
+    assert argv[argv.index("--disallowedTools") + 1] == "WebFetch,Bash(rm *)"
+    configs = [argv[i + 1] for i, arg in enumerate(argv) if arg == "--mcp-config"]
+    assert configs == ["mcp.json", '{"mcpServers": {}}']
+    assert "--strict-mcp-config" in argv
     assert argv[:2] == ["/opt/claude/bin/claude", "--debug-to-stderr"]
     pairs = {argv[i]: argv[i + 1] for i in range(len(argv) - 1)}
     assert pairs["--model"] == "claude-opus-4-1"
@@ -706,7 +861,6 @@ def test_invocation_with_every_setting() -> None:
 @pytest.mark.parametrize(
     ("settings_", "words"),
     [
-        (ClaudeSettings(permission_mode="yolo"), "permission_mode"),
         (ClaudeSettings(max_turns=0), "max_turns"),
         (ClaudeSettings(command="claude 'unclosed"), "quotes"),
     ],

@@ -73,9 +73,70 @@ def test_bypass_sandbox_replaces_the_sandbox_options(tmp_path: Path) -> None:
     assert not any("sandbox_mode" in arg for arg in argv)
 
 
-def test_unknown_sandbox_mode_names_the_choices(tmp_path: Path) -> None:
-    with pytest.raises(ValueError, match="workspace-write"):
-        CodexAgent(CodexSettings(sandbox="yolo")).invocation(TurnRequest("p", tmp_path, 1))
+#: What Codex 0.169 prints on stderr (exit 1, nothing on stdout) for ``-c sandbox_mode="yolo"``.
+BAD_SANDBOX_STDERR = (
+    "Error loading config.toml: unknown variant `yolo`, expected one of `read-only`, "
+    "`workspace-write`, `danger-full-access`\nin `sandbox_mode`\n"
+)
+
+
+def test_a_sandbox_mode_codex_rejects_is_a_usage_error_naming_the_setting(tmp_path: Path) -> None:
+    """loopctl passes the mode as given; Codex's own refusal names the setting and the modes."""
+    agent = CodexAgent(CodexSettings(sandbox="yolo"))
+    argv = agent.invocation(TurnRequest("p", tmp_path, 1)).argv
+    assert 'sandbox_mode="yolo"' in argv
+    message = agent.rejected_command_line(BAD_SANDBOX_STDERR, argv)
+    assert message is not None
+    assert message.startswith("[agents.codex] sandbox = 'yolo': ")
+    assert "`read-only`, `workspace-write`, `danger-full-access`" in message
+
+
+def test_a_config_override_codex_rejects_names_config_overrides(tmp_path: Path) -> None:
+    agent = CodexAgent(CodexSettings(config_overrides=["model_reasoning_effort=99"]))
+    argv = agent.invocation(TurnRequest("p", tmp_path, 1)).argv
+    assert argv[argv.index("model_reasoning_effort=99") - 1] == "-c"
+    stderr = (
+        "Error loading config.toml: unknown variant `99`, expected one of `minimal`, `low`\n"
+        "in `model_reasoning_effort`\n"
+    )
+    message = agent.rejected_command_line(stderr, argv)
+    assert message is not None
+    assert message.startswith("[agents.codex] config_overrides: ")
+
+
+def test_a_fresh_session_run_asks_codex_not_to_store_sessions(tmp_path: Path) -> None:
+    fresh = TurnRequest("p", tmp_path, 1, keep_session=False)
+    agent = CodexAgent()
+    assert "--ephemeral" in agent.invocation(fresh).argv
+    assert agent.new_parser().codex_home is None  # type: ignore[attr-defined]  # no log to read
+    kept = CodexAgent(CodexSettings(keep_sessions=True))
+    assert "--ephemeral" not in kept.invocation(fresh).argv
+    assert kept.new_parser().codex_home is not None  # type: ignore[attr-defined]
+    assert "--ephemeral" not in agent.invocation(TurnRequest("p", tmp_path, 1)).argv
+    resumed = TurnRequest("p", tmp_path, 2, session_id="abc", keep_session=False)
+    assert "--ephemeral" not in agent.invocation(resumed).argv
+
+
+def test_without_a_model_setting_the_model_of_codexs_config_is_reported(tmp_path: Path) -> None:
+    home = tmp_path / "codex-home"
+    home.mkdir()
+    (home / "config.toml").write_text('model = "gpt-5-codex"\n[features]\nx = true\n')
+    parser = CodexAgent(CodexSettings(env={"CODEX_HOME": str(home)})).new_parser()
+    assert parser.model == "gpt-5-codex"  # type: ignore[attr-defined]
+    named = CodexAgent(CodexSettings(model="o3", env={"CODEX_HOME": str(home)})).new_parser()
+    assert named.model == "o3"  # type: ignore[attr-defined]
+    (home / "config.toml").write_text("model = [")
+    assert CodexAgent(CodexSettings(env={"CODEX_HOME": str(home)})).new_parser().model is None  # type: ignore[attr-defined]
+
+
+def test_mcp_servers_and_other_overrides_go_to_codex_as_config_overrides(tmp_path: Path) -> None:
+    overrides = ['mcp_servers.docs.command="docs-mcp"', "tools.web_search=true"]
+    argv = (
+        CodexAgent(CodexSettings(config_overrides=overrides))
+        .invocation(TurnRequest("p", tmp_path, 1))
+        .argv
+    )
+    assert [argv[i + 1] for i, arg in enumerate(argv) if arg == "-c"][-2:] == overrides
 
 
 # --- recorded transcripts ---------------------------------------------------------------------

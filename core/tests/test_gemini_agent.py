@@ -55,11 +55,41 @@ def test_resume_and_sandbox(tmp_path: Path) -> None:
     assert "auto_edit" in argv
 
 
-def test_unknown_approval_mode_names_the_choices(tmp_path: Path) -> None:
-    with pytest.raises(ValueError, match="auto_edit"):
-        GeminiAgent(GeminiSettings(approval_mode="always")).invocation(
-            TurnRequest("p", tmp_path, 1)
-        )
+#: What Gemini CLI 0.61 prints on stderr (exit 1, nothing on stdout) for
+#: ``--approval-mode always``: yargs's refusal, then its usage text.
+BAD_MODE_STDERR = (
+    "Invalid values:\n"
+    '  Argument: approval-mode, Given: "always", Choices: "default", "auto_edit", "yolo", "plan"\n'
+    "Usage: gemini [options] [command]\n\nGemini CLI - Defaults to interactive mode.\n"
+)
+
+
+def test_an_approval_mode_the_cli_rejects_is_a_usage_error_naming_the_setting(
+    tmp_path: Path,
+) -> None:
+    agent = GeminiAgent(GeminiSettings(approval_mode="always"))
+    argv = agent.invocation(TurnRequest("p", tmp_path, 1)).argv
+    assert argv[argv.index("--approval-mode") + 1] == "always"  # the CLI judges
+    message = agent.rejected_command_line(BAD_MODE_STDERR, argv)
+    assert message is not None
+    assert message.startswith("[agents.gemini] approval_mode = 'always': ")
+    assert 'Choices: "default", "auto_edit", "yolo", "plan"' in message
+    unknown = agent.rejected_command_line("Unknown argument: bogus\nUsage: gemini\n", argv)
+    assert unknown is not None
+    assert "refused to start" in unknown
+
+
+def test_mcp_servers_and_policies_pass_through(tmp_path: Path) -> None:
+    settings_ = GeminiSettings(
+        allowed_mcp_server_names=["docs", "search"], policy=["policies/", "deny-web.toml"]
+    )
+    argv = GeminiAgent(settings_).invocation(TurnRequest("p", tmp_path, 1)).argv
+    servers = [argv[i + 1] for i, arg in enumerate(argv) if arg == "--allowed-mcp-server-names"]
+    assert servers == ["docs", "search"]
+    assert [argv[i + 1] for i, arg in enumerate(argv) if arg == "--policy"] == [
+        "policies/",
+        "deny-web.toml",
+    ]
 
 
 # --- recorded transcripts ---------------------------------------------------------------------
@@ -319,9 +349,37 @@ def test_real_gemini_turn_through_the_supervisor(tmp_path: Path) -> None:
             supervision=Supervision(timeout_s=90, idle_timeout_s=60, grace_s=2, kill_after_s=1),
         )
         first = json.dumps(server.requests[0][1])
+        paths = [path for path, _ in server.requests if ":streamGenerateContent" in path]
     assert result.outcome.ok, (result.outcome.message, result.stderr_tail[-2000:])
     assert (work / "made.txt").read_text() == "made\n"
     assert "make a file" in first
     assert result.final_text == "Made it. LOOPCTL_DONE"
     assert result.requests == [Usage(1000, 28, 0, 900)]
     assert result.session_id
+    # the model setting is the model the CLI asks the API for
+    assert paths
+    assert all("/models/gemini-2.5-flash:streamGenerateContent" in path for path in paths)
+    # Gemini CLI reports no cost: the engine prices the tokens (genai-prices)
+    assert result.cost_usd is None
+    pytest.importorskip("genai_prices")
+    from loopctl.pricing import estimate_cost
+
+    estimate = estimate_cost(result.model, result.requests)
+    assert estimate.cost_usd is not None
+    assert estimate.cost_usd > 0
+
+
+@pytest.mark.e2e
+def test_real_gemini_refusing_an_approval_mode_is_a_usage_error(tmp_path: Path) -> None:
+    gemini = _real_gemini()
+    agent = GeminiAgent(
+        GeminiSettings(command=gemini, approval_mode="always", env={"HOME": str(tmp_path)})
+    )
+    result = run_turn(
+        agent,
+        TurnRequest("p", tmp_path, 1),
+        supervision=Supervision(timeout_s=90, idle_timeout_s=60, grace_s=2, kill_after_s=1),
+    )
+    assert result.outcome.error_kind is ErrorKind.USAGE, (result.outcome, result.stderr_tail)
+    assert result.outcome.message.startswith("[agents.gemini] approval_mode = 'always': ")
+    assert '"auto_edit", "yolo"' in result.outcome.message  # the CLI's own list

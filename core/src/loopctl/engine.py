@@ -281,7 +281,10 @@ class Engine:
         #: Plugins' re-runs of the iteration whose test run is ``last_test_run``.
         self.reruns: list[TestRun] = []
         self.outcome: LoopOutcome | None = None
-        self.workspace = Workspace(workdir, ignore=_ignored_paths(workdir, state_dir))
+        self.workspace = Workspace(
+            workdir,
+            ignore=_ignored_paths(workdir, state_dir) + tuple(getattr(agent, "private_paths", ())),
+        )
         self.stash = Stash()
         self.facts = RunFacts(
             workdir=workdir,
@@ -318,6 +321,10 @@ class Engine:
         self._recent_rows: deque[dict[str, Any]] = deque(maxlen=20)
         self._tokens_total = 0
         self._cost_total = 0.0
+        #: Some of the cost was estimated from token counts (loopctl.pricing).
+        self._cost_estimated = False
+        #: Said once per run: why turns with tokens had no cost while a cost budget is set.
+        self._unpriced_said = False
         #: Whether the run's report was written when it ended (a full disk may prevent it).
         self.report_written = False
         #: The first write that failed because the disk is full: the loop stops at the next
@@ -552,6 +559,7 @@ class Engine:
         self._recent_rows.extend(loaded.rows)
         self._tokens_total = self.totals.tokens
         self._cost_total = self.totals.cost_usd
+        self._cost_estimated = self.totals.costs_estimated > 0
         self._wall_clock_used_before = self.state.wall_clock_used_s
         self.stuck.resume(
             self.totals.stuck_streak, self.totals.stuck_previous, self.state.stuck_level
@@ -566,6 +574,8 @@ class Engine:
         if self.settings is not None:
             self.state.settings = self.settings
         self.state.test_cmd = config.test_cmd or self.state.test_cmd
+        if self.state.session_mode == "fresh" and config.session == "resume":
+            self.state.session_id = None  # a fresh-session run's sessions were not kept
         self.state.session_mode = config.session
         if self.state.agent and self.state.agent != self.agent.name:
             self.state.session_id = None
@@ -899,10 +909,12 @@ class Engine:
                 f"used {self._tokens_total} tokens, over the budget of {limits.max_tokens}",
             )
         if limits.max_cost_usd is not None and self._cost_total >= limits.max_cost_usd:
+            estimated = " (estimated from token counts)" if self._cost_estimated else ""
             return self._outcome(
                 StopStatus.BUDGET.value,
                 "max_cost_usd",
-                f"spent ${self._cost_total:.2f}, over the budget of ${limits.max_cost_usd:.2f}",
+                f"spent ${self._cost_total:.2f}{estimated}, over the budget of "
+                f"${limits.max_cost_usd:.2f}",
             )
         return None
 
@@ -1013,9 +1025,12 @@ class Engine:
         self.last_turn = turn
         if turn.session_id:
             self.state.session_id = turn.session_id
+        if turn.cost_usd is None and turn.requests:
+            self._price(turn)
         summary = AgentSummary.from_turn(turn)
         self._tokens_total += summary.usage.total_tokens
         self._cost_total += turn.cost_usd or 0.0
+        self._cost_estimated = self._cost_estimated or turn.cost_estimated
         # an agent that reports no usage (a plain command) used an unknown number, not 0
         reported = attrs.asdict(summary.usage) if turn.requests else None
         self.emit(
@@ -1031,6 +1046,7 @@ class Engine:
             tool_calls=len(turn.tool_calls),
             duration_s=round(turn.duration_s, 3),
             interrupted=turn.interrupted,
+            **({"cost_estimated": True} if turn.cost_estimated else {}),
         )
         return summary
 
@@ -1139,6 +1155,13 @@ class Engine:
             workdir=self.workdir,
             iteration=iteration,
             session_id=self.state.session_id if resume else None,
+            keep_session=self.state.session_mode == "resume",
+            budget_usd=(
+                None
+                if limits.max_cost_usd is None
+                else max(limits.max_cost_usd - self._cost_total, 0.0)
+            ),
+            session_cost_usd=self._session_cost(self.state.session_id) if resume else 0.0,
         )
 
         def on_message(message: AgentMessage) -> Decision | None:
@@ -1173,8 +1196,32 @@ class Engine:
                 )
         except ValueError as exc:  # the adapter refused its settings (a missing scenario, say)
             return TurnResult(
-                outcome=TurnOutcome(ErrorKind.CRASHED, f"cannot start the agent: {exc}"),
+                outcome=TurnOutcome(ErrorKind.USAGE, f"cannot start the agent: {exc}"),
                 started=False,
+            )
+
+    def _session_cost(self, session_id: str | None) -> float:
+        """What the iterations recorded for ``session_id`` cost together."""
+        return sum(
+            record.agent.cost_usd or 0.0
+            for record in self.history
+            if session_id and record.agent.session_id == session_id
+        )
+
+    def _price(self, turn: TurnResult) -> None:
+        """Estimate the cost of a turn whose CLI reported tokens but no cost (loopctl.pricing);
+        with a cost budget, say once why a turn could not be priced."""
+        from loopctl.pricing import estimate_cost
+
+        estimate = estimate_cost(turn.model, turn.requests, self.loaded.config.prices)
+        if estimate.cost_usd is not None:
+            turn.cost_usd, turn.cost_estimated = estimate.cost_usd, True
+        elif self.loaded.config.limits.max_cost_usd is not None and not self._unpriced_said:
+            self._unpriced_said = True
+            self.emit(
+                "loop.warning",
+                message=f"limits.max_cost_usd cannot count this agent's turns: "
+                f"{self.agent.name} reports no cost, and {estimate.source}",
             )
 
     def run_tests(self, command: str | None, *, label: str) -> TestRun:
@@ -1271,6 +1318,8 @@ class Engine:
                 StopStatus.AUTH,
                 f"the agent cannot work until this is fixed ({kind.value}): {message}",
             )
+        if kind is ErrorKind.USAGE:  # its command line is wrong: every retry would fail alike
+            return _engine_stop(StopStatus.USAGE_ERROR, message)
         if not turn.started:
             return _engine_stop(StopStatus.AGENT_ERROR, message)
         if kind is ErrorKind.RATE_LIMIT:

@@ -117,7 +117,8 @@ CORE_EVENTS: dict[str, dict[str, Any]] = {
     ),
     "agent.end": define_event(
         "The agent turn ended. tokens (the turn's total) and usage (by kind) are null when the "
-        "agent reported no usage, never 0.",
+        "agent reported no usage, never 0. cost_estimated is true when cost_usd was estimated "
+        "from the token counts (the CLI reported no cost).",
         {
             "outcome": {"enum": ["ok", "error"]},
             "error_kind": OPT_STR,
@@ -131,6 +132,7 @@ CORE_EVENTS: dict[str, dict[str, Any]] = {
             "duration_s": NUM,
             "interrupted": BOOL,
         },
+        {"cost_estimated": BOOL},
     ),
     "agent.turn_stopped": define_event(
         "A plugin ended the turn at a message boundary.", {"reason": STR, "message": STR}

@@ -50,6 +50,7 @@ _COUNT_FIELDS = (
     "failed",
     *_TOKEN_FIELDS,
     "costs_reported",
+    "costs_estimated",
     "restarts",
     "stuck_streak",
 )
@@ -77,8 +78,10 @@ class RunTotals:
     cache_creation_input_tokens: int = 0
     cache_read_input_tokens: int = 0
     cost_usd: float = 0.0
-    #: Records whose agent reported a cost.
+    #: Records whose agent reported a cost, and those of them whose cost was estimated
+    #: (priced from token counts).
     costs_reported: int = 0
+    costs_estimated: int = 0
     #: The most restarts any record came after.
     restarts: int = 0
     duration_s: float = 0.0
@@ -119,6 +122,7 @@ class RunTotals:
         if cost is not None and math.isfinite(cost):
             self.cost_usd += cost
             self.costs_reported += 1
+            self.costs_estimated += record.agent.cost_estimated
         self.restarts = max(self.restarts, min(record.restarts, 10**9))
         if math.isfinite(record.duration_s):
             self.duration_s += record.duration_s
@@ -153,6 +157,7 @@ class RunTotals:
             cache_read_input_tokens=self.cache_read_input_tokens - later.cache_read_input_tokens,
             cost_usd=self.cost_usd - later.cost_usd,
             costs_reported=self.costs_reported - later.costs_reported,
+            costs_estimated=self.costs_estimated - later.costs_estimated,
             duration_s=self.duration_s - later.duration_s,
         )
 

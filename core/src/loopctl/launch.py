@@ -83,6 +83,8 @@ def _select_agent(
     settings = loaded.agent_settings(name, cls.settings_class)
     if command is not None:
         settings.command = command
+    if config.model is not None:  # `--model`, LOOPCTL_MODEL or `model`: whichever agent runs
+        settings.model = config.model
     return cls(settings, model_windows=config.models), command
 
 

@@ -29,6 +29,10 @@ class ErrorKind(str, enum.Enum):
     INVALID_OUTPUT = "invalid_output"
     BUDGET = "budget"
     INTERRUPTED = "interrupted"
+    #: The agent CLI rejected its command line at start (an unknown option, a value it does not
+    #: accept), or the adapter its settings: a retry cannot help, so the run stops with a usage
+    #: error (exit 2) that names the setting.
+    USAGE = "usage"
     UNKNOWN = "unknown"
 
 
@@ -150,6 +154,9 @@ class TurnResult:
     context_tokens: int | None = None
     context_window: int | None = None
     cost_usd: float | None = None
+    #: True when ``cost_usd`` was estimated from token counts and a price table
+    #: (:mod:`loopctl.pricing`), not reported by the CLI.
+    cost_estimated: bool = False
     model: str | None = None
     exit_code: int | None = None
     duration_s: float = 0.0
@@ -212,6 +219,8 @@ class AgentSummary:
     context_tokens: int | None = None
     context_window: int | None = None
     cost_usd: float | None = None
+    #: True when ``cost_usd`` was estimated from token counts, not reported by the CLI.
+    cost_estimated: bool = False
     tool_calls: int = 0
     interrupted: bool = False
     interrupt_reason: str = ""
@@ -230,6 +239,7 @@ class AgentSummary:
             context_tokens=turn.context_tokens,
             context_window=turn.context_window,
             cost_usd=turn.cost_usd,
+            cost_estimated=turn.cost_estimated,
             tool_calls=len(turn.tool_calls),
             interrupted=turn.interrupted,
             interrupt_reason=turn.interrupt_reason,
@@ -424,7 +434,13 @@ class StopStatus(str, enum.Enum):
     #: The state directory's disk (or the user's quota) is full; ``resume`` continues the loop
     #: once there is space again.
     DISK_FULL = "disk_full"
+    #: The agent CLI rejected the command line loopctl gave it (a setting it does not accept):
+    #: exit code 2, as for any other usage error.
+    USAGE_ERROR = "usage_error"
 
+
+#: Exit code for usage errors: bad config, unknown agent, unwritable state directory.
+EXIT_USAGE = 2
 
 EXIT_CODES: dict[str, int] = {
     StopStatus.COMPLETE.value: 0,
@@ -437,10 +453,9 @@ EXIT_CODES: dict[str, int] = {
     StopStatus.WALL_CLOCK.value: 16,
     StopStatus.PLUGIN.value: 17,
     StopStatus.DISK_FULL.value: 18,
+    StopStatus.USAGE_ERROR.value: EXIT_USAGE,
     StopStatus.INTERRUPTED.value: 130,
 }
-#: Exit code for usage errors: bad config, unknown agent, unwritable state directory.
-EXIT_USAGE = 2
 
 
 def exit_code_for(status: str) -> int:

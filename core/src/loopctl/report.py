@@ -48,6 +48,10 @@ NEXT_STEPS = {
     StopStatus.BUDGET.value: "The token or cost budget is spent. Raise it in `[limits]` and `loopctl resume` if the progress is worth it.",
     StopStatus.WALL_CLOCK.value: "The wall-clock budget is spent. Raise `limits.wall_clock_s` and `loopctl resume`.",
     StopStatus.INTERRUPTED.value: "The run was interrupted; `loopctl resume` continues it.",
+    StopStatus.USAGE_ERROR.value: (
+        "The agent's CLI refused the setting named above: fix it (the CLI's own words list "
+        "what it accepts) and start again with `loopctl run`."
+    ),
     StopStatus.DISK_FULL.value: (
         "The disk of `{state_dir}` is full. Free some space, then `loopctl resume` continues "
         "the run where it stopped."

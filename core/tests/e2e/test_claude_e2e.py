@@ -32,9 +32,13 @@ def run_claude_loop(
     *,
     session: str = "fresh",
     max_iterations: int = 4,
+    limits: dict[str, Any] | None = None,
+    settings: dict[str, Any] | None = None,
+    top: dict[str, Any] | None = None,
 ) -> RunResult:
     env = server.cli_env(home, model=MODEL)
     env["CLAUDE_CODE_MAX_RETRIES"] = "0"
+    claude = {"command": argv_log.command, "model": MODEL, "env": env, **(settings or {})}
     return run_loop(
         project,
         "Make the failing test in test_calc.py pass by fixing calc.py.",
@@ -46,10 +50,23 @@ def run_claude_loop(
                 "max_iterations": max_iterations,
                 "agent_timeout_s": 180.0,
                 "idle_timeout_s": 120.0,
+                **(limits or {}),
             },
-            "agents": {"claude": {"command": argv_log.command, "model": MODEL, "env": env}},
+            "agents": {"claude": claude},
+            **(top or {}),
         },
     )
+
+
+def stored_sessions(home: Path) -> list[Path]:
+    """The session transcripts Claude Code stored under its config directory."""
+    return sorted((home / ".claude" / "projects").rglob("*.jsonl"))
+
+
+def result_of(transcript: Path) -> dict[str, Any]:
+    lines = [json.loads(line) for line in transcript.read_text().splitlines() if line.strip()]
+    found: dict[str, Any] = next(line for line in reversed(lines) if line["type"] == "result")
+    return found
 
 
 def session_of(request: ms.RecordedRequest) -> str | None:
@@ -115,6 +132,8 @@ def test_agent_reads_and_edits_the_bug_and_the_loop_completes(
     assert argv[:4] == ["-p", "--output-format", "stream-json", "--verbose"]
     assert flag(argv, "--permission-mode") == "bypassPermissions"
     assert "--resume" not in argv
+    assert "--no-session-persistence" in argv  # a fresh-session run: nothing to resume later
+    assert stored_sessions(tmp_path / "home") == []
     transcript = result.state_dir / "logs" / "iteration-0001.agent.jsonl"
     first = json.loads(transcript.read_text().splitlines()[0])
     assert first["type"] == "system"
@@ -161,6 +180,14 @@ def test_resume_mode_reuses_the_session_and_reports_climbing_context(
     sizes = [len(main[i].messages) for i in (0, 2, 3)]  # the first request of each turn
     assert sizes == sorted(sizes)
     assert sizes[0] < sizes[1] < sizes[2]
+    assert "--no-session-persistence" not in calls[0]  # it is resumed
+    assert len(stored_sessions(tmp_path / "home")) == 1
+    # each turn costs what it added: the CLI's last figure is the session's running total
+    costs = [a["cost_usd"] for a in agents]
+    assert all(cost > 0 for cost in costs)
+    last = result_of(result.state_dir / "logs" / "iteration-0003.agent.jsonl")
+    assert sum(costs) == pytest.approx(last["total_cost_usd"])
+    assert costs[2] < last["total_cost_usd"]
 
 
 def test_prompt_too_long_restarts_with_a_fresh_session_and_completes(
@@ -207,3 +234,92 @@ def test_prompt_too_long_restarts_with_a_fresh_session_and_completes(
     assert [session_of(r) for r in main[:2]] == [exhausted, exhausted]
     assert {session_of(r) for r in main[2:]} == {agent_of(second)["session_id"]}
     assert len(main[2].messages) == 1  # the fresh session starts from the prompt alone
+
+
+def test_the_model_setting_reaches_the_api(
+    buggy_project: Project, claude_argv: ArgvLog, tmp_path: Path
+) -> None:
+    """``--model`` (the top-level ``model``) wins over ``[agents.claude] model`` and is the model
+    the CLI asks the API for."""
+    calc = str(buggy_project.path / "calc.py")
+    scenario = [
+        ms.read(calc, usage=ms.context_usage(19_000, 100)),
+        ms.edit(calc, "return a - b", "return a + b", usage=ms.context_usage(20_000, 100)),
+        ms.text("Fixed.", usage=ms.context_usage(20_500, 20)),
+    ]
+    with ms.ScriptedModelServer(scenario, model=MODEL) as server:
+        result = run_claude_loop(
+            buggy_project,
+            server,
+            claude_argv,
+            tmp_path / "home",
+            settings={"model": "claude-opus-4-1"},
+            top={"model": MODEL},
+        )
+        main = server.main_requests
+    assert result.status == "complete", result.outcome
+    (argv,) = claude_argv.calls()
+    assert flag(argv, "--model") == MODEL
+    assert {request.body["model"] for request in main} == {MODEL}
+
+
+def test_a_permission_mode_the_cli_rejects_stops_the_run_with_exit_2(
+    buggy_project: Project, claude_argv: ArgvLog, tmp_path: Path
+) -> None:
+    """Claude Code judges the mode; its refusal names the choices, and loopctl stops at once
+    with a usage error naming the setting, instead of retrying an agent error."""
+    with ms.ScriptedModelServer([ms.text("never")], model=MODEL) as server:
+        result = run_claude_loop(
+            buggy_project,
+            server,
+            claude_argv,
+            tmp_path / "home",
+            settings={"permission_mode": "bogus"},
+            limits={"max_agent_crashes": 3},
+        )
+        requests = server.requests
+    assert result.status == "usage_error", result.outcome
+    assert result.outcome.exit_code == 2
+    message = result.outcome.message
+    assert message.startswith("[agents.claude] permission_mode = 'bogus': ")
+    assert "Allowed choices are " in message
+    assert "manual" in message  # the CLI's own list, not loopctl's
+    assert len(claude_argv.calls()) == 1
+    assert requests == []
+
+
+def test_a_cost_budget_stops_claude_inside_its_turn(
+    buggy_project: Project, claude_argv: ArgvLog, tmp_path: Path
+) -> None:
+    """What is left of ``max_cost_usd`` goes to ``--max-budget-usd``: the CLI stops itself
+    once a request takes it over, instead of running the whole turn."""
+    calc = str(buggy_project.path / "calc.py")
+
+    def uncached(tokens: int) -> dict[str, int]:  # $3 per million at Sonnet's prices
+        return {"input_tokens": tokens, "output_tokens": 100}
+
+    scenario = [
+        ms.read(calc, usage=uncached(100_000)),  # $0.30
+        ms.read(calc, usage=uncached(110_000)),  # $0.63 in all: over the budget
+        ms.read(calc, usage=uncached(120_000)),
+        ms.edit(calc, "return a - b", "return a + b", usage=uncached(130_000)),
+        ms.text("Fixed.", usage=uncached(131_000)),
+    ]
+    with ms.ScriptedModelServer(scenario, model=MODEL) as server:
+        result = run_claude_loop(
+            buggy_project,
+            server,
+            claude_argv,
+            tmp_path / "home",
+            limits={"max_cost_usd": 0.5},
+        )
+        main = server.main_requests
+    assert result.status == "budget", result.outcome
+    (argv,) = claude_argv.calls()
+    assert flag(argv, "--max-budget-usd") == "0.5"
+    (record,) = result.records
+    assert agent_of(record)["error_kind"] == "budget"
+    assert len(main) < len(scenario)  # cut inside the turn
+    assert "return a - b" in buggy_project.read("calc.py")
+    assert result.outcome.message.startswith("spent $")
+    assert "estimated" not in result.outcome.message  # Claude Code reports its cost

@@ -16,6 +16,11 @@ Unattended runs: ``--yes-always`` (every question answered yes), ``--no-auto-com
 commits), ``--no-pretty``, ``--no-stream``, ``--no-check-update``, and ``COLUMNS`` set wide so
 that aider does not wrap its messages. The prompt goes in a temporary ``--message-file``.
 Sessions are not resumed: every turn is a fresh aider (``session_id`` is ignored).
+
+The user's files stay the user's: ``--no-gitignore`` (aider would otherwise add ``.aider*`` to
+the project's ``.gitignore``), and aider's chat and input history files go to the turn's
+temporary directory instead of ``.aider.chat.history.md`` and ``.aider.input.history`` in the
+project (loopctl keeps each turn's output in its own ``logs/``).
 """
 
 from __future__ import annotations
@@ -75,14 +80,28 @@ _RETRY = re.compile(r"^Retrying in [\d.]+ seconds")
 class AiderSettings(AgentSettings):
     """``[agents.aider]``."""
 
-    #: Ask aider for its analytics log (kept local) to learn exact tokens and cost per request.
-    analytics_log: bool = True
-    #: Files added to the chat on every turn (relative to the working directory).
-    files: list[str] = attrs.Factory(list)
-    #: ``--edit-format``; None lets aider choose for the model.
-    edit_format: str | None = None
-    #: Let aider commit its own edits (off: they stay in the working tree for you to review).
-    auto_commits: bool = False
+    analytics_log: bool = attrs.field(
+        default=True,
+        metadata={
+            "doc": "Ask aider for its analytics log (kept local, in a temporary directory) to "
+            "learn exact tokens and cost per request."
+        },
+    )
+    files: list[str] = attrs.field(
+        factory=list,
+        metadata={"doc": "Files added to the chat on every turn (relative to the project)."},
+    )
+    edit_format: str | None = attrs.field(
+        default=None,
+        metadata={"doc": "`--edit-format`; unset lets aider choose for the model."},
+    )
+    auto_commits: bool = attrs.field(
+        default=False,
+        metadata={
+            "doc": "Let aider commit its own edits (off: they stay in the working tree for "
+            "you to review)."
+        },
+    )
 
 
 class AiderAgent(AgentAdapter):
@@ -90,6 +109,12 @@ class AiderAgent(AgentAdapter):
     description: ClassVar[str] = "aider (plain-text output; fresh session every turn)"
     executable: ClassVar[str | None] = "aider"
     settings_class: ClassVar[type[AgentSettings]] = AiderSettings
+    #: aider's repository-map cache (not configurable in aider 0.86): aider's, not the agent's work.
+    private_paths: ClassVar[tuple[str, ...]] = (".aider.tags.cache.v4",)
+    option_settings: ClassVar[Mapping[str, str]] = {
+        "--model": "model",
+        "--edit-format": "edit_format",
+    }
 
     def __init__(
         self,
@@ -108,6 +133,9 @@ class AiderAgent(AgentAdapter):
         message_file.write_text(request.prompt, encoding="utf-8", errors="replace")
         argv += ["--message-file", str(message_file), "--yes-always", "--no-pretty"]
         argv += ["--no-stream", "--no-check-update", "--no-show-release-notes"]
+        argv += ["--no-gitignore"]  # never edit the user's .gitignore
+        argv += ["--chat-history-file", str(scratch / "chat.history.md")]
+        argv += ["--input-history-file", str(scratch / "input.history")]
         argv.append("--auto-commits" if settings.auto_commits else "--no-auto-commits")
         if settings.analytics_log:
             argv += ["--no-analytics", "--analytics-log", str(scratch / "analytics.jsonl")]

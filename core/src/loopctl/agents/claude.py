@@ -44,7 +44,6 @@ from loopctl.model import (
 )
 
 __all__ = [
-    "PERMISSION_MODES",
     "ClaudeAgent",
     "ClaudeParser",
     "ClaudeSettings",
@@ -52,8 +51,6 @@ __all__ = [
     "parse_reset_time",
 ]
 
-#: What ``--permission-mode`` accepts.
-PERMISSION_MODES = ("acceptEdits", "bypassPermissions", "default", "dontAsk", "plan", "auto")
 #: Tool calls kept in full (the most recent); older ones are only counted.
 MAX_KEPT_TOOL_CALLS = 1000
 #: Main-thread requests kept one by one; older ones are folded into the first entry so the
@@ -177,10 +174,43 @@ class ClaudeSettings(AgentSettings):
     pair them with ``permission_mode = "dontAsk"`` to keep the agent to that list.
     """
 
-    permission_mode: str = "bypassPermissions"
-    max_turns: int | None = None
-    allowed_tools: list[str] = attrs.Factory(list)
-    append_system_prompt: str | None = None
+    permission_mode: str = attrs.field(
+        default="bypassPermissions",
+        metadata={
+            "doc": "`--permission-mode`, passed as given (the CLI says which modes it knows: "
+            "`acceptEdits`, `auto`, `bypassPermissions`, `manual`, `dontAsk`, `plan` in 2.1.332)."
+        },
+    )
+    max_turns: int | None = attrs.field(
+        default=None, metadata={"doc": "`--max-turns`: most model round trips in one turn."}
+    )
+    allowed_tools: list[str] = attrs.field(
+        factory=list,
+        metadata={"doc": '`--allowedTools`: tools used without asking (`"Bash(git *)"`).'},
+    )
+    disallowed_tools: list[str] = attrs.field(
+        factory=list,
+        metadata={"doc": "`--disallowedTools`: tools the agent may not use, in any mode."},
+    )
+    mcp_config: list[str] = attrs.field(
+        factory=list,
+        metadata={"doc": "`--mcp-config`: MCP server config files (or JSON strings) to load."},
+    )
+    strict_mcp_config: bool = attrs.field(
+        default=False,
+        metadata={"doc": "`--strict-mcp-config`: only the MCP servers of `mcp_config`."},
+    )
+    append_system_prompt: str | None = attrs.field(
+        default=None, metadata={"doc": "`--append-system-prompt`: added to the system prompt."}
+    )
+    keep_sessions: bool = attrs.field(
+        default=False,
+        metadata={
+            "doc": "Let Claude Code store the sessions of a fresh-session run (off: "
+            "`--no-session-persistence`, so no transcript is left per iteration). Resumed "
+            "sessions are always stored."
+        },
+    )
 
 
 class ClaudeAgent(AgentAdapter):
@@ -188,20 +218,36 @@ class ClaudeAgent(AgentAdapter):
     description: ClassVar[str] = "Anthropic Claude Code CLI (claude -p, stream-json)"
     executable: ClassVar[str | None] = "claude"
     settings_class: ClassVar[type[AgentSettings]] = ClaudeSettings
+    option_settings: ClassVar[Mapping[str, str]] = {
+        "--permission-mode": "permission_mode",
+        "--model": "model",
+        "--max-turns": "max_turns",
+        "--allowedTools": "allowed_tools",
+        "--allowed-tools": "allowed_tools",
+        "--disallowedTools": "disallowed_tools",
+        "--disallowed-tools": "disallowed_tools",
+        "--mcp-config": "mcp_config",
+        "--append-system-prompt": "append_system_prompt",
+    }
+
+    def __init__(
+        self,
+        settings: AgentSettings | None = None,
+        *,
+        model_windows: Mapping[str, int] | None = None,
+    ) -> None:
+        super().__init__(settings, model_windows=model_windows)
+        #: What the session the last invocation resumes had cost so far (for its parser).
+        self._resumed_cost = 0.0
 
     def invocation(self, request: TurnRequest) -> Invocation:
-        settings = self.settings
+        settings = self.settings_as(ClaudeSettings)
         argv = self._base_argv()
-        mode = getattr(settings, "permission_mode", "bypassPermissions") or "bypassPermissions"
-        if mode not in PERMISSION_MODES:
-            raise ValueError(
-                f"[agents.claude] permission_mode = {mode!r} is not a Claude Code permission mode; "
-                f"use one of: {', '.join(PERMISSION_MODES)}"
-            )
+        mode = settings.permission_mode or "bypassPermissions"
         argv += ["-p", "--output-format", "stream-json", "--verbose", "--permission-mode", mode]
         if settings.model:
             argv += ["--model", settings.model]
-        max_turns = getattr(settings, "max_turns", None)
+        max_turns = settings.max_turns
         if max_turns is not None:
             if isinstance(max_turns, bool) or not isinstance(max_turns, int) or max_turns < 1:
                 raise ValueError(
@@ -209,18 +255,29 @@ class ClaudeAgent(AgentAdapter):
                     "(or left out for no limit)"
                 )
             argv += ["--max-turns", str(max_turns)]
-        allowed = [str(tool) for tool in getattr(settings, "allowed_tools", []) or []]
+        allowed = [str(tool) for tool in settings.allowed_tools]
         if allowed:
             argv += ["--allowedTools", ",".join(allowed)]
-        extra_prompt = getattr(settings, "append_system_prompt", None)
-        if extra_prompt:
-            argv += ["--append-system-prompt", extra_prompt]
+        denied = [str(tool) for tool in settings.disallowed_tools]
+        if denied:
+            argv += ["--disallowedTools", ",".join(denied)]
+        for config in settings.mcp_config:
+            argv += ["--mcp-config", str(config)]
+        if settings.strict_mcp_config:
+            argv.append("--strict-mcp-config")
+        if settings.append_system_prompt:
+            argv += ["--append-system-prompt", settings.append_system_prompt]
+        if request.budget_usd is not None:
+            argv += ["--max-budget-usd", dollars(request.budget_usd)]
         if request.session_id:
             argv += ["--resume", request.session_id]
+        elif not request.keep_session and not settings.keep_sessions:
+            argv.append("--no-session-persistence")
         argv += [str(arg) for arg in settings.extra_args]
         env: dict[str, str | None] = {}
         if mode == "bypassPermissions":
             env["IS_SANDBOX"] = "1"
+        self._resumed_cost = request.session_cost_usd if request.session_id else 0.0
         return Invocation(
             argv=argv, stdin=request.prompt.encode("utf-8", errors="replace"), env=env
         )
@@ -239,7 +296,15 @@ class ClaudeAgent(AgentAdapter):
         return argv or ["claude"]
 
     def new_parser(self) -> StreamParser:
-        return ClaudeParser()
+        resumed_cost, self._resumed_cost = self._resumed_cost, 0.0
+        return ClaudeParser(resumed_cost=resumed_cost)
+
+
+def dollars(amount: float) -> str:
+    """A dollar amount for ``--max-budget-usd``: at most 6 decimals, never 0 (the CLI wants more
+    than 0; a budget that is spent stops the loop before the turn)."""
+    text = f"{max(amount, 0.000001):.6f}".rstrip("0").rstrip(".")
+    return text
 
 
 # --- the parser -----------------------------------------------------------------------------------
@@ -254,7 +319,10 @@ class ClaudeParser(StreamParser):
     usage (folded beyond :data:`MAX_KEPT_REQUESTS`) are kept; raw lines never are.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, resumed_cost: float = 0.0) -> None:
+        #: What loopctl recorded as the resumed session's cost before this turn (0: a fresh
+        #: session): Claude Code reports a resumed session's running total, not the turn's.
+        self.resumed_cost = resumed_cost
         self.session_id: str | None = None
         self.model: str | None = None  # as init names it, e.g. "claude-opus-4-1[1m]"
         self.api_model: str | None = None  # as the API names it in assistant messages
@@ -284,10 +352,23 @@ class ClaudeParser(StreamParser):
         self.api_error_status: int | None = None
         self.terminal_reason: str | None = None
         self.cost_usd: float | None = None
+        #: Input-side tokens (input, cache read and write) of ``result.usage`` (this process) and
+        #: summed over ``result.modelUsage``: the latter is the session's running total when a
+        #: resumed session's figures are cumulative.
+        self._result_input_tokens = 0
+        self._model_usage_input_tokens = 0
+        #: The sum of ``model_usage_since_last_result`` costs over the result lines (each covers
+        #: the spend since the one before it, in this process); None when the CLI gives none.
+        self._cost_since_results: float | None = None
+        #: Whether the process started background tasks (sub-agents that outlive their call).
+        self.background_tasks = False
 
     @property
     def done(self) -> bool:
-        return self._result_seen
+        # After background tasks (a Task sub-agent runs in the background since 2.1.3xx), Claude
+        # Code may start another turn when one reports back: a second ``init`` and ``result``
+        # in the same process. Only the process's exit says it is over then.
+        return self._result_seen and not self.background_tasks
 
     # --- lines --------------------------------------------------------------------------------
 
@@ -364,6 +445,10 @@ class ClaudeParser(StreamParser):
                     raw_type="system",
                 )
             ]
+        if (subtype == "task_started" and data.get("is_backgrounded") is True) or (
+            subtype == "background_tasks_changed" and data.get("tasks")
+        ):
+            self.background_tasks = True
         return [
             AgentMessage(
                 kind=MessageKind.SYSTEM,
@@ -518,6 +603,7 @@ class ClaudeParser(StreamParser):
         self.result_is_error = is_error if type(is_error) is bool else None
         self.result_text = _str(data.get("result"))
         errors = data.get("errors")
+        self.result_errors = []  # a later result line (after a background task) starts over
         if type(errors) is list:
             self.result_errors = [e for e in errors if type(e) is str][:20]
         status = data.get("api_error_status")
@@ -526,6 +612,32 @@ class ClaudeParser(StreamParser):
         cost = _number(data.get("total_cost_usd"))
         if cost is not None and cost >= 0:
             self.cost_usd = cost
+        usage = data.get("usage")
+        if type(usage) is dict:
+            self._result_input_tokens = sum(
+                _count(usage.get(key))
+                for key in (
+                    "input_tokens",
+                    "cache_read_input_tokens",
+                    "cache_creation_input_tokens",
+                )
+            )
+        model_usage = data.get("modelUsage")
+        if type(model_usage) is dict:
+            self._model_usage_input_tokens = sum(
+                _count(figures.get(key))
+                for figures in model_usage.values()
+                if type(figures) is dict
+                for key in ("inputTokens", "cacheReadInputTokens", "cacheCreationInputTokens")
+            )
+        since = data.get("model_usage_since_last_result")
+        if type(since) is dict:
+            spent = sum(
+                _number(figures.get("costUSD")) or 0.0
+                for figures in since.values()
+                if type(figures) is dict
+            )
+            self._cost_since_results = (self._cost_since_results or 0.0) + spent
         window = self._window_from_model_usage(data.get("modelUsage"))
         if window:
             self.context_window = window
@@ -677,10 +789,28 @@ class ClaudeParser(StreamParser):
             requests=self.requests,
             context_tokens=self.context_tokens,
             context_window=window,
-            cost_usd=self.cost_usd,
+            cost_usd=self.turn_cost(),
             model=self.model or self.api_model,
             exit_code=exit_code,
         )
+
+    def turn_cost(self) -> float | None:
+        """This turn's cost. Claude Code's ``total_cost_usd`` is a resumed session's running
+        total in newer versions (2.1.332), the process's own spend in older ones (2.1.197).
+        Each result line's ``model_usage_since_last_result`` (2.1.332) gives the spend since the
+        previous one exactly: their sum is the turn's cost. Without it, when ``modelUsage`` holds
+        more tokens than the turn's own ``usage`` and the total is at least what loopctl recorded
+        for the resumed session before, the turn cost the difference."""
+        if self._cost_since_results is not None:
+            return self._cost_since_results
+        cost = self.cost_usd
+        before = self.resumed_cost
+        if cost is None or before <= 0:
+            return cost
+        cumulative = self._model_usage_input_tokens > self._result_input_tokens
+        if cumulative and cost >= before:
+            return cost - before
+        return cost
 
     def _outcome(self, exit_code: int | None, stderr: str) -> TurnOutcome:
         tail = (stderr or "").strip()[-MESSAGE_LIMIT:]

@@ -62,7 +62,6 @@ from loopctl.model import (
     Usage,
 )
 
-SANDBOX_MODES = ("read-only", "workspace-write", "danger-full-access")
 _FINAL_TEXT_LIMIT = 64 * 1024
 _EXCERPT_LIMIT = 1000
 _KEY_INPUT_LIMIT = 500
@@ -77,18 +76,58 @@ _RECONNECTING = "Reconnecting..."
 class CodexSettings(AgentSettings):
     """``[agents.codex]``."""
 
-    #: ``read-only``, ``workspace-write`` (default) or ``danger-full-access``.
-    sandbox: str = "workspace-write"
-    #: Let sandboxed commands reach the network (``sandbox_workspace_write.network_access``).
-    network_access: bool = False
-    #: ``--dangerously-bypass-approvals-and-sandbox``: only inside a sandbox of your own.
-    bypass_sandbox: bool = False
-    #: ``--skip-git-repo-check``: run in directories that are not git repositories.
-    skip_git_repo_check: bool = True
-    #: Read exact per-request token counts from Codex's session log when it exists.
-    session_log: bool = True
-    #: Give up after this many seconds of nothing but reconnect errors (None: never).
-    reconnect_give_up_s: float | None = 600.0
+    sandbox: str = attrs.field(
+        default="workspace-write",
+        metadata={
+            "doc": "Codex's sandbox mode, passed as given: `read-only`, `workspace-write` or "
+            "`danger-full-access` (0.169)."
+        },
+    )
+    network_access: bool = attrs.field(
+        default=False,
+        metadata={"doc": "Let sandboxed commands reach the network."},
+    )
+    bypass_sandbox: bool = attrs.field(
+        default=False,
+        metadata={
+            "doc": "`--dangerously-bypass-approvals-and-sandbox`: only inside a sandbox of "
+            "your own."
+        },
+    )
+    skip_git_repo_check: bool = attrs.field(
+        default=True,
+        metadata={
+            "doc": "`--skip-git-repo-check`: run in directories that are not git repositories."
+        },
+    )
+    config_overrides: list[str] = attrs.field(
+        factory=list,
+        metadata={
+            "doc": "`-c key=value` overrides of Codex's config.toml, one each: MCP servers "
+            '(`mcp_servers.docs.command="docs-mcp"`), features, tools.'
+        },
+    )
+    keep_sessions: bool = attrs.field(
+        default=False,
+        metadata={
+            "doc": "Let Codex store the sessions of a fresh-session run in "
+            "`$CODEX_HOME/sessions` (off: `--ephemeral`). Stored sessions also give exact "
+            "per-request token counts and Codex's own context window; resumed sessions are "
+            "always stored."
+        },
+    )
+    session_log: bool = attrs.field(
+        default=True,
+        metadata={
+            "doc": "Read exact per-request token counts from Codex's session log when it exists."
+        },
+    )
+    reconnect_give_up_s: float | None = attrs.field(
+        default=600.0,
+        metadata={
+            "doc": "Give up after this many seconds of nothing but reconnect errors (unset: never)."
+        },
+    )
 
 
 class CodexAgent(AgentAdapter):
@@ -96,6 +135,14 @@ class CodexAgent(AgentAdapter):
     description: ClassVar[str] = "OpenAI Codex CLI (codex exec --json)"
     executable: ClassVar[str | None] = "codex"
     settings_class: ClassVar[type[AgentSettings]] = CodexSettings
+    option_settings: ClassVar[Mapping[str, str]] = {
+        "--model": "model",
+        "-m": "model",
+        "model": "model",
+        "--sandbox": "sandbox",
+        "sandbox_mode": "sandbox",
+        "sandbox_workspace_write.network_access": "network_access",
+    }
 
     def __init__(
         self,
@@ -106,19 +153,21 @@ class CodexAgent(AgentAdapter):
         super().__init__(settings, model_windows=model_windows)
         #: The last session total seen per session id, so a resumed turn's usage is a difference.
         self.session_totals: dict[str, dict[str, int]] = {}
+        #: Whether the last invocation asked Codex not to store its session (for its parser).
+        self._ephemeral = False
 
     def invocation(self, request: TurnRequest) -> Invocation:
         settings = self.settings_as(CodexSettings)
-        if settings.sandbox not in SANDBOX_MODES:
-            raise ValueError(
-                f"[agents.codex] sandbox = {settings.sandbox!r} is not a Codex sandbox mode; use "
-                f"one of: {', '.join(SANDBOX_MODES)}"
-            )
         argv = self.program()
         argv.append("exec")
         if request.session_id:
             argv.append("resume")
         argv.append("--json")
+        self._ephemeral = not request.session_id and not (
+            request.keep_session or settings.keep_sessions
+        )
+        if self._ephemeral:
+            argv.append("--ephemeral")
         if settings.skip_git_repo_check:
             argv.append("--skip-git-repo-check")
         if settings.model:
@@ -129,6 +178,8 @@ class CodexAgent(AgentAdapter):
             argv += ["-c", 'approval_policy="never"', "-c", f'sandbox_mode="{settings.sandbox}"']
             if settings.network_access:
                 argv += ["-c", "sandbox_workspace_write.network_access=true"]
+        for override in settings.config_overrides:
+            argv += ["-c", str(override)]
         argv += [str(arg) for arg in settings.extra_args]
         if request.session_id:
             argv.append(request.session_id)
@@ -137,10 +188,12 @@ class CodexAgent(AgentAdapter):
 
     def new_parser(self) -> StreamParser:
         settings = self.settings_as(CodexSettings)
+        home = codex_home(settings.env)
+        ephemeral, self._ephemeral = self._ephemeral, False
         return CodexParser(
-            model=settings.model,
+            model=settings.model or configured_model(home),
             model_windows=self.model_windows,
-            codex_home=codex_home(settings.env) if settings.session_log else None,
+            codex_home=home if settings.session_log and not ephemeral else None,
             reconnect_give_up_s=settings.reconnect_give_up_s,
             session_totals=self.session_totals,
         )
@@ -150,6 +203,22 @@ def codex_home(env: Mapping[str, str] | None = None) -> Path:
     """Where Codex keeps its sessions: ``CODEX_HOME`` (settings env first), else ``~/.codex``."""
     value = (env or {}).get("CODEX_HOME") or os.environ.get("CODEX_HOME")
     return Path(value).expanduser() if value else Path.home() / ".codex"
+
+
+def configured_model(home: Path) -> str | None:
+    """The ``model`` of Codex's own ``config.toml`` (what Codex runs when loopctl names none),
+    or None when it sets none or cannot be read."""
+    from loopctl.configfile import ConfigError, read_toml
+
+    path = home / "config.toml"
+    if not path.is_file():
+        return None
+    try:
+        data = read_toml(path, str(path))
+    except ConfigError:
+        return None
+    model = data.get("model")
+    return model if isinstance(model, str) and model.strip() else None
 
 
 @attrs.define

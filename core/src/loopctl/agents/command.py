@@ -24,12 +24,18 @@ FINAL_TEXT_LIMIT = 64 * 1024
 _MESSAGE_LIMIT = 4000
 
 
+#: The variable that tells the command which model to use (``--model``, ``[agents.command]
+#: model``); not set when no model is named.
+MODEL_ENV = "LOOPCTL_MODEL"
+
+
 @attrs.define
 class CommandSettings(AgentSettings):
     """``[agents.command]``: ``command`` is a shell-style command line, split with :mod:`shlex`.
 
     If an argument contains ``{prompt}`` it is replaced by the prompt; otherwise the prompt is
     written to the command's stdin. ``extra_args`` are appended (placeholders work there too).
+    A ``model`` reaches the command as the ``LOOPCTL_MODEL`` environment variable.
     """
 
 
@@ -53,11 +59,15 @@ class CommandAgent(AgentAdapter):
                 "check its quotes"
             ) from None
         argv += [str(arg) for arg in self.settings.extra_args]
+        model = self.settings.model
+        env: dict[str, str | None] = {MODEL_ENV: model} if model else {}
         uses_placeholder = any(PROMPT_PLACEHOLDER in arg for arg in argv)
         if uses_placeholder:
             argv = [arg.replace(PROMPT_PLACEHOLDER, request.prompt) for arg in argv]
-            return Invocation(argv=argv, stdin=None)
-        return Invocation(argv=argv, stdin=request.prompt.encode("utf-8", errors="replace"))
+            return Invocation(argv=argv, stdin=None, env=env)
+        return Invocation(
+            argv=argv, stdin=request.prompt.encode("utf-8", errors="replace"), env=env
+        )
 
     def new_parser(self) -> StreamParser:
         return CommandParser(self.name)

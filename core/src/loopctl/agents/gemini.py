@@ -52,7 +52,6 @@ from loopctl.model import (
     Usage,
 )
 
-APPROVAL_MODES = ("yolo", "auto_edit", "default", "plan")
 _FINAL_TEXT_LIMIT = 64 * 1024
 _EXCERPT_LIMIT = 1000
 _MESSAGE_LIMIT = 4000
@@ -105,12 +104,35 @@ def kind_for_http_status(status: int) -> ErrorKind:
 class GeminiSettings(AgentSettings):
     """``[agents.gemini]``."""
 
-    #: ``yolo`` (default: approve every tool call), ``auto_edit``, ``default`` or ``plan``.
-    approval_mode: str = "yolo"
-    #: ``--skip-trust``: trust the working directory for this session.
-    skip_trust: bool = True
-    #: ``--sandbox``: run tools in Gemini CLI's container sandbox.
-    sandbox: bool = False
+    approval_mode: str = attrs.field(
+        default="yolo",
+        metadata={
+            "doc": "`--approval-mode`, passed as given: `yolo` approves every tool call, "
+            "`auto_edit` edits only; `default` and `plan` (0.61) would wait for answers."
+        },
+    )
+    skip_trust: bool = attrs.field(
+        default=True,
+        metadata={"doc": "`--skip-trust`: trust the working directory for this session."},
+    )
+    sandbox: bool = attrs.field(
+        default=False,
+        metadata={"doc": "`--sandbox`: run tools in Gemini CLI's container sandbox."},
+    )
+    allowed_mcp_server_names: list[str] = attrs.field(
+        factory=list,
+        metadata={
+            "doc": "`--allowed-mcp-server-names`: the MCP servers (of Gemini CLI's own "
+            "settings) the agent may use; empty: all of them."
+        },
+    )
+    policy: list[str] = attrs.field(
+        factory=list,
+        metadata={
+            "doc": "`--policy`: policy files or directories for Gemini CLI's policy engine, "
+            "which allows and denies tools."
+        },
+    )
 
 
 class GeminiAgent(AgentAdapter):
@@ -118,14 +140,16 @@ class GeminiAgent(AgentAdapter):
     description: ClassVar[str] = "Google Gemini CLI (gemini --output-format stream-json)"
     executable: ClassVar[str | None] = "gemini"
     settings_class: ClassVar[type[AgentSettings]] = GeminiSettings
+    option_settings: ClassVar[Mapping[str, str]] = {
+        "--approval-mode": "approval_mode",
+        "--model": "model",
+        "-m": "model",
+        "--allowed-mcp-server-names": "allowed_mcp_server_names",
+        "--policy": "policy",
+    }
 
     def invocation(self, request: TurnRequest) -> Invocation:
         settings = self.settings_as(GeminiSettings)
-        if settings.approval_mode not in APPROVAL_MODES:
-            raise ValueError(
-                f"[agents.gemini] approval_mode = {settings.approval_mode!r} is not a Gemini CLI "
-                f"approval mode; use one of: {', '.join(APPROVAL_MODES)}"
-            )
         argv = self.program()
         argv += ["--prompt", "", "--output-format", "stream-json"]
         argv += ["--approval-mode", settings.approval_mode]
@@ -135,6 +159,10 @@ class GeminiAgent(AgentAdapter):
             argv.append("--sandbox")
         if settings.model:
             argv += ["--model", settings.model]
+        for server in settings.allowed_mcp_server_names:
+            argv += ["--allowed-mcp-server-names", str(server)]
+        for policy in settings.policy:
+            argv += ["--policy", str(policy)]
         if request.session_id:
             argv += ["--resume", request.session_id]
         argv += [str(arg) for arg in settings.extra_args]

@@ -66,7 +66,10 @@ _MESSAGE_LIMIT = 4000
 class ScriptedSettings(AgentSettings):
     """``[agents.scripted]``: ``scenario`` is the scenario file (relative to the working dir)."""
 
-    scenario: str | None = None
+    scenario: str | None = attrs.field(
+        default=None,
+        metadata={"doc": "The scenario file (TOML or JSON), relative to the project."},
+    )
 
 
 class ScriptedAgent(AgentAdapter):

@@ -105,6 +105,8 @@ def run_turn(
     ``on_message`` returns a :class:`~loopctl.model.Decision` ends the turn there.
     ``on_start`` is called with the agent's process group id once it runs (the engine records
     it, so a loop that takes over from a killed one can end an agent left running).
+    A CLI that printed nothing on stdout and failed with an option parser's refusal on stderr
+    (:meth:`AgentAdapter.rejected_command_line`) ends the turn with outcome ``USAGE``.
 
     Raises only what the adapter's ``invocation`` raises for bad settings (``ValueError``), what
     ``on_message`` raises, and ``KeyboardInterrupt`` (after ending the process group).
@@ -134,7 +136,22 @@ def run_turn(
         if turn is not None:
             turn.abandon()
         raise
-    return turn.run(adapter.name)
+    result = turn.run(adapter.name)
+    if not turn.stdout_seen and result.exit_code not in (None, 0) and not result.interrupted:
+        rejected = _rejected_command_line(adapter, result.stderr_tail, invocation.argv)
+        if rejected:
+            result.outcome = TurnOutcome(ErrorKind.USAGE, rejected)
+    return result
+
+
+def _rejected_command_line(adapter: AgentAdapter, stderr: str, argv: list[str]) -> str | None:
+    """The adapter's usage error for a CLI that refused its command line (None: it did not, or
+    the adapter's check failed: then the parser's outcome stands)."""
+    try:
+        found = adapter.rejected_command_line(stderr, [os.fspath(arg) for arg in argv])
+    except Exception:  # noqa: BLE001 - a third-party adapter's check must not end the turn
+        return None
+    return found if isinstance(found, str) else None
 
 
 def _child_env(
@@ -216,6 +233,9 @@ class _SupervisedTurn:
         self.transcript_cut = 0
         self.transcript_ends_line = True
         self.line = bytearray()
+        #: Whether the agent printed anything on stdout (a CLI that refused its command line
+        #: prints only on stderr).
+        self.stdout_seen = False
         #: Bytes of the current line discarded past ``max_line_bytes`` (0: not cutting).
         self.line_cut = 0
         self.stderr = bytearray()
@@ -344,6 +364,7 @@ class _SupervisedTurn:
         """Split ``chunk`` into lines for the parser. A line is held only up to
         ``max_line_bytes``; the rest of an over-long line is counted and dropped as it streams,
         so memory stays bounded whatever the agent prints."""
+        self.stdout_seen = True
         self._write_transcript(chunk)
         start, size, limit = 0, len(chunk), self.limits.max_line_bytes
         while self.decision is None and start < size:

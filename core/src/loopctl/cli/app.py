@@ -136,12 +136,14 @@ def _setting_overrides(
     wall_clock: Optional[float],
     max_tokens: Optional[int],
     max_cost: Optional[float],
+    model: Optional[str] = None,
 ) -> dict[str, Any]:
     """The config overrides of the setting flags ``run`` and ``resume`` share."""
     return _overrides(
         test_cmd=test_cmd,
         session=session,
         completion_signal=completion_signal,
+        model=model,
         **{
             "limits.max_iterations": max_iterations,
             "limits.max_restarts": max_restarts,
@@ -272,6 +274,12 @@ def run_command(
             "--agent-cmd", help="Run any command as the agent (prompt on stdin, or `{prompt}`)."
         ),
     ] = None,
+    model: Annotated[
+        Optional[str],
+        typer.Option(
+            "--model", help="The model the agent uses (a command agent gets $LOOPCTL_MODEL)."
+        ),
+    ] = None,
     session: Annotated[
         Optional[str],
         typer.Option(
@@ -330,6 +338,7 @@ def run_command(
         wall_clock=wall_clock,
         max_tokens=max_tokens,
         max_cost=max_cost,
+        model=model,
     )
     workdir = Path.cwd()
     overrides.update(_plugin_option_overrides(ctx.args, workdir, config))
@@ -411,6 +420,7 @@ def resume_command(
     agent_cmd: Annotated[
         Optional[str], _resume_option("--agent-cmd", "the command run as the agent")
     ] = None,
+    model: Annotated[Optional[str], _resume_option("--model", "the model the agent uses")] = None,
     session: Annotated[
         Optional[str], _resume_option("--session", "the session mode: fresh or resume")
     ] = None,
@@ -477,6 +487,7 @@ def resume_command(
         wall_clock=wall_clock,
         max_tokens=max_tokens,
         max_cost=max_cost,
+        model=model,
     )
     recorded = previous.settings or st.RunSettings(agent=previous.agent)
     if recorded.config is None:  # loopctl 0.1 recorded only these

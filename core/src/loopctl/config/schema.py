@@ -40,6 +40,10 @@ MAX_PROMPT_CHARS = 10_000_000
 MAX_STUCK_WINDOW = 1000
 #: Largest context window in tokens a model may be given (100 million).
 MAX_CONTEXT_WINDOW = 100_000_000
+#: The keys of a ``[prices.MODEL]`` table: US dollars per million tokens of each kind.
+PRICE_KEYS = ("input", "output", "cache_read", "cache_write")
+#: Most US dollars per million tokens a price may say.
+MAX_PRICE_PER_MTOK = 100_000.0
 
 # --- field checks -------------------------------------------------------------------------------
 
@@ -368,6 +372,23 @@ class LoopctlConfig:
             doc_type="int",
         ),
     )
+    model: str | None = attrs.field(
+        default=None,
+        metadata=_doc(
+            "The model the agent should use, whichever adapter runs (`--model`); wins over "
+            "`[agents.NAME] model`."
+        ),
+    )
+    prices: dict[str, dict[str, float]] = attrs.field(
+        factory=dict,
+        metadata=_doc(
+            "Prices of a model in US dollars per million tokens (`input`, `output`, and "
+            "optionally `cache_read`, `cache_write`), by model name: they price the tokens of "
+            "agents that report no cost, before the `genai-prices` table (`loopctl[prices]`).",
+            doc_path="prices.<model>",
+            doc_type="table",
+        ),
+    )
 
     def __attrs_post_init__(self) -> None:
         texts = ("agent", "agent_cmd", "test_cmd", "test_report", "state_dir")
@@ -383,6 +404,12 @@ class LoopctlConfig:
                 *(
                     (("models", model), _context_window(window))
                     for model, window in self.models.items()
+                ),
+                (("model",), _not_blank(self.model)),
+                *(
+                    problem
+                    for model, table in self.prices.items()
+                    for problem in _price_problems(model, table)
                 ),
             ]
         )
@@ -422,6 +449,25 @@ def _variable_pattern(pattern: str) -> str | None:
     if not pattern.strip() or "=" in pattern:
         return f"must be a variable name or a pattern such as 'AWS_*', got {show(pattern)}"
     return None
+
+
+def _price_problems(model: str, table: dict[str, float]) -> list[tuple[KeyPath, str | None]]:
+    problems: list[tuple[KeyPath, str | None]] = []
+    for key, value in table.items():
+        if key not in PRICE_KEYS:
+            problems.append((("prices", model, key), f"unknown price; use {', '.join(PRICE_KEYS)}"))
+        elif math.isnan(value) or not 0 <= value <= MAX_PRICE_PER_MTOK:
+            problems.append(
+                (
+                    ("prices", model, key),
+                    f"must be US dollars per million tokens (0 to {MAX_PRICE_PER_MTOK:,.0f}), "
+                    f"got {show(value)}",
+                )
+            )
+    for key in ("input", "output"):
+        if key not in table:
+            problems.append((("prices", model), f"needs `{key}` (US dollars per million tokens)"))
+    return problems
 
 
 def _context_window(window: int) -> str | None:

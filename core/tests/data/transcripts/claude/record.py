@@ -203,6 +203,13 @@ SCENARIOS: dict[str, Callable[[], list[ms.Reply]]] = {
 }
 
 
+#: Scenarios recorded again under another name with a newer CLI whose output differs (the
+#: older recording stays: loopctl reads both).
+SAME_AS = {"subagent_background": "subagent"}
+#: Recorded with Claude Code 2.1.332 (see README.md); the rest with 2.1.197.
+NEWER = ["subagent_background", "resumed_running_total"]
+
+
 def record(claude: str, name: str, root: Path) -> None:
     work = project(root / name)
     home = root / name / "home"
@@ -219,13 +226,15 @@ def record(claude: str, name: str, root: Path) -> None:
         server_kw["compact_reply"] = ms.prompt_too_long(210000, 200000)
     if name == "not_logged_in":
         env_extra["ANTHROPIC_API_KEY"] = ""
-    if name == "resumed":  # a second turn of the success_edit session
+    if name in ("resumed", "resumed_running_total"):  # a second turn of a session
         first = [
             ms.read("calc.py", thinking=think(0), usage=u(6, 100, 0, 14000)),
             ms.text("Read it.", usage=u(4, 30, 14000, 500)),
         ]
         out1, _, _, _ = run(claude, first, workdir=work, home=home, settings=settings)
         session = json.loads(out1.splitlines()[0])["session_id"]
+        if name == "resumed_running_total":  # kept: its cost is what the second turn adds to
+            (HERE / f"{name}_first.jsonl").write_bytes(out1)
         second = [
             ms.edit(
                 "calc.py",
@@ -251,7 +260,7 @@ def record(claude: str, name: str, root: Path) -> None:
     else:
         out, err, code, server = run(
             claude,
-            SCENARIOS[name]() if name in SCENARIOS else [],
+            SCENARIOS[SAME_AS.get(name, name)]() if SAME_AS.get(name, name) in SCENARIOS else [],
             workdir=work,
             home=home,
             settings=settings,
@@ -306,7 +315,13 @@ def main() -> None:
     parser.add_argument("names", nargs="*")
     args = parser.parse_args()
     claude = find_claude(args.claude)
-    names = args.names or [*SCENARIOS, "not_logged_in", "resumed", "resume_missing_session"]
+    names = args.names or [
+        *SCENARIOS,
+        "not_logged_in",
+        "resumed",
+        "resume_missing_session",
+        *NEWER,
+    ]
     with tempfile.TemporaryDirectory(prefix="loopctl-record-") as tmp:
         for name in names:
             record(claude, name, Path(tmp))
