@@ -373,3 +373,25 @@ def test_the_escaped_process_check_lists_this_process_children_without_scanning_
         running.kill()
         running.wait()
         exited.wait()
+
+
+def test_a_same_size_edit_within_the_same_second_is_tested_as_edited(tmp_path: Path) -> None:
+    """Python trusts a cached .pyc whose source has the same size and whole-second mtime: the
+    test command must not leave caches that hide an agent's quick same-size fix."""
+    source = tmp_path / "calc.py"
+    source.write_text("X = 1\n")
+    command = f"{PY} -c 'import sys, calc; sys.exit(calc.X)'"
+    caller = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    assert run_test_command(command, cwd=tmp_path, timeout_s=60, base_env=caller).exit_code == 1
+    stamp = source.stat().st_mtime_ns
+    source.write_text("X = 0\n")  # the fix: same size, and (forced here) the same mtime
+    os.utime(source, ns=(stamp, stamp))
+    assert run_test_command(command, cwd=tmp_path, timeout_s=60, base_env=caller).exit_code == 0
+    # the user's own choice wins
+    run = run_test_command(
+        f"{PY} -c 'import sys; sys.exit(sys.dont_write_bytecode)'",
+        cwd=tmp_path,
+        timeout_s=60,
+        env={"PYTHONDONTWRITEBYTECODE": ""},
+    )
+    assert run.exit_code == 0

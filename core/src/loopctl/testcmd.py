@@ -46,6 +46,11 @@ _READS_PER_WAKE = 32
 _POLL_S = 0.05
 #: After the command exits, output still readable is collected for at most this long.
 _DRAIN_S = 0.5
+#: Python's bytecode caches (and pytest's rewritten-assertion caches) are trusted when the
+#: source's size and whole-second mtime match: an agent's same-size fix made within the second
+#: of the last test run would be tested as the old code. So the tests write none, unless the
+#: environment or ``[env]`` says otherwise (``PYTHONDONTWRITEBYTECODE=""`` turns this off).
+_FRESH_SOURCES = {"PYTHONDONTWRITEBYTECODE": "1"}
 #: Exit codes a shell uses when a command cannot be run.
 _CANNOT_EXECUTE, _NOT_FOUND = 126, 127
 
@@ -297,6 +302,7 @@ def run_test_command(
     started = time.monotonic()
     cwd = Path(cwd)
     full_env = {
+        **_FRESH_SOURCES,
         **(child_environment() if base_env is None else base_env),
         **(env or {}),
         SUPERVISOR_ENV: supervisor_token(),  # how its escaped descendants are known
