@@ -312,7 +312,7 @@ EP_VALUE = st.from_regex(
 SPACE = st.sampled_from(["", " ", "  ", "\t"])
 EP_LINE = st.one_of(
     st.tuples(SPACE, EP_NAME, SPACE, st.just("="), SPACE, EP_VALUE, SPACE).map("".join),
-    st.sampled_from(["", "# a comment = not an entry point", "   ", "; not = a comment"]),
+    st.sampled_from(["", "# a comment = not an entry point", "   ", "; not = a.comment"]),
 )
 SECTION = st.sampled_from(
     [
