@@ -454,6 +454,59 @@ def test_background_tasks_run_off_the_loop_and_are_done_before_it_ends(project):
     assert [("ZeroDivisionError" in e["error"]) for e in errors] == [True, True]
 
 
+def test_background_work_waits_until_the_agent_and_the_tests_have_started(project, monkeypatch):
+    """Starting a process takes the interpreter lock several times: the background threads (the
+    writer, the plugins' tasks, the workspace snapshot) may work only once it has started."""
+    import loopctl.engine as engine_module
+    import loopctl.workspace as workspace_module
+
+    seen: list[tuple[str, bool]] = []
+    started = {"tests": False}
+    engines = []
+
+    class Grab:
+        @hookimpl
+        def before_iteration(self, loop):
+            engines.append(loop._driver)
+            started["tests"] = False
+
+    def watched(name, real):
+        def call(*args, on_start, **kwargs):
+            waiting = engines[-1]._waiting
+            seen.append((f"{name} starting: background may run", waiting.is_set()))
+
+            def started_now(pgid):
+                started[name] = True
+                on_start(pgid)
+                seen.append((f"{name} started: background may run", waiting.is_set()))
+
+            return real(*args, on_start=started_now, **kwargs)
+
+        return call
+
+    real_snapshot = workspace_module.Workspace.snapshot
+
+    def snapshot(self):
+        if threading.current_thread().name.startswith("loopctl-snapshot"):
+            seen.append(("snapshot after the tests started", started["tests"]))
+        return real_snapshot(self)
+
+    monkeypatch.setattr(engine_module, "run_turn", watched("agent", engine_module.run_turn))
+    monkeypatch.setattr(
+        engine_module, "run_test_command", watched("tests", engine_module.run_test_command)
+    )
+    monkeypatch.setattr(workspace_module.Workspace, "snapshot", snapshot)
+    result = run(project, [IDLE, [FIX]], plugins={"grab": Grab()})
+    assert result.status == "complete"
+    assert sorted(set(seen)) == [
+        ("agent started: background may run", True),
+        ("agent starting: background may run", False),
+        ("snapshot after the tests started", True),
+        ("tests started: background may run", True),
+        ("tests starting: background may run", False),
+    ]
+
+
 def test_a_restart_waits_for_background_tasks(project):
     """Work a plugin handed over before a restart is done before the archive is made."""
     import time
