@@ -456,7 +456,8 @@ def test_background_tasks_run_off_the_loop_and_are_done_before_it_ends(project):
 
 def test_background_work_waits_until_the_agent_and_the_tests_have_started(project, monkeypatch):
     """Starting a process takes the interpreter lock several times: the background threads (the
-    writer, the plugins' tasks, the workspace snapshot) may work only once it has started."""
+    writer, the plugins' tasks) may work only once it has started. The snapshot's git status is
+    a process the loop starts itself, just before the tests (no thread of ours to compete)."""
     import loopctl.engine as engine_module
     import loopctl.workspace as workspace_module
 
@@ -484,24 +485,24 @@ def test_background_work_waits_until_the_agent_and_the_tests_have_started(projec
 
         return call
 
-    real_snapshot = workspace_module.Workspace.snapshot
+    real_start = workspace_module.Workspace.start_snapshot
 
-    def snapshot(self):
-        if threading.current_thread().name.startswith("loopctl-snapshot"):
-            seen.append(("snapshot after the tests started", started["tests"]))
-        return real_snapshot(self)
+    def start_snapshot(self):
+        where = threading.current_thread().name
+        seen.append((f"git status started in {where} after the tests", started["tests"]))
+        return real_start(self)
 
     monkeypatch.setattr(engine_module, "run_turn", watched("agent", engine_module.run_turn))
     monkeypatch.setattr(
         engine_module, "run_test_command", watched("tests", engine_module.run_test_command)
     )
-    monkeypatch.setattr(workspace_module.Workspace, "snapshot", snapshot)
+    monkeypatch.setattr(workspace_module.Workspace, "start_snapshot", start_snapshot)
     result = run(project, [IDLE, [FIX]], plugins={"grab": Grab()})
     assert result.status == "complete"
     assert sorted(set(seen)) == [
         ("agent started: background may run", True),
         ("agent starting: background may run", False),
-        ("snapshot after the tests started", True),
+        ("git status started in MainThread after the tests", False),
         ("tests started: background may run", True),
         ("tests starting: background may run", False),
     ]

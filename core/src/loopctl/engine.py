@@ -22,7 +22,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
@@ -1012,17 +1012,28 @@ class Engine:
             decisions = [agent_decision, *self.pending, *self._close(record, None)]
             return self._conclude(record, decisions)
 
-        # The snapshot (a git subprocess) runs while the tests run, started once they have
-        # started: the engine's own work then costs almost nothing on top of the agent and
-        # the test command. A test command that could not start leaves it to be taken here.
-        pending: list[Future[Snapshot]] = []
-        test_run = self._run_test_command(
-            None,
-            label="",
-            when_started=lambda: pending.append(self._background.submit(self.workspace.snapshot)),
-        )
+        # The snapshot runs while the tests run: the engine's own work then costs almost
+        # nothing on top of the agent and the test command. With git, `git status` is started
+        # here (a process; no thread of ours competes with the loop's); without git, the scan
+        # runs on a thread once the tests have started (or here, if they never started).
+        snapshots: list[Callable[[], Snapshot]] = []
+        git = self.workspace.start_snapshot() if self.workspace.is_git else None
+        if git is not None:
+            snapshots.append(git.result)
+
+        def scan_when_started() -> None:
+            snapshots.append(self._background.submit(self.workspace.snapshot).result)
+
+        try:
+            test_run = self._run_test_command(
+                None, label="", when_started=None if git is not None else scan_when_started
+            )
+        except BaseException:
+            if git is not None:
+                git.abandon()
+            raise
         self.last_test_run, self.reruns = test_run, []
-        snapshot = pending[0].result() if pending else self.workspace.snapshot()
+        snapshot = snapshots[0]() if snapshots else self.workspace.snapshot()
         record = self._record(iteration, started, summary, test_run, composed, snapshot)
         self.current_record = record
         self._write_error_summary(test_run)
