@@ -508,6 +508,35 @@ def test_background_work_waits_until_the_agent_and_the_tests_have_started(projec
     ]
 
 
+def test_events_are_redacted_for_the_journal_and_every_listener_and_clean_ones_kept(project):
+    """An event with a secret in its data reaches events.jsonl, the return value and on_event
+    redacted; one with nothing to hide is kept exactly (also its non-ASCII text)."""
+    secret = "hunter2-" + "x7Qp9" * 4
+    seen, returned = [], []
+
+    class Emitter:
+        @hookimpl
+        def before_iteration(self, loop):
+            returned.append(loop.emit("emitter.secret", note=f"password={secret}", n=1))
+            returned.append(loop.emit("emitter.plain", note="naïve \u2028 text", n=[1, 2]))
+
+        @hookimpl
+        def on_event(self, event, loop):
+            if event.type.startswith("emitter."):
+                seen.append((event.type, event.data))
+
+    result = run(project, [IDLE, [FIX]], plugins={"emitter": Emitter()})
+    assert result.status == "complete"
+    journal = (result.state_dir / "events.jsonl").read_text(encoding="utf-8")
+    assert secret not in journal
+    assert [e["note"] for e in result.events_of("emitter.secret")] == ["password=[REDACTED]"] * 2
+    plain = result.events_of("emitter.plain")
+    assert [(e["note"], e["n"]) for e in plain] == [("naïve \u2028 text", [1, 2])] * 2
+    assert all(secret not in str(data) for _, data in seen)
+    assert ("emitter.plain", {"note": "naïve \u2028 text", "n": [1, 2]}) in seen
+    assert all(secret not in str(event.data) for event in returned)
+
+
 def test_a_restart_waits_for_background_tasks(project):
     """Work a plugin handed over before a restart is done before the archive is made."""
     import time

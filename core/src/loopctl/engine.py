@@ -69,6 +69,7 @@ from loopctl.prompt import ComposedPrompt, compose
 from loopctl.redaction import redact, redact_data
 from loopctl.report import REPORT_ITERATIONS, RunSummary, write_report
 from loopctl.stash import Stash
+from loopctl.state.journal import jsonl_text
 from loopctl.stuck import Escalation, StuckDetector, is_infrastructure_failure
 from loopctl.terminal import sanitize
 from loopctl.testcmd import run_test_command
@@ -584,13 +585,19 @@ class Engine:
     # --- events ------------------------------------------------------------------------------
 
     def emit(self, type: str, **data: Any) -> Event:
-        data = redact_data(data)  # once, here: the journal, the views and every plugin see it
         event = Event(
             type=type, ts=round(time.time(), 3), data=data, iteration=self.state.iteration or None
         )
+        # Redacted once, here: the journal, the views and every plugin see it. The journal's
+        # line is looked at first; only a line with something to hide has its data redacted
+        # (and the line again, from that data).
+        line = jsonl_text(event.to_json())
+        text: str | None = line
+        if redact(line) != line:
+            event, text = attrs.evolve(event, data=redact_data(data)), None
         if self._events is not None:
             try:
-                self._events.append(event.to_json())
+                self._events.append(event.to_json(), clean_text=text)
             except OSError as exc:  # not here, in the middle of a hook: at the next step
                 if not is_disk_full(exc):
                     raise
