@@ -74,7 +74,7 @@ from loopctl.stuck import Escalation, StuckDetector, is_infrastructure_failure
 from loopctl.terminal import sanitize
 from loopctl.testcmd import run_test_command
 from loopctl.withhold import child_environment, set_withheld
-from loopctl.workspace import Snapshot, Workspace
+from loopctl.workspace import PendingSnapshot, Snapshot, Workspace
 
 #: Engine decisions carry this source so the record says who decided.
 ENGINE = "engine"
@@ -1019,25 +1019,26 @@ class Engine:
             decisions = [agent_decision, *self.pending, *self._close(record, None)]
             return self._conclude(record, decisions)
 
-        # The snapshot runs while the tests run: the engine's own work then costs almost
-        # nothing on top of the agent and the test command. With git, `git status` is started
-        # here (a process; no thread of ours competes with the loop's); without git, the scan
-        # runs on a thread once the tests have started (or here, if they never started).
+        # The snapshot runs while the tests run, started once they have started (a process
+        # starting beside them delays their start): the engine's own work then costs almost
+        # nothing on top of the agent and the test command. With git, `git status` is a process
+        # of its own (no thread of ours competes with the loop's); without git, the scan runs
+        # on a thread. A test command that never started leaves it to be taken afterwards.
+        git: list[PendingSnapshot] = []
         snapshots: list[Callable[[], Snapshot]] = []
-        git = self.workspace.start_snapshot() if self.workspace.is_git else None
-        if git is not None:
-            snapshots.append(git.result)
 
-        def scan_when_started() -> None:
-            snapshots.append(self._background.submit(self.workspace.snapshot).result)
+        def snapshot_when_started() -> None:
+            if self.workspace.is_git:
+                git.append(self.workspace.start_snapshot())
+                snapshots.append(git[0].result)
+            else:
+                snapshots.append(self._background.submit(self.workspace.snapshot).result)
 
         try:
-            test_run = self._run_test_command(
-                None, label="", when_started=None if git is not None else scan_when_started
-            )
+            test_run = self._run_test_command(None, label="", when_started=snapshot_when_started)
         except BaseException:
-            if git is not None:
-                git.abandon()
+            for pending in git:
+                pending.abandon()
             raise
         self.last_test_run, self.reruns = test_run, []
         snapshot = snapshots[0]() if snapshots else self.workspace.snapshot()
@@ -1277,12 +1278,12 @@ class Engine:
         self.emit("tests.start", command=command, **labelled)
 
         def on_start(pgid: int) -> None:
+            if when_started is not None:
+                when_started()
             started_at = process_start_time(pgid)
             if started_at is not None:  # without it the group cannot be told from a reused pid
                 self.state.test_process = [pgid, started_at]
                 self._write_state()
-            if when_started is not None:
-                when_started()
             self._let_background_run()
 
         try:
