@@ -454,6 +454,90 @@ def test_background_tasks_run_off_the_loop_and_are_done_before_it_ends(project):
     assert [("ZeroDivisionError" in e["error"]) for e in errors] == [True, True]
 
 
+def test_background_work_waits_until_the_agent_and_the_tests_have_started(project, monkeypatch):
+    """Starting a process takes the interpreter lock several times: the background threads (the
+    writer, the plugins' tasks) may work only once it has started. The snapshot's git status is
+    a process the loop starts itself, once the tests have started (no thread of ours competes)."""
+    import loopctl.engine as engine_module
+    import loopctl.workspace as workspace_module
+
+    seen: list[tuple[str, bool]] = []
+    started = {"tests": False}
+    engines = []
+
+    class Grab:
+        @hookimpl
+        def before_iteration(self, loop):
+            engines.append(loop._driver)
+            started["tests"] = False
+
+    def watched(name, real):
+        def call(*args, on_start, **kwargs):
+            waiting = engines[-1]._waiting
+            seen.append((f"{name} starting: background may run", waiting.is_set()))
+
+            def started_now(pgid):
+                started[name] = True
+                on_start(pgid)
+                seen.append((f"{name} started: background may run", waiting.is_set()))
+
+            return real(*args, on_start=started_now, **kwargs)
+
+        return call
+
+    real_start = workspace_module.Workspace.start_snapshot
+
+    def start_snapshot(self):
+        if engines:  # an iteration's (the loop's first snapshot is taken before any)
+            where = threading.current_thread().name
+            seen.append((f"git status started in {where} after the tests", started["tests"]))
+        return real_start(self)
+
+    monkeypatch.setattr(engine_module, "run_turn", watched("agent", engine_module.run_turn))
+    monkeypatch.setattr(
+        engine_module, "run_test_command", watched("tests", engine_module.run_test_command)
+    )
+    monkeypatch.setattr(workspace_module.Workspace, "start_snapshot", start_snapshot)
+    result = run(project, [IDLE, [FIX]], plugins={"grab": Grab()})
+    assert result.status == "complete"
+    assert sorted(set(seen)) == [
+        ("agent started: background may run", True),
+        ("agent starting: background may run", False),
+        ("git status started in MainThread after the tests", True),
+        ("tests started: background may run", True),
+        ("tests starting: background may run", False),
+    ]
+
+
+def test_events_are_redacted_for_the_journal_and_every_listener_and_clean_ones_kept(project):
+    """An event with a secret in its data reaches events.jsonl, the return value and on_event
+    redacted; one with nothing to hide is kept exactly (also its non-ASCII text)."""
+    secret = "hunter2-" + "x7Qp9" * 4
+    seen, returned = [], []
+
+    class Emitter:
+        @hookimpl
+        def before_iteration(self, loop):
+            returned.append(loop.emit("emitter.secret", note=f"password={secret}", n=1))
+            returned.append(loop.emit("emitter.plain", note="naïve \u2028 text", n=[1, 2]))
+
+        @hookimpl
+        def on_event(self, event, loop):
+            if event.type.startswith("emitter."):
+                seen.append((event.type, event.data))
+
+    result = run(project, [IDLE, [FIX]], plugins={"emitter": Emitter()})
+    assert result.status == "complete"
+    journal = (result.state_dir / "events.jsonl").read_text(encoding="utf-8")
+    assert secret not in journal
+    assert [e["note"] for e in result.events_of("emitter.secret")] == ["password=[REDACTED]"] * 2
+    plain = result.events_of("emitter.plain")
+    assert [(e["note"], e["n"]) for e in plain] == [("naïve \u2028 text", [1, 2])] * 2
+    assert all(secret not in str(data) for _, data in seen)
+    assert ("emitter.plain", {"note": "naïve \u2028 text", "n": [1, 2]}) in seen
+    assert all(secret not in str(event.data) for event in returned)
+
+
 def test_a_restart_waits_for_background_tasks(project):
     """Work a plugin handed over before a restart is done before the archive is made."""
     import time

@@ -170,6 +170,29 @@ def test_json_one_line_is_one_printable_line_that_round_trips(value: Any) -> Non
     assert json.loads(text) == value
 
 
+@settings(max_examples=100, deadline=None)
+@given(
+    json_values,
+    st.sampled_from(
+        [
+            {},
+            {"default": str},
+            {"separators": (",", ":"), "default": str},
+            {"separators": [",", ":"]},
+        ]
+    ),
+)
+def test_json_one_line_with_arguments_is_json_dumps_of_them(
+    value: Any, kwargs: dict[str, Any]
+) -> None:
+    """The encoders built once for the usual arguments write what ``json.dumps`` writes (then
+    escaped as always)."""
+    from loopctl.state.encoding import _NON_ASCII_RUN, _escape_run
+
+    plain = json.dumps(value, ensure_ascii=False, **kwargs)
+    assert json_one_line(value, **kwargs) == _NON_ASCII_RUN.sub(_escape_run, plain)
+
+
 # --- JSONL ---------------------------------------------------------------------------------------
 
 
@@ -384,6 +407,18 @@ def test_loop_state_tricky_goals_round_trip(tmp_path: Path) -> None:
         write_loop_state(path, LoopState(goal=goal, original_goal=goal))
         loaded = read_loop_state(path)
         assert (loaded.goal, loaded.original_goal) == (goal, goal)
+
+
+def test_loop_state_settings_are_written_as_they_are_when_replaced() -> None:
+    """The settings' text is kept for the same object only: new settings are written anew."""
+    state = LoopState(goal="g", original_goal="g", settings=RunSettings(agent="claude"))
+    first = render_loop_state(state)
+    assert '"agent": "claude"' in first
+    assert render_loop_state(state) == first
+    state.settings = RunSettings(agent="codex")
+    assert '"agent": "codex"' in render_loop_state(state)
+    state.settings = None
+    assert "\nsettings: null\n" in render_loop_state(state)
 
 
 def test_default_body_is_a_human_summary() -> None:

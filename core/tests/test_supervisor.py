@@ -17,7 +17,7 @@ from loopctl.agents.base import AgentAdapter, AgentSettings, Invocation, StreamP
 from loopctl.agents.scripted import ScriptedParser
 from loopctl.agents.supervisor import Supervision, run_turn
 from loopctl.model import AgentMessage, Decision, ErrorKind, MessageKind, TurnResult
-from loopctl.procgroup import group_members, interrupt
+from loopctl.procgroup import group_members, interrupt, process_start_time, supervisor_token
 
 FAKE_AGENT = Path(__file__).parent / "fake_agents" / "fake_agent.py"
 GRACE, KILL_AFTER, IDLE = 0.3, 0.5, 0.5
@@ -534,6 +534,25 @@ def test_a_descendant_that_left_the_group_is_ended_and_reaped(
     assert _gone_and_reaped(escaped), f"pid {escaped} ({how}) outlived the turn"
     assert elapsed < WALL_CLOCK / 2
     _assert_no_survivors(pidfile)
+
+
+def test_the_supervisor_token_names_this_process_also_in_a_forked_child() -> None:
+    """The token is read once per process: a child forked after that has its own."""
+    mine = supervisor_token()
+    assert mine == supervisor_token()
+    assert mine.split(".")[0] == str(os.getpid())
+    assert mine.split(".")[1] == str(process_start_time(os.getpid()))
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: say its token and go
+        os.write(write_end, supervisor_token().encode())
+        os._exit(0)
+    os.close(write_end)
+    with os.fdopen(read_end, "rb") as pipe:
+        theirs = pipe.read().decode()
+    os.waitpid(pid, 0)
+    assert theirs.split(".")[0] == str(pid)
+    assert theirs != mine
 
 
 def test_an_interrupt_while_the_agent_starts_ends_it_once_it_is_known(tmp_path: Path) -> None:

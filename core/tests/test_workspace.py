@@ -58,3 +58,39 @@ def test_a_directory_its_enclosing_repository_ignores_is_not_git(tmp_path):
     before = workspace.snapshot()
     (project / "calc.py").write_text("x = 2\n")
     assert workspace.changed_files(before, workspace.snapshot()) == ["calc.py"]
+
+
+@pytest.mark.parametrize("use_git", [True, False], ids=["git", "no-git"])
+def test_a_started_snapshot_is_the_snapshot_and_git_runs_meanwhile(tmp_path, use_git):
+    """``start_snapshot`` starts git at once and collects it in ``result`` (the same snapshot
+    as ``snapshot``, the same on every call); without git the scan happens in ``result``."""
+    if use_git:
+        subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    (tmp_path / "calc.py").write_text("return a - b\n")
+    workspace = Workspace(tmp_path)
+    pending = workspace.start_snapshot()
+    running = pending._process
+    assert (running is not None) is use_git  # started, not yet waited for
+    first = pending.result()
+    assert first == workspace.snapshot()
+    assert dict(first.files) == dict(workspace.snapshot().files)
+    assert pending.result() is first
+    if running is not None:
+        assert running.returncode == 0  # reaped
+
+
+def test_an_abandoned_snapshot_leaves_no_git_behind(tmp_path):
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    pending = Workspace(tmp_path).start_snapshot()
+    running = pending._process
+    assert running is not None
+    pending.abandon()
+    assert running.returncode is not None  # ended and reaped
+
+
+def test_a_snapshot_whose_git_cannot_start_has_no_hash(tmp_path, monkeypatch):
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    workspace = Workspace(tmp_path)
+    monkeypatch.setattr(workspace, "_git_exe", str(tmp_path / "no-such-git"))
+    snapshot = workspace.start_snapshot().result()
+    assert (snapshot.tree_hash, snapshot.commit) == (None, None)

@@ -61,6 +61,10 @@ def _git(workdir: Path, *args: str) -> str | None:
     return done.stdout if done.returncode == 0 else None
 
 
+#: What a snapshot asks git (HEAD and every path that differs from it).
+_STATUS_ARGS = ("status", "--porcelain=v2", "-z", "--branch", "--untracked-files=all")
+
+
 def _fingerprint(path: Path) -> str:
     try:
         st = path.stat()
@@ -107,11 +111,13 @@ class Workspace:
     is_git: bool = attrs.field(init=False)
     #: Without git: path -> ((size, mtime_ns), content hash) from earlier snapshots.
     _hashes: dict[str, tuple[tuple[int, int], str]] = attrs.field(init=False, factory=dict)
+    #: The git executable found on PATH when the workspace was made.
+    _git_exe: str = attrs.field(init=False, default="git")
 
     def __attrs_post_init__(self) -> None:
-        self.is_git = (
-            bool(shutil.which("git")) and _git(self.root, "rev-parse", "--git-dir") is not None
-        )
+        found = shutil.which("git")
+        self._git_exe = found or "git"
+        self.is_git = bool(found) and _git(self.root, "rev-parse", "--git-dir") is not None
         if self.is_git:
             # A directory that an enclosing repository ignores (a scratch dir under .nox/, say)
             # is not tracked by it: git status would never show its changes.
@@ -127,7 +133,32 @@ class Workspace:
         return out.strip() if out else None
 
     def snapshot(self) -> Snapshot:
-        files = self._git_changes() if self.is_git else self._scan()
+        if self.is_git:
+            return self.start_snapshot().result()
+        return self._snapshot_of(self._scan())
+
+    def start_snapshot(self) -> PendingSnapshot:
+        """A snapshot whose ``git status`` runs while the caller goes on: its
+        :meth:`PendingSnapshot.result` is what :meth:`snapshot` would have returned when this
+        was called. No thread: the loop starts it before the test command and collects it
+        after (without git, the working tree is scanned by ``result``)."""
+        if not self.is_git:
+            return PendingSnapshot(self, None)
+        try:
+            process = subprocess.Popen(
+                [self._git_exe, *_STATUS_ARGS],
+                cwd=self.root,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                text=True,
+                env=child_environment(_GIT_ENV),
+            )
+        except (OSError, subprocess.SubprocessError):
+            process = None
+        return PendingSnapshot(self, process, started=True)
+
+    def _snapshot_of(self, files: tuple[str | None, dict[str, str]] | None) -> Snapshot:
         if files is None:
             return Snapshot(tree_hash=None, commit=None)
         commit, changes = files
@@ -162,8 +193,7 @@ class Workspace:
     def _filter(self, paths: list[str]) -> list[str]:
         return [p for p in paths if not any(p == i or p.startswith(i + "/") for i in self.ignore)]
 
-    def _git_changes(self) -> tuple[str | None, dict[str, str]] | None:
-        out = _git(self.root, "status", "--porcelain=v2", "-z", "--branch", "--untracked-files=all")
+    def _git_changes(self, out: str | None) -> tuple[str | None, dict[str, str]] | None:
         if out is None:
             return None
         head, paths = parse_porcelain_v2(out)
@@ -210,3 +240,53 @@ class Workspace:
     def _filter_dict(self, files: dict[str, str]) -> dict[str, str]:
         kept = set(self._filter(list(files)))
         return {p: v for p, v in files.items() if p in kept}
+
+
+class PendingSnapshot:
+    """A snapshot being taken (:meth:`Workspace.start_snapshot`)."""
+
+    def __init__(
+        self,
+        workspace: Workspace,
+        process: subprocess.Popen[str] | None,
+        *,
+        started: bool = False,
+    ) -> None:
+        self._workspace = workspace
+        self._process = process
+        #: A git snapshot was asked for (``process`` is None if git could not start).
+        self._git = started
+        self._result: Snapshot | None = None
+
+    def result(self) -> Snapshot:
+        """The snapshot (waiting for git, at most a minute); the same on every call."""
+        if self._result is None:
+            workspace = self._workspace
+            if not self._git:
+                self._result = workspace._snapshot_of(workspace._scan())
+            else:
+                self._result = workspace._snapshot_of(workspace._git_changes(self._output()))
+        return self._result
+
+    def abandon(self) -> None:
+        """Stop waiting for it: git is ended and reaped (an interrupt while the tests ran)."""
+        process, self._process = self._process, None
+        if process is not None and self._result is None:
+            process.kill()
+            process.communicate()
+
+    def _output(self) -> str | None:
+        process = self._process
+        if process is None:
+            return None
+        try:
+            out, _ = process.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.communicate()
+            return None
+        except BaseException:  # an interrupt: the git process is not left behind
+            process.kill()
+            process.wait()
+            raise
+        return out if process.returncode == 0 else None

@@ -44,7 +44,34 @@ def json_one_line(value: Any, **dumps_kwargs: Any) -> str:
     Limitation of JSON itself: a high surrogate directly followed by a low surrogate reads back
     as the one astral character the pair encodes.
     """
-    return _NON_ASCII_RUN.sub(_escape_run, json.dumps(value, ensure_ascii=False, **dumps_kwargs))
+    encoder = _encoder(dumps_kwargs)
+    text = (
+        encoder.encode(value)
+        if encoder is not None
+        else json.dumps(value, ensure_ascii=False, **dumps_kwargs)
+    )
+    return _NON_ASCII_RUN.sub(_escape_run, text)
+
+
+def _encoder(dumps_kwargs: dict[str, Any]) -> json.JSONEncoder | None:
+    """A ready encoder for these ``json.dumps`` arguments, if one was built."""
+    if dumps_kwargs.keys() - {"default", "separators"}:
+        return None
+    try:
+        return _ENCODERS.get((dumps_kwargs.get("default"), dumps_kwargs.get("separators")))
+    except TypeError:  # unhashable separators (a list): json.dumps takes them
+        return None
+
+
+#: The encoders of the state files' usual calls, built once: ``json.dumps`` with any keyword
+#: argument builds a new one each time (a quarter of encoding a small value).
+_ENCODERS = {
+    (default, separators): json.JSONEncoder(
+        ensure_ascii=False, default=default, separators=separators
+    )
+    for default in (None, str)
+    for separators in (None, (",", ":"))
+}
 
 
 def to_jsonable(value: Any) -> Any:

@@ -22,9 +22,13 @@ from loopctl.state.files import write_all
 # --- JSONL ---------------------------------------------------------------------------------------
 
 
+def jsonl_text(obj: Mapping[str, Any]) -> str:
+    """``obj`` as the text of one JSONL line, before redaction."""
+    return json_one_line(obj, separators=(",", ":"), default=str)
+
+
 def _jsonl_line(obj: Mapping[str, Any]) -> bytes:
-    text = redact(json_one_line(obj, separators=(",", ":"), default=str))
-    return (text + "\n").encode("utf-8")
+    return (redact(jsonl_text(obj)) + "\n").encode("utf-8")
 
 
 class JsonlAppender:
@@ -43,9 +47,11 @@ class JsonlAppender:
         self._check_tail = True
         self._fd: int | None = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o666)
 
-    def append(self, obj: Mapping[str, Any]) -> int:
-        """Append ``obj`` as one line; returns the file's size after it."""
-        data = _jsonl_line(obj)  # encoding errors raise here, before the file is touched
+    def append(self, obj: Mapping[str, Any], *, clean_text: str | None = None) -> int:
+        """Append ``obj`` as one line; returns the file's size after it. ``clean_text``:
+        ``obj``'s :func:`jsonl_text`, which the caller found nothing to redact in."""
+        # encoding errors raise here, before the file is touched
+        data = _jsonl_line(obj) if clean_text is None else (clean_text + "\n").encode("utf-8")
         with self._lock:
             fd = self._fd
             if fd is None:

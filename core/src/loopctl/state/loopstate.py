@@ -161,12 +161,30 @@ def render_loop_state(state: LoopState, body: str = "") -> str:
     lines = ["---"]
     for field in attrs.fields(LoopState):
         value = getattr(state, field.name)
-        if attrs.has(type(value)):
-            value = to_jsonable(value)
-        text = json_one_line(value, default=str)
+        if isinstance(value, RunSettings):
+            text = _settings_text(value)
+        else:
+            if attrs.has(type(value)):
+                value = to_jsonable(value)
+            text = json_one_line(value, default=str)
         lines.append(f"{field.name}: {text}")
     lines.append("---")
     return "\n".join(lines) + "\n" + (body or default_body(state))
+
+
+def _settings_text(settings: RunSettings) -> str:
+    """The ``settings:`` line's JSON, encoded once per :class:`RunSettings` object: a run's
+    settings are replaced, never changed in place, and their encoding was half of each
+    rewrite of loop-state.md (three a loop iteration)."""
+    if _last_settings and _last_settings[0][0] is settings:
+        return _last_settings[0][1]
+    text = json_one_line(to_jsonable(settings), default=str)
+    _last_settings[:] = [(settings, text)]
+    return text
+
+
+#: The last settings encoded, and their text (one entry at most).
+_last_settings: list[tuple[RunSettings, str]] = []
 
 
 def write_loop_state(path: Path, state: LoopState, body: str = "") -> None:
