@@ -250,3 +250,43 @@ def test_classify_imports_neither_the_engine_nor_the_state_files_for_a_log(tmp_p
     imported = set(json.loads(modules.read_text()))
     heavy = {"loopctl.engine", "loopctl.launch", "loopctl.state", "rich", "importlib_metadata"}
     assert not heavy & imported
+
+
+def test_classify_a_loop_whose_tests_passed_says_there_is_no_failure(tmp_path: Path) -> None:
+    """A real loop: iteration 1 fails an assertion, iteration 2 fixes it and completes. There is
+    no failure to classify, in words and in JSON (it said ``code_error``, 0.50)."""
+    from loopctl.testing import make_project, run_loop
+
+    project = make_project(tmp_path / "project")
+    project.write("calc.py", "def add(a, b):\n    return a - b\n")
+    project.write(
+        "test_calc.py",
+        "import unittest\nfrom calc import add\n\nclass T(unittest.TestCase):\n"
+        "    def test_add(self):\n        self.assertEqual(add(1, 2), 3)\n",
+    )
+    project.commit("tests")
+    fix = {"replace": "calc.py", "old": "a - b", "new": "a + b"}
+    result = run_loop(project, "make the tests pass", turns=[[{"say": "looking"}], [fix]])
+    assert result.status == "complete"
+    state = str(result.state_dir)
+    text = loopctl("classify", state, cwd=project.path)
+    assert text.returncode == 0, text.stderr
+    assert text.stdout.startswith(
+        "no failure: the tests passed in iteration 2 (the loop's status: complete)"
+    ), text.stdout
+    assert "code_error" not in text.stdout
+    data = json.loads(loopctl("classify", state, "--json", cwd=project.path).stdout)
+    assert data["failure"] is False
+    assert data["mode"] is None and data["recovery"] is None
+    assert data["iteration"] == 2
+    assert loopctl("classify", state, "--write", cwd=project.path).returncode == 0
+    assert not (result.state_dir / "failure-mode.json").exists()
+    # a passing raw log is no failure either; a failing one still is
+    passed = tmp_path / "pass.log"
+    passed.write_text("tests/test_x.py .\n1 passed in 0.01s\n", encoding="utf-8")
+    log = json.loads(loopctl("classify", "--log", str(passed), "--json", cwd=tmp_path).stdout)
+    assert log["failure"] is False and log["mode"] is None
+    failed = tmp_path / "fail.log"
+    failed.write_text(PYTEST_ASSERT_LOG, encoding="utf-8")
+    log = json.loads(loopctl("classify", "--log", str(failed), "--json", cwd=tmp_path).stdout)
+    assert log["failure"] is True and log["mode"] == "code_error"

@@ -66,6 +66,48 @@ def _crashed(project: Any, before: int) -> list[str]:
     return [f"skipped after an error: {failure}" for failure in project.plugin_failures[before:]]
 
 
+def no_failure(result: OfflineResult) -> bool:
+    """Whether there is nothing to classify: the last test run passed and no detector (nor a
+    custom classifier) found anything wrong with that pass (a pass on unchanged code after a
+    failure is still flakiness)."""
+    return result.evidence.tests_passed and result.verdict.detector == "builtin.default"
+
+
+def _passed_text(result: OfflineResult) -> str:
+    evidence = result.evidence
+    where = f"in iteration {evidence.iteration}" if evidence.iteration else "in the last run"
+    status = f" (the loop's status: {evidence.loop_status})" if evidence.loop_status else ""
+    return f"the tests passed {where}{status}"
+
+
+def render_no_failure(result: OfflineResult, failures: list[str]) -> str:
+    """What ``classify`` prints when the tests passed: that there is no failure, and why."""
+    lines = [f"no failure: {_passed_text(result)}; there is nothing to classify."]
+    problems = [*result.evidence.problems, *result.problems, *result.verdict.rejected, *failures]
+    if problems:
+        lines.append("problems:")
+        lines += [f"  - {p}" for p in problems]
+    return "\n".join(lines) + "\n"
+
+
+def no_failure_json(result: OfflineResult, failures: list[str]) -> dict[str, Any]:
+    """``--json`` when the tests passed: ``failure`` false, ``mode`` and ``recovery`` null."""
+    data = result.to_json()
+    return {
+        "failure": False,
+        "mode": None,
+        "confidence": None,
+        "evidence": [_passed_text(result)],
+        "detector": None,
+        "timestamp": data["timestamp"],
+        "iteration": data["iteration"],
+        "forced": False,
+        "candidates": [],
+        "recovery": None,
+        "problems": [*data["problems"], *failures],
+    }
+
+
 def render(result: OfflineResult, failures: list[str]) -> str:
     verdict, recovery = result.verdict, result.recovery
     lines = [
@@ -134,7 +176,11 @@ def add_classify_command(cli: Any) -> None:
         ] = False,
         write: Annotated[
             bool,
-            typer.Option("--write", help=f"Also write {FAILURE_MODE_FILE} into ARTIFACTS_DIR."),
+            typer.Option(
+                "--write",
+                help=f"Also write {FAILURE_MODE_FILE} into ARTIFACTS_DIR (not when the tests "
+                "passed: there is no failure).",
+            ),
         ] = False,
     ) -> int:
         logs = list(log or [])
@@ -173,14 +219,19 @@ def add_classify_command(cli: Any) -> None:
             output_bytes=output_bytes,
         )
         failures = _crashed(project, before)
-        if write and not logs:
+        passed = no_failure(result)
+        if write and not logs and not passed:
             write_failure_mode(target, result.verdict, result.recovery.to_json())
         if json_output:
-            data = result.to_json()
-            data["problems"] = [*data["problems"], *failures]
+            if passed:
+                data = no_failure_json(result, failures)
+            else:
+                data = result.to_json()
+                data["failure"] = True
+                data["problems"] = [*data["problems"], *failures]
             text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
         else:
-            text = render(result, failures)
+            text = render_no_failure(result, failures) if passed else render(result, failures)
         # evidence lines come from test logs: no secret and no terminal control may reach
         # the screen (C1 controls, which JSON leaves raw, are removed from JSON output too)
         sys.stdout.write(loopctl.sanitize(loopctl.redact(text)))
