@@ -89,6 +89,78 @@ def test_stuck_escalates_nudge_then_restart_then_stop(project):
     assert result.report()["failed_approaches"]
 
 
+def test_the_stuck_stop_counts_the_restarts_the_streak_went_through(project):
+    """A plugin restarts the session after iteration 1, stuck detection after iteration 3: the
+    stop line counts both (it always said "a restart")."""
+
+    class RestartOnce:
+        @hookimpl
+        def after_iteration(self, loop, record):
+            if record.iteration == 1:
+                return Decision.restart("test", "a fresh start")
+            return None
+
+    result = run(
+        project,
+        [IDLE],
+        config={"stuck": {"window": 2}, "limits": {"max_iterations": 10}},
+        plugins={"restart-once": RestartOnce()},
+    )
+    assert result.status == "stuck"
+    assert [e["escalation"] for e in result.events_of("loop.stuck")] == [
+        "nudge",
+        "restart",
+        "stop",
+    ]
+    assert len(result.events_of("loop.restart")) == 2
+    message = result.outcome.message
+    assert "4 times in a row, through a nudge and 2 restarts: " in message, message
+    assert message in (result.state_dir / "report.md").read_text()
+
+
+def test_the_stop_line_names_the_plugin_that_cut_the_iteration_limit(project):
+    """A plugin's decision lowers the limit from 6 to 2: the stop line, the report and the final
+    state say who, from what, and why (it said only "reached the iteration limit (2)")."""
+
+    class Cutter:
+        @hookimpl
+        def after_iteration(self, loop, record):
+            if record.iteration == 1:
+                return Decision.proceed("unproductive", remaining_iterations=1)
+            return None
+
+    result = run(
+        project,
+        [IDLE],
+        config={"stuck": {"enabled": False}, "limits": {"max_iterations": 6}},
+        plugins={"budget-cutter": Cutter()},
+    )
+    assert result.status == "max_iterations"
+    (cut,) = result.events_of("loop.iteration_budget_reduced")
+    assert (cut["max_iterations"], cut["source"]) == (2, "budget-cutter")
+    expected = (
+        "reached the iteration limit (2) without meeting the goal; budget-cutter lowered it "
+        "from 6 (unproductive)"
+    )
+    assert result.outcome.message == expected
+    assert result.events_of("loop.end")[0]["message"] == expected
+    assert f"**Why it stopped:** {expected}" in (result.state_dir / "report.md").read_text()
+    assert result.loop_state().iteration_limit_cut == {
+        "from": 6,
+        "to": 2,
+        "by": ["budget-cutter"],
+        "reason": "unproductive",
+    }
+
+
+def test_an_iteration_limit_nobody_cut_names_no_one(project):
+    result = run(
+        project, [IDLE], config={"stuck": {"enabled": False}, "limits": {"max_iterations": 1}}
+    )
+    assert result.outcome.message == "reached the iteration limit (1) without meeting the goal"
+    assert result.loop_state().iteration_limit_cut is None
+
+
 def test_a_plugin_that_raises_is_reported_and_the_loop_goes_on(project):
     class Broken:
         @hookimpl

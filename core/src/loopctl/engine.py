@@ -556,6 +556,8 @@ class Engine:
         self.state.iteration = self.totals.last_iteration  # redo the one in flight
         if self.loaded.origins.get("limits.max_iterations", "default") == "default":
             self.max_iterations = self.state.max_iterations or self.max_iterations
+        elif self.max_iterations != self.state.max_iterations:
+            self.state.iteration_limit_cut = None  # the limit resume was given replaces any cut
         self.state.max_iterations = self.max_iterations
         self._recent_rows.extend(loaded.rows)
         self._tokens_total = self.totals.tokens
@@ -901,7 +903,8 @@ class Engine:
             return self._outcome(
                 StopStatus.MAX_ITERATIONS.value,
                 "max_iterations",
-                f"reached the iteration limit ({self.max_iterations}) without meeting the goal",
+                f"reached the iteration limit ({self.max_iterations}) without meeting the goal"
+                + self._limit_cut_text(),
             )
         if self.elapsed_s() >= limits.wall_clock_s:
             return self._outcome(
@@ -1147,6 +1150,17 @@ class Engine:
         self.current_record = None
         return decision
 
+    def _limit_cut_text(self) -> str:
+        """``; PLUGIN lowered it from N (reason)`` when plugins' decisions cut the limit the
+        run was given (the names are the ones the cuts carried), else ""."""
+        cut = self.state.iteration_limit_cut
+        if not isinstance(cut, dict) or cut.get("to") != self.max_iterations:
+            return ""
+        names = [str(name) for name in cut.get("by") or [] if name] or ["a plugin"]
+        who = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+        why = f" ({cut['reason']})" if cut.get("reason") else ""
+        return f"; {who} lowered it from {cut.get('from', '?')}{why}"
+
     def _apply_budget_cuts(self, decisions: Sequence[Decision]) -> None:
         """Lower the iteration limit where a decision asks (never below the next iteration)."""
         for decision in decisions:
@@ -1156,6 +1170,14 @@ class Engine:
             wanted = self.state.iteration + max(0, decision.remaining_iterations)
             limit = max(floor, min(self.max_iterations, wanted))
             if limit < self.max_iterations:
+                cut = self.state.iteration_limit_cut or {}
+                by = [name for name in cut.get("by", []) if name != decision.source]
+                self.state.iteration_limit_cut = {
+                    "from": cut.get("from", self.max_iterations),
+                    "to": limit,
+                    "by": [*by, decision.source],
+                    "reason": decision.reason,
+                }
                 self.max_iterations = self.state.max_iterations = limit
                 self.emit(
                     "loop.iteration_budget_reduced",
@@ -1464,9 +1486,20 @@ class Engine:
             )
         return _engine_stop(
             StopStatus.STUCK,
-            f"the same failure {self.stuck.streak} times in a row, through a nudge and a "
-            f"restart: {summary[:300]}",
+            f"the same failure {self.stuck.streak} times in a row, "
+            f"{_through(self._restarts_in_streak(record))}: {summary[:300]}",
         )
+
+    def _restarts_in_streak(self, record: IterationRecord) -> int:
+        """How many session restarts the current stuck streak (ending with ``record``, not yet
+        in the history) went through, whoever asked for them."""
+        first, left = record, self.stuck.streak - 1
+        for earlier in reversed(self.history[-min(len(self.history), 4 * left + 10) :]):
+            if left <= 0:
+                break
+            if not is_infrastructure_failure(earlier):  # skipped by stuck detection
+                first, left = earlier, left - 1
+        return max(0, record.restarts - first.restarts)
 
     def _completion_signalled(self, turn: TurnResult) -> bool:
         wanted = self.loaded.config.completion_signal
@@ -1609,6 +1642,13 @@ def end_left_running(state_dir: Path) -> list[str]:
 
 def _engine_stop(status: StopStatus, message: str) -> Decision:
     return attrs.evolve(Decision.stop(status.value, message, status=status), source=ENGINE)
+
+
+def _through(restarts: int) -> str:
+    """What a stuck streak went through: the nudge, and the restarts it really had."""
+    if restarts <= 0:
+        return "even after a nudge"
+    return "through a nudge and " + ("a restart" if restarts == 1 else f"{restarts} restarts")
 
 
 def _engine_restart(reason: str, message: str) -> Decision:

@@ -294,6 +294,31 @@ def test_an_infinite_loop_with_few_iterations_left_restarts_without_a_budget_cut
     assert recovered[0]["iterations_cut"] == 0
 
 
+def test_the_stop_line_says_the_classifier_cut_the_iteration_limit(
+    loopctl_project: Project, run_loop: Any
+) -> None:
+    """The user's 24 iterations become 5 (the infinite-loop recovery leaves 2 more): the loop's
+    stop line names the classifier and the limit the user set."""
+    loopctl_project.write("calc.py", CALC)
+    loopctl_project.write("test_calc.py", CALC_TEST)
+    loopctl_project.commit("code")
+    result = run(
+        run_loop,
+        [[{"say": "it looks fine"}]],
+        config={
+            "limits": {"max_iterations": 24},
+            "stuck": {"enabled": False},
+            "plugins": {PLUGIN_NAME: {"loop_max_remaining": 2}},
+        },
+    )
+    assert result.status == "max_iterations"
+    assert events_of(result, "loop.iteration_budget_reduced")[0]["max_iterations"] == 5
+    assert result.outcome.message == (
+        "reached the iteration limit (5) without meeting the goal; failure-classifier lowered "
+        "it from 24 (infinite_loop)"
+    )
+
+
 # --- context exhaustion ---------------------------------------------------------------------------
 
 

@@ -72,6 +72,10 @@ class LoopState:
     pid: int | None = None
     loopctl_version: str = ""
     max_iterations: int = 0
+    #: When plugins' decisions lowered ``max_iterations``: ``{"from": the limit before the
+    #: first cut, "to": the limit now, "by": [the plugins], "reason": the last cut's reason}``,
+    #: so the stop line can say who cut the budget. None: the limit is the one the run was given.
+    iteration_limit_cut: dict[str, Any] | None = None
     #: The protected list of approaches that did not work (``loop.failed_approaches``).
     failed_approaches: list[str] = attrs.Factory(list)
     #: The repeated failure a stuck nudge quotes, until the next restart.
@@ -118,6 +122,7 @@ FIELD_KINDS: dict[str, str] = {
     "pid": "int?",
     "loopctl_version": "str",
     "max_iterations": "int",
+    "iteration_limit_cut": "any?",
     "failed_approaches": "str_list",
     "stuck_nudge": "str?",
     "stuck_level": "int",
