@@ -336,7 +336,7 @@ def _summary(history: Sequence[IterationRecord], **changes: Any) -> RunSummary:
 #: The keys of report.json, in order, as loopctl 0.2.0 wrote them.
 REPORT_KEYS = [
     "status", "reason", "message", "exit_code", "goal", "agent", "test_cmd", "iterations",
-    "restarts", "tokens", "cost_usd", "elapsed_s", "failed_approaches", "plugin_errors",
+    "restarts", "tokens", "usage_reported", "recorded_iterations", "cost_usd", "elapsed_s", "failed_approaches", "plugin_errors",
     "per_iteration", "sections", "next", "last_iteration",
 ]  # fmt: skip
 
@@ -358,7 +358,7 @@ def test_the_report_of_a_long_run_sums_up_all_but_the_last_iterations():
     history = _history(10_000)
     totals = RunTotals.of(history)
     report = build_report(_summary(history[-REPORT_ITERATIONS:], totals=totals))
-    assert list(report) == [*REPORT_KEYS[:15], "earlier_iterations", *REPORT_KEYS[15:]]
+    assert list(report) == [*REPORT_KEYS[:17], "earlier_iterations", *REPORT_KEYS[17:]]
     assert [row["iteration"] for row in report["per_iteration"]] == list(range(9951, 10_001))
     earlier, before = report["earlier_iterations"], history[:-REPORT_ITERATIONS]
     assert earlier == {

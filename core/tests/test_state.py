@@ -815,11 +815,11 @@ def test_render_progress_content() -> None:
     assert "**Status:** complete" in text
     rows = [line for line in text.split("\n") if re.match(r"\| \d", line)]
     assert [row.split(" | ")[0] for row in rows] == ["| 20", "| 21", "| 22", "| 23", "| 24"]
-    assert rows[-1] == "| 24 | pass | 0 |  | 1.5k | 1m 05s | stop |"
+    assert rows[-1] == "| 24 | pass | 0 |  | 1,500 | 1m 05s | stop |"
     assert rows[-2].endswith("| restart: context_exhaustion |")
     assert "AssertionError: N != N \\| in tests/test_a.py" in rows[0]
     assert "Last 5 of 24 iterations" in text
-    assert "**Totals:** 24 iterations, 2 restarts, 36.0k tokens (24.0k in, 12.0k out" in text
+    assert "**Totals:** 24 iterations, 2 restarts, 36,000 tokens (24,000 in, 12,000 out" in text
     assert "$6.00" in text
 
 

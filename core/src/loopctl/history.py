@@ -78,6 +78,9 @@ class RunTotals:
     cache_creation_input_tokens: int = 0
     cache_read_input_tokens: int = 0
     cost_usd: float = 0.0
+    #: Records whose agent reported its token usage (a ``command`` agent reports none: its
+    #: tokens are unknown, not 0).
+    usage_reported: int = 0
     #: Records whose agent reported a cost, and those of them whose cost was estimated
     #: (priced from token counts).
     costs_reported: int = 0
@@ -92,6 +95,11 @@ class RunTotals:
     @property
     def tokens(self) -> int:
         return sum(getattr(self, name) for name in _TOKEN_FIELDS)
+
+    @property
+    def known_tokens(self) -> int | None:
+        """:attr:`tokens`, or None when no record's agent reported its usage (unknown, not 0)."""
+        return self.tokens if self.usage_reported or self.tokens else None
 
     @property
     def stuck_previous(self) -> IterationRecord | None:
@@ -114,6 +122,7 @@ class RunTotals:
         _count(self.decisions, record.decision)
         _count(self.agent_outcomes, record.agent.error_kind or "ok")
         usage = record.agent.usage
+        self.usage_reported += usage_known(record)
         self.input_tokens += usage.input_tokens
         self.output_tokens += usage.output_tokens
         self.cache_creation_input_tokens += usage.cache_creation_input_tokens
@@ -156,6 +165,7 @@ class RunTotals:
             ),
             cache_read_input_tokens=self.cache_read_input_tokens - later.cache_read_input_tokens,
             cost_usd=self.cost_usd - later.cost_usd,
+            usage_reported=self.usage_reported - later.usage_reported,
             costs_reported=self.costs_reported - later.costs_reported,
             costs_estimated=self.costs_estimated - later.costs_estimated,
             duration_s=self.duration_s - later.duration_s,
@@ -169,6 +179,7 @@ class RunTotals:
         data["agent_outcomes"] = dict(self.agent_outcomes)
         data["cost_usd"] = self.cost_usd
         data["duration_s"] = self.duration_s
+        data["usage_reported"] = self.usage_reported
         return data
 
     @classmethod
@@ -198,9 +209,22 @@ class RunTotals:
             ):
                 raise ValueError(f"`{name}` is not an object of counts: {value!r:.60}")
             values[name] = dict(value)
+        reported = data.get("usage_reported")  # absent in a summary of an earlier loopctl
+        if reported is None:
+            tokens = sum(values[name] for name in _TOKEN_FIELDS)
+            reported = values["records"] if tokens else 0
+        elif not _is_count(reported) or reported > values["records"]:
+            raise ValueError(f"`usage_reported` is not a count of records: {reported!r:.60}")
+        values["usage_reported"] = reported
         if values["passed"] + values["failed"] != values["records"]:
             raise ValueError("`passed` and `failed` do not add up to `records`")
         return cls(**values)
+
+
+def usage_known(record: IterationRecord) -> bool:
+    """Whether the record's agent reported its token usage (a request, or any token counted:
+    a record of an older loopctl has no request count)."""
+    return record.agent.requests > 0 or record.agent.usage.total_tokens > 0
 
 
 def _count(counts: dict[str, int], key: str) -> None:

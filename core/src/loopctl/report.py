@@ -13,9 +13,9 @@ from typing import Any
 
 import attrs
 
-from loopctl import records
+from loopctl import humanize, records
 from loopctl import state as st
-from loopctl.history import RunTotals
+from loopctl.history import RunTotals, usage_known
 from loopctl.loop import LoopOutcome, ReportSection
 from loopctl.model import IterationRecord, StopStatus
 from loopctl.pluginhost import HookFailure
@@ -37,8 +37,9 @@ NEXT_STEPS = {
         "(`{state_dir}/restart-*/`) for why each session ended."
     ),
     StopStatus.STUCK.value: (
-        "The same failure repeated through a nudge and a restart. The failed approaches below "
-        "did not work; the goal may need a hint, or the failing test may be wrong."
+        "The same failure kept repeating, whatever the loop tried (the reason above says what). "
+        "The failed approaches below did not work; the goal may need a hint, or the failing "
+        "test may be wrong."
     ),
     StopStatus.AGENT_ERROR.value: (
         "The agent kept failing. Its own messages are in `{state_dir}/logs/*.agent.jsonl`; "
@@ -89,10 +90,11 @@ def build_report(run: RunSummary) -> dict[str, Any]:
             {
                 "iteration": record.iteration,
                 "restarts": record.restarts,
+                "session": record.restarts + 1,
                 "tests_passed": record.tests_passed,
                 "failing_tests": len(record.failing_tests),
                 "error_fingerprint": record.error_fingerprint,
-                "tokens": record.agent.usage.total_tokens,
+                "tokens": record.agent.usage.total_tokens if usage_known(record) else None,
                 "context_tokens": record.agent.context_tokens,
                 "cost_usd": record.agent.cost_usd,
                 "agent_outcome": record.agent.error_kind or "ok",
@@ -116,7 +118,9 @@ def build_report(run: RunSummary) -> dict[str, Any]:
         "test_cmd": run.test_cmd,
         "iterations": outcome.iterations,
         "restarts": outcome.restarts,
-        "tokens": totals.tokens,
+        "tokens": totals.known_tokens,
+        "usage_reported": totals.usage_reported,
+        "recorded_iterations": totals.records,
         "cost_usd": round(totals.cost_usd, 4),
         "elapsed_s": round(run.elapsed_s, 1),
         "failed_approaches": list(run.failed_approaches),
@@ -146,7 +150,7 @@ def _earlier(totals: RunTotals, shown: Sequence[IterationRecord]) -> dict[str, A
             "tests_failed": earlier.failed,
             "decisions": earlier.decisions,
             "agent_outcomes": earlier.agent_outcomes,
-            "tokens": earlier.tokens,
+            "tokens": earlier.known_tokens,
             "cost_usd": round(earlier.cost_usd, 4),
             "duration_s": round(earlier.duration_s, 1),
         }
@@ -161,7 +165,7 @@ def render_markdown(report: dict[str, Any]) -> str:
         f"- **Why it stopped:** {report['message'] or report['reason']}",
         f"- **Iterations:** {report['iterations']}, **restarts:** {report['restarts']}, "
         f"**elapsed:** {report['elapsed_s']} s",
-        f"- **Tokens:** {report['tokens']:,}"
+        f"- **Tokens:** {_tokens_total(report)}"
         + (f", **cost:** ${report['cost_usd']:.4f}" if report["cost_usd"] else ""),
         f"- **Agent:** {report['agent']}, **tests:** `{report['test_cmd']}`",
         f"- **Exit code:** {report['exit_code']}",
@@ -173,14 +177,14 @@ def render_markdown(report: dict[str, Any]) -> str:
         "## Iterations",
         "",
         *_earlier_lines(report),
-        "| # | restarts | tests | failing | tokens | context | agent | decision |",
+        "| # | session | tests | failing | tokens | context | agent | decision |",
         "|---|---|---|---|---|---|---|---|",
     ]
     for row in report["per_iteration"]:
         lines.append(
-            f"| {row['iteration']} | {row['restarts']} | "
+            f"| {row['iteration']} | {row['session']} | "
             f"{'pass' if row['tests_passed'] else 'fail'} | {row['failing_tests']} | "
-            f"{row['tokens']:,} | {row['context_tokens'] if row['context_tokens'] is not None else '?'} | "
+            f"{humanize.tokens(row['tokens'])} | {humanize.tokens(row['context_tokens'])} | "
             f"{row['agent_outcome']} | {row['decision']} {row['reason']} |".replace("  |", " |")
         )
     if report["failed_approaches"]:
@@ -195,6 +199,17 @@ def render_markdown(report: dict[str, Any]) -> str:
         lines += ["", f"## {section['title']}", "", section["body"].rstrip()]
     lines += ["", "## What to look at next", "", report["next"], ""]
     return "\n".join(lines)
+
+
+def _tokens_total(report: dict[str, Any]) -> str:
+    """The run's tokens: ``unknown`` when no iteration's agent reported its usage, and how many
+    did when only some did (the sum is then a lower bound)."""
+    text = humanize.tokens(report["tokens"])
+    reported: int = report.get("usage_reported") or 0
+    records: int = report.get("recorded_iterations") or 0
+    if report["tokens"] is not None and 0 < reported < records:
+        text += f" (reported for {reported} of {records} iterations)"
+    return text
 
 
 def _earlier_lines(report: dict[str, Any]) -> list[str]:
@@ -216,7 +231,7 @@ def _earlier_lines(report: dict[str, Any]) -> list[str]:
         f"- **tests:** passed {earlier['tests_passed']:,}, failed {earlier['tests_failed']:,}",
         f"- **decisions:** {counts(earlier['decisions'])}",
         f"- **agent:** {counts(earlier['agent_outcomes'])}",
-        f"- **tokens:** {earlier['tokens']:,}"
+        f"- **tokens:** {humanize.tokens(earlier['tokens'])}"
         + (f", **cost:** ${earlier['cost_usd']:.4f}" if earlier["cost_usd"] else "")
         + f", **time:** {earlier['duration_s']} s",
         "",

@@ -14,6 +14,7 @@ from typing import Any
 
 import attrs
 
+from loopctl import humanize
 from loopctl import state as st
 from loopctl.records import structure_record
 
@@ -83,10 +84,11 @@ def _int(value: Any) -> int | None:
 
 def _tokens(record: dict[str, Any]) -> int | None:
     agent = record.get("agent")
-    usage = agent.get("usage") if isinstance(agent, dict) else None
-    if not isinstance(usage, dict):
+    if not isinstance(agent, dict) or not isinstance(agent.get("usage"), dict):
         return None
-    return sum(_int(v) or 0 for v in usage.values())
+    usage = agent["usage"]
+    total = sum(_int(v) or 0 for v in usage.values())
+    return total if total or _int(agent.get("requests")) else None  # no usage reported: unknown
 
 
 def _first_line(text: Any, limit: int = 100) -> str:
@@ -124,7 +126,7 @@ def render_status(data: dict[str, Any]) -> str:
         decision = f"{record.get('decision') or '?'} {record.get('reason') or ''}".rstrip()
         lines.append(
             f"  #{record.get('iteration')}: tests {verdict}, "
-            f"{'?' if tokens is None else f'{tokens:,}'} tokens → {decision}"
+            f"{humanize.count(tokens, 'unknown')} tokens → {decision}"
         )
     for problem in data.get("problems") or []:
         lines.append(f"warning: {problem}")

@@ -12,7 +12,6 @@ event it cannot describe is shown generically.
 from __future__ import annotations
 
 import json
-import math
 import os
 import sys
 import threading
@@ -21,6 +20,7 @@ from collections import deque
 from collections.abc import Callable, Mapping
 from typing import IO, TYPE_CHECKING, Any, Protocol
 
+from loopctl import humanize
 from loopctl.model import Event
 from loopctl.terminal import sanitize_line
 
@@ -69,22 +69,8 @@ def _text(value: Any, default: str = "?", limit: int = 200) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _number(value: Any) -> float | None:
-    """A finite number, or None for anything else (text, NaN, a huge int)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    try:
-        number = float(value)
-    except OverflowError:
-        return None
-    return number if math.isfinite(number) else None
-
-
-def _count(value: Any, default: str = "?") -> str:
-    number = _number(value)
-    if number is None:
-        return default
-    return f"{number:,.0f}" if number == int(number) else f"{number:,.2f}"
+_number = humanize.finite  # a finite number, or None for anything else (text, NaN, a huge int)
+_count = humanize.count  # the one formatting of numbers for people (report.md, progress.md too)
 
 
 def _seconds(value: Any) -> str:
@@ -122,8 +108,8 @@ def _loop_start(e: Event, d: Mapping[str, Any]) -> str:
 
 def _iteration_start(e: Event, d: Mapping[str, Any]) -> str:
     restarts = _number(d.get("restarts", d.get("generation"))) or 0
-    after = f" (after {_plural(restarts, 'restart')})" if restarts else ""
-    return f"iteration {_text(e.iteration)}{after}"
+    session = f" (session {_count(restarts + 1)})" if restarts else ""  # sessions count from 1
+    return f"iteration {_text(e.iteration)}{session}"
 
 
 def _agent_end(e: Event, d: Mapping[str, Any]) -> str:
@@ -219,8 +205,9 @@ _DESCRIBERS: dict[str, Callable[[Event, Mapping[str, Any]], str]] = {
         f"{_text(d.get('source'))}{_tail(d.get('reason'))}"
     ),
     "loop.restart": lambda e, d: (
-        f"restarting the agent session (#{_text(d.get('number'))}: {_text(d.get('reason'))})"
-        + _tail(d.get("message"))
+        f"restart {_text(d.get('number'))}: the agent starts "
+        + (f"session {_count(n + 1)}" if (n := _number(d.get("number"))) else "a fresh session")
+        + f" ({_text(d.get('reason'))}){_tail(d.get('message'))}"
     ),
     "loop.end": _loop_end,
     "plugin.error": lambda e, d: (
@@ -356,7 +343,7 @@ class LiveView:
         self.iteration = 0
         self.phase = "starting"
         self.started = time.monotonic()
-        self.tokens = 0
+        self.tokens: int | None = None  # None until an agent reports its usage
         self.context: tuple[int, int | None] | None = None
         self.last_tests = "—"
         self.recent: deque[str] = deque(maxlen=6)
@@ -385,7 +372,8 @@ class LiveView:
             elif event.type == "tests.start":
                 self.phase = "running tests"
             elif event.type == "agent.end":
-                self.tokens += int(_number(d.get("tokens")) or 0)
+                if _number(d.get("tokens")) is not None:
+                    self.tokens = (self.tokens or 0) + int(_number(d.get("tokens")) or 0)
                 tokens = _number(d.get("context_tokens"))
                 if tokens:
                     window = _number(d.get("context_window"))
@@ -422,7 +410,7 @@ class LiveView:
             grid.add_row("iteration", f"{self.iteration} of {self.max_iterations}")
             grid.add_row("phase", Text(self.phase))
             grid.add_row("elapsed", f"{time.monotonic() - self.started:.0f} s")
-            grid.add_row("tokens", f"{self.tokens:,}")
+            grid.add_row("tokens", humanize.tokens(self.tokens))
             if self.context is not None:
                 tokens, window = self.context
                 if window:

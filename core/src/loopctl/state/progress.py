@@ -6,6 +6,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from loopctl import humanize
 from loopctl.state.layout import ITERATIONS_FILE
 
 # --- progress.md ---------------------------------------------------------------------------------
@@ -31,14 +32,7 @@ def _cell(value: Any, limit: int) -> str:
     return text.replace("\\", "\\\\").replace("|", "\\|")
 
 
-def _tokens_text(count: float) -> str:
-    if abs(count) < 1000:
-        return str(int(count))
-    if abs(count) < 1_000_000:
-        return f"{count / 1000:.1f}k"
-    if abs(count) < 1e12:
-        return f"{count / 1_000_000:.1f}M"
-    return f"{count:.3g}"
+_tokens_text = humanize.count  # one formatting of numbers for people: 75,000 everywhere
 
 
 def _duration_text(seconds: float) -> str:
@@ -67,6 +61,14 @@ def _usage_of(record: Mapping[str, Any]) -> dict[str, float]:
     return {key: number for key in _TOKEN_KEYS if (number := _number(usage.get(key))) is not None}
 
 
+def _usage_known(record: Mapping[str, Any], usage: Mapping[str, float]) -> bool:
+    """Whether the record's agent reported its usage (``requests``; a record of an older
+    loopctl has none: then any token counted)."""
+    agent = record.get("agent")
+    requests = _number(agent.get("requests")) if isinstance(agent, Mapping) else None
+    return bool(requests) or any(usage.values())
+
+
 def _cost_of(record: Mapping[str, Any]) -> float | None:
     agent = record.get("agent")
     return _number(agent.get("cost_usd")) if isinstance(agent, Mapping) else None
@@ -91,7 +93,9 @@ def _row(record: Mapping[str, Any]) -> str:
         "pass" if passed is True else "fail" if passed is False else "?",
         _failing_text(record)[:12],
         _cell(fingerprint, 60) if isinstance(fingerprint, str) and fingerprint else "",
-        _tokens_text(sum(usage.values())) if usage else "-",
+        (_tokens_text(sum(usage.values())) if _usage_known(record, usage) else humanize.UNKNOWN)
+        if usage
+        else "-",
         _duration_text(max(duration, 0.0)) if duration is not None else "-",
         _cell(_decision_text(record), 40),
     ]
@@ -191,8 +195,10 @@ def _summary_totals(totals: Mapping[str, Any]) -> str:
     """The **Totals:** line from the running summary."""
     tokens = {key: float(_whole(totals, key, 0)) for key in _TOKEN_KEYS}
     cost = _number(totals.get("cost_usd")) if _whole(totals, "costs_reported", 0) else None
+    records = _whole(totals, "records", 0)
+    reported = _whole(totals, "usage_reported", records if any(tokens.values()) else 0)
     return _totals_line(
-        _whole(totals, "records", 0), min(_whole(totals, "restarts", 0), 10**9), tokens, cost
+        records, min(_whole(totals, "restarts", 0), 10**9), tokens, cost, reported=reported
     )
 
 
@@ -200,9 +206,11 @@ def _totals(records: Sequence[Mapping[str, Any]]) -> str:
     """The **Totals:** line: iterations, restarts, tokens and (when reported) cost."""
     totals: dict[str, float] = dict.fromkeys(_TOKEN_KEYS, 0.0)
     costs: list[float] = []
-    restarts = 0
+    restarts = reported = 0
     for record in records:
-        for key, count in _usage_of(record).items():
+        usage = _usage_of(record)
+        reported += _usage_known(record, usage)
+        for key, count in usage.items():
             totals[key] += count
         record_cost = _cost_of(record)
         if record_cost is not None:
@@ -210,18 +218,37 @@ def _totals(records: Sequence[Mapping[str, Any]]) -> str:
         before = record.get("restarts", record.get("generation"))  # 0.1 called it generation
         if isinstance(before, int) and not isinstance(before, bool):
             restarts = max(restarts, min(before, 10**9))
-    return _totals_line(len(records), restarts, totals, sum(costs) if costs else None)
+    return _totals_line(
+        len(records), restarts, totals, sum(costs) if costs else None, reported=reported
+    )
 
 
 def _totals_line(
-    iterations: int, restarts: int, totals: Mapping[str, float], cost: float | None
+    iterations: int,
+    restarts: int,
+    totals: Mapping[str, float],
+    cost: float | None,
+    *,
+    reported: int,
 ) -> str:
-    summary = (
-        f"**Totals:** {_plural(iterations, 'iteration')}, {_plural(restarts, 'restart')}, "
-        f"{_tokens_text(sum(totals.values()))} tokens ({_tokens_text(totals['input_tokens'])} in, "
-        f"{_tokens_text(totals['output_tokens'])} out, "
-        f"{_tokens_text(totals['cache_read_input_tokens'])} cache reads)"
-    )
+    """The **Totals:** line; ``reported``: the iterations whose agent reported its usage (the
+    tokens are unknown when none did, and a lower bound when only some did)."""
+    summary = f"**Totals:** {_plural(iterations, 'iteration')}, {_plural(restarts, 'restart')}, "
+    if iterations and not reported:
+        summary += "tokens unknown (the agent reports no usage)"
+    else:
+        summary += (
+            f"{_tokens_text(sum(totals.values()))} tokens "
+            f"({_tokens_text(totals['input_tokens'])} in, "
+            f"{_tokens_text(totals['output_tokens'])} out, "
+            f"{_tokens_text(totals['cache_read_input_tokens'])} cache reads"
+            + (
+                f"; reported for {reported} of {iterations} iterations"
+                if reported < iterations
+                else ""
+            )
+            + ")"
+        )
     if cost is not None:
         summary += f", ${cost:.2f}" if abs(cost) < 1e9 else f", ${cost:.3g}"
     return summary

@@ -121,8 +121,8 @@ def event_schemas() -> dict[str, dict[str, Any]]:
                 "path": f.OPT_STR,
                 "archived": f.OPT_STR,
             },
-            line="fresh session #{number} ({trigger}) with a {briefing_chars}-char briefing "
-            "({briefing_source})",
+            line="restart {number} ({trigger}): the fresh session gets a {briefing_chars:,}-char "
+            "briefing ({briefing_source})",
         ),
         BASELINE_HIGH: define_event(
             "After a context restart, the fresh session started at or over the warn threshold.",
