@@ -73,9 +73,7 @@ def test_unknown_tokens_are_unknown_in_every_file(project: Project) -> None:
     report.md, report.json (null), progress.md and ``loopctl status`` (they said 0)."""
     result = run(project, [IDLE, [FIX]], config={"stuck": {"enabled": False}})
     assert result.status == "complete"
-    assert all(
-        "tokens unknown" in describe(e) for e in result.live_events if e.type == "agent.end"
-    )
+    assert all("tokens unknown" in describe(e) for e in result.live_events if e.type == "agent.end")
     report = result.report()
     assert report["tokens"] is None
     assert report["usage_reported"] == 0

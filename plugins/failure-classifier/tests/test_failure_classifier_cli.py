@@ -277,7 +277,8 @@ def test_classify_a_loop_whose_tests_passed_says_there_is_no_failure(tmp_path: P
     assert "code_error" not in text.stdout
     data = json.loads(loopctl("classify", state, "--json", cwd=project.path).stdout)
     assert data["failure"] is False
-    assert data["mode"] is None and data["recovery"] is None
+    assert data["mode"] is None
+    assert data["recovery"] is None
     assert data["iteration"] == 2
     assert loopctl("classify", state, "--write", cwd=project.path).returncode == 0
     assert not (result.state_dir / "failure-mode.json").exists()
@@ -285,8 +286,10 @@ def test_classify_a_loop_whose_tests_passed_says_there_is_no_failure(tmp_path: P
     passed = tmp_path / "pass.log"
     passed.write_text("tests/test_x.py .\n1 passed in 0.01s\n", encoding="utf-8")
     log = json.loads(loopctl("classify", "--log", str(passed), "--json", cwd=tmp_path).stdout)
-    assert log["failure"] is False and log["mode"] is None
+    assert log["failure"] is False
+    assert log["mode"] is None
     failed = tmp_path / "fail.log"
     failed.write_text(PYTEST_ASSERT_LOG, encoding="utf-8")
     log = json.loads(loopctl("classify", "--log", str(failed), "--json", cwd=tmp_path).stdout)
-    assert log["failure"] is True and log["mode"] == "code_error"
+    assert log["failure"] is True
+    assert log["mode"] == "code_error"
