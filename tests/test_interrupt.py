@@ -181,6 +181,51 @@ def test_an_agent_left_running_by_a_killed_loop_is_ended_on_resume(sandbox: Any)
     )
 
 
+def test_progress_of_a_killed_loop_says_it_died_and_resume_makes_it_final(sandbox: Any) -> None:
+    """A SIGKILLed loop leaves ``progress.md`` saying ``running``: ``loopctl status`` finds no
+    process behind it and says so there too; ``resume`` names what it found, and progress.md
+    ends final (``complete``), never the dead run's word."""
+    box = sandbox
+    box.configure()
+    box.script([[{"say": "Looking."}], [{"say": "Thinking."}, {"hang": True}]])
+    proc = box.spawn(*RUN)
+    second = box.poll(
+        lambda: [e for e in box.events() if e["type"] == "agent.start" and e["iteration"] == 2],
+        "iteration 2's agent",
+    )
+    assert second
+    progress = box.state_dir / "progress.md"
+    box.poll(
+        lambda: progress.is_file() and "| 1 | fail |" in progress.read_text("utf-8"),
+        "iteration 1's row in progress.md",
+    )
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=10)
+    assert "**Status:** running\n" in progress.read_text("utf-8")
+
+    status = box.status()
+    assert status["status"].startswith("running (no process holds the lock: it died")
+    text = progress.read_text("utf-8")
+    assert (
+        "**Status:** died: its loopctl process ended without finishing (killed, or a crash) "
+        "after iteration 1; `loopctl resume` continues it\n"
+    ) in text
+    assert "| 1 | fail |" in text  # the rest is as the loop left it
+    assert box.loop_state().status == "running"  # resume still knows what to continue
+
+    box.script([[{"say": "Fixing add()."}, box.FIX_ACTION, {"done": True}]])
+    done = box.run(*RESUME)
+    assert done.returncode == 0, f"resume exited {done.returncode}:\n{done.stderr[-3000:]}"
+    assert [record["iteration"] for record in box.iterations()] == [1, 2]
+    assert "**Status:** complete: the tests pass\n" in progress.read_text("utf-8")
+    warnings = [e["message"] for e in box.events() if e["type"] == "loop.warning"]
+    assert (
+        "the previous run of this loop ended without finishing (killed, or a crash) after "
+        "iteration 1; resuming with iteration 2"
+    ) in warnings
+    assert not box.processes()
+
+
 # --- what a killed loop left running, descendants that leave their group ---------------------------
 
 

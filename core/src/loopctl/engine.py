@@ -481,6 +481,7 @@ class Engine:
         # settings: from here on a kill leaves a loop that `loopctl resume` can continue.
         try:
             self._write_state()
+            self._write_progress()  # not the last run's word (how it ended, or that it died)
         except OSError as exc:
             self._lock.release()
             if not is_disk_full(exc):
@@ -542,6 +543,7 @@ class Engine:
         if not state_file.exists():
             raise LoopError(f"nothing to resume: {state_file} does not exist")
         self.state = st.read_loop_state(state_file)
+        died = self.state.status in ("running", "restarting")  # the lock is ours: its loop died
         if self.state.status == StopStatus.COMPLETE.value:
             raise LoopError(
                 f"the loop in {self.state_dir} is complete; start a new one with `loopctl run`"
@@ -554,6 +556,12 @@ class Engine:
             self.loaded.warnings.append(loaded.note)
         self.history, self.totals = loaded.history, loaded.totals
         self.state.iteration = self.totals.last_iteration  # redo the one in flight
+        if died:
+            self.loaded.warnings.append(
+                "the previous run of this loop ended without finishing (killed, or a crash)"
+                + (f" after iteration {self.state.iteration}" if self.state.iteration else "")
+                + f"; resuming with iteration {self.state.iteration + 1}"
+            )
         if self.loaded.origins.get("limits.max_iterations", "default") == "default":
             self.max_iterations = self.state.max_iterations or self.max_iterations
         elif self.max_iterations != self.state.max_iterations:

@@ -52,6 +52,8 @@ def collect_status(state_dir: Path) -> dict[str, Any]:
     status = state.status
     if status in ("running", "restarting") and not running:
         status = f"{status} (no process holds the lock: it died; `loopctl resume` continues it)"
+        last_recorded = _int(recent[-1].get("iteration")) if recent else None
+        _mark_died(state_dir, last_recorded or 0)
     last = recent[-1] if recent else None
     prompt_chars = _int(last.get("prompt_chars")) if last else None
     for event in reversed(events):  # a running iteration's prompt is newer than its record
@@ -71,6 +73,36 @@ def collect_status(state_dir: Path) -> dict[str, Any]:
         "error_summary": summary,
         "problems": problems,
     }
+
+
+#: What ``progress.md`` says of a loop whose process died without finishing.
+DIED = (
+    "died: its loopctl process ended without finishing (killed, or a crash) {when}; "
+    "`loopctl resume` continues it"
+)
+
+
+def _mark_died(state_dir: Path, last_recorded: int) -> None:
+    """``progress.md`` said ``running`` for a loop no process runs: make it say the loop died.
+    Done holding the state lock, and only if the state still says running then (a loop that
+    starts meanwhile is left alone); a read-only state directory is left as it is."""
+    lock = st.StateLock(state_dir)
+    try:
+        lock.acquire()
+    except st.StateError:
+        return  # a loop holds it now, or the directory is not ours to lock
+    try:
+        if st.read_loop_state(state_dir / st.LOOP_STATE_FILE).status in ("running", "restarting"):
+            when = (
+                f"after iteration {last_recorded}"
+                if last_recorded
+                else "before its first iteration ended"
+            )
+            st.set_progress_status(state_dir / st.PROGRESS_FILE, DIED.format(when=when))
+    except (OSError, st.StateError):
+        pass  # status only reports; a file it cannot rewrite stays as it was
+    finally:
+        lock.release()
 
 
 def _int(value: Any) -> int | None:

@@ -58,7 +58,7 @@ from loopctl.state.loopstate import (
     render_loop_state,
     write_loop_state,
 )
-from loopctl.state.progress import render_progress
+from loopctl.state.progress import render_progress, set_progress_status
 
 __all__ = [
     "ARCHIVED_FILES",
@@ -96,6 +96,7 @@ __all__ = [
     "render_progress",
     "restart_numbers",
     "set_aside_previous_run",
+    "set_progress_status",
     "tail_jsonl",
     "to_jsonable",
     "write_error_summary",

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from loopctl import humanize
+from loopctl.state.files import atomic_write_text
 from loopctl.state.layout import ITERATIONS_FILE
 
 # --- progress.md ---------------------------------------------------------------------------------
@@ -145,13 +147,33 @@ def render_progress(
         "",
         f"**Goal:** {_goal_text(goal)}",
         "",
-        f"**Status:** {_cell(status, 100)}",
+        f"{_STATUS_PREFIX}{_cell(status, 300)}",
         "",
         *_table(records, max_rows, _whole(totals, "records", len(records))),
         _totals(records) if totals is None else _summary_totals(totals),
         "",
     ]
     return "\n".join(lines)
+
+
+_STATUS_PREFIX = "**Status:** "
+
+
+def set_progress_status(path: Path, status: str) -> bool:
+    """Rewrite the **Status:** line of the ``progress.md`` at ``path`` (atomically), leaving the
+    rest as it is: what ``loopctl status`` does when it finds that the loop which wrote it died.
+    False when there is no such file or line (nothing is written)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return False
+    lines = text.split("\n")
+    for index, line in enumerate(lines):
+        if line.startswith(_STATUS_PREFIX):
+            lines[index] = _STATUS_PREFIX + _cell(status, 300)
+            atomic_write_text(path, "\n".join(lines))
+            return True
+    return False
 
 
 def _goal_text(goal: str) -> str:
