@@ -142,3 +142,67 @@ def test_the_report_json_keeps_numbers_as_numbers(project: Project) -> None:
 def test_describe_counts_the_session_only_with_a_number() -> None:
     odd = Event(type="loop.restart", ts=0.0, iteration=2, data={"number": "x", "reason": "r"})
     assert describe(odd) == "restart x: the agent starts a fresh session (r)"
+
+
+def test_the_live_panel_says_unknown_until_an_agent_reports_tokens() -> None:
+    import io
+
+    from rich.console import Console
+
+    from loopctl.view import LiveView
+
+    def panel(*tokens: int | None) -> tuple[LiveView, str]:
+        out = io.StringIO()
+        view = LiveView(5, console=Console(file=out, force_terminal=True, width=100))
+        for count in tokens:
+            view(Event(type="agent.end", ts=0.0, iteration=1, data={"tokens": count}))
+        view.close()
+        return view, re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", out.getvalue())
+
+    view, text = panel(None)
+    assert view.tokens is None
+    assert re.search(r"tokens {2,}unknown", text), text  # the panel's row, not an event line
+    view, text = panel(None, 75_000, None)
+    assert view.tokens == 75_000
+    assert re.search(r"tokens {2,}75,000", text), text
+
+
+class ReadsProgressAtStart:
+    """Keeps what progress.md said when the loop started (``on_loop_start``)."""
+
+    def __init__(self, state_dir: Any) -> None:
+        self.path = state_dir / st.PROGRESS_FILE
+        self.seen: list[str] = []
+
+    @hookimpl
+    def on_loop_start(self, loop: Any) -> None:
+        self.seen.append(self.path.read_text("utf-8"))
+
+
+def test_a_run_and_a_resume_rewrite_progress_as_they_start(project: Project) -> None:
+    """progress.md showed the last run's word (``complete``, ``max_iterations``) until the new
+    run's first iteration ended."""
+    first = run(project, [[FIX]])
+    assert first.status == "complete"
+    project.write("calc.py", "def add(a, b):\n    return a - b\n")
+    project.commit("buggy again")
+    reader = ReadsProgressAtStart(first.state_dir)
+    second = run(
+        project,
+        [IDLE],
+        config={"stuck": {"enabled": False}, "limits": {"max_iterations": 1}},
+        plugins={"reader": reader},
+    )
+    assert second.status == "max_iterations"
+    assert "**Status:** running\n" in reader.seen[0]
+    assert "No iterations yet." in reader.seen[0]
+    resumed = run(
+        project,
+        [[FIX]],
+        config={"limits": {"max_iterations": 2}},
+        plugins={"reader": reader},
+        resume=True,
+    )
+    assert resumed.status == "complete"
+    assert "**Status:** running\n" in reader.seen[1]  # not "max_iterations: reached …"
+    assert "| 1 | fail |" in reader.seen[1]
