@@ -66,6 +66,8 @@ def test_sessions_count_from_one_in_the_report_and_on_the_console(project: Proje
     assert "iteration 2 (session 2)" in console
     assert "iteration 1" in console  # the first session is not worth a word
     assert not any("#1" in line for line in console)
+    status = render_status(collect_status(result.state_dir))
+    assert "iteration 2 of 20, session 2 (1 restart), agent scripted, session mode" in status
 
 
 def test_unknown_tokens_are_unknown_in_every_file(project: Project) -> None:

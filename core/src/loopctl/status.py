@@ -123,6 +123,14 @@ def _tokens(record: dict[str, Any]) -> int | None:
     return total if total or _int(agent.get("requests")) else None  # no usage reported: unknown
 
 
+def _session(restarts: Any) -> str:
+    """``session 2 (1 restart)``: sessions count from 1, as everywhere people read them."""
+    count = _int(restarts)
+    if count is None or count < 0:
+        return f"restarts {restarts}"
+    return f"session {count + 1:,} ({count:,} restart{'' if count == 1 else 's'})"
+
+
 def _first_line(text: Any, limit: int = 100) -> str:
     lines = str(text or "").strip().splitlines()
     if not lines:
@@ -139,8 +147,8 @@ def render_status(data: dict[str, Any]) -> str:
         f"loop in {data['state_dir']}: {data['status']}{pid}",
         f"goal: {_first_line(state.get('original_goal'))}",
         f"iteration {state.get('iteration')} of {state.get('max_iterations')}, "
-        f"restarts {state.get('restarts', state.get('generation'))}, agent {state.get('agent') or '?'}, "
-        f"session {state.get('session_mode')}",
+        f"{_session(state.get('restarts', state.get('generation')))}, "
+        f"agent {state.get('agent') or '?'}, session mode {state.get('session_mode')}",
     ]
     if state.get("reason"):
         lines.append(f"reason: {state['reason']}")
