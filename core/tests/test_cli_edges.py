@@ -83,3 +83,46 @@ def test_a_closed_pipe_ends_the_command_quietly(project: Project, args: list[str
     code, stderr = into_closed_pipe(*args, cwd=project.path)
     assert stderr == ""  # no traceback, no "Exception ignored"
     assert code == 1
+
+
+# --- demo ----------------------------------------------------------------------------------------
+
+
+def test_demo_keeps_its_project_and_writes_nothing_in_the_users_directories(
+    tmp_path: Path,
+) -> None:
+    home, data, temp = tmp_path / "home", tmp_path / "xdg-data", tmp_path / "tmp"
+    for directory in (home, data, temp):
+        directory.mkdir()
+    env = clean_env(
+        HOME=str(home),
+        XDG_DATA_HOME=str(data),
+        TMPDIR=str(temp),
+        # the user's own settings do not reach the demo: not the agent, not the memory's place
+        LOOPCTL_AGENT="no-such-agent",
+        LOOPCTL_FAILURE_MEMORY=str(home / "failures.sqlite3"),
+    )
+    result = loopctl("demo", cwd=tmp_path, env=env)
+    assert result.returncode == 0, result.stderr
+    assert list(home.iterdir()) == [] and list(data.iterdir()) == []
+    report = next(
+        line.removeprefix("report: ") for line in result.stdout.splitlines() if "report: " in line
+    )
+    assert Path(report).is_file()  # after loopctl exited
+    assert "complete" in Path(report).read_text(encoding="utf-8")
+    project = Path(report).parent.parent
+    assert project.parent == temp.resolve()
+    assert f"the demo project is kept in {project}" in result.stdout
+    # per-user data the loop's plugins keep (the failure memory) stayed inside the project
+    from importlib.util import find_spec
+
+    if find_spec("loopctl_context_errors") is not None:
+        assert list(project.rglob("failures.sqlite3"))
+
+
+def test_demo_dir_puts_the_project_there(tmp_path: Path) -> None:
+    target = tmp_path / "demo"
+    result = loopctl("demo", "--dir", str(target), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert (target / ".loopctl" / "report.md").is_file()
+    assert f"the demo project is kept in {target.resolve()}" in result.stdout

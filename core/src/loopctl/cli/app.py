@@ -660,44 +660,45 @@ def _is_previous_demo(directory: Path) -> bool:
     return config.startswith("# Written by `loopctl demo`")
 
 
-@app.command("demo")
+@app.command("demo", epilog="Example: loopctl demo --dir ./loopctl-demo")
 def demo_command(
-    keep: Annotated[
+    directory: Annotated[
         Optional[Path],
         typer.Option(
+            "--dir",
             "--keep",
-            help="Put the example project in this new (or empty) directory and keep it "
-            "(default: a temporary directory, removed afterwards).",
+            metavar="DIR",
+            help="Put the example project in this new (or empty) directory "
+            "(default: a new temporary directory). It is kept either way.",
         ),
     ] = None,
     json_output: Annotated[bool, typer.Option("--json", help=EVENTS_JSON_HELP)] = False,
 ) -> None:
-    """Run a complete loop offline: a small project with failing tests, fixed by the scripted agent."""
-    from loopctl.demo import prepare_demo
+    """Run a complete loop offline: a small project with failing tests, fixed by the scripted
+    agent. The project and its report are kept; nothing outside it is written."""
+    from loopctl.demo import demo_environment, prepare_demo
 
-    if keep is not None:
-        if keep.exists() and not keep.is_dir():
-            raise fail(f"--keep {keep}: it is a file; give a new or empty directory")
-        if keep.is_dir() and any(keep.iterdir()) and not _is_previous_demo(keep):
+    if directory is not None:
+        if directory.exists() and not directory.is_dir():
+            raise fail(f"--dir {directory}: it is a file; give a new or empty directory")
+        if directory.is_dir() and any(directory.iterdir()) and not _is_previous_demo(directory):
             raise fail(
-                f"--keep {keep}: the directory is not empty; give a new or empty directory "
+                f"--dir {directory}: the directory is not empty; give a new or empty directory "
                 "(the demo would overwrite files in it)"
             )
 
     def summary(engine: Engine, outcome: LoopOutcome) -> None:
         _print_summary(engine, outcome)
-        if keep is None:
-            _print_lines("(the demo project is deleted now; keep it with --keep DIR)")
-        else:
-            _print_lines(f"the demo project is kept in {engine.workdir}")
+        _print_lines(f"the demo project is kept in {engine.workdir}")
 
+    try:
+        project = prepare_demo(directory)
+    except OSError as exc:
+        raise fail(f"cannot create the demo project: {exc}") from None
+    if not json_output:
+        _print_lines(f"demo project: {project.workdir}", "")
     with ExitStack() as stack:
-        try:
-            project = stack.enter_context(prepare_demo(keep))
-        except OSError as exc:
-            raise fail(f"cannot create the demo project: {exc}") from None
-        if not json_output:
-            _print_lines(f"demo project: {project.workdir}", "")
+        stack.enter_context(demo_environment(project))
         stack.callback(os.chdir, Path.cwd())
         os.chdir(project.workdir)
         _run_loop(
