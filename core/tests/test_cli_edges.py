@@ -104,7 +104,8 @@ def test_demo_keeps_its_project_and_writes_nothing_in_the_users_directories(
     )
     result = loopctl("demo", cwd=tmp_path, env=env)
     assert result.returncode == 0, result.stderr
-    assert list(home.iterdir()) == [] and list(data.iterdir()) == []
+    assert list(home.iterdir()) == []
+    assert list(data.iterdir()) == []
     report = next(
         line.removeprefix("report: ") for line in result.stdout.splitlines() if "report: " in line
     )
@@ -126,3 +127,127 @@ def test_demo_dir_puts_the_project_there(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     assert (target / ".loopctl" / "report.md").is_file()
     assert f"the demo project is kept in {target.resolve()}" in result.stdout
+
+
+# --- typos in the config -------------------------------------------------------------------------
+
+KNOWN_PLUGINS = ("core", "claude", "command", "scripted")  # built in: there whatever is installed
+
+
+@pytest.mark.parametrize(
+    ("config", "args", "fragments"),
+    [
+        pytest.param(
+            '[plugins]\ndisable = ["scriptd"]\n',
+            ["config", "show"],
+            ["loopctl.toml: plugins.disable: no plugin is named 'scriptd'", "'scripted'?"],
+            id="disable-config-show",
+        ),
+        pytest.param(
+            '[plugins]\nenable = ["scriptd"]\n',
+            ["run", "go", "--test-cmd", "true", "--agent", "scripted"],
+            ["loopctl.toml: plugins.enable: no plugin is named 'scriptd'", "'scripted'?"],
+            id="enable-run",
+        ),
+        pytest.param(
+            '[tool.loopctl.plugins]\ndisable = ["Scripted"]\n',
+            ["agents", "list"],
+            ["pyproject.toml: tool.loopctl.plugins.disable: no plugin is named 'Scripted'"],
+            id="pyproject-agents-list",
+        ),
+        pytest.param(
+            "max_iterations = 3\n",
+            ["config", "show"],
+            ["loopctl.toml: unknown key 'max_iterations' (it belongs in [limits]"],
+            id="misplaced-key",
+        ),
+        pytest.param(
+            "[plugins.scripted]\n",  # fine: a section; the test below checks plugin sections
+            ["config", "show"],
+            [],
+            id="no-problem",
+        ),
+    ],
+)
+def test_config_typos_are_errors_that_say_what_was_meant(
+    project: Project, config: str, args: list[str], fragments: list[str]
+) -> None:
+    name = "pyproject.toml" if config.startswith("[tool.") else "loopctl.toml"
+    project.write(name, config)
+    result = loopctl(*args, cwd=project.path)
+    if not fragments:
+        assert result.returncode == 0, result.stderr
+        return
+    assert result.returncode == 2, (result.stdout, result.stderr)
+    assert "Traceback" not in result.stderr
+    assert result.stderr.startswith("loopctl: error: ")
+    for fragment in fragments:
+        assert fragment in result.stderr, result.stderr
+    if "plugin" in fragments[0]:
+        assert all(name in result.stderr for name in KNOWN_PLUGINS)  # the names there are
+    assert not (project.path / ".loopctl").exists()  # nothing ran
+
+
+def test_a_misspelled_plugin_in_the_environment_is_named_after_the_variable(
+    project: Project,
+) -> None:
+    result = loopctl("agents", "list", cwd=project.path, env=clean_env(LOOPCTL_PLUGINS="scriptd"))
+    assert result.returncode == 2
+    assert "environment variable LOOPCTL_PLUGINS: no plugin is named 'scriptd'" in result.stderr
+
+
+def test_plugins_list_warns_of_a_misspelled_plugin_and_lists_all(project: Project) -> None:
+    project.write("loopctl.toml", '[plugins]\ndisable = ["scriptd"]\n')
+    result = loopctl("plugins", "list", "--json", cwd=project.path)
+    assert result.returncode == 0
+    assert "loopctl: warning: loopctl.toml: plugins.disable: no plugin" in result.stderr
+    assert "scripted" in result.stdout
+
+
+def test_config_show_checks_plugin_sections_as_run_does(project: Project) -> None:
+    project.write("loopctl.toml", '[agents.scripted]\nscenario = "s.toml"\n')
+    fake = project.path / "site"
+    fake.mkdir()
+    (fake / "loopctl_test_cfg.py").write_text(
+        "import attrs\nfrom loopctl import hookimpl\n\n"
+        "@attrs.define\nclass Settings:\n    level: int = 1\n\n"
+        "@hookimpl\ndef register_config():\n    return {'cfg': Settings}\n"
+    )
+    info = fake / "loopctl_test_cfg-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: loopctl-test-cfg\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text("[loopctl.plugins]\ncfg = loopctl_test_cfg\n")
+    env = clean_env(PYTHONPATH=str(fake))
+    project.write("loopctl.toml", "[plugins.cfg]\nlevl = 2\n")
+    shown = loopctl("config", "show", cwd=project.path, env=env)
+    ran = loopctl(
+        "run", "go", "--test-cmd", "true", "--agent-cmd", "true", cwd=project.path, env=env
+    )
+    expected = "loopctl.toml: plugins.cfg: unknown key 'levl' (did you mean 'level'?)"
+    assert shown.returncode == ran.returncode == 2, (shown.stderr, ran.stderr)
+    assert expected in shown.stderr
+    assert expected in ran.stderr
+    project.write("loopctl.toml", "[plugins.cfg]\nlevel = 2\n[plugins.cgf]\nlevel = 2\n")
+    shown = loopctl("config", "show", cwd=project.path, env=env)
+    assert shown.returncode == 0, shown.stderr
+    assert (
+        "[plugins.cgf] section, but no plugin by that name is installed (did you mean 'cfg'?)"
+        in (shown.stderr)
+    )
+
+
+def test_a_missing_agent_command_is_said_to_be_missing(project: Project) -> None:
+    result = loopctl(
+        "run",
+        "go",
+        "--test-cmd",
+        "false",
+        "--agent-cmd",
+        "nosuchbin-x",
+        "--no-plugins",
+        cwd=project.path,
+    )
+    assert result.returncode == 13, result.stderr
+    assert "command 'nosuchbin-x' not found on PATH" in result.stdout
+    assert "check the agent command (--agent-cmd" in result.stdout
+    assert "install it, or set [agents.command] command" not in result.stdout

@@ -196,8 +196,15 @@ def _start(
             close_fds=True,
         )
     except FileNotFoundError:
+        where = "on PATH" if os.sep not in argv[0] else "(no such file)"
+        if getattr(adapter.settings, "command", None):  # the user's command: theirs to check
+            return (
+                f"cannot start the {adapter.name} agent: command {argv[0]!r} not found {where}; "
+                "check the agent command (--agent-cmd, agent_cmd, or "
+                f"[agents.{adapter.name}] command)"
+            )
         return (
-            f"cannot start the {adapter.name} agent: executable {argv[0]!r} not found "
+            f"cannot start the {adapter.name} agent: executable {argv[0]!r} not found {where} "
             f"(install it, or set [agents.{adapter.name}] command)"
         )
     except PermissionError:

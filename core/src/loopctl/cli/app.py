@@ -716,11 +716,14 @@ def config_show(
     config: Annotated[Optional[Path], typer.Option("--config", help=CONFIG_HELP)] = None,
     json_output: Annotated[bool, typer.Option("--json", help=JSON_HELP)] = False,
 ) -> None:
-    """Print the effective configuration and where each value came from (secrets hidden)."""
+    """Print the effective configuration and where each value came from (secrets hidden).
+    The plugins' sections are checked as `loopctl run` checks them."""
     from loopctl.config import config_to_dict, hide_secrets, load_config
+    from loopctl.pluginhost import build_host, validate_plugin_sections
 
     with user_errors():
         loaded = load_config(Path.cwd(), config_file=config)
+        validate_plugin_sections(loaded, build_host(loaded))
     values = hide_secrets(config_to_dict(loaded))
     if json_output:
         emit_json(

@@ -10,7 +10,14 @@ from typing import Any, TypeVar
 import attrs
 
 from loopctl.config.convert import converter
-from loopctl.config.errors import KeyPath, Mismatch, Problem, dotted_path, format_problem
+from loopctl.config.errors import (
+    KeyPath,
+    Mismatch,
+    Problem,
+    dotted_path,
+    format_problem,
+    join_path,
+)
 from loopctl.config.keys import schema_leaves
 from loopctl.config.schema import LoopctlConfig
 from loopctl.config.sources import Layer, check_layer, env_layer, file_layer, override_layer
@@ -89,6 +96,14 @@ class LoadedConfig:
     def agent_settings(self, name: str, cls: type[T]) -> T:
         """Structure ``[agents.NAME]`` (empty when absent) into the adapter's settings class."""
         return self._section(("agents", name), self.config.agents.get(name, {}), cls)
+
+    def where(self, key: str) -> str:
+        """Where the dotted ``key`` was set, for a message: ``loopctl.toml: plugins.disable``,
+        ``environment variable LOOPCTL_PLUGINS``, ``command line: limits.max_iterations``."""
+        source, prefix = self._source_of(self.origins.get(key))
+        if source.startswith("environment variable "):
+            return source
+        return f"{source}: {join_path(prefix, key)}"
 
     def _section(self, where: KeyPath, data: Mapping[str, Any], cls: type[T]) -> T:
         data = self._typed_command_line_values(where, data, cls)
