@@ -1,4 +1,4 @@
-""""Did you mean …?" for a name the user typed that loopctl does not know."""
+""" "Did you mean …?" for a name the user typed that loopctl does not know."""
 
 from __future__ import annotations
 
