@@ -10,6 +10,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from loopctl.testing import Project, make_project
 
@@ -251,3 +253,69 @@ def test_a_missing_agent_command_is_said_to_be_missing(project: Project) -> None
     assert "command 'nosuchbin-x' not found on PATH" in result.stdout
     assert "check the agent command (--agent-cmd" in result.stdout
     assert "install it, or set [agents.command] command" not in result.stdout
+
+
+# --- -v and -q -----------------------------------------------------------------------------------
+
+ONE_TURN = ["--test-cmd", "false", "--agent-cmd", "true", "--max-iterations", "1", "--no-plugins"]
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        pytest.param(["-v", "run", "go", *ONE_TURN], id="before"),
+        pytest.param(["run", "go", *ONE_TURN, "--verbose"], id="after"),
+    ],
+)
+def test_verbose_shows_debug_logging_on_stderr(project: Project, args: list[str]) -> None:
+    result = loopctl(*args, cwd=project.path)
+    assert result.returncode == 10, result.stderr
+    debug = [line for line in result.stderr.splitlines() if line.startswith("loopctl: debug: ")]
+    assert any("loopctl.config: config file: " in line for line in debug)
+    assert any("loopctl.agent: starting the command agent in " in line for line in debug)
+    assert any("loopctl.tests: running the test command in " in line for line in debug)
+    assert any("loopctl.tests: the test command ended: exit 1" in line for line in debug)
+    assert "loopctl: debug" not in result.stdout
+
+
+def test_without_verbose_there_is_no_debug_output(project: Project) -> None:
+    result = loopctl("run", "go", *ONE_TURN, cwd=project.path)
+    assert result.returncode == 10
+    assert "debug" not in result.stderr
+
+
+def test_quiet_prints_only_how_the_run_ended(project: Project) -> None:
+    result = loopctl("-q", "run", "go", *ONE_TURN, cwd=project.path)
+    assert result.returncode == 10, result.stderr
+    assert result.stdout.splitlines()[0].startswith("max_iterations: reached the iteration limit")
+    assert result.stdout.splitlines()[1].startswith("report: ")
+    assert len(result.stdout.splitlines()) == 2
+    assert result.stderr == ""
+
+
+def test_logging_is_left_as_it_was_after_main(
+    project: Project, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import logging
+
+    from loopctl.cli.app import main
+
+    monkeypatch.chdir(project.path)
+    root = logging.getLogger()
+    before = (list(root.handlers), root.level)
+    assert main(["-v", "config", "show"]) == 0
+    assert "loopctl: debug: loopctl.config: config file: none" in capsys.readouterr().err
+    assert (list(root.handlers), root.level) == before
+
+
+@settings(deadline=None)
+@given(st.lists(st.sampled_from(["-v", "-q", "--verbose", "--", "run", "x", "-vx", "--json"])))
+def test_global_flags_move_to_the_front_and_nothing_else_moves(args: list[str]) -> None:
+    from loopctl.cli.logs import GLOBAL_FLAGS, global_options_first
+
+    moved = global_options_first(args)
+    assert sorted(moved) == sorted(args)
+    end = args.index("--") if "--" in args else len(args)
+    flags = [a for a in args[:end] if a in GLOBAL_FLAGS]
+    assert moved[: len(flags)] == flags
+    assert moved[len(flags) :] == [a for a in args[:end] if a not in GLOBAL_FLAGS] + args[end:]

@@ -33,6 +33,7 @@ import pluggy
 
 from loopctl import builtin, hookspecs, markers
 from loopctl.agents.builtin import BUILTIN_ADAPTERS, AdapterPlugin
+from loopctl.debuglog import debug
 
 if TYPE_CHECKING:  # annotation only: `plugins list` must not load the typed config (attrs, cattrs)
     from loopctl.config import LoadedConfig
@@ -238,7 +239,9 @@ class PluginHost:
         enabled, why = self.selection.decide(ep.name)
         if not enabled:
             info.status, info.detail = "disabled", why
+            debug("loopctl.plugins", "plugin %s (%s) not loaded: %s", ep.name, ep.value, why)
             return
+        debug("loopctl.plugins", "loading plugin %s from %s", ep.name, info.source)
         try:
             plugin = ep.load()
             self.register(plugin, ep.name)

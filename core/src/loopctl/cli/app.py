@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional
 import typer
 
 from loopctl._version import __version__
+from loopctl.cli import logs as _logging
 from loopctl.cli.fast import USER_ERRORS as USER_ERRORS
 from loopctl.cli.fast import emit_json, error, forgiving_streams, shown, warn
 from loopctl.cli.fast import user_error_types as _user_error_types
@@ -75,7 +76,11 @@ def _version_callback(value: bool) -> None:
         raise typer.Exit()
 
 
-@app.callback()
+#: -1 with ``-q`` (informational lines hidden), 0 by default, 1 with ``-v``, 2 with ``-vv``.
+_verbosity = 0
+
+
+@app.callback(epilog='Example: loopctl run "make the tests pass" --test-cmd "pytest -q"')
 def _root(
     version: Annotated[
         bool,
@@ -87,8 +92,35 @@ def _root(
             help="Show the version and exit.",
         ),
     ] = False,
+    verbose: Annotated[
+        int,
+        typer.Option(
+            "--verbose",
+            "-v",
+            count=True,
+            help="Show debug logging on stderr (-vv: every library's too). Anywhere on the line.",
+        ),
+    ] = 0,
+    quiet: Annotated[
+        bool,
+        typer.Option(
+            "--quiet",
+            "-q",
+            help="Hide informational lines (a run prints only how it ended). Anywhere on the line.",
+        ),
+    ] = False,
 ) -> None:
     """Run a coding agent in a loop until the tests pass, and keep the loop healthy."""
+    global _verbosity
+    _verbosity = -1 if quiet and not verbose else verbose
+    if _verbosity:
+        _logging.configure(_verbosity)
+
+
+def informational(*lines: str) -> None:
+    """Print lines a person may like to see but a script need not: not with ``-q``."""
+    if _verbosity >= 0:
+        _print_lines(*lines)
 
 
 # --- errors --------------------------------------------------------------------------------------
@@ -179,10 +211,11 @@ def _run_loop(
             {name: spec["line"] for name, (spec, _) in declared.items() if "line" in spec}
         )
         engine = prepared.engine
-        if prepared.changed:
+        if prepared.changed and _verbosity >= 0:
             print(f"loopctl: resume: {_describe_changes(prepared.changed)}", file=sys.stderr)
         view = make_view(mode, max_iterations=engine.max_iterations)
-        current.append(view)
+        if mode == "json" or _verbosity >= 0:  # -q: only how it ended
+            current.append(view)
         try:
             outcome = engine.run()
         finally:
@@ -207,7 +240,7 @@ def _print_summary(engine: Engine, outcome: LoopOutcome) -> None:
 
     report = engine.state_dir / "report.md"
     why = sanitize_line(shown(outcome.message or outcome.reason))  # the agent's words, maybe
-    lines = [f"\n{outcome.status}: {why}"]
+    lines = [f"{chr(10) if _verbosity >= 0 else ''}{outcome.status}: {why}"]
     if engine.report_written:  # not on a full disk
         lines.append(f"report: {report}")
     _print_lines(*lines)
@@ -696,7 +729,7 @@ def demo_command(
     except OSError as exc:
         raise fail(f"cannot create the demo project: {exc}") from None
     if not json_output:
-        _print_lines(f"demo project: {project.workdir}", "")
+        informational(f"demo project: {project.workdir}", "")
     with ExitStack() as stack:
         stack.enter_context(demo_environment(project))
         stack.callback(os.chdir, Path.cwd())
@@ -908,7 +941,7 @@ def main(argv: list[str] | None = None) -> int:
     """Run the command line; plugins' commands are added only when a non-built-in command
     (or the top-level help) is asked for, and only the command that runs is built
     (:mod:`loopctl.cli.lazy`). Help is typer's rich help in a terminal, plain text otherwise."""
-    args = list(sys.argv[1:] if argv is None else argv)
+    args = _logging.global_options_first(list(sys.argv[1:] if argv is None else argv))
     forgiving_streams()
     root = _invocation_app()
     builtin = {c.name for c in app.registered_commands} | {g.name for g in app.registered_groups}
@@ -921,6 +954,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return _invoke(command, args)
     finally:
+        _logging.reset()
         pluginhost = sys.modules.get("loopctl.pluginhost")
         if pluginhost is not None:  # offered by _add_plugin_commands for this command only
             pluginhost.offer_host(None)

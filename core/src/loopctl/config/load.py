@@ -24,6 +24,7 @@ from loopctl.config.sources import Layer, check_layer, env_layer, file_layer, ov
 from loopctl.config.structuring import structure, try_structure
 from loopctl.config.text import from_text, needs_text_conversion
 from loopctl.configfile import PYPROJECT_FILE_NAME, PYPROJECT_PREFIX, ConfigError, locate
+from loopctl.debuglog import debug
 
 T = TypeVar("T")
 
@@ -235,6 +236,7 @@ def _load(
 ) -> LoadedConfig:
     warnings: list[str] = []
     path = locate(cwd, config_file) if discover or config_file is not None else None
+    debug("loopctl.config", "config file: %s", path or "none (defaults)")
     layers = [] if base is None else [base]
     layers += [] if path is None else [file_layer(path, cwd, warnings)]
     env_settings, autoload = env_layer(env, warnings)
