@@ -5,6 +5,7 @@ switches and misplaced keys, a missing agent command, the demo's files, shell co
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -319,3 +320,110 @@ def test_global_flags_move_to_the_front_and_nothing_else_moves(args: list[str]) 
     flags = [a for a in args[:end] if a in GLOBAL_FLAGS]
     assert moved[: len(flags)] == flags
     assert moved[len(flags) :] == [a for a in args[:end] if a not in GLOBAL_FLAGS] + args[end:]
+
+
+# --- help ----------------------------------------------------------------------------------------
+
+
+def plain_help(capsys: pytest.CaptureFixture[str], *args: str) -> str:
+    from loopctl.cli.app import main
+
+    assert main([*args, "--help"]) == 0
+    return capsys.readouterr().out
+
+
+def subcommands(text: str) -> list[str]:
+    """The command names a help text lists."""
+    section = text.partition("\nCommands:\n")[2].partition("\n\n")[0]
+    return [
+        line.split()[0] for line in section.splitlines() if line.startswith("  ") and line[2] != " "
+    ]
+
+
+def every_command(capsys: pytest.CaptureFixture[str]) -> dict[tuple[str, ...], str]:
+    """Every command's plain help, by its words (``("plugins", "list")``)."""
+    found: dict[tuple[str, ...], str] = {}
+    todo: list[tuple[str, ...]] = [(name,) for name in subcommands(plain_help(capsys))]
+    while todo:
+        words = todo.pop()
+        text = plain_help(capsys, *words)
+        subs = subcommands(text)
+        if subs:
+            todo += [(*words, sub) for sub in subs]
+        else:
+            found[words] = text
+    return found
+
+
+TYPE_NAMES = re.compile(r"<(str|int|float|bool|path|directory|list\[.*?\]|int range)>")
+
+
+def test_every_command_has_readable_placeholders_and_an_example(
+    project: Project, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(project.path)
+    commands = every_command(capsys)
+    assert ("run",) in commands
+    assert ("plugins", "list") in commands
+    for words, text in commands.items():
+        name = " ".join(words)
+        assert not TYPE_NAMES.search(text), (name, TYPE_NAMES.search(text))
+        assert "\n  Example" in text, f"`loopctl {name} --help` shows no example"
+        example = text.partition("\n  Example")[2]
+        assert f"loopctl {name}" in example, (name, example)
+    run = commands[("run",)]
+    assert "--session <fresh|resume>" in run or "--session [fresh|resume]" in run
+    assert "--test-cmd COMMAND" in run
+    assert "--max-iterations N" in run
+    assert "Usage: loopctl run [OPTIONS] [GOAL]" in run
+    assert "--config FILE" in commands[("config", "show")]
+
+
+def rich_help(*args: str, cwd: Path) -> str:
+    """``loopctl ARGS --help`` as a terminal shows it (in a pseudo-terminal), colours removed."""
+    import pty
+
+    leader, follower = pty.openpty()
+    try:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "loopctl", *args, "--help"],
+            cwd=cwd,
+            env=clean_env(COLUMNS="120", TERM="xterm"),
+            stdin=subprocess.DEVNULL,
+            stdout=follower,
+            stderr=subprocess.DEVNULL,
+        )
+        os.close(follower)
+        follower = -1
+        chunks = []
+        while True:
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:  # EIO: the terminal's other side closed
+                break
+            if not chunk:
+                break
+            chunks.append(chunk)
+        assert process.wait(timeout=60) == 0
+    finally:
+        os.close(leader)
+        if follower >= 0:
+            os.close(follower)
+    text = b"".join(chunks).decode("utf-8", "replace")
+    return re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", text).replace("\r", "")
+
+
+@pytest.mark.parametrize("words", [("run",), ("resume",), ("classify",), ("plugins", "new")])
+def test_the_terminal_help_shows_choices_placeholders_and_examples(
+    project: Project, words: tuple[str, ...]
+) -> None:
+    text = rich_help(*words, cwd=project.path)
+    assert "╭─ Options" in text  # the rich help, not the plain one
+    options = [line for line in text.splitlines() if line.startswith("│ --")]
+    assert options
+    assert not any(TYPE_NAMES.search(line) for line in options), options
+    assert "Examples:" in text
+    assert f"loopctl {' '.join(words)}" in text.partition("Examples:")[2]
+    if words == ("run",):
+        assert any("--session" in line and "fresh|resume" in line for line in options)
+        assert any("--test-cmd" in line and "COMMAND" in line for line in options)

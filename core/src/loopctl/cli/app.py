@@ -13,6 +13,7 @@ import os
 import sys
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import ExitStack, contextmanager
+from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Optional
 
@@ -34,6 +35,20 @@ if TYPE_CHECKING:
 EXIT_USAGE = 2
 
 CONTEXT = {"help_option_names": ["-h", "--help"]}
+
+
+class Session(str, Enum):
+    """``--session``: the choices, listed in the help and completed by the shell."""
+
+    fresh = "fresh"
+    resume = "resume"
+
+
+def examples(*lines: str) -> str:
+    """A command's epilog: its example command lines, kept as written in the plain help."""
+    return "\b\nExamples:\n" + "\n".join(f"  {line}" for line in lines)
+
+
 app = typer.Typer(
     name="loopctl",
     help="Run a coding agent in a loop until the tests pass, and keep the loop healthy.",
@@ -80,7 +95,13 @@ def _version_callback(value: bool) -> None:
 _verbosity = 0
 
 
-@app.callback(epilog='Example: loopctl run "make the tests pass" --test-cmd "pytest -q"')
+@app.callback(
+    epilog=examples(
+        "loopctl demo",
+        'loopctl run "make the tests pass" --test-cmd "pytest -q"',
+        "loopctl -v status",
+    )
+)
 def _root(
     version: Annotated[
         bool,
@@ -98,6 +119,7 @@ def _root(
             "--verbose",
             "-v",
             count=True,
+            show_default=False,
             help="Show debug logging on stderr (-vv: every library's too). Anywhere on the line.",
         ),
     ] = 0,
@@ -160,7 +182,7 @@ def _overrides(**values: Any) -> dict[str, Any]:
 def _setting_overrides(
     *,
     test_cmd: Optional[str],
-    session: Optional[str],
+    session: Optional[Session],
     completion_signal: Optional[str],
     max_iterations: Optional[int],
     max_restarts: Optional[int],
@@ -173,7 +195,7 @@ def _setting_overrides(
     """The config overrides of the setting flags ``run`` and ``resume`` share."""
     return _overrides(
         test_cmd=test_cmd,
-        session=session,
+        session=session.value if session is not None else None,
         completion_signal=completion_signal,
         model=model,
         **{
@@ -280,7 +302,13 @@ def _read_goal(goal: Optional[str], goal_file: Optional[Path]) -> str:
 PLUGIN_OPTIONS = {"allow_extra_args": True, "ignore_unknown_options": True}
 
 
-@app.command("run", context_settings=PLUGIN_OPTIONS)
+RUN_EXAMPLES = examples(
+    'loopctl run "make the tests pass" --test-cmd "pytest -q"',
+    'loopctl run --goal-file issue.md --test-cmd "npm test" --agent codex --max-iterations 10',
+)
+
+
+@app.command("run", context_settings=PLUGIN_OPTIONS, epilog=RUN_EXAMPLES)
 def run_command(
     ctx: typer.Context,
     goal: Annotated[
@@ -314,7 +342,7 @@ def run_command(
         ),
     ] = None,
     session: Annotated[
-        Optional[str],
+        Optional[Session],
         typer.Option(
             "--session", help="fresh (new agent session each iteration, the default) or resume."
         ),
@@ -434,7 +462,10 @@ def _resume_option(flag: str, what: str) -> Any:
     return typer.Option(flag, help=f"Change {what} (default: as the loop was started).")
 
 
-@app.command("resume", context_settings=PLUGIN_OPTIONS)
+RESUME_EXAMPLES = examples("loopctl resume", "loopctl resume --max-iterations 30")
+
+
+@app.command("resume", context_settings=PLUGIN_OPTIONS, epilog=RESUME_EXAMPLES)
 def resume_command(
     ctx: typer.Context,
     state_dir: Annotated[Optional[Path], typer.Option("--state-dir", help=STATE_DIR_HELP)] = None,
@@ -455,7 +486,7 @@ def resume_command(
     ] = None,
     model: Annotated[Optional[str], _resume_option("--model", "the model the agent uses")] = None,
     session: Annotated[
-        Optional[str], _resume_option("--session", "the session mode: fresh or resume")
+        Optional[Session], _resume_option("--session", "the session mode: fresh or resume")
     ] = None,
     max_iterations: Annotated[
         Optional[int], _resume_option("--max-iterations", "the iteration limit")
@@ -649,10 +680,11 @@ def _describe_plugin_options() -> None:
     ]
     for command in app.registered_commands:
         if command.name in ("run", "resume"):
-            command.epilog = "\n\n".join(lines)
+            own = RUN_EXAMPLES if command.name == "run" else RESUME_EXAMPLES
+            command.epilog = "\n\n".join([own, *lines])
 
 
-@events_app.command("schema")
+@events_app.command("schema", epilog=examples("loopctl events schema > events.schema.json"))
 def events_schema(
     config: Annotated[Optional[Path], typer.Option("--config", help=CONFIG_HELP)] = None,
 ) -> None:
@@ -670,7 +702,7 @@ def events_schema(
 # --- status --------------------------------------------------------------------------------------
 
 
-@app.command("status")
+@app.command("status", epilog=examples("loopctl status", "loopctl status --json"))
 def status_command(
     state_dir: Annotated[Optional[Path], typer.Option("--state-dir", help=STATE_DIR_HELP)] = None,
     config: Annotated[Optional[Path], typer.Option("--config", help=CONFIG_HELP)] = None,
@@ -693,7 +725,7 @@ def _is_previous_demo(directory: Path) -> bool:
     return config.startswith("# Written by `loopctl demo`")
 
 
-@app.command("demo", epilog="Example: loopctl demo --dir ./loopctl-demo")
+@app.command("demo", epilog=examples("loopctl demo", "loopctl demo --dir ./loopctl-demo"))
 def demo_command(
     directory: Annotated[
         Optional[Path],
@@ -744,7 +776,7 @@ def demo_command(
 # --- config --------------------------------------------------------------------------------------
 
 
-@config_app.command("show")
+@config_app.command("show", epilog=examples("loopctl config show", "loopctl config show --json"))
 def config_show(
     config: Annotated[Optional[Path], typer.Option("--config", help=CONFIG_HELP)] = None,
     json_output: Annotated[bool, typer.Option("--json", help=JSON_HELP)] = False,
@@ -787,7 +819,7 @@ def _flatten(data: Any, prefix: str = "") -> Iterator[tuple[str, Any]]:
 # --- plugins -------------------------------------------------------------------------------------
 
 
-@plugins_app.command("list")
+@plugins_app.command("list", epilog=examples("loopctl plugins list", "loopctl plugins list --json"))
 def plugins_list(
     json_output: Annotated[bool, typer.Option("--json", help=JSON_HELP)] = False,
     config: Annotated[Optional[Path], typer.Option("--config", help=CONFIG_HELP)] = None,
@@ -798,7 +830,10 @@ def plugins_list(
     raise typer.Exit(fast_list(json_output=json_output, config_file=config))
 
 
-@plugins_app.command("new")
+@plugins_app.command(
+    "new",
+    epilog=examples("loopctl plugins new flaky-db", "loopctl plugins new my-rules --classifier"),
+)
 def plugins_new(
     name: Annotated[str, typer.Argument(help="The plugin's name, e.g. flaky-db.")],
     classifier: Annotated[
@@ -829,7 +864,7 @@ def plugins_new(
 # --- agents --------------------------------------------------------------------------------------
 
 
-@agents_app.command("list")
+@agents_app.command("list", epilog=examples("loopctl agents list", "loopctl agents list --json"))
 def agents_list(
     json_output: Annotated[bool, typer.Option("--json", help=JSON_HELP)] = False,
     config: Annotated[Optional[Path], typer.Option("--config", help=CONFIG_HELP)] = None,
@@ -888,7 +923,10 @@ def _agent_row(name: str, cls: Any, plugin: str, loaded: Any) -> dict[str, Any]:
     return row
 
 
-@agents_app.command("parse")
+@agents_app.command(
+    "parse",
+    epilog=examples("loopctl agents parse claude .loopctl/logs/iteration-0001.agent.jsonl"),
+)
 def agents_parse(
     agent: Annotated[str, typer.Argument(help="The adapter whose output FILE holds.")],
     file: Annotated[
