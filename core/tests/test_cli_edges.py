@@ -427,3 +427,78 @@ def test_the_terminal_help_shows_choices_placeholders_and_examples(
     if words == ("run",):
         assert any("--session" in line and "fresh|resume" in line for line in options)
         assert any("--test-cmd" in line and "COMMAND" in line for line in options)
+
+
+# --- shell completion ----------------------------------------------------------------------------
+
+
+def complete(words: str, cword: int, cwd: Path) -> list[str]:
+    """What loopctl answers bash's completion request for ``words`` (the word at ``cword``)."""
+    env = clean_env(_LOOPCTL_COMPLETE="complete_bash", COMP_WORDS=words, COMP_CWORD=str(cword))
+    result = subprocess.run(
+        [sys.executable, "-m", "loopctl"],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
+    assert result.returncode == 0, result.stderr
+    return result.stdout.split()
+
+
+def test_a_completion_request_answers_with_commands_options_and_choices(project: Project) -> None:
+    top = complete("loopctl ", 1, project.path)
+    assert {"run", "resume", "status", "demo", "plugins", "config", "completion"} <= set(top)
+    assert complete("loopctl pl", 1, project.path) == ["plugins"]
+    assert complete("loopctl plugins l", 2, project.path) == ["list"]
+    assert complete("loopctl run --sess", 2, project.path) == ["--session"]
+    assert complete("loopctl run --session ", 3, project.path) == ["fresh", "resume"]
+    assert complete("loopctl completion ", 2, project.path) == ["bash", "zsh", "fish", "powershell"]
+
+
+@pytest.mark.parametrize(
+    ("shell", "fragment"),
+    [
+        ("bash", "complete -o default -F _loopctl_completion loopctl"),
+        ("zsh", "compdef _loopctl_completion loopctl"),
+        ("fish", "complete --command loopctl"),
+        ("powershell", "Register-ArgumentCompleter"),
+    ],
+)
+def test_completion_prints_the_shells_script(project: Project, shell: str, fragment: str) -> None:
+    result = loopctl("completion", shell, cwd=project.path)
+    assert result.returncode == 0, result.stderr
+    assert fragment in result.stdout
+    assert "_LOOPCTL_COMPLETE" in result.stdout
+
+
+def test_bash_completes_loopctl_with_its_script(project: Project, tmp_path: Path) -> None:
+    import shutil
+
+    bash = shutil.which("bash")
+    if bash is None:
+        pytest.skip("no bash here")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    launcher = bin_dir / "loopctl"
+    launcher.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m loopctl "$@"\n')
+    launcher.chmod(0o755)
+    script = (
+        'eval "$(loopctl completion bash)"\n'
+        "COMP_WORDS=(loopctl plugins l); COMP_CWORD=2\n"
+        "_loopctl_completion loopctl\n"
+        'printf "%s\\n" "${COMPREPLY[@]}"\n'
+    )
+    env = clean_env(PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    result = subprocess.run(
+        [bash, "--norc", "--noprofile", "-c", script],
+        cwd=project.path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["list"]

@@ -773,6 +773,36 @@ def demo_command(
         )
 
 
+# --- completion ----------------------------------------------------------------------------------
+
+#: The variable a shell's completion function sets when it asks loopctl for completions.
+COMPLETE_VAR = "_LOOPCTL_COMPLETE"
+
+
+class Shell(str, Enum):
+    bash = "bash"
+    zsh = "zsh"
+    fish = "fish"
+    powershell = "powershell"
+
+
+@app.command(
+    "completion",
+    epilog=examples(
+        'eval "$(loopctl completion bash)"    # in ~/.bashrc',
+        "loopctl completion zsh > ~/.zfunc/_loopctl    # with fpath+=~/.zfunc in ~/.zshrc",
+        "loopctl completion fish > ~/.config/fish/completions/loopctl.fish",
+    ),
+)
+def completion_command(
+    shell: Annotated[Shell, typer.Argument(help="The shell: bash, zsh, fish or powershell.")],
+) -> None:
+    """Print the shell completion script for loopctl (commands, options, choices)."""
+    from typer.completion import get_completion_script  # type: ignore[attr-defined]  # typer imports it there for its own --show-completion
+
+    print(get_completion_script(prog_name="loopctl", complete_var=COMPLETE_VAR, shell=shell.value))
+
+
 # --- config --------------------------------------------------------------------------------------
 
 
@@ -999,6 +1029,10 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _invoke(command: Any, args: list[str]) -> int:
+    if os.environ.get(COMPLETE_VAR):  # a shell asks for completions: typer's answer them
+        from typer.completion import completion_init  # type: ignore[attr-defined]  # typer imports it there for its own completion
+
+        completion_init()
     try:
         result = command.main(args=args, prog_name="loopctl", standalone_mode=False)
     except typer.Abort as exc:
