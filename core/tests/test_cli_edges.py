@@ -502,3 +502,24 @@ def test_bash_completes_loopctl_with_its_script(project: Project, tmp_path: Path
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["list"]
+
+
+@settings(deadline=None, max_examples=50)
+@given(
+    enable=st.none()
+    | st.lists(st.sampled_from(["core", "claude", "scripted"]) | st.text(max_size=12)),
+    disable=st.lists(st.sampled_from(["claude", "codex"]) | st.text(max_size=12), max_size=4),
+)
+def test_every_unknown_plugin_name_is_reported_and_no_known_one(
+    enable: list[str] | None, disable: list[str]
+) -> None:
+    from loopctl.pluginhost import PluginHost, PluginSelection, unknown_plugin_names
+
+    host = PluginHost(PluginSelection(enable=enable, disable=disable))
+    host.load(entry_points=[])  # the built-ins only
+    problems = unknown_plugin_names(host, {"disable": "loopctl.toml: plugins.disable"})
+    unknown = [n for n in [*(enable or []), *disable] if n not in host.infos]
+    assert len(problems) == len(unknown)
+    for problem, name in zip(problems, unknown, strict=True):
+        assert f"no plugin is named {name!r}" in problem
+        assert "the plugins are: " in problem

@@ -3,8 +3,8 @@ that fixes it, so a complete loop runs offline in seconds.
 
 The project is kept afterwards (in a new temporary directory, or the one given), so its report
 can be read. The demo's loop touches nothing outside it: it runs with the user's ``LOOPCTL_*``
-variables set aside (``LOOPCTL_AGENT`` must not turn the demo into a paid run) and with the
-per-user data directories (``XDG_DATA_HOME``, ``XDG_STATE_HOME``, ``XDG_CACHE_HOME``) inside
+settings set aside (``LOOPCTL_AGENT`` must not turn the demo into a paid run; the plugin
+switches stay, as they say which code may load) and with the per-user data directories (``XDG_DATA_HOME``, ``XDG_STATE_HOME``, ``XDG_CACHE_HOME``) inside
 the project, so a plugin that keeps per-user data (a failure memory, say) keeps the demo's in
 the demo, whichever plugins are installed.
 """
@@ -94,13 +94,16 @@ USER_DIRS = {"XDG_DATA_HOME": "data", "XDG_STATE_HOME": "state", "XDG_CACHE_HOME
 
 @contextmanager
 def demo_environment(project: DemoProject) -> Iterator[None]:
-    """``os.environ`` for the demo's loop: no ``LOOPCTL_*`` variable of the user's (the demo
-    runs on its own config file) and the per-user data directories inside the project.
-    Restored afterwards."""
+    """``os.environ`` for the demo's loop: no ``LOOPCTL_*`` variable of the user's but the
+    plugin switches (the demo runs on its own config file) and the per-user data directories
+    inside the project. Restored afterwards."""
+    from loopctl.configfile import ENV_DISABLE_AUTOLOAD, ENV_PLUGINS
+
     saved = dict(os.environ)
     try:
         for name in list(os.environ):
-            if name.startswith("LOOPCTL_"):
+            switch = name == ENV_DISABLE_AUTOLOAD or name.split("__")[0] == ENV_PLUGINS
+            if name.startswith("LOOPCTL_") and not switch:
                 del os.environ[name]
         for name, sub in USER_DIRS.items():
             os.environ[name] = str(project.workdir / USER_DATA_DIR / sub)
