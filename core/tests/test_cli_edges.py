@@ -294,6 +294,14 @@ def test_quiet_prints_only_how_the_run_ended(project: Project) -> None:
     assert result.stderr == ""
 
 
+def test_quiet_shows_no_live_panel_in_a_terminal(project: Project) -> None:
+    shown = in_terminal("-q", "run", "go", *ONE_TURN, cwd=project.path, exit_code=10)
+    lines = [line for line in shown.splitlines() if line.strip()]
+    assert lines[0].startswith("max_iterations: reached the iteration limit"), shown
+    assert lines[1].startswith("report: ")
+    assert len(lines) == 2, shown
+
+
 def test_logging_is_left_as_it_was_after_main(
     project: Project, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -379,14 +387,14 @@ def test_every_command_has_readable_placeholders_and_an_example(
     assert "--config FILE" in commands[("config", "show")]
 
 
-def rich_help(*args: str, cwd: Path) -> str:
-    """``loopctl ARGS --help`` as a terminal shows it (in a pseudo-terminal), colours removed."""
+def in_terminal(*args: str, cwd: Path, exit_code: int = 0) -> str:
+    """What ``loopctl ARGS`` shows in a terminal (a pseudo-terminal), colours removed."""
     import pty
 
     leader, follower = pty.openpty()
     try:
         process = subprocess.Popen(
-            [sys.executable, "-m", "loopctl", *args, "--help"],
+            [sys.executable, "-m", "loopctl", *args],
             cwd=cwd,
             env=clean_env(COLUMNS="120", TERM="xterm"),
             stdin=subprocess.DEVNULL,
@@ -404,13 +412,18 @@ def rich_help(*args: str, cwd: Path) -> str:
             if not chunk:
                 break
             chunks.append(chunk)
-        assert process.wait(timeout=60) == 0
+        assert process.wait(timeout=120) == exit_code
     finally:
         os.close(leader)
         if follower >= 0:
             os.close(follower)
     text = b"".join(chunks).decode("utf-8", "replace")
     return re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", text).replace("\r", "")
+
+
+def rich_help(*args: str, cwd: Path) -> str:
+    """``loopctl ARGS --help`` as a terminal shows it."""
+    return in_terminal(*args, "--help", cwd=cwd)
 
 
 @pytest.mark.parametrize("words", [("run",), ("resume",), ("classify",), ("plugins", "new")])

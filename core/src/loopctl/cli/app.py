@@ -235,9 +235,9 @@ def _run_loop(
         engine = prepared.engine
         if prepared.changed and _verbosity >= 0:
             print(f"loopctl: resume: {_describe_changes(prepared.changed)}", file=sys.stderr)
-        view = make_view(mode, max_iterations=engine.max_iterations)
-        if mode == "json" or _verbosity >= 0:  # -q: only how it ended
-            current.append(view)
+        quiet = mode != "json" and _verbosity < 0  # -q: only how it ended
+        view = _Silent() if quiet else make_view(mode, max_iterations=engine.max_iterations)
+        current.append(view)
         try:
             outcome = engine.run()
         finally:
@@ -245,6 +245,16 @@ def _run_loop(
     if mode != "json":
         (summary or _print_summary)(engine, outcome)
     raise typer.Exit(outcome.exit_code)
+
+
+class _Silent:
+    """The view of ``-q``: it shows no event (and no live panel)."""
+
+    def __call__(self, event: Any) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
 
 
 def _describe_changes(changed: Mapping[str, Mapping[str, Any]]) -> str:
