@@ -305,7 +305,7 @@ def _patchbot_ran(path: Path, run: Callable[..., str]) -> None:
 
 def _demo(path: Path, run: Callable[..., str]) -> None:
     """A finished demo loop, kept: its state directory is what ``status`` reads."""
-    run(f"loopctl demo --keep {shlex.quote(str(path))}", cwd=path.parent)
+    run(f"loopctl demo --dir {shlex.quote(str(path))}", cwd=path.parent)
 
 
 def _broken_plugin(path: Path, run: Callable[..., str]) -> None:

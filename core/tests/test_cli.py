@@ -174,9 +174,9 @@ def test_demo_json_keep_prints_only_json_events_and_keeps_the_project(tmp_path: 
 def test_demo_keep_refuses_a_directory_with_other_files(
     in_project: Project, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main(["demo", "--keep", str(in_project.path)]) == 2
+    assert main(["demo", "--dir", str(in_project.path)]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("loopctl: error: --keep ")
+    assert err.startswith("loopctl: error: --dir ")
     assert "not empty" in err
     assert in_project.read("calc.py") == CALC_BUG  # nothing was overwritten
 

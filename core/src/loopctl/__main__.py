@@ -7,11 +7,35 @@ of those (``--help``, a mistake), goes to the typer app in :mod:`loopctl.cli.app
 
 from __future__ import annotations
 
+import os
 import sys
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else list(argv)
+    """Run ``loopctl ARGS``; its exit code. A reader that goes away (``loopctl … | head``) ends
+    the command quietly with exit code 1, as click does, not with a traceback."""
+    try:
+        code = _main(sys.argv[1:] if argv is None else list(argv))
+        sys.stdout.flush()  # here, not at exit, where a closed pipe could only be reported
+    except BrokenPipeError:
+        _quiet_closed_pipe()
+        return 1
+    return code
+
+
+def _quiet_closed_pipe() -> None:
+    """Point stdout and stderr at the null device, so the interpreter's last flush of what is
+    still buffered for the closed pipe does not print "Exception ignored …"."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            os.dup2(devnull, stream.fileno())
+        except (AttributeError, OSError, ValueError):  # not a real file (captured output)
+            pass
+    os.close(devnull)
+
+
+def _main(args: list[str]) -> int:
     if args in (["--version"], ["-V"]):
         from loopctl._version import __version__
 

@@ -131,10 +131,17 @@ def settings_table(path: Path, cwd: Path) -> tuple[object, str, str]:
 
 
 def plugin_switches(
-    cwd: Path, *, config_file: Path | None = None, env: Mapping[str, str] | None = None
+    cwd: Path,
+    *,
+    config_file: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    sources: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """``{"enable", "disable", "strict", "autoload"}`` from the file and ``LOOPCTL_*``, the way
-    :func:`loopctl.config.load_config` reads them (checked only as far as these keys go)."""
+    :func:`loopctl.config.load_config` reads them (checked only as far as these keys go).
+    ``sources``, when given, gets where ``enable`` and ``disable`` were set, for messages
+    (``loopctl.toml: plugins.disable``, ``environment variable LOOPCTL_PLUGINS``)."""
+    sources = {} if sources is None else sources
     env = os.environ if env is None else env
     cwd = Path(os.path.abspath(cwd))
     switches: dict[str, Any] = {"enable": None, "disable": [], "strict": False, "autoload": True}
@@ -147,6 +154,7 @@ def plugin_switches(
             for key in ("enable", "disable"):
                 if key in plugins:
                     switches[key] = _names(plugins[key], f"{where}.{key}")
+                    sources[key] = f"{where}.{key}"
             if "strict" in plugins:
                 if not isinstance(plugins["strict"], bool):
                     raise ConfigError(f"{where}.strict: expected true or false")
@@ -157,10 +165,13 @@ def plugin_switches(
             switches["autoload"] = text.strip() in ("", "0")
         elif name == ENV_PLUGINS and text.strip():
             switches["enable"] = split_list(text)
+            sources["enable"] = f"environment variable {name}"
         elif name == f"{ENV_PLUGINS}__ENABLE":
             switches["enable"] = split_list(text) if text.strip() else None
+            sources["enable"] = f"environment variable {name}"
         elif name == f"{ENV_PLUGINS}__DISABLE":
             switches["disable"] = split_list(text)
+            sources["disable"] = f"environment variable {name}"
         elif name == f"{ENV_PLUGINS}__STRICT":
             word = text.strip().lower()
             if word not in TRUE_WORDS | FALSE_WORDS:

@@ -416,17 +416,10 @@ class Engine:
 
     def validate_plugin_configs(self) -> None:
         """Structure every enabled plugin's section now, so a bad key fails before the loop."""
-        self._config_classes = self.host.collect_named("register_config", "config section")
-        for name in self._config_classes:
-            self.plugin_config(name)
-        for name in sorted(set(self.loaded.config.plugins.sections) - set(self._config_classes)):
-            info = self.host.infos.get(name)
-            where = (
-                "no plugin by that name is installed"
-                if info is None
-                else f"plugin {name!r} is {info.status} or has no config"
-            )
-            self.loaded.warnings.append(f"the config has a [plugins.{name}] section, but {where}")
+        from loopctl.pluginhost import validate_plugin_sections
+
+        self._config_classes, configs = validate_plugin_sections(self.loaded, self.host)
+        self._plugin_configs.update(configs)
 
     def open(self) -> None:
         """Take the state directory: check it, lock it, and load or start the loop's state.

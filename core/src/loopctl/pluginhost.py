@@ -33,6 +33,7 @@ import pluggy
 
 from loopctl import builtin, hookspecs, markers
 from loopctl.agents.builtin import BUILTIN_ADAPTERS, AdapterPlugin
+from loopctl.debuglog import debug
 
 if TYPE_CHECKING:  # annotation only: `plugins list` must not load the typed config (attrs, cattrs)
     from loopctl.config import LoadedConfig
@@ -238,7 +239,9 @@ class PluginHost:
         enabled, why = self.selection.decide(ep.name)
         if not enabled:
             info.status, info.detail = "disabled", why
+            debug("loopctl.plugins", "plugin %s (%s) not loaded: %s", ep.name, ep.value, why)
             return
+        debug("loopctl.plugins", "loading plugin %s from %s", ep.name, info.source)
         try:
             plugin = ep.load()
             self.register(plugin, ep.name)
@@ -481,6 +484,7 @@ def build_host(loaded: LoadedConfig, *, no_plugins: bool = False) -> PluginHost:
     host = _take_offered(selection) or PluginHost(selection)
     host.load()
     check_core_enabled(host.selection)
+    check_plugin_names(host, {key: loaded.where(f"plugins.{key}") for key in SWITCHES})
     host.check_required(loaded.config.required_plugins)
     return host
 
@@ -503,6 +507,59 @@ def _take_offered(selection: PluginSelection) -> PluginHost | None:
         return None
     host.failures.clear()  # a failed registration was reported when it happened
     return host
+
+
+def validate_plugin_sections(
+    loaded: LoadedConfig, host: PluginHost
+) -> tuple[dict[str, tuple[Any, str]], dict[str, Any]]:
+    """``(classes, configs)``: the config classes the enabled plugins register
+    (``register_config``) and each plugin's ``[plugins.NAME]`` section structured into its
+    class, so a bad key fails before a run starts (ConfigError naming the key). A section no
+    enabled plugin claims adds a warning to ``loaded.warnings``."""
+    classes = host.collect_named("register_config", "config section")
+    configs = {name: loaded.plugin_section(name, entry[0]) for name, entry in classes.items()}
+    for name in sorted(set(loaded.config.plugins.sections) - set(classes)):
+        info = host.infos.get(name)
+        if info is None:
+            from loopctl.suggest import did_you_mean
+
+            where = f"no plugin by that name is installed{did_you_mean(name, host.infos)}"
+        else:
+            where = f"plugin {name!r} is {info.status} or has no config"
+        loaded.warnings.append(f"the config has a [plugins.{name}] section, but {where}")
+    return classes, configs
+
+
+#: The plugin switches that name plugins.
+SWITCHES = ("enable", "disable")
+
+
+def unknown_plugin_names(host: PluginHost, sources: Mapping[str, str]) -> list[str]:
+    """A message for every name in ``plugins.enable`` or ``plugins.disable`` that names no
+    plugin ``host`` knows (built in or installed, enabled or not): a typo there would
+    otherwise disable nothing, or, in the allow-list, every plugin. ``sources`` says where
+    each switch was set (``loopctl.toml: plugins.disable``)."""
+    known = sorted(host.infos)
+    problems = []
+    for key in SWITCHES:
+        names = host.selection.enable if key == "enable" else host.selection.disable
+        for name in names or ():
+            if name not in host.infos:
+                from loopctl.suggest import did_you_mean
+
+                where = sources.get(key) or f"plugins.{key}"
+                problems.append(
+                    f"{where}: no plugin is named {name!r}{did_you_mean(name, known)}; "
+                    f"the plugins are: {', '.join(known)}"
+                )
+    return problems
+
+
+def check_plugin_names(host: PluginHost, sources: Mapping[str, str]) -> None:
+    """Raise PluginError for :func:`unknown_plugin_names`."""
+    problems = unknown_plugin_names(host, sources)
+    if problems:
+        raise PluginError("\n".join(problems))
 
 
 def check_core_enabled(selection: PluginSelection) -> None:

@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
+from loopctl.debuglog import debug
 from loopctl.fingerprints import fingerprint
 from loopctl.model import TestRun
 from loopctl.procgroup import (
@@ -310,6 +311,7 @@ def run_test_command(
     capture = _BoundedCapture(output_limit)
     plan = plan_report(command, cwd=cwd, report=report, ask_pytest=ask_pytest, env=full_env)
     runner: _Runner | None = None
+    debug("loopctl.tests", "running the test command in %s: /bin/sh -c %r", cwd, plan.command)
     try:
         with deferred_interrupts():  # Ctrl-C now would lose the started process: not yet
             try:
@@ -343,6 +345,7 @@ def run_test_command(
 
     returncode = process.returncode
     exit_code = _exit_status(returncode) if finished and returncode is not None else None
+    debug("loopctl.tests", "the test command ended: exit %s after %.1f s", exit_code, duration_s)
     try:
         return _test_run(
             command, capture.text(), exit_code, not finished, duration_s, timeout_s, plan

@@ -39,6 +39,7 @@ from loopctl.agents.base import (
     StreamParser,
     TurnRequest,
 )
+from loopctl.debuglog import debug
 from loopctl.model import Decision, ErrorKind, TurnOutcome, TurnResult
 from loopctl.procgroup import (
     GONE_AFTER_KILL_S,
@@ -50,7 +51,7 @@ from loopctl.procgroup import (
     signal_group,
     supervisor_token,
 )
-from loopctl.redaction import StreamRedactor
+from loopctl.redaction import StreamRedactor, redact
 from loopctl.withhold import child_environment
 
 _READ_CHUNK = 1 << 16
@@ -184,6 +185,7 @@ def _start(
     workdir = Path(request.workdir)
     if not workdir.is_dir():
         return f"cannot start the {adapter.name} agent: working directory {workdir} does not exist"
+    debug("loopctl.agent", "starting the %s agent in %s: %s", adapter.name, workdir, _shown(argv))
     try:
         return subprocess.Popen(
             argv,
@@ -196,14 +198,29 @@ def _start(
             close_fds=True,
         )
     except FileNotFoundError:
+        where = "on PATH" if os.sep not in argv[0] else "(no such file)"
+        if getattr(adapter.settings, "command", None):  # the user's command: theirs to check
+            return (
+                f"cannot start the {adapter.name} agent: command {argv[0]!r} not found {where}; "
+                "check the agent command (--agent-cmd, agent_cmd, or "
+                f"[agents.{adapter.name}] command)"
+            )
         return (
-            f"cannot start the {adapter.name} agent: executable {argv[0]!r} not found "
+            f"cannot start the {adapter.name} agent: executable {argv[0]!r} not found {where} "
             f"(install it, or set [agents.{adapter.name}] command)"
         )
     except PermissionError:
         return f"cannot start the {adapter.name} agent: {argv[0]!r} is not executable"
     except (OSError, ValueError, subprocess.SubprocessError) as exc:
         return f"cannot start the {adapter.name} agent {argv[0]!r}: {exc}"
+
+
+def _shown(argv: list[str], limit: int = 120) -> str:
+    """A command line for the debug log: each argument cut to ``limit`` characters (a prompt
+    given as an argument is long), secrets redacted."""
+    import shlex
+
+    return redact(shlex.join(a if len(a) <= limit else a[:limit] + "…" for a in argv))
 
 
 class _SupervisedTurn:

@@ -13,12 +13,14 @@ import os
 import sys
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import ExitStack, contextmanager
+from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
 from loopctl._version import __version__
+from loopctl.cli import logs as _logging
 from loopctl.cli.fast import USER_ERRORS as USER_ERRORS
 from loopctl.cli.fast import emit_json, error, forgiving_streams, shown, warn
 from loopctl.cli.fast import user_error_types as _user_error_types
@@ -33,6 +35,20 @@ if TYPE_CHECKING:
 EXIT_USAGE = 2
 
 CONTEXT = {"help_option_names": ["-h", "--help"]}
+
+
+class Session(str, Enum):
+    """``--session``: the choices, listed in the help and completed by the shell."""
+
+    fresh = "fresh"
+    resume = "resume"
+
+
+def examples(*lines: str) -> str:
+    """A command's epilog: its example command lines, kept as written in the plain help."""
+    return "\b\nExamples:\n" + "\n".join(f"  {line}" for line in lines)
+
+
 app = typer.Typer(
     name="loopctl",
     help="Run a coding agent in a loop until the tests pass, and keep the loop healthy.",
@@ -75,7 +91,17 @@ def _version_callback(value: bool) -> None:
         raise typer.Exit()
 
 
-@app.callback()
+#: -1 with ``-q`` (informational lines hidden), 0 by default, 1 with ``-v``, 2 with ``-vv``.
+_verbosity = 0
+
+
+@app.callback(
+    epilog=examples(
+        "loopctl demo",
+        'loopctl run "make the tests pass" --test-cmd "pytest -q"',
+        "loopctl -v status",
+    )
+)
 def _root(
     version: Annotated[
         bool,
@@ -87,8 +113,36 @@ def _root(
             help="Show the version and exit.",
         ),
     ] = False,
+    verbose: Annotated[
+        int,
+        typer.Option(
+            "--verbose",
+            "-v",
+            count=True,
+            show_default=False,
+            help="Show debug logging on stderr (-vv: every library's too). Anywhere on the line.",
+        ),
+    ] = 0,
+    quiet: Annotated[
+        bool,
+        typer.Option(
+            "--quiet",
+            "-q",
+            help="Hide informational lines (a run prints only how it ended). Anywhere on the line.",
+        ),
+    ] = False,
 ) -> None:
     """Run a coding agent in a loop until the tests pass, and keep the loop healthy."""
+    global _verbosity
+    _verbosity = -1 if quiet and not verbose else verbose
+    if _verbosity:
+        _logging.configure(_verbosity)
+
+
+def informational(*lines: str) -> None:
+    """Print lines a person may like to see but a script need not: not with ``-q``."""
+    if _verbosity >= 0:
+        _print_lines(*lines)
 
 
 # --- errors --------------------------------------------------------------------------------------
@@ -128,7 +182,7 @@ def _overrides(**values: Any) -> dict[str, Any]:
 def _setting_overrides(
     *,
     test_cmd: Optional[str],
-    session: Optional[str],
+    session: Optional[Session],
     completion_signal: Optional[str],
     max_iterations: Optional[int],
     max_restarts: Optional[int],
@@ -141,7 +195,7 @@ def _setting_overrides(
     """The config overrides of the setting flags ``run`` and ``resume`` share."""
     return _overrides(
         test_cmd=test_cmd,
-        session=session,
+        session=session.value if session is not None else None,
         completion_signal=completion_signal,
         model=model,
         **{
@@ -179,9 +233,10 @@ def _run_loop(
             {name: spec["line"] for name, (spec, _) in declared.items() if "line" in spec}
         )
         engine = prepared.engine
-        if prepared.changed:
+        if prepared.changed and _verbosity >= 0:
             print(f"loopctl: resume: {_describe_changes(prepared.changed)}", file=sys.stderr)
-        view = make_view(mode, max_iterations=engine.max_iterations)
+        quiet = mode != "json" and _verbosity < 0  # -q: only how it ended
+        view = _Silent() if quiet else make_view(mode, max_iterations=engine.max_iterations)
         current.append(view)
         try:
             outcome = engine.run()
@@ -190,6 +245,16 @@ def _run_loop(
     if mode != "json":
         (summary or _print_summary)(engine, outcome)
     raise typer.Exit(outcome.exit_code)
+
+
+class _Silent:
+    """The view of ``-q``: it shows no event (and no live panel)."""
+
+    def __call__(self, event: Any) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
 
 
 def _describe_changes(changed: Mapping[str, Mapping[str, Any]]) -> str:
@@ -207,7 +272,7 @@ def _print_summary(engine: Engine, outcome: LoopOutcome) -> None:
 
     report = engine.state_dir / "report.md"
     why = sanitize_line(shown(outcome.message or outcome.reason))  # the agent's words, maybe
-    lines = [f"\n{outcome.status}: {why}"]
+    lines = [f"{chr(10) if _verbosity >= 0 else ''}{outcome.status}: {why}"]
     if engine.report_written:  # not on a full disk
         lines.append(f"report: {report}")
     _print_lines(*lines)
@@ -247,7 +312,13 @@ def _read_goal(goal: Optional[str], goal_file: Optional[Path]) -> str:
 PLUGIN_OPTIONS = {"allow_extra_args": True, "ignore_unknown_options": True}
 
 
-@app.command("run", context_settings=PLUGIN_OPTIONS)
+RUN_EXAMPLES = examples(
+    'loopctl run "make the tests pass" --test-cmd "pytest -q"',
+    'loopctl run --goal-file issue.md --test-cmd "npm test" --agent codex --max-iterations 10',
+)
+
+
+@app.command("run", context_settings=PLUGIN_OPTIONS, epilog=RUN_EXAMPLES)
 def run_command(
     ctx: typer.Context,
     goal: Annotated[
@@ -281,7 +352,7 @@ def run_command(
         ),
     ] = None,
     session: Annotated[
-        Optional[str],
+        Optional[Session],
         typer.Option(
             "--session", help="fresh (new agent session each iteration, the default) or resume."
         ),
@@ -401,7 +472,10 @@ def _resume_option(flag: str, what: str) -> Any:
     return typer.Option(flag, help=f"Change {what} (default: as the loop was started).")
 
 
-@app.command("resume", context_settings=PLUGIN_OPTIONS)
+RESUME_EXAMPLES = examples("loopctl resume", "loopctl resume --max-iterations 30")
+
+
+@app.command("resume", context_settings=PLUGIN_OPTIONS, epilog=RESUME_EXAMPLES)
 def resume_command(
     ctx: typer.Context,
     state_dir: Annotated[Optional[Path], typer.Option("--state-dir", help=STATE_DIR_HELP)] = None,
@@ -422,7 +496,7 @@ def resume_command(
     ] = None,
     model: Annotated[Optional[str], _resume_option("--model", "the model the agent uses")] = None,
     session: Annotated[
-        Optional[str], _resume_option("--session", "the session mode: fresh or resume")
+        Optional[Session], _resume_option("--session", "the session mode: fresh or resume")
     ] = None,
     max_iterations: Annotated[
         Optional[int], _resume_option("--max-iterations", "the iteration limit")
@@ -616,10 +690,11 @@ def _describe_plugin_options() -> None:
     ]
     for command in app.registered_commands:
         if command.name in ("run", "resume"):
-            command.epilog = "\n\n".join(lines)
+            own = RUN_EXAMPLES if command.name == "run" else RESUME_EXAMPLES
+            command.epilog = "\n\n".join([own, *lines])
 
 
-@events_app.command("schema")
+@events_app.command("schema", epilog=examples("loopctl events schema > events.schema.json"))
 def events_schema(
     config: Annotated[Optional[Path], typer.Option("--config", help=CONFIG_HELP)] = None,
 ) -> None:
@@ -637,7 +712,7 @@ def events_schema(
 # --- status --------------------------------------------------------------------------------------
 
 
-@app.command("status")
+@app.command("status", epilog=examples("loopctl status", "loopctl status --json"))
 def status_command(
     state_dir: Annotated[Optional[Path], typer.Option("--state-dir", help=STATE_DIR_HELP)] = None,
     config: Annotated[Optional[Path], typer.Option("--config", help=CONFIG_HELP)] = None,
@@ -660,44 +735,45 @@ def _is_previous_demo(directory: Path) -> bool:
     return config.startswith("# Written by `loopctl demo`")
 
 
-@app.command("demo")
+@app.command("demo", epilog=examples("loopctl demo", "loopctl demo --dir ./loopctl-demo"))
 def demo_command(
-    keep: Annotated[
+    directory: Annotated[
         Optional[Path],
         typer.Option(
+            "--dir",
             "--keep",
-            help="Put the example project in this new (or empty) directory and keep it "
-            "(default: a temporary directory, removed afterwards).",
+            metavar="DIR",
+            help="Put the example project in this new (or empty) directory "
+            "(default: a new temporary directory). It is kept either way.",
         ),
     ] = None,
     json_output: Annotated[bool, typer.Option("--json", help=EVENTS_JSON_HELP)] = False,
 ) -> None:
-    """Run a complete loop offline: a small project with failing tests, fixed by the scripted agent."""
-    from loopctl.demo import prepare_demo
+    """Run a complete loop offline: a small project with failing tests, fixed by the scripted
+    agent. The project and its report are kept; nothing outside it is written."""
+    from loopctl.demo import demo_environment, prepare_demo
 
-    if keep is not None:
-        if keep.exists() and not keep.is_dir():
-            raise fail(f"--keep {keep}: it is a file; give a new or empty directory")
-        if keep.is_dir() and any(keep.iterdir()) and not _is_previous_demo(keep):
+    if directory is not None:
+        if directory.exists() and not directory.is_dir():
+            raise fail(f"--dir {directory}: it is a file; give a new or empty directory")
+        if directory.is_dir() and any(directory.iterdir()) and not _is_previous_demo(directory):
             raise fail(
-                f"--keep {keep}: the directory is not empty; give a new or empty directory "
+                f"--dir {directory}: the directory is not empty; give a new or empty directory "
                 "(the demo would overwrite files in it)"
             )
 
     def summary(engine: Engine, outcome: LoopOutcome) -> None:
         _print_summary(engine, outcome)
-        if keep is None:
-            _print_lines("(the demo project is deleted now; keep it with --keep DIR)")
-        else:
-            _print_lines(f"the demo project is kept in {engine.workdir}")
+        _print_lines(f"the demo project is kept in {engine.workdir}")
 
+    try:
+        project = prepare_demo(directory)
+    except OSError as exc:
+        raise fail(f"cannot create the demo project: {exc}") from None
+    if not json_output:
+        informational(f"demo project: {project.workdir}", "")
     with ExitStack() as stack:
-        try:
-            project = stack.enter_context(prepare_demo(keep))
-        except OSError as exc:
-            raise fail(f"cannot create the demo project: {exc}") from None
-        if not json_output:
-            _print_lines(f"demo project: {project.workdir}", "")
+        stack.enter_context(demo_environment(project))
         stack.callback(os.chdir, Path.cwd())
         os.chdir(project.workdir)
         _run_loop(
@@ -707,19 +783,52 @@ def demo_command(
         )
 
 
+# --- completion ----------------------------------------------------------------------------------
+
+#: The variable a shell's completion function sets when it asks loopctl for completions.
+COMPLETE_VAR = "_LOOPCTL_COMPLETE"
+
+
+class Shell(str, Enum):
+    bash = "bash"
+    zsh = "zsh"
+    fish = "fish"
+    powershell = "powershell"
+
+
+@app.command(
+    "completion",
+    epilog=examples(
+        'eval "$(loopctl completion bash)"    # in ~/.bashrc',
+        "loopctl completion zsh > ~/.zfunc/_loopctl    # with fpath+=~/.zfunc in ~/.zshrc",
+        "loopctl completion fish > ~/.config/fish/completions/loopctl.fish",
+    ),
+)
+def completion_command(
+    shell: Annotated[Shell, typer.Argument(help="The shell: bash, zsh, fish or powershell.")],
+) -> None:
+    """Print the shell completion script for loopctl (commands, options, choices)."""
+    from typer.completion import get_completion_script  # type: ignore[attr-defined]  # typer imports it there for its own --show-completion
+
+    print(get_completion_script(prog_name="loopctl", complete_var=COMPLETE_VAR, shell=shell.value))
+
+
 # --- config --------------------------------------------------------------------------------------
 
 
-@config_app.command("show")
+@config_app.command("show", epilog=examples("loopctl config show", "loopctl config show --json"))
 def config_show(
     config: Annotated[Optional[Path], typer.Option("--config", help=CONFIG_HELP)] = None,
     json_output: Annotated[bool, typer.Option("--json", help=JSON_HELP)] = False,
 ) -> None:
-    """Print the effective configuration and where each value came from (secrets hidden)."""
+    """Print the effective configuration and where each value came from (secrets hidden).
+    The plugins' sections are checked as `loopctl run` checks them."""
     from loopctl.config import config_to_dict, hide_secrets, load_config
+    from loopctl.pluginhost import build_host, validate_plugin_sections
 
     with user_errors():
         loaded = load_config(Path.cwd(), config_file=config)
+        validate_plugin_sections(loaded, build_host(loaded))
     values = hide_secrets(config_to_dict(loaded))
     if json_output:
         emit_json(
@@ -750,7 +859,7 @@ def _flatten(data: Any, prefix: str = "") -> Iterator[tuple[str, Any]]:
 # --- plugins -------------------------------------------------------------------------------------
 
 
-@plugins_app.command("list")
+@plugins_app.command("list", epilog=examples("loopctl plugins list", "loopctl plugins list --json"))
 def plugins_list(
     json_output: Annotated[bool, typer.Option("--json", help=JSON_HELP)] = False,
     config: Annotated[Optional[Path], typer.Option("--config", help=CONFIG_HELP)] = None,
@@ -761,7 +870,10 @@ def plugins_list(
     raise typer.Exit(fast_list(json_output=json_output, config_file=config))
 
 
-@plugins_app.command("new")
+@plugins_app.command(
+    "new",
+    epilog=examples("loopctl plugins new flaky-db", "loopctl plugins new my-rules --classifier"),
+)
 def plugins_new(
     name: Annotated[str, typer.Argument(help="The plugin's name, e.g. flaky-db.")],
     classifier: Annotated[
@@ -792,7 +904,7 @@ def plugins_new(
 # --- agents --------------------------------------------------------------------------------------
 
 
-@agents_app.command("list")
+@agents_app.command("list", epilog=examples("loopctl agents list", "loopctl agents list --json"))
 def agents_list(
     json_output: Annotated[bool, typer.Option("--json", help=JSON_HELP)] = False,
     config: Annotated[Optional[Path], typer.Option("--config", help=CONFIG_HELP)] = None,
@@ -851,7 +963,10 @@ def _agent_row(name: str, cls: Any, plugin: str, loaded: Any) -> dict[str, Any]:
     return row
 
 
-@agents_app.command("parse")
+@agents_app.command(
+    "parse",
+    epilog=examples("loopctl agents parse claude .loopctl/logs/iteration-0001.agent.jsonl"),
+)
 def agents_parse(
     agent: Annotated[str, typer.Argument(help="The adapter whose output FILE holds.")],
     file: Annotated[
@@ -904,7 +1019,7 @@ def main(argv: list[str] | None = None) -> int:
     """Run the command line; plugins' commands are added only when a non-built-in command
     (or the top-level help) is asked for, and only the command that runs is built
     (:mod:`loopctl.cli.lazy`). Help is typer's rich help in a terminal, plain text otherwise."""
-    args = list(sys.argv[1:] if argv is None else argv)
+    args = _logging.global_options_first(list(sys.argv[1:] if argv is None else argv))
     forgiving_streams()
     root = _invocation_app()
     builtin = {c.name for c in app.registered_commands} | {g.name for g in app.registered_groups}
@@ -917,12 +1032,17 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return _invoke(command, args)
     finally:
+        _logging.reset()
         pluginhost = sys.modules.get("loopctl.pluginhost")
         if pluginhost is not None:  # offered by _add_plugin_commands for this command only
             pluginhost.offer_host(None)
 
 
 def _invoke(command: Any, args: list[str]) -> int:
+    if os.environ.get(COMPLETE_VAR):  # a shell asks for completions: typer's answer them
+        from typer.completion import completion_init  # type: ignore[attr-defined]  # typer imports it there for its own completion
+
+        completion_init()
     try:
         result = command.main(args=args, prog_name="loopctl", standalone_mode=False)
     except typer.Abort as exc:

@@ -162,9 +162,15 @@ def command_host(workdir: Path) -> PluginHost:
     plugin switches are wrong, PluginError when the core plugin is disabled, and a plugin's
     import error with ``plugins.strict``."""
     from loopctl.configfile import plugin_switches
-    from loopctl.pluginhost import PluginHost, PluginSelection, check_core_enabled
+    from loopctl.pluginhost import (
+        PluginHost,
+        PluginSelection,
+        check_core_enabled,
+        check_plugin_names,
+    )
 
-    switches = plugin_switches(workdir)
+    sources: dict[str, str] = {}
+    switches = plugin_switches(workdir, sources=sources)
     selection = PluginSelection(
         enable=switches["enable"],
         disable=switches["disable"],
@@ -174,16 +180,18 @@ def command_host(workdir: Path) -> PluginHost:
     host = PluginHost(selection)
     host.load()
     check_core_enabled(selection)
+    check_plugin_names(host, sources)
     return host
 
 
 def plugins_list(*, json_output: bool, config_file: Path | None = None) -> int:
     """Print every installed plugin; disabled plugins are listed but never imported."""
     from loopctl.configfile import ConfigError, plugin_switches
-    from loopctl.pluginhost import PluginHost, PluginSelection
+    from loopctl.pluginhost import PluginHost, PluginSelection, unknown_plugin_names
 
+    sources: dict[str, str] = {}
     try:
-        switches = plugin_switches(Path.cwd(), config_file=config_file)
+        switches = plugin_switches(Path.cwd(), config_file=config_file, sources=sources)
     except ConfigError as exc:
         for line in str(exc).strip().splitlines():
             print(f"loopctl: error: {line}", file=sys.stderr)
@@ -194,6 +202,8 @@ def plugins_list(*, json_output: bool, config_file: Path | None = None) -> int:
     )
     host = PluginHost(selection)
     host.load()
+    for problem in unknown_plugin_names(host, sources):  # listed all the same: see the names
+        warn(problem)
     rows: list[dict[str, Any]] = [
         {
             "name": info.name,

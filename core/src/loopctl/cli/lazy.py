@@ -81,7 +81,9 @@ class LazyCommands(MutableMapping[str, Any]):
             source = self._sources[name]  # KeyError: no such command
             if self._summarizing:
                 return _summary(source)
-            self._built[name] = self._build(source)
+            from loopctl.cli.metavars import readable
+
+            self._built[name] = readable(self._build(source))
         return self._built[name]
 
     def __setitem__(self, name: str, command: Any) -> None:

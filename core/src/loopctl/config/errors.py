@@ -38,10 +38,19 @@ class Mismatch(ValueError):
 class UnknownKeys(ValueError):
     """Keys a table does not allow; ``allowed`` feeds the "did you mean" suggestion."""
 
-    def __init__(self, keys: Iterable[object], allowed: Iterable[str], hint: str = "") -> None:
+    def __init__(
+        self,
+        keys: Iterable[object],
+        allowed: Iterable[str],
+        hint: str = "",
+        tables: Mapping[str, Iterable[str]] | None = None,
+    ) -> None:
         self.keys = list(keys)
         self.allowed = sorted(allowed)
         self.hint = hint
+        #: The tables inside this one, each with its keys: a key of one of them, written
+        #: here, was meant to go in it (``max_iterations`` at the top, for ``[limits]``).
+        self.tables = {name: list(keys) for name, keys in (tables or {}).items()}
         super().__init__(f"unknown keys {self.keys!r}")
 
 
@@ -110,8 +119,20 @@ def join_path(prefix: str, rest: str) -> str:
     return prefix + rest if rest.startswith("[") else f"{prefix}.{rest}"
 
 
-def unknown_key_message(key: object, allowed: Sequence[str], hint: str = "") -> str:
+def unknown_key_message(
+    key: object,
+    allowed: Sequence[str],
+    hint: str = "",
+    tables: Mapping[str, Sequence[str]] | None = None,
+) -> str:
+    """``unknown key 'KEY'`` and how to mend it: the table inside this one that has the key
+    (``(it belongs in [limits]: limits.max_iterations)``), else the closest allowed key."""
     message = f"unknown key {show(key) if not isinstance(key, str) else repr(key)}"
+    homes = [name for name, keys in (tables or {}).items() if key in keys]
+    if homes and isinstance(key, str):
+        places = " or ".join(f"[{name}]" for name in homes)
+        paths = " or ".join(dotted_path((name, key)) for name in homes)
+        return f"{message} (it belongs in {places}: {paths})"
     if isinstance(key, str):
         close = difflib.get_close_matches(key, allowed, n=1)
         if close:

@@ -10,13 +10,21 @@ from typing import Any, TypeVar
 import attrs
 
 from loopctl.config.convert import converter
-from loopctl.config.errors import KeyPath, Mismatch, Problem, dotted_path, format_problem
+from loopctl.config.errors import (
+    KeyPath,
+    Mismatch,
+    Problem,
+    dotted_path,
+    format_problem,
+    join_path,
+)
 from loopctl.config.keys import schema_leaves
 from loopctl.config.schema import LoopctlConfig
 from loopctl.config.sources import Layer, check_layer, env_layer, file_layer, override_layer
 from loopctl.config.structuring import structure, try_structure
 from loopctl.config.text import from_text, needs_text_conversion
 from loopctl.configfile import PYPROJECT_FILE_NAME, PYPROJECT_PREFIX, ConfigError, locate
+from loopctl.debuglog import debug
 
 T = TypeVar("T")
 
@@ -89,6 +97,14 @@ class LoadedConfig:
     def agent_settings(self, name: str, cls: type[T]) -> T:
         """Structure ``[agents.NAME]`` (empty when absent) into the adapter's settings class."""
         return self._section(("agents", name), self.config.agents.get(name, {}), cls)
+
+    def where(self, key: str) -> str:
+        """Where the dotted ``key`` was set, for a message: ``loopctl.toml: plugins.disable``,
+        ``environment variable LOOPCTL_PLUGINS``, ``command line: limits.max_iterations``."""
+        source, prefix = self._source_of(self.origins.get(key))
+        if source.startswith("environment variable "):
+            return source
+        return f"{source}: {join_path(prefix, key)}"
 
     def _section(self, where: KeyPath, data: Mapping[str, Any], cls: type[T]) -> T:
         data = self._typed_command_line_values(where, data, cls)
@@ -220,6 +236,7 @@ def _load(
 ) -> LoadedConfig:
     warnings: list[str] = []
     path = locate(cwd, config_file) if discover or config_file is not None else None
+    debug("loopctl.config", "config file: %s", path or "none (defaults)")
     layers = [] if base is None else [base]
     layers += [] if path is None else [file_layer(path, cwd, warnings)]
     env_settings, autoload = env_layer(env, warnings)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
+import attrs
 import cattrs
 from cattrs.errors import ClassValidationError, ForbiddenExtraKeysError, IterableValidationError
 
@@ -46,13 +47,13 @@ def flatten_problems(exc: BaseException, path: KeyPath = ()) -> list[Problem]:
             found += flatten_problems(sub, path)
         return found
     if isinstance(exc, ForbiddenExtraKeysError):
-        exc = UnknownKeys(exc.extra_fields, field_names(exc.cl))
+        exc = UnknownKeys(exc.extra_fields, field_names(exc.cl), tables=_tables_in(exc.cl))
     if isinstance(exc, UnknownKeys):
         ordered = sorted(exc.keys, key=lambda key: (not isinstance(key, str), str(key)))
         return [
             Problem(
                 path,
-                unknown_key_message(key, exc.allowed, exc.hint),
+                unknown_key_message(key, exc.allowed, exc.hint, exc.tables),
                 subject=(*path, key if isinstance(key, (str, int)) else str(key)),
             )
             for key in ordered
@@ -69,6 +70,19 @@ def flatten_problems(exc: BaseException, path: KeyPath = ()) -> list[Problem]:
     return [
         Problem(path, f"invalid value: {text}" if text else f"invalid value ({type(exc).__name__})")
     ]
+
+
+def _tables_in(cls: type) -> dict[str, list[str]]:
+    """The tables (attrs classes) among the fields of ``cls``, each with its keys."""
+    try:
+        fields = attrs.fields(cls)
+    except (TypeError, ValueError):
+        return {}
+    return {
+        field.name: field_names(field.type)
+        for field in fields
+        if isinstance(field.type, type) and attrs.has(field.type)
+    }
 
 
 def try_structure(data: object, cls: type[T]) -> tuple[T | None, list[Problem]]:

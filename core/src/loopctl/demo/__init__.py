@@ -1,8 +1,17 @@
 """``loopctl demo``: a bundled example project with failing tests and a scripted agent scenario
-that fixes it, so a complete loop runs offline in seconds."""
+that fixes it, so a complete loop runs offline in seconds.
+
+The project is kept afterwards (in a new temporary directory, or the one given), so its report
+can be read. The demo's loop touches nothing outside it: it runs with the user's ``LOOPCTL_*``
+settings set aside (``LOOPCTL_AGENT`` must not turn the demo into a paid run; the plugin
+switches stay, as they say which code may load) and with the per-user data directories (``XDG_DATA_HOME``, ``XDG_STATE_HOME``, ``XDG_CACHE_HOME``) inside
+the project, so a plugin that keeps per-user data (a failure memory, say) keeps the demo's in
+the demo, whichever plugins are installed.
+"""
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -44,7 +53,9 @@ def write_demo_project(target: Path) -> DemoProject:
         'model = "claude-sonnet-4-5"\n',
         encoding="utf-8",
     )
-    (target / ".gitignore").write_text(".loopctl/\n__pycache__/\n", encoding="utf-8")
+    (target / ".gitignore").write_text(
+        f".loopctl/\n{USER_DATA_DIR}/\n__pycache__/\n", encoding="utf-8"
+    )
     if shutil.which("git"):
         for args in (
             ["init", "-q"],
@@ -64,11 +75,39 @@ def write_demo_project(target: Path) -> DemoProject:
     return DemoProject(workdir=target, goal=GOAL, config_file=config)
 
 
+def prepare_demo(directory: Path | None) -> DemoProject:
+    """The demo project, written into ``directory`` (created if need be) or, by default, into a
+    new temporary directory; either is kept."""
+    if directory is not None:
+        directory.mkdir(parents=True, exist_ok=True)
+        target = directory.resolve()
+    else:
+        target = Path(tempfile.mkdtemp(prefix="loopctl-demo-")).resolve()
+    return write_demo_project(target)
+
+
+#: The directory, inside the demo project, that stands in for the user's data directories.
+USER_DATA_DIR = ".demo-home"
+#: The per-user directories the demo's loop sees inside the project (the XDG base directories).
+USER_DIRS = {"XDG_DATA_HOME": "data", "XDG_STATE_HOME": "state", "XDG_CACHE_HOME": "cache"}
+
+
 @contextmanager
-def prepare_demo(keep: Path | None) -> Iterator[DemoProject]:
-    if keep is not None:
-        keep.mkdir(parents=True, exist_ok=True)
-        yield write_demo_project(keep.resolve())
-        return
-    with tempfile.TemporaryDirectory(prefix="loopctl-demo-") as tmp:
-        yield write_demo_project(Path(tmp))
+def demo_environment(project: DemoProject) -> Iterator[None]:
+    """``os.environ`` for the demo's loop: no ``LOOPCTL_*`` variable of the user's but the
+    plugin switches (the demo runs on its own config file) and the per-user data directories
+    inside the project. Restored afterwards."""
+    from loopctl.configfile import ENV_DISABLE_AUTOLOAD, ENV_PLUGINS
+
+    saved = dict(os.environ)
+    try:
+        for name in list(os.environ):
+            switch = name == ENV_DISABLE_AUTOLOAD or name.split("__")[0] == ENV_PLUGINS
+            if name.startswith("LOOPCTL_") and not switch:
+                del os.environ[name]
+        for name, sub in USER_DIRS.items():
+            os.environ[name] = str(project.workdir / USER_DATA_DIR / sub)
+        yield
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)

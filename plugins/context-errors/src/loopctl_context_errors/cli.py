@@ -142,14 +142,27 @@ def _rules(project: Any = None) -> Any:
 SourceArg = Annotated[
     str, typer.Argument(help="The error output: a file, or - for standard input.")
 ]
-MemoryOpt = Annotated[Optional[str], typer.Option("--memory", help=MEMORY_HELP)]
+MemoryOpt = Annotated[Optional[str], typer.Option("--memory", metavar="FILE", help=MEMORY_HELP)]
 
 
-@errors_app.command("report")
+def examples(*lines: str) -> str:
+    """A command's epilog: its example command lines, kept as written in the plain help."""
+    return "\b\nExamples:\n" + "\n".join(f"  {line}" for line in lines)
+
+
+@errors_app.command(
+    "report",
+    epilog=examples(
+        "pytest -q 2>&1 | loopctl errors report", "loopctl errors report test.log -f github"
+    ),
+)
 def errors_report(
     source: SourceArg = "-",
     output_format: Annotated[
-        str, typer.Option("--format", "-f", help="terminal, github or json.")
+        str,
+        typer.Option(
+            "--format", "-f", metavar="terminal|github|json", help="terminal, github or json."
+        ),
     ] = "terminal",
     stage: Annotated[str, typer.Option(help="The stage that failed.")] = "tests",
     iteration: Annotated[Optional[int], typer.Option(help="The iteration number.")] = None,
@@ -190,7 +203,7 @@ def errors_report(
         sys.stdout.write(render_terminal(report))  # sanitised inside, before the colours
 
 
-@errors_app.command("similar")
+@errors_app.command("similar", epilog=examples("pytest -q 2>&1 | loopctl errors similar --limit 3"))
 def errors_similar(
     source: SourceArg = "-",
     limit: Annotated[int, typer.Option(help="How many to show.", min=1, max=50)] = 5,
@@ -241,7 +254,7 @@ def errors_similar(
         )
 
 
-@errors_app.command("rules")
+@errors_app.command("rules", epilog=examples("loopctl errors rules", "loopctl errors rules --json"))
 def errors_rules(as_json: Annotated[bool, typer.Option("--json", help=JSON_HELP)] = False) -> None:
     """The categorization rules, in precedence order."""
     rules = _rules().rules
@@ -268,7 +281,7 @@ def errors_rules(as_json: Annotated[bool, typer.Option("--json", help=JSON_HELP)
         )
 
 
-@memory_app.command("stats")
+@memory_app.command("stats", epilog=examples("loopctl memory stats"))
 def memory_stats(
     memory_path: MemoryOpt = None,
     as_json: Annotated[bool, typer.Option("--json", help=JSON_HELP)] = False,
@@ -305,7 +318,7 @@ def memory_stats(
     )
 
 
-@memory_app.command("search")
+@memory_app.command("search", epilog=examples('loopctl memory search "ModuleNotFoundError"'))
 def memory_search(
     query: Annotated[list[str], typer.Argument(help="Error text to look for (or - for stdin).")],
     limit: Annotated[int, typer.Option(help="How many to show.", min=1, max=50)] = 10,
@@ -342,10 +355,16 @@ def memory_search(
         )
 
 
-@memory_app.command("prune")
+@memory_app.command(
+    "prune",
+    epilog=examples(
+        "loopctl memory prune --older-than 90 --dry-run", "loopctl memory prune --keep 1000"
+    ),
+)
 def memory_prune(
     older_than: Annotated[
-        Optional[float], typer.Option("--older-than", help="Delete failures not seen for DAYS.")
+        Optional[float],
+        typer.Option("--older-than", metavar="DAYS", help="Delete failures not seen for DAYS."),
     ] = None,
     keep: Annotated[Optional[int], typer.Option(help="Keep only the N most recent.", min=0)] = None,
     project: Annotated[Optional[str], typer.Option(help="Only this project's failures.")] = None,

@@ -25,6 +25,9 @@ HELP = (
     "context_exhaustion, code_error (or a custom mode), with the evidence, the classifier that "
     "decided, and the recovery strategy to apply to the next `loopctl run`."
 )
+EXAMPLES = (
+    "\b\nExamples:\n  loopctl classify\n  loopctl classify --log run1.log --log run2.log --json"
+)
 
 
 def _environment(workdir: Path) -> tuple[Any, FailureClassifierConfig, int, int, list[str]]:
@@ -137,7 +140,7 @@ def render(result: OfflineResult, failures: list[str]) -> str:
 
 
 def add_classify_command(cli: Any) -> None:
-    @cli.command("classify", help=HELP)  # type: ignore[untyped-decorator]
+    @cli.command("classify", help=HELP, epilog=EXAMPLES)  # type: ignore[untyped-decorator]
     def classify_command(
         artifacts_dir: Annotated[
             Optional[Path],

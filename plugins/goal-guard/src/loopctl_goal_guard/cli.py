@@ -84,7 +84,9 @@ def register(cli: Any) -> None:
         no_args_is_help=True,
     )
 
-    @goal_app.command("show")
+    @goal_app.command(
+        "show", epilog="\b\nExamples:\n  loopctl goal show\n  loopctl goal show --json"
+    )
     def show(
         state_dir: Annotated[
             Optional[Path], typer.Option("--state-dir", help=STATE_DIR_HELP)
@@ -112,7 +114,7 @@ def register(cli: Any) -> None:
         for problem in data["problems"]:
             print(f"warning: {problem}", file=sys.stderr)
 
-    @goal_app.command("check")
+    @goal_app.command("check", epilog="\b\nExample:\n  loopctl goal check --state-dir .loopctl")
     def check(
         state_dir: Annotated[
             Optional[Path], typer.Option("--state-dir", help=STATE_DIR_HELP)
@@ -127,7 +129,7 @@ def register(cli: Any) -> None:
             print(f"loopctl: goal: {problem}", file=sys.stderr)
         raise typer.Exit(1)
 
-    @goal_app.command("notes")
+    @goal_app.command("notes", epilog="\b\nExample:\n  loopctl goal notes --json")
     def notes(
         state_dir: Annotated[
             Optional[Path], typer.Option("--state-dir", help=STATE_DIR_HELP)
