@@ -71,11 +71,75 @@ DEPENDENCY_RULES: tuple[Rule, ...] = (
         "python.module_not_found",
         "python",
         "odule",
-        r"^(?:E\s+)?(?:[\w.]+\.)?(?:ModuleNotFoundError|ImportError): "
+        # The exception line; ``python -m pytest`` without pytest ("/venv/bin/python: No
+        # module named pytest"); a plugin pytest or mypy was told to load.
+        r"(?:^(?:E\s+)?(?:[\w.]+\.)?(?:ModuleNotFoundError|ImportError): "
+        r"|^\S*python[\d.]*(?:\.exe)?: |\(ModuleNotFoundError: |\bError importing plugin \"[^\"]+\": )"
         r"No module named '?(?P<pkg>[A-Za-z_][\w.]*)'?",
         0.9,
         "python_module",
         "a Python import failed: the module is not installed",
+    ),
+    _rule(
+        "python.installed_versions_disagree",
+        "python",
+        "cannot import name",
+        r"cannot import name '\w+' from '(?P<pkg>[\w.]+)' \([^)]*[/\\](?:site|dist)-packages[/\\]",
+        0.85,
+        "importer",
+        "an installed package imports a name its installed dependency lacks: the installed "
+        "versions do not fit together",
+    ),
+    _rule(
+        "python.requires_python",
+        "python",
+        "ifferent ",
+        r"(?i:requires? a different python)",
+        0.9,
+        None,
+        "a package or the project needs another version of Python",
+    ),
+    _rule(
+        "python.interpreter_missing",
+        "python",
+        "nterpreter",
+        r"No interpreter found for Python|could not find python interpreter"
+        r"|Python interpreter \S+ not found|InterpreterNotFound",
+        0.9,
+        None,
+        "the Python version the project or environment asks for is not installed",
+    ),
+    _rule(
+        "pytest.plugin_option",
+        "python",
+        "unrecognized arguments",
+        r"^(?:ERROR: )?(?:__main__\.py|pytest|py\.test): error: unrecognized arguments: -",
+        0.75,
+        None,
+        "pytest does not know an option: the plugin that adds it is not installed",
+    ),
+    _rule(
+        "pytest.required_plugins",
+        "python",
+        "required plugins",
+        r"Missing required plugins: (?P<pkg>[\w.-]+)",
+        0.95,
+    ),
+    _rule(
+        "tox.command_not_in_env",
+        "python",
+        "allowlist_externals",
+        r"(?P<pkg>\S+) is not allowed, use allowlist_externals",
+        0.75,
+        None,
+        "the command is not installed in the tox environment (tox found it outside)",
+    ),
+    _rule(
+        "poetry.lock_stale",
+        "python",
+        "poetry.lock",
+        r"pyproject\.toml changed significantly since poetry\.lock|poetry\.lock is not consistent",
+        0.9,
     ),
     _rule(
         "python.package_metadata",
@@ -182,6 +246,29 @@ DEPENDENCY_RULES: tuple[Rule, ...] = (
         "node_module",
     ),
     _rule(
+        "tsc.missing_type_library",
+        "node",
+        "type definition",
+        r"error TS2688: Cannot find type definition file for '(?P<pkg>[^']+)'",
+        0.85,
+        None,
+        "tsconfig names a type library (@types/…) that is not installed",
+    ),
+    _rule(
+        "jest.environment_missing",
+        "node",
+        "cannot be found",
+        r"Test environment (?P<pkg>\S+) cannot be found",
+        0.9,
+    ),
+    _rule(
+        "vitest.missing_dependency",
+        "node",
+        "MISSING DEPENDENCY",
+        r"MISSING DEPENDENCY\s+Cannot find dependency '(?P<pkg>[^']+)'",
+        0.9,
+    ),
+    _rule(
         "tsc.missing_declarations",
         "node",
         "odule",
@@ -211,7 +298,7 @@ DEPENDENCY_RULES: tuple[Rule, ...] = (
         "npm ",
         r"npm (?:ERR!|error) code (?P<code>E404|ERESOLVE|ETARGET|ENOTFOUND|EAI_AGAIN|EINTEGRITY"
         r"|ENOVERSIONS|E403|ENOENT|ECONNREFUSED|ETIMEDOUT|ECONNRESET|ENETUNREACH|EUNSUPPORTEDPROTOCOL"
-        r"|ENOLOCK|EBADPLATFORM|EPEERINVALID)\b",
+        r"|ENOLOCK|EBADPLATFORM|EPEERINVALID|ENOTCACHED|EBADENGINE|ENOTSUP)\b",
         0.95,
         None,
         "npm could not install or resolve the dependencies",
@@ -250,10 +337,52 @@ DEPENDENCY_RULES: tuple[Rule, ...] = (
         "pnpm.install",
         "node",
         "ERR_PNPM",
-        r"ERR_PNPM_(?:NO_MATCHING_VERSION|FETCH_404|PEER_DEP_ISSUES|NO_VERSIONS|OUTDATED_LOCKFILE"
-        r"|LOCKFILE_MISSING_DEPENDENCY|NO_OFFLINE_TARBALL|META_FETCH_FAIL|FETCH_4\d\d)",
+        r"ERR_PNPM_(?:NO_MATCHING_VERSION|FETCH_\d+|PEER_DEP_ISSUES|NO_VERSIONS|OUTDATED_LOCKFILE"
+        r"|NO_LOCKFILE|LOCKFILE_\w+|NO_OFFLINE_\w+|META_FETCH_FAIL|UNSUPPORTED_ENGINE"
+        r"|BAD_PM_VERSION|MISSING_PACKAGE_\w+)",
         0.9,
-        full_scan=False,
+    ),
+    # --- C and C++ ----------------------------------------------------------------------------
+    _rule(
+        "c.header_missing",
+        "c",
+        "fatal error",
+        # gcc's wording, then clang's; cgo and pip's extension builds print the same.
+        r"fatal error: (?:(?P<pkg>[\w./+-]+): No such file or directory"
+        r"|'(?P<pkg2>[\w./+-]+)' file not found)",
+        0.85,
+        "c_header",
+        "a C or C++ header is not installed (a system library's development files)",
+    ),
+    _rule(
+        "ld.library_missing",
+        "c",
+        "cannot find -l",
+        r"ld(?:\.\w+)?: (?:error: )?cannot find -l(?P<pkg>[\w.+-]+)",
+        0.85,
+        None,
+        "the linker cannot find a library: it is not installed",
+    ),
+    _rule(
+        "ld.library_not_found",
+        "c",
+        "library",
+        r"ld(?:\.\w+)?: (?:error: )?(?:unable to find library|library not found for) -l(?P<pkg>[\w.+-]+)",
+        0.85,
+    ),
+    _rule(
+        "pkg_config.not_found",
+        "c",
+        "pkg-config",
+        r"Package '?(?P<pkg>[\w.+-]+)'? was not found in the pkg-config search path",
+        0.9,
+    ),
+    _rule(
+        "cmake.not_found",
+        "c",
+        "ould",
+        r"Could NOT find (?P<pkg>[\w.+-]+)|Could not find a package configuration file provided by \"(?P<pkg2>[\w.+-]+)\"",
+        0.9,
     ),
     # --- Rust ---------------------------------------------------------------------------------
     _rule(
@@ -271,6 +400,26 @@ DEPENDENCY_RULES: tuple[Rule, ...] = (
         "ackage",
         r"failed to (?:get|select a version for|load source for dependency) `(?P<pkg>[\w-]+)`",
         0.9,
+    ),
+    _rule(
+        "cargo.rust_version",
+        "rust",
+        "rustc",
+        r"rustc \S+ is not supported by the following package|cannot be built because it requires "
+        r"rustc|requires rustc [\d.]+ or newer",
+        0.9,
+        None,
+        "the crate (or a dependency) needs a newer Rust toolchain",
+    ),
+    _rule(
+        "lockfile.locked",
+        "rust",
+        "locked",
+        # cargo and uv refuse to change a lock file that no longer fits the manifest.
+        r"because --locked was passed|needs to be updated,? but `?--locked`? was (?:passed|provided)",
+        0.85,
+        None,
+        "the lock file no longer fits the manifest, and the command may not update it",
     ),
     _rule(
         "cargo.select_version",
@@ -319,6 +468,16 @@ DEPENDENCY_RULES: tuple[Rule, ...] = (
         0.9,
     ),
     _rule(
+        "go.toolchain",
+        "go",
+        "equires ",
+        r"(?i:note: module requires go [\d.]+|go\.mod requires go >= ?[\d.]+"
+        r"|requires go >= ?[\d.]+ \(running go)",
+        0.85,
+        None,
+        "go.mod asks for a newer Go than the one installed",
+    ),
+    _rule(
         "go.not_in_std",
         "go",
         "ackage",
@@ -336,12 +495,40 @@ DEPENDENCY_RULES: tuple[Rule, ...] = (
         "java_package",
     ),
     _rule(
+        "java.class_missing",
+        "java",
+        "Class",
+        # At run time: the class's package is not the project's, so a jar is missing from the
+        # class path (``java.lang.NoClassDefFoundError: com/acme/Json``).
+        r"\b(?:NoClassDefFoundError|ClassNotFoundException): (?P<pkg>[\w$]+(?:[./][\w$]+)*)[./][\w$]+\s*$",
+        0.8,
+        "java_package",
+        "a class is missing from the class path at run time",
+    ),
+    _rule(
         "maven.resolve",
         "java",
         "olv",
         r"Could not resolve dependencies for project|could not be resolved: |"
         r"or one of its dependencies could not be resolved",
         0.95,
+    ),
+    _rule(
+        "maven.offline",
+        "java",
+        "offline mode",
+        r"in offline mode and the artifact \S+ has not been downloaded",
+        0.9,
+    ),
+    _rule(
+        "java.release",
+        "java",
+        "release",
+        # javac (alone or under Maven or Gradle) is older than the Java the build asks for.
+        r"invalid (?:target|source) release: \S+|release version \S+ not supported",
+        0.85,
+        None,
+        "the build asks for a newer Java than the installed JDK",
     ),
     _rule(
         "gradle.resolve",
@@ -369,11 +556,51 @@ DEPENDENCY_RULES: tuple[Rule, ...] = (
         "shell.command_not_found",
         "shell",
         "not found",
+        # sh (dash) and bash, run with -c or as a script (``./run.sh: line 3: meson: command
+        # not found``, ``./run.sh: 3: meson: not found``), and zsh.
         r"^(?:/(?:usr/)?bin/)?(?:ba|da|z)?sh: (?:line )?\d*:? ?(?P<pkg>[\w.@/+-]+): "
-        r"(?:command )?not found|^(?:zsh: )?command not found: (?P<pkg2>[\w.@/+-]+)",
+        r"(?:command )?not found"
+        r"|^[^\s:]+: (?:line )?\d+: (?P<pkg3>[\w.@/+-]+): (?:command )?not found\s*$"
+        r"|^(?:[^\s:]+:(?:\d+: )?)?(?:zsh: )?command not found: (?P<pkg2>[\w.@/+-]+)",
         0.8,
         "command",
         "the test command needs a tool that is not installed",
+    ),
+    _rule(
+        "runner.command_not_found",
+        "shell",
+        "ommand not found",
+        # poetry run, pdm run, hatch run: ``Command not found: pytest``
+        r"^Command not found: (?P<pkg>[\w.@+-]+)\s*$",
+        0.8,
+        "command",
+    ),
+    _rule(
+        "uv.failed_to_spawn",
+        "python",
+        "Failed to spawn",
+        r"Failed to spawn: `?(?P<pkg>[\w.@+-]+)`?",
+        0.8,
+        "command",
+        "uv run: the program is not installed in the project's environment",
+    ),
+    _rule(
+        "make.command_not_found",
+        "shell",
+        "make",
+        # make runs a recipe line without a shell when it can: it says so itself.
+        r"^g?make(?:\[\d+\])?: (?P<pkg>[\w.@+-]+): (?:No such file or directory|Command not found)\s*$",
+        0.8,
+        "command",
+        "a make recipe runs a program that is not installed",
+    ),
+    _rule(
+        "make.exit_127",
+        "shell",
+        "Error 127",
+        # 127 is the shell's "command not found" status.
+        r"^g?make(?:\[\d+\])?: \*\*\* \[[^\]]*\] Error 127\s*$",
+        0.75,
     ),
 )
 
