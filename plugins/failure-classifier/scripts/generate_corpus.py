@@ -2032,6 +2032,21 @@ def _(c: Case) -> None:
     )
 
 
+@case(
+    "uv-locked-stale",
+    "dependency_issue",
+    "uv",
+    "uv sync --locked: the lock file no longer fits pyproject.toml",
+)
+def _(c: Case) -> None:
+    uv = tools(c, "uv")
+    project = "[project]\nname = 'demo'\nversion = '0.1.0'\nrequires-python = '>=3.10'\ndependencies = []\n"
+    c.write("pyproject.toml", project)
+    c.sh(f"{uv} lock --no-cache --offline")
+    c.write("pyproject.toml", project.replace(">=3.10", ">=3.11"))
+    c.run(f"{uv} sync --locked --no-cache --offline", env={"VIRTUAL_ENV": ""})
+
+
 @case("uv-run-assert", "code_error", "uv", "uv run: a test fails")
 def _(c: Case) -> None:
     uv = tools(c, "uv")

@@ -195,6 +195,13 @@ DEPENDENCY_RULES: tuple[Rule, ...] = (
         0.95,
     ),
     _rule(
+        "uv.locked",
+        "python",
+        "locked",
+        r"needs to be updated, but `--locked` was provided",
+        0.85,
+    ),
+    _rule(
         "poetry.solver",
         "python",
         "olv",
@@ -412,14 +419,12 @@ DEPENDENCY_RULES: tuple[Rule, ...] = (
         "the crate (or a dependency) needs a newer Rust toolchain",
     ),
     _rule(
-        "lockfile.locked",
+        "cargo.locked",
         "rust",
         "locked",
-        # cargo and uv refuse to change a lock file that no longer fits the manifest.
-        r"because --locked was passed|needs to be updated,? but `?--locked`? was (?:passed|provided)",
+        # The lock file no longer fits Cargo.toml, and --locked forbids updating it.
+        r"because --locked was passed|needs to be updated but --locked was passed",
         0.85,
-        None,
-        "the lock file no longer fits the manifest, and the command may not update it",
     ),
     _rule(
         "cargo.select_version",
