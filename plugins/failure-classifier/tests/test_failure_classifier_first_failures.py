@@ -58,6 +58,8 @@ ACCURACY = _accuracy()
         ("py-dep-installed-mismatch-script", "dependency_issue"),
         # ... while the project's own wrong import from an installed package stays a code error
         ("py-installed-name-own-code", "code_error"),
+        # an AttributeError raised inside an installed package, in pytest's long traceback
+        ("py-installed-attr-mismatch", "dependency_issue"),
     ],
 )
 def test_a_first_loops_failures_classify_from_real_output(case_id: str, mode: str) -> None:
@@ -164,6 +166,48 @@ def test_a_first_loops_failures_classify_from_real_output(case_id: str, mode: st
             "Could NOT find GTest (missing: GTEST_LIBRARY GTEST_INCLUDE_DIR",
             "cmake.not_found",
             "GTest",
+        ),
+        (
+            "E       AttributeError: module 'tablecore' has no attribute 'render_grid'",
+            "python.installed_attribute_missing",
+            "tablecore",
+        ),
+        (
+            "ERROR: THESE PACKAGES DO NOT MATCH THE HASHES FROM THE REQUIREMENTS FILE.",
+            "pip.hash_mismatch",
+            None,
+        ),
+        (
+            "The currently activated Python version 3.11.7 is not supported by the project "
+            "(>=3.99).",
+            "poetry.python_version",
+            None,
+        ),
+        (
+            "async def functions are not natively supported.",
+            "pytest.async_plugin",
+            None,
+        ),
+        (
+            "Preset ts-jest not found relative to rootDir {WORKDIR}.",
+            "jest.preset_missing",
+            "ts-jest",
+        ),
+        (
+            "# Error [ERR_UNKNOWN_BUILTIN_MODULE]: No such built-in module: node:sqlite",
+            "node.builtin_missing",
+            "node:sqlite",
+        ),
+        (
+            "error[E0554]: `#![feature]` may not be used on the stable release channel",
+            "rust.nightly_feature",
+            None,
+        ),
+        (
+            'cgo: C compiler "clang-corpus" not found: exec: "clang-corpus": executable file not '
+            "found in $PATH",
+            "go.exec_not_found",
+            "clang-corpus",
         ),
         ("npm error code ENOTCACHED", "npm.error_code", None),
         ("npm error code EBADENGINE", "npm.error_code", None),
@@ -272,6 +316,13 @@ def test_the_importing_frame_decides(style: str) -> None:
     assert importer(LINE, LINE)[0] is True  # no traceback: not enough to blame the packages
 
 
+def test_pytests_long_traceback_names_the_raising_frame_after_the_error() -> None:
+    error = "E       AttributeError: module 'dep' has no attribute 'b'"
+    text = f"    def f():\n>       dep.b()\n{error}\n\n{{}}:4: AttributeError\n"
+    assert importer(text.format(f"{SITE}/pkg/__init__.py"), error) == (False, "")
+    assert importer(text.format("app.py"), error)[0] is True
+
+
 _PATHS = st.builds(
     lambda installed, name: f"{SITE if installed else '/w'}/{name}.py",
     st.booleans(),
@@ -316,3 +367,13 @@ def test_the_header_check_never_raises(name: str) -> None:
     own, why = Locality(None).is_own("c_header", name)
     assert own is False
     assert why == ""
+
+
+def test_an_installed_package_asking_the_projects_own_module_is_code(tmp_path: Path) -> None:
+    from loopctl_failure_classifier.classify import classify
+    from loopctl_failure_classifier.evidence import from_logs
+
+    log = (CASES / "py-dep-installed-mismatch" / "logs" / "1.log").read_text(encoding="utf-8")
+    assert classify(from_logs([log], workdir=tmp_path)).mode == "dependency_issue"
+    (tmp_path / "tablecore.py").write_text("def render_table():\n    pass\n")
+    assert classify(from_logs([log], workdir=tmp_path)).mode == "code_error"

@@ -159,6 +159,8 @@ def detect_dependency_issue(
         if hit.rule.locality and hit.pkg:
             if hit.rule.locality == "importer":
                 own, why = importer(evidence.output, hit.line)
+                if not own:  # an installed package asked: but is the one asked the project?
+                    own, why = locality.is_own("python_module", hit.pkg, hit.line)
             else:
                 own, why = locality.is_own(hit.rule.locality, hit.pkg, hit.line)
             if own:

@@ -244,25 +244,37 @@ class Locality:
 
 #: A traceback frame's file: Python's ``File "x.py", line 3, in f`` or pytest's ``x.py:3: in f``.
 _FRAME = re.compile(r'^\s*File "(?P<python>[^"]+)", line \d+|^(?P<pytest>[^\s:]+\.py):\d+: in ')
+#: pytest's long traceback: the raising frame's location, after the ``E`` lines.
+_RAISED_AT = re.compile(r"^(?P<path>[^\s:]+\.py):\d+: [A-Z]\w*\s*$")
 #: Frames looked at above an exception line for the one that raised it.
 FRAME_LINES = 12
 _INSTALLED = ("site-packages", "dist-packages")
 
 
 def importer(output: str, line: str) -> tuple[bool, str]:
-    """``(own, why)`` for an ``ImportError: cannot import name …`` line in ``output``: who asked
-    for the name? The nearest traceback frame above the line is the importing file. An import
-    by an installed package (under site-packages) of a name its installed dependency lacks
-    means the installed versions disagree; an import by the project's own file, or one no
-    frame shows, is the code's business (a wrong name, or code written for another version)."""
+    """``(own, why)`` for an ``ImportError: cannot import name …`` or ``AttributeError: module
+    … has no attribute …`` line in ``output``: who asked for the name? The frame that raised
+    it (named after the error in pytest's long tracebacks, else the nearest frame above the
+    line) is the asking file. A package under site-packages asking its installed dependency
+    for a name it lacks means the installed versions disagree; the project's own file asking,
+    or no frame showing who asked, is the code's business (a wrong name, or code written for
+    another version)."""
     at = output.find(line)
     if at < 0:
         return True, "no traceback shows who imports it"
+    # pytest's long tracebacks name the raising frame after the error: ``path.py:4: Error``
+    for text in output[at : at + 2000].splitlines()[1:FRAME_LINES]:
+        found = _RAISED_AT.match(text)
+        if found:
+            return _judge(found.group("path"))
     for text in reversed(output[max(0, at - 4000) : at].splitlines()[-FRAME_LINES:]):
         found = _FRAME.match(text)
         if found:
-            path = found.group("python") or found.group("pytest")
-            if any(part in path for part in _INSTALLED):
-                return False, ""
-            return True, f"the project's own {path} imports it"
+            return _judge(found.group("python") or found.group("pytest"))
     return True, "no traceback shows who imports it"
+
+
+def _judge(path: str) -> tuple[bool, str]:
+    if any(part in path for part in _INSTALLED):
+        return False, ""
+    return True, f"the project's own {path} asks for it"

@@ -91,6 +91,39 @@ DEPENDENCY_RULES: tuple[Rule, ...] = (
         "versions do not fit together",
     ),
     _rule(
+        "python.installed_attribute_missing",
+        "python",
+        "has no attribute",
+        r"AttributeError: module '(?P<pkg>[\w.]+)' has no attribute '\w+'",
+        0.8,
+        "importer",
+        "an installed package uses a function its installed dependency lacks: the installed "
+        "versions do not fit together",
+    ),
+    _rule(
+        "pip.hash_mismatch",
+        "python",
+        "HASHES",
+        r"THESE PACKAGES DO NOT MATCH THE HASHES",
+        0.9,
+    ),
+    _rule(
+        "poetry.python_version",
+        "python",
+        "is not supported by the project",
+        r"Python version \S+ is not supported by the project",
+        0.9,
+    ),
+    _rule(
+        "pytest.async_plugin",
+        "python",
+        "natively supported",
+        r"async def functions are not natively supported",
+        0.85,
+        None,
+        "async tests need a plugin (pytest-asyncio, anyio, …) that is not installed",
+    ),
+    _rule(
         "python.requires_python",
         "python",
         "ifferent ",
@@ -269,6 +302,24 @@ DEPENDENCY_RULES: tuple[Rule, ...] = (
         0.9,
     ),
     _rule(
+        "jest.preset_missing",
+        "node",
+        "Preset",
+        r"Preset (?P<pkg>\S+) not found",
+        0.85,
+        "node_module",
+    ),
+    _rule(
+        "node.builtin_missing",
+        "node",
+        "built-in module",
+        # a node: module newer than the installed Node
+        r"No such built-in module: (?P<pkg>\S+)",
+        0.85,
+        None,
+        "the code needs a newer Node.js",
+    ),
+    _rule(
         "vitest.missing_dependency",
         "node",
         "MISSING DEPENDENCY",
@@ -427,6 +478,15 @@ DEPENDENCY_RULES: tuple[Rule, ...] = (
         0.85,
     ),
     _rule(
+        "rust.nightly_feature",
+        "rust",
+        "stable release channel",
+        r"may not be used on the stable release channel",
+        0.85,
+        None,
+        "the crate needs a nightly Rust toolchain",
+    ),
+    _rule(
         "cargo.select_version",
         "rust",
         "olv",
@@ -481,6 +541,16 @@ DEPENDENCY_RULES: tuple[Rule, ...] = (
         0.85,
         None,
         "go.mod asks for a newer Go than the one installed",
+    ),
+    _rule(
+        "go.exec_not_found",
+        "go",
+        "executable file not found",
+        # Go's exec error, from cgo (``C compiler "clang" not found``) and go run/generate
+        r"exec: \"(?P<pkg>[^\"]+)\": executable file not found in \$PATH",
+        0.8,
+        "command",
+        "a program the Go build runs is not installed",
     ),
     _rule(
         "go.not_in_std",
