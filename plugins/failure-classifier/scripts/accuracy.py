@@ -65,6 +65,20 @@ KNOWN_MISSES: dict[str, str] = {
         "pytest says only \"fixture 'mocker' not found\", exactly as for a fixture the project "
         "forgot to write; telling the two apart needs a list of plugin fixtures' names"
     ),
+    # The third held-out round across ecosystems: left unfixed so that its figure stays an
+    # honest estimate of the wordings the patterns have not seen.
+    "h-py-version-conflict": (
+        "held out: no pattern for pkg_resources' VersionConflict (an installed version that "
+        "does not satisfy a requirement)"
+    ),
+    "h-go-vendor-inconsistent": 'held out: no pattern for Go\'s "inconsistent vendoring"',
+    "h-gxx-std-too-new": (
+        "held out: no pattern for a compiler that does not know the language standard asked "
+        "for (`unrecognized command-line option '-std=c++29'`)"
+    ),
+    "h-mvn-enforcer-java": (
+        "held out: no pattern for Maven's enforcer rules (`RequireJavaVersion failed`)"
+    ),
 }
 #: The targets the issue sets (and the accuracy test asserts).
 TARGET_MACRO_F1 = 0.90

@@ -4074,6 +4074,149 @@ def _(c: Case) -> None:
     c.run("python3.99 -m pytest -q")
 
 
+# --- held-out across ecosystems, third round: written after the second round's generalisation was
+# committed, classified once, never used to tune the patterns -----------------------------------------
+
+
+@case(
+    "h-pytest-xdist-missing", "dependency_issue", "pytest", "pytest -n 2 without pytest-xdist", **H
+)
+def _(c: Case) -> None:
+    env = venv(c, system_site=True)
+    c.write("test_x.py", "def test_x():\n    assert True\n")
+    c.run(f"{env}/bin/python -m pytest -q -p no:cacheprovider -n 2")
+
+
+@case(
+    "h-py-version-conflict",
+    "dependency_issue",
+    "python",
+    "pkg_resources: the installed version does not satisfy the requirement",
+    **H,
+)
+def _(c: Case) -> None:
+    py_version(c)
+    wheels = c.tmp / "wheels"
+    wheel(wheels, "tablecore", "1.0", {"tablecore/__init__.py": ""})
+    env = venv(c, system_site=True, pip=True)
+    c.sh(f"{env}/bin/pip install -q --no-deps {wheels}/*.whl", env=PIP_OFFLINE)
+    c.write("app.py", "import pkg_resources\n\npkg_resources.require('tablecore>=2')\n")
+    c.run(f"{env}/bin/python -W ignore app.py")
+
+
+@case(
+    "h-cargo-target-missing",
+    "dependency_issue",
+    "cargo",
+    "cargo build for a target whose standard library is not installed",
+    **H,
+)
+def _(c: Case) -> None:
+    cargo(c)
+    c.write("Cargo.toml", CARGO_TOML)
+    c.write("src/lib.rs", "pub fn f() -> u8 { 1 }\n")
+    c.run("cargo build --offline --quiet --target wasm32-unknown-unknown")
+
+
+@case(
+    "h-go-vendor-inconsistent",
+    "dependency_issue",
+    "go build",
+    "go build -mod=vendor with a vendor directory that lacks a required module",
+    **H,
+)
+def _(c: Case) -> None:
+    go(c)
+    c.write("go.mod", "module example.com/demo\n\ngo 1.19\n\nrequire golang.org/x/text v0.14.0\n")
+    c.write("vendor/modules.txt", "")
+    c.write(
+        "t.go", 'package demo\n\nimport "golang.org/x/text/language"\n\nvar T = language.English\n'
+    )
+    c.run(
+        "go build ./...",
+        env={
+            "GOPROXY": "off",
+            "GOTOOLCHAIN": "local",
+            "GOFLAGS": "-mod=vendor",
+            "GOCACHE": str(c.tmp / "gocache"),
+        },
+    )
+
+
+@case(
+    "h-gxx-std-too-new", "dependency_issue", "g++", "g++ -std=c++29: the compiler is too old", **H
+)
+def _(c: Case) -> None:
+    c.need("g++", "g++ --version")
+    c.write("calc.cpp", "#include <cassert>\nint main() { assert(1 + 1 == 2); }\n")
+    c.run("g++ -std=c++29 -o calc calc.cpp && ./calc")
+
+
+@case(
+    "h-mvn-enforcer-java",
+    "dependency_issue",
+    "mvn",
+    "Maven's enforcer requires a newer Java than the one installed",
+    **H,
+)
+def _(c: Case) -> None:
+    command = mvn(c)
+    enforcer = (
+        "<plugins><plugin><groupId>org.apache.maven.plugins</groupId><artifactId>maven-enforcer-plugin"
+        "</artifactId><version>3.5.0</version><executions><execution><id>java</id><goals><goal>enforce"
+        "</goal></goals><configuration><rules><requireJavaVersion><version>[99,)</version>"
+        "</requireJavaVersion></rules></configuration></execution></executions></plugin></plugins>"
+    )
+    c.write("pom.xml", pom(build=enforcer))
+    c.write("src/main/java/App.java", "public class App {}\n")
+    c.run(f"{command} validate")
+
+
+@case(
+    "h-py-own-attr",
+    "code_error",
+    "pytest",
+    "the project calls a function its own module lacks",
+    **H,
+)
+def _(c: Case) -> None:
+    py_version(c)
+    c.write("calc.py", "def add(a, b):\n    return a + b\n")
+    c.write("test_calc.py", "import calc\n\ndef test_sum():\n    assert calc.total([1, 2]) == 3\n")
+    c.run(PYTEST)
+
+
+@case(
+    "h-node-own-export",
+    "code_error",
+    "node --test",
+    "an ES module imports a name the project's module does not export",
+    **H,
+)
+def _(c: Case) -> None:
+    node_version(c)
+    c.write("package.json", '{"type": "module"}\n')
+    c.write("price.js", "export const net = (p) => p / 1.2;\n")
+    c.write(
+        "price.test.js",
+        "import test from 'node:test';\nimport assert from 'node:assert';\nimport { gross } from './price.js';\n"
+        "test('gross', () => { assert.strictEqual(gross(10), 12); });\n",
+    )
+    c.run(NODE_TEST)
+
+
+@case("h-rust-index", "code_error", "cargo test", "an index out of bounds in a test", **H)
+def _(c: Case) -> None:
+    cargo(c)
+    c.write("Cargo.toml", CARGO_TOML)
+    c.write(
+        "src/lib.rs",
+        "pub fn last(v: &[i32]) -> i32 { v[v.len()] }\n\n#[cfg(test)]\nmod tests {\n    #[test]\n"
+        "    fn last() { assert_eq!(super::last(&[1, 2]), 2); }\n}\n",
+    )
+    c.run("cargo test --offline --quiet")
+
+
 # --- writing the corpus -------------------------------------------------------------------------------
 
 

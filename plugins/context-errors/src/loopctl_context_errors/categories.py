@@ -452,7 +452,8 @@ BUILTIN_RULES: tuple[Rule, ...] = (
         r"|META_FETCH|PEER_DEP|UNSUPPORTED_ENGINE)\w*|no required module provides package"
         r"|missing go\.sum entry|module lookup disabled by GOPROXY"
         r"|Could not resolve dependencies for project|could not be resolved: "
-        r"|in offline mode and the artifact \S+ has not been downloaded",
+        r"|in offline mode and the artifact \S+ has not been downloaded"
+        r"|THESE PACKAGES DO NOT MATCH THE HASHES",
         (
             "distribution",
             "conflicting",
@@ -466,6 +467,7 @@ BUILTIN_RULES: tuple[Rule, ...] = (
             "go.sum",
             "resolve",
             "offline mode",
+            "hashes",
         ),
         Tier.CAUSE,
         "a package manager cannot install or resolve the dependencies",
@@ -477,8 +479,17 @@ BUILTIN_RULES: tuple[Rule, ...] = (
         r"|could not find python interpreter|Python interpreter \S+ not found"
         r"|rustc \S+ is not supported by the following package|requires rustc [\d.]+ or newer"
         r"|note: module requires Go [\d.]+|invalid (?:target|source) release: \S+"
-        r"|release version \S+ not supported",
-        ("different", "interpreter", "rustc", "requires go", "release"),
+        r"|release version \S+ not supported|Python version \S+ is not supported by the project"
+        r"|may not be used on the stable release channel|No such built-in module: ",
+        (
+            "different",
+            "interpreter",
+            "rustc",
+            "requires go",
+            "release",
+            "not supported",
+            "built-in module",
+        ),
         Tier.CAUSE,
         "the project needs a version of Python, Rust, Go or Java that is not installed",
     ),
@@ -500,7 +511,9 @@ BUILTIN_RULES: tuple[Rule, ...] = (
         r"Missing required plugins: |Error importing plugin \"|^(?:ERROR: )?(?:__main__\.py|pytest)"
         r": error: unrecognized arguments: -|Test environment \S+ cannot be found"
         r"|MISSING DEPENDENCY\s+Cannot find dependency|Cannot find type definition file for"
-        r"|Could not find a declaration file for module '[^'./]",
+        r"|Could not find a declaration file for module '[^'./]|Preset \S+ not found"
+        # (pytest's summary line cuts it short: "Failed: async def functions are not native...")
+        r"|async def functions are not nat",
         (
             "required plugins",
             "importing plugin",
@@ -509,6 +522,8 @@ BUILTIN_RULES: tuple[Rule, ...] = (
             "missing dependency",
             "type definition",
             "declaration file",
+            "preset",
+            "async def functions",
         ),
         Tier.CAUSE,
         "a test-runner or type-checker plugin (or environment) is not installed",
