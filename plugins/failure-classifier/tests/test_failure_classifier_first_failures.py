@@ -377,3 +377,14 @@ def test_an_installed_package_asking_the_projects_own_module_is_code(tmp_path: P
     assert classify(from_logs([log], workdir=tmp_path)).mode == "dependency_issue"
     (tmp_path / "tablecore.py").write_text("def render_table():\n    pass\n")
     assert classify(from_logs([log], workdir=tmp_path)).mode == "code_error"
+
+
+def test_the_new_signatures_are_looked_for_at_a_large_logs_ends() -> None:
+    line = "make: meson: No such file or directory"
+    noise = "x" * 100 + "\n"
+    filler = noise * ((rules.WINDOW_HEAD + rules.WINDOW_TAIL) // len(noise) + 10)
+    assert [h.pkg for h in rules.scan(f"{line}\n{filler}")] == ["meson"]  # at the start
+    assert [h.pkg for h in rules.scan(f"{filler}{line}\n")] == ["meson"]  # at the end
+    middle = f"{filler}{line}\n{filler}"
+    assert rules.scan(middle) == []  # a 10 MB log's middle is not searched for these
+    assert [h.pkg for h in rules.scan(middle, [line])] == ["meson"]  # unless a decisive line

@@ -23,6 +23,11 @@ LINE_CHARS = 2000
 #: the start already had that many (a log that says "module" a million times stays cheap; the
 #: decisive lines of a test run are at its start or its end).
 HITS_PER_ANCHOR = 64
+#: Rules with ``window`` set look at the first ``WINDOW_HEAD`` and the last ``WINDOW_TAIL``
+#: characters of a whole log (and at every decisive line), where a tool prints why it stopped:
+#: their many anchors then cost as little on a 10 MB log as on a small one.
+WINDOW_HEAD = 16 * 1024
+WINDOW_TAIL = 64 * 1024
 
 
 @attrs.frozen
@@ -46,6 +51,8 @@ class Rule:
     #: (exception lines, compiler errors): they are only looked for there, which spares a
     #: whole-log search for their anchor.
     full_scan: bool = True
+    #: Searched in the log's ends only (``WINDOW_HEAD``, ``WINDOW_TAIL``), not all of it.
+    window: bool = False
 
 
 def _rule(
@@ -58,9 +65,10 @@ def _rule(
     description: str = "",
     *,
     full_scan: bool = True,
+    window: bool = False,
 ) -> Rule:
     lazy = LazyPattern(pattern)
-    return Rule(name, ecosystem, anchor, lazy, confidence, locality, description, full_scan)
+    return Rule(name, ecosystem, anchor, lazy, confidence, locality, description, full_scan, window)
 
 
 # The patterns are searched (not matched) in one line; they are specific enough that a test
@@ -89,6 +97,7 @@ DEPENDENCY_RULES: tuple[Rule, ...] = (
         "importer",
         "an installed package imports a name its installed dependency lacks: the installed "
         "versions do not fit together",
+        window=True,
     ),
     _rule(
         "python.installed_attribute_missing",
@@ -99,6 +108,7 @@ DEPENDENCY_RULES: tuple[Rule, ...] = (
         "importer",
         "an installed package uses a function its installed dependency lacks: the installed "
         "versions do not fit together",
+        window=True,
     ),
     _rule(
         "pip.hash_mismatch",
@@ -106,6 +116,7 @@ DEPENDENCY_RULES: tuple[Rule, ...] = (
         "HASHES",
         r"THESE PACKAGES DO NOT MATCH THE HASHES",
         0.9,
+        window=True,
     ),
     _rule(
         "poetry.python_version",
@@ -113,6 +124,7 @@ DEPENDENCY_RULES: tuple[Rule, ...] = (
         "is not supported by the project",
         r"Python version \S+ is not supported by the project",
         0.9,
+        window=True,
     ),
     _rule(
         "pytest.async_plugin",
@@ -122,6 +134,7 @@ DEPENDENCY_RULES: tuple[Rule, ...] = (
         0.85,
         None,
         "async tests need a plugin (pytest-asyncio, anyio, …) that is not installed",
+        window=True,
     ),
     _rule(
         "python.requires_python",
@@ -131,6 +144,7 @@ DEPENDENCY_RULES: tuple[Rule, ...] = (
         0.9,
         None,
         "a package or the project needs another version of Python",
+        window=True,
     ),
     _rule(
         "python.interpreter_missing",
@@ -141,6 +155,7 @@ DEPENDENCY_RULES: tuple[Rule, ...] = (
         0.9,
         None,
         "the Python version the project or environment asks for is not installed",
+        window=True,
     ),
     _rule(
         "pytest.plugin_option",
@@ -150,6 +165,7 @@ DEPENDENCY_RULES: tuple[Rule, ...] = (
         0.75,
         None,
         "pytest does not know an option: the plugin that adds it is not installed",
+        window=True,
     ),
     _rule(
         "pytest.required_plugins",
@@ -157,6 +173,7 @@ DEPENDENCY_RULES: tuple[Rule, ...] = (
         "required plugins",
         r"Missing required plugins: (?P<pkg>[\w.-]+)",
         0.95,
+        window=True,
     ),
     _rule(
         "tox.command_not_in_env",
@@ -166,6 +183,7 @@ DEPENDENCY_RULES: tuple[Rule, ...] = (
         0.75,
         None,
         "the command is not installed in the tox environment (tox found it outside)",
+        window=True,
     ),
     _rule(
         "poetry.lock_stale",
@@ -173,6 +191,7 @@ DEPENDENCY_RULES: tuple[Rule, ...] = (
         "poetry.lock",
         r"pyproject\.toml changed significantly since poetry\.lock|poetry\.lock is not consistent",
         0.9,
+        window=True,
     ),
     _rule(
         "python.package_metadata",
@@ -233,6 +252,7 @@ DEPENDENCY_RULES: tuple[Rule, ...] = (
         "locked",
         r"needs to be updated, but `--locked` was provided",
         0.85,
+        window=True,
     ),
     _rule(
         "poetry.solver",
@@ -293,6 +313,7 @@ DEPENDENCY_RULES: tuple[Rule, ...] = (
         0.85,
         None,
         "tsconfig names a type library (@types/…) that is not installed",
+        window=True,
     ),
     _rule(
         "jest.environment_missing",
@@ -300,6 +321,7 @@ DEPENDENCY_RULES: tuple[Rule, ...] = (
         "cannot be found",
         r"Test environment (?P<pkg>\S+) cannot be found",
         0.9,
+        window=True,
     ),
     _rule(
         "jest.preset_missing",
@@ -308,6 +330,7 @@ DEPENDENCY_RULES: tuple[Rule, ...] = (
         r"Preset (?P<pkg>\S+) not found",
         0.85,
         "node_module",
+        window=True,
     ),
     _rule(
         "node.builtin_missing",
@@ -318,6 +341,7 @@ DEPENDENCY_RULES: tuple[Rule, ...] = (
         0.85,
         None,
         "the code needs a newer Node.js",
+        window=True,
     ),
     _rule(
         "vitest.missing_dependency",
@@ -325,6 +349,7 @@ DEPENDENCY_RULES: tuple[Rule, ...] = (
         "MISSING DEPENDENCY",
         r"MISSING DEPENDENCY\s+Cannot find dependency '(?P<pkg>[^']+)'",
         0.9,
+        window=True,
     ),
     _rule(
         "tsc.missing_declarations",
@@ -399,6 +424,7 @@ DEPENDENCY_RULES: tuple[Rule, ...] = (
         r"|NO_LOCKFILE|LOCKFILE_\w+|NO_OFFLINE_\w+|META_FETCH_FAIL|UNSUPPORTED_ENGINE"
         r"|BAD_PM_VERSION|MISSING_PACKAGE_\w+)",
         0.9,
+        window=True,
     ),
     # --- C and C++ ----------------------------------------------------------------------------
     _rule(
@@ -411,6 +437,7 @@ DEPENDENCY_RULES: tuple[Rule, ...] = (
         0.85,
         "c_header",
         "a C or C++ header is not installed (a system library's development files)",
+        window=True,
     ),
     _rule(
         "ld.library_missing",
@@ -420,6 +447,7 @@ DEPENDENCY_RULES: tuple[Rule, ...] = (
         0.85,
         None,
         "the linker cannot find a library: it is not installed",
+        window=True,
     ),
     _rule(
         "ld.library_not_found",
@@ -427,6 +455,7 @@ DEPENDENCY_RULES: tuple[Rule, ...] = (
         "library",
         r"ld(?:\.\w+)?: (?:error: )?(?:unable to find library|library not found for) -l(?P<pkg>[\w.+-]+)",
         0.85,
+        window=True,
     ),
     _rule(
         "pkg_config.not_found",
@@ -434,6 +463,7 @@ DEPENDENCY_RULES: tuple[Rule, ...] = (
         "pkg-config",
         r"Package '?(?P<pkg>[\w.+-]+)'? was not found in the pkg-config search path",
         0.9,
+        window=True,
     ),
     _rule(
         "cmake.not_found",
@@ -441,6 +471,7 @@ DEPENDENCY_RULES: tuple[Rule, ...] = (
         "ould",
         r"Could NOT find (?P<pkg>[\w.+-]+)|Could not find a package configuration file provided by \"(?P<pkg2>[\w.+-]+)\"",
         0.9,
+        window=True,
     ),
     # --- Rust ---------------------------------------------------------------------------------
     _rule(
@@ -468,6 +499,7 @@ DEPENDENCY_RULES: tuple[Rule, ...] = (
         0.9,
         None,
         "the crate (or a dependency) needs a newer Rust toolchain",
+        window=True,
     ),
     _rule(
         "cargo.locked",
@@ -476,6 +508,7 @@ DEPENDENCY_RULES: tuple[Rule, ...] = (
         # The lock file no longer fits Cargo.toml, and --locked forbids updating it.
         r"because --locked was passed|needs to be updated but --locked was passed",
         0.85,
+        window=True,
     ),
     _rule(
         "rust.nightly_feature",
@@ -485,6 +518,7 @@ DEPENDENCY_RULES: tuple[Rule, ...] = (
         0.85,
         None,
         "the crate needs a nightly Rust toolchain",
+        window=True,
     ),
     _rule(
         "cargo.select_version",
@@ -541,6 +575,7 @@ DEPENDENCY_RULES: tuple[Rule, ...] = (
         0.85,
         None,
         "go.mod asks for a newer Go than the one installed",
+        window=True,
     ),
     _rule(
         "go.exec_not_found",
@@ -551,6 +586,7 @@ DEPENDENCY_RULES: tuple[Rule, ...] = (
         0.8,
         "command",
         "a program the Go build runs is not installed",
+        window=True,
     ),
     _rule(
         "go.not_in_std",
@@ -579,6 +615,7 @@ DEPENDENCY_RULES: tuple[Rule, ...] = (
         0.8,
         "java_package",
         "a class is missing from the class path at run time",
+        window=True,
     ),
     _rule(
         "maven.resolve",
@@ -594,6 +631,7 @@ DEPENDENCY_RULES: tuple[Rule, ...] = (
         "offline mode",
         r"in offline mode and the artifact \S+ has not been downloaded",
         0.9,
+        window=True,
     ),
     _rule(
         "java.release",
@@ -604,6 +642,7 @@ DEPENDENCY_RULES: tuple[Rule, ...] = (
         0.85,
         None,
         "the build asks for a newer Java than the installed JDK",
+        window=True,
     ),
     _rule(
         "gradle.resolve",
@@ -649,6 +688,7 @@ DEPENDENCY_RULES: tuple[Rule, ...] = (
         r"^Command not found: (?P<pkg>[\w.@+-]+)\s*$",
         0.8,
         "command",
+        window=True,
     ),
     _rule(
         "uv.failed_to_spawn",
@@ -658,6 +698,7 @@ DEPENDENCY_RULES: tuple[Rule, ...] = (
         0.8,
         "command",
         "uv run: the program is not installed in the project's environment",
+        window=True,
     ),
     _rule(
         "make.command_not_found",
@@ -668,6 +709,7 @@ DEPENDENCY_RULES: tuple[Rule, ...] = (
         0.8,
         "command",
         "a make recipe runs a program that is not installed",
+        window=True,
     ),
     _rule(
         "make.exit_127",
@@ -676,6 +718,7 @@ DEPENDENCY_RULES: tuple[Rule, ...] = (
         # 127 is the shell's "command not found" status.
         r"^g?make(?:\[\d+\])?: \*\*\* \[[^\]]*\] Error 127\s*$",
         0.75,
+        window=True,
     ),
 )
 
@@ -719,7 +762,16 @@ def _scanner(rules: Iterable[Rule]) -> Scanner[Rule]:
 
 
 _ALL = _scanner(DEPENDENCY_RULES)
-_FULL_SCAN = _scanner(rule for rule in DEPENDENCY_RULES if rule.full_scan)
+_FULL_SCAN = _scanner(rule for rule in DEPENDENCY_RULES if rule.full_scan and not rule.window)
+_WINDOWED = _scanner(rule for rule in DEPENDENCY_RULES if rule.full_scan and rule.window)
+
+
+def _ends(text: str) -> str:
+    """The first ``WINDOW_HEAD`` and last ``WINDOW_TAIL`` characters of ``text`` (all of it
+    when it is that short)."""
+    if len(text) <= WINDOW_HEAD + WINDOW_TAIL:
+        return text
+    return f"{text[:WINDOW_HEAD]}\n{text[-WINDOW_TAIL:]}"
 
 
 def _package(match: re.Match[str]) -> str | None:
@@ -734,13 +786,18 @@ def _package(match: re.Match[str]) -> str | None:
 def scan(text: str, lines: Sequence[str] = (), rules: Sequence[Rule] | None = None) -> list[Hit]:
     """Every dependency signature in ``lines`` (the decisive error lines, checked in full) and in
     ``text`` (a whole log, checked anchor by anchor: ``HITS_PER_ANCHOR`` lines from its start,
-    and as many from its end for a noisy anchor), in order, each line at most once and with the
-    first rule, in order, that matches it."""
+    and as many from its end for a noisy anchor; the ``window`` rules in its ends only), in
+    order, each line at most once and with the first rule, in order, that matches it."""
     every = _ALL if rules is None else _scanner(rules)
-    full_scan = _FULL_SCAN if rules is None else _scanner(r for r in rules if r.full_scan)
+    if rules is None:
+        full_scan, windowed = _FULL_SCAN, _WINDOWED
+    else:
+        full_scan = _scanner(r for r in rules if r.full_scan and not r.window)
+        windowed = _scanner(r for r in rules if r.full_scan and r.window)
     found = [*every.search_lines(lines)]
     if text:
         found += full_scan.search(text, per_literal=HITS_PER_ANCHOR, from_end=True)
+        found += windowed.search(_ends(text), per_literal=HITS_PER_ANCHOR, from_end=True)
     hits: list[Hit] = []
     seen: set[str] = set()
     for match in found:
