@@ -14,9 +14,20 @@ output (``logs/N.log`` in iteration order, maybe ``rerun.log``) or a loop's stat
 project's modules from packages. Absolute paths of the temporary project are replaced by
 ``{WORKDIR}``; the accuracy script puts them back.
 
-Usage: ``python scripts/generate_corpus.py [--only PREFIX] [--keep]`` (needs node, npm, cargo,
-go, java/mvn and network access to PyPI and npm for some cases; a case whose tool is missing is
-skipped and reported, and existing cases are kept).
+The cases across ecosystems (poetry, tox, nox, pytest plugins, pnpm, jest, vitest, make, gcc,
+g++, ld, pkg-config, CMake, cargo, go, Maven, java) run offline: a dependency failure is a
+package missing from the case's own wheel directory (real wheels written by ``wheel()``) or an
+empty registry cache, a header, library or tool that is not installed, a version of Python,
+Rust, Go or Java the machine does not have, or a stale lock file. Their tools come from
+``$FC_TOOLS`` (default ``/tmp/fc-tools``): ``python -m venv $FC_TOOLS/uvenv &&
+$FC_TOOLS/uvenv/bin/pip install uv poetry tox nox pytest-timeout`` and ``cd $FC_TOOLS && npm
+install pnpm jest vitest typescript``; Maven uses the machine's local repository, offline.
+``case.json`` records each tool's version.
+
+Usage: ``python scripts/generate_corpus.py [--only PREFIX[,PREFIX…]] [--keep] [--heldout]``
+(needs node, npm, cargo, go, java/mvn, gcc, make, cmake, and network access to PyPI and npm for
+the first cases; a case whose tool is missing is skipped and reported, and existing cases are
+kept).
 """
 
 from __future__ import annotations
