@@ -2,4 +2,4 @@ import nox
 
 @nox.session(python=False)
 def tests(session):
-    session.run('/work/wt/i14-corpus/.venv/bin/python', '-m', 'pytest', '-q', '-p', 'no:cacheprovider')
+    session.run('{VENV}/bin/python', '-m', 'pytest', '-q', '-p', 'no:cacheprovider')
