@@ -6,7 +6,8 @@ directory), in a throwaway copy of the case's project files. Prints accuracy, pe
 recall and F1, macro-F1 and the confusion matrix, and with ``--write-docs`` puts the same tables
 into ``docs/plugins/failure-classifier.md`` between the accuracy markers.
 
-Usage: ``python scripts/accuracy.py [--write-docs] [--json]``
+Usage: ``python scripts/accuracy.py [--write-docs | --check] [--json]`` (``--check`` exits 1
+when the docs page does not show what the corpus gives now).
 """
 
 from __future__ import annotations
@@ -28,6 +29,57 @@ HELDOUT = HERE.parent / "tests" / "corpus" / "heldout"
 DOCS = HERE.parents[2] / "docs" / "plugins" / "failure-classifier.md"
 START, END = "<!-- accuracy:start -->", "<!-- accuracy:end -->"
 MODES = ("dependency_issue", "test_flakiness", "infinite_loop", "context_exhaustion", "code_error")
+#: The ecosystem of each case, from the tool that made its output (``case.json``'s ``tool``).
+ECOSYSTEMS: dict[str, str] = {
+    **dict.fromkeys(
+        (
+            "pip",
+            "pip+pytest",
+            "pytest",
+            "pytest+hypothesis",
+            "python",
+            "python -m",
+            "unittest",
+            "uv",
+            "poetry",
+            "tox",
+            "nox",
+            "mypy",
+        ),
+        "Python",
+    ),
+    **dict.fromkeys(
+        ("node", "node --test", "npm", "npm test", "pnpm", "jest", "vitest", "tsc"), "JavaScript"
+    ),
+    **dict.fromkeys(("cargo", "cargo build", "cargo test"), "Rust"),
+    **dict.fromkeys(("go build", "go test"), "Go"),
+    **dict.fromkeys(("make", "gcc", "g++", "ld", "cmake"), "C and C++"),
+    **dict.fromkeys(("javac", "java", "mvn", "gradle"), "Java"),
+    **dict.fromkeys(("sh", "bash"), "shell"),
+    "loopctl": "loop history",
+}
+#: Cases the classifier gets wrong, and why: the accuracy test asserts that these, and only
+#: these, are misclassified (a fix removes its line; a new miss must be explained here).
+KNOWN_MISSES: dict[str, str] = {
+    "pytest-plugin-fixture": (
+        "pytest says only \"fixture 'mocker' not found\", exactly as for a fixture the project "
+        "forgot to write; telling the two apart needs a list of plugin fixtures' names"
+    ),
+    # The third held-out round across ecosystems: left unfixed so that its figure stays an
+    # honest estimate of the wordings the patterns have not seen.
+    "h-py-version-conflict": (
+        "held out: no pattern for pkg_resources' VersionConflict (an installed version that "
+        "does not satisfy a requirement)"
+    ),
+    "h-go-vendor-inconsistent": 'held out: no pattern for Go\'s "inconsistent vendoring"',
+    "h-gxx-std-too-new": (
+        "held out: no pattern for a compiler that does not know the language standard asked "
+        "for (`unrecognized command-line option '-std=c++29'`)"
+    ),
+    "h-mvn-enforcer-java": (
+        "held out: no pattern for Maven's enforcer rules (`RequireJavaVersion failed`)"
+    ),
+}
 #: The targets the issue sets (and the accuracy test asserts).
 TARGET_MACRO_F1 = 0.90
 TARGET_FLAKY_PRECISION = 0.95
@@ -54,6 +106,7 @@ def classify_case(case_dir: Path) -> dict[str, Any]:
         "id": meta["id"],
         "label": meta["label"],
         "tool": meta["tool"],
+        "ecosystem": ECOSYSTEMS.get(meta["tool"], "other"),
         "set": "held-out" if case_dir.parent.name == "heldout" else "development",
     }
     with tempfile.TemporaryDirectory(prefix="fc-accuracy-") as tmp:
@@ -136,6 +189,26 @@ def case_dirs() -> list[Path]:
     ]
 
 
+def by_ecosystem(rows: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per ecosystem: cases, accuracy, and recall of the two modes every ecosystem has."""
+    found: dict[str, dict[str, Any]] = {}
+    order = [*dict.fromkeys(ECOSYSTEMS.values()), "other"]
+    for name in order:
+        part = [row for row in rows if row["ecosystem"] == name]
+        if not part:
+            continue
+        entry: dict[str, Any] = {
+            "cases": len(part),
+            "accuracy": sum(r["label"] == r["predicted"] for r in part) / len(part),
+        }
+        for mode in ("dependency_issue", "code_error"):
+            labelled = [r for r in part if r["label"] == mode]
+            right = sum(r["predicted"] == mode for r in labelled)
+            entry[mode] = (right, len(labelled))
+        found[name] = entry
+    return found
+
+
 def run() -> tuple[list[dict[str, Any]], dict[str, Any]]:
     rows = [classify_case(case) for case in case_dirs()]
     report = evaluate(rows)
@@ -147,6 +220,7 @@ def run() -> tuple[list[dict[str, Any]], dict[str, Any]]:
         }
         for name in ("development", "held-out")
     }
+    report["ecosystems"] = by_ecosystem(rows)
     return rows, report
 
 
@@ -168,6 +242,20 @@ def render(report: dict[str, Any]) -> str:
         *[
             f"| {name} | {part['cases']} | {part['accuracy']:.3f} | {part['macro_f1']:.3f} |"
             for name, part in report.get("sets", {}).items()
+        ],
+        "",
+        "Per ecosystem (the tool that printed the output; recall: right / labelled):",
+        "",
+        "| ecosystem | cases | accuracy | `dependency_issue` recall | `code_error` recall |",
+        "|---|---|---|---|---|",
+        *[
+            f"| {name} | {part['cases']} | {part['accuracy']:.3f} | "
+            + " | ".join(
+                f"{right}/{total}" if total else "–"
+                for right, total in (part["dependency_issue"], part["code_error"])
+            )
+            + " |"
+            for name, part in report.get("ecosystems", {}).items()
         ],
         "",
         "| mode | precision | recall | F1 | cases |",
@@ -193,24 +281,39 @@ def render(report: dict[str, Any]) -> str:
         lines += [
             f"- `{row['id']}` ({row['set']}): {row['label']} classified as {row['predicted']} "
             f"({row['detector']})"
+            + (f": {KNOWN_MISSES[row['id']]}" if row["id"] in KNOWN_MISSES else "")
             for row in report["errors"]
         ]
     return "\n".join(lines)
 
 
-def write_docs(report: dict[str, Any], path: Path = DOCS) -> None:
+def docs_text(report: dict[str, Any], path: Path = DOCS) -> str:
+    """The docs page with the accuracy block rendered from ``report``."""
     text = path.read_text(encoding="utf-8")
     before, rest = text.split(START, 1)
     _, after = rest.split(END, 1)
-    path.write_text(f"{before}{START}\n{render(report)}\n{END}{after}", encoding="utf-8")
+    return f"{before}{START}\n{render(report)}\n{END}{after}"
+
+
+def write_docs(report: dict[str, Any], path: Path = DOCS) -> None:
+    path.write_text(docs_text(report, path), encoding="utf-8")
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--write-docs", action="store_true", help=f"update {DOCS.name}")
+    parser.add_argument(
+        "--check", action="store_true", help=f"exit 1 if {DOCS.name} shows other figures"
+    )
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     args = parser.parse_args(argv)
     rows, report = run()
+    if args.check:
+        if docs_text(report) != DOCS.read_text(encoding="utf-8"):
+            print(f"{DOCS} is out of date: run {Path(__file__).name} --write-docs", file=sys.stderr)
+            return 1
+        print(f"{DOCS.name} is up to date")
+        return 0
     if args.json:
         print(json.dumps({"report": report, "rows": rows}, indent=2))
     else:

@@ -72,3 +72,43 @@ def test_every_case_has_provenance() -> None:
         assert meta["tool"], case.name
         assert meta["description"], case.name
         assert (case / "logs").is_dir() or (case / "state").is_dir(), case.name
+
+
+def test_every_case_classifies_as_labelled_but_the_explained_misses(
+    measured: tuple[ModuleType, dict],
+) -> None:
+    accuracy, report = measured
+    missed = {row["id"]: f"{row['label']} -> {row['predicted']}" for row in report["errors"]}
+    assert set(missed) == set(accuracy.KNOWN_MISSES), missed
+    for case_id, why in accuracy.KNOWN_MISSES.items():
+        assert why, case_id
+
+
+def test_every_ecosystem_has_dependency_failures_and_code_errors(
+    measured: tuple[ModuleType, dict],
+) -> None:
+    _, report = measured
+    ecosystems = report["ecosystems"]
+    assert "other" not in ecosystems, "give the new tool an ecosystem in accuracy.ECOSYSTEMS"
+    for name in ("Python", "JavaScript", "Rust", "Go", "C and C++", "Java"):
+        dependency, code = ecosystems[name]["dependency_issue"], ecosystems[name]["code_error"]
+        assert dependency[1] >= 5, (name, dependency)
+        assert code[1] >= 5, (name, code)
+        assert ecosystems[name]["accuracy"] >= 0.9, name
+    tools = set(report["tools"])
+    assert {"poetry", "tox", "nox", "pnpm", "jest", "vitest", "make", "gcc", "ld", "java"} <= tools
+
+
+def test_check_fails_when_the_page_drifts(
+    measured: tuple[ModuleType, dict], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    accuracy, report = measured
+    if not accuracy.DOCS.exists():
+        pytest.skip("the docs are not part of this checkout")
+    page = tmp_path / "failure-classifier.md"
+    page.write_text(accuracy.docs_text(report), encoding="utf-8")
+    monkeypatch.setattr(accuracy, "DOCS", page)
+    monkeypatch.setattr(accuracy, "run", lambda: ([], report))
+    assert accuracy.main(["--check"]) == 0
+    page.write_text(page.read_text().replace("| Python |", "| Pyhton |"), encoding="utf-8")
+    assert accuracy.main(["--check"]) == 1

@@ -428,10 +428,105 @@ BUILTIN_RULES: tuple[Rule, ...] = (
         Category.RESOURCE_ERROR,
         r": command not found|: not found\s*$|is not recognized as an internal or external command"
         r"|executable file not found|No such file or directory \(os error 2\).*spawn"
-        r"|\bspawn \S+ ENOENT\b",
-        ("not ", "error"),
+        r"|\bspawn \S+ ENOENT\b"
+        # make's own words when it runs a recipe's program directly, and the shell's status
+        r"|^g?make(?:\[\d+\])?: [\w.@+-]+: No such file or directory\s*$"
+        r"|^g?make(?:\[\d+\])?: \*\*\* \[[^\]]*\] Error 127\s*$"
+        # uv run, poetry run, tox
+        r"|Failed to spawn: |^Command not found: \S+\s*$|is not allowed, use allowlist_externals",
+        ("not ", "error", "make", "failed to spawn"),
         Tier.CAUSE,
         "a program is not installed or not on PATH",
+    ),
+    # The failure classifier's dependency signatures (plugins/failure-classifier rules.py), in
+    # this plugin's words: what the project needs from outside itself is missing, of the wrong
+    # version or cannot be resolved. A test checks the two plugins agree on its corpus.
+    Rule(
+        "resource.package-resolution",
+        Category.RESOURCE_ERROR,
+        r"No matching distribution found for|these package versions have conflicting dependencies"
+        r"|No solution found when resolving dependencies|version solving failed"
+        r"|poetry\.lock was last generated|needs to be updated,? but `?--locked`? was"
+        r"|because --locked was passed|npm (?:ERR!|error) code (?:E404|ETARGET|ERESOLVE|ENOTCACHED"
+        r"|EBADENGINE|ENOLOCK|EUSAGE|ENOVERSIONS)\b|\bERR_PNPM_(?:NO_|FETCH_|LOCKFILE|OUTDATED"
+        r"|META_FETCH|PEER_DEP|UNSUPPORTED_ENGINE)\w*|no required module provides package"
+        r"|missing go\.sum entry|module lookup disabled by GOPROXY"
+        r"|Could not resolve dependencies for project|could not be resolved: "
+        r"|in offline mode and the artifact \S+ has not been downloaded"
+        r"|THESE PACKAGES DO NOT MATCH THE HASHES",
+        (
+            "distribution",
+            "conflicting",
+            "solution",
+            "solving",
+            "poetry.lock",
+            "locked",
+            "npm ",
+            "err_pnpm",
+            "module",
+            "go.sum",
+            "resolve",
+            "offline mode",
+            "hashes",
+        ),
+        Tier.CAUSE,
+        "a package manager cannot install or resolve the dependencies",
+    ),
+    Rule(
+        "resource.toolchain-version",
+        Category.RESOURCE_ERROR,
+        r"(?i:requires? a different python)|No interpreter found for Python"
+        r"|could not find python interpreter|Python interpreter \S+ not found"
+        r"|rustc \S+ is not supported by the following package|requires rustc [\d.]+ or newer"
+        r"|note: module requires Go [\d.]+|invalid (?:target|source) release: \S+"
+        r"|release version \S+ not supported|Python version \S+ is not supported by the project"
+        r"|may not be used on the stable release channel|No such built-in module: ",
+        (
+            "different",
+            "interpreter",
+            "rustc",
+            "requires go",
+            "release",
+            "not supported",
+            "built-in module",
+        ),
+        Tier.CAUSE,
+        "the project needs a version of Python, Rust, Go or Java that is not installed",
+    ),
+    Rule(
+        "resource.native-library",
+        Category.RESOURCE_ERROR,
+        r"fatal error: [\w./+-]+\.h\w*: No such file or directory|fatal error: '[^']+' file not found"
+        r"|ld(?:\.\w+)?: (?:error: )?(?:cannot find|unable to find library|library not found for) -l"
+        r"|was not found in the pkg-config search path|Could NOT find \w+"
+        r"|Could not find a package configuration file provided by"
+        r"|lib[\w.+-]*\.so[\w.]*: cannot open shared object file",
+        ("fatal error", "-l", "pkg-config", "could not find", "shared object"),
+        Tier.CAUSE,
+        "a system library or its headers are not installed",
+    ),
+    Rule(
+        "resource.test-plugin",
+        Category.RESOURCE_ERROR,
+        r"Missing required plugins: |Error importing plugin \"|^(?:ERROR: )?(?:__main__\.py|pytest)"
+        r": error: unrecognized arguments: -|Test environment \S+ cannot be found"
+        r"|MISSING DEPENDENCY\s+Cannot find dependency|Cannot find type definition file for"
+        r"|Could not find a declaration file for module '[^'./]|Preset \S+ not found"
+        # (pytest's summary line cuts it short: "Failed: async def functions are not native...")
+        r"|async def functions are not nat",
+        (
+            "required plugins",
+            "importing plugin",
+            "unrecognized arguments",
+            "cannot be found",
+            "missing dependency",
+            "type definition",
+            "declaration file",
+            "preset",
+            "async def functions",
+        ),
+        Tier.CAUSE,
+        "a test-runner or type-checker plugin (or environment) is not installed",
     ),
     Rule(
         "file.not-found",

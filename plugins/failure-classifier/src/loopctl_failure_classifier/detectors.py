@@ -25,7 +25,7 @@ import attrs
 
 from loopctl import IterationRecord, is_infrastructure_failure, made_progress, same_failure
 from loopctl_failure_classifier import rules
-from loopctl_failure_classifier.locality import Locality
+from loopctl_failure_classifier.locality import Locality, importer
 from loopctl_failure_classifier.model import (
     BUILTIN_PRIORITY,
     CODE_ERROR,
@@ -157,7 +157,12 @@ def detect_dependency_issue(
     ecosystems: list[str] = []
     for hit in hits:
         if hit.rule.locality and hit.pkg:
-            own, why = locality.is_own(hit.rule.locality, hit.pkg, hit.line)
+            if hit.rule.locality == "importer":
+                own, why = importer(evidence.output, hit.line)
+                if not own:  # an installed package asked: but is the one asked the project?
+                    own, why = locality.is_own("python_module", hit.pkg, hit.line)
+            else:
+                own, why = locality.is_own(hit.rule.locality, hit.pkg, hit.line)
             if own:
                 note = f"{hit.line} ({why})"
                 if note not in notes.own_code:

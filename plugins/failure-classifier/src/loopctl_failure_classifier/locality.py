@@ -41,6 +41,7 @@ SKIP_DIRS = frozenset(
 MAX_DEPTH = 4
 MAX_ENTRIES = 20_000
 
+_C_SUFFIXES = (".c", ".h", ".cc", ".cpp", ".cxx", ".hh", ".hpp", ".hxx")
 _NODE_ALIAS_PREFIXES = ("./", "../", "/", "@/", "~/", "#", "src/", "file:")
 _GO_MODULE = re.compile(r"^module\s+(\S+)", re.MULTILINE)
 
@@ -119,6 +120,8 @@ class Locality:
             return self._java_package(name)
         if kind == "command":
             return self._command(name)
+        if kind == "c_header":
+            return self._c_header(name)
         return False, ""
 
     def _python_module(self, name: str, line: str) -> tuple[bool, str]:
@@ -195,13 +198,83 @@ class Locality:
         root = self.workdir
         if root is None:
             return False, ""
-        relative = Path(*package.split("."))
+        relative = Path(*package.replace("/", ".").split("."))
         for base in (root, root / "src", root / "src" / "main" / "java"):
             if (base / relative).is_dir():
                 return True, f"{package} is a package of the project"
+        return False, ""
+
+    def _c_names(self) -> set[str]:
+        """Stems of the project's C and C++ sources and headers (``calc`` for ``calc.c``)."""
+        names: set[str] = set()
+        if self.workdir is None:
+            return names
+        seen = 0
+        try:
+            for current, dirs, files in os.walk(self.workdir):
+                depth = len(Path(current).relative_to(self.workdir).parts)
+                dirs[:] = [d for d in dirs if d not in SKIP_DIRS and not d.startswith(".")]
+                if depth >= MAX_DEPTH:
+                    dirs[:] = []
+                seen += len(dirs) + len(files)
+                names.update(f.rsplit(".", 1)[0] for f in files if f.endswith(_C_SUFFIXES))
+                if seen > MAX_ENTRIES:
+                    break
+        except (OSError, ValueError):
+            pass
+        return names
+
+    def _c_header(self, header: str) -> tuple[bool, str]:
+        """A missing header is the project's own when the project has a source or header of
+        that name (``calc.h`` beside ``calc.c``) or of a near name (renamed, misspelt)."""
+        stem = Path(header).name.rsplit(".", 1)[0]
+        names = self._c_names()
+        if stem in names:
+            return True, f"{header} belongs to the project (it has {stem}.*)"
+        similar = _similar(stem, names)
+        if similar:
+            return True, f"{header} looks like the project's own {similar!r} renamed or misspelt"
         return False, ""
 
     def _command(self, name: str) -> tuple[bool, str]:
         if "/" in name:
             return True, f"{name} is a path into the project, not an installed tool"
         return False, ""
+
+
+#: A traceback frame's file: Python's ``File "x.py", line 3, in f`` or pytest's ``x.py:3: in f``.
+_FRAME = re.compile(r'^\s*File "(?P<python>[^"]+)", line \d+|^(?P<pytest>[^\s:]+\.py):\d+: in ')
+#: pytest's long traceback: the raising frame's location, after the ``E`` lines.
+_RAISED_AT = re.compile(r"^(?P<path>[^\s:]+\.py):\d+: [A-Z]\w*\s*$")
+#: Frames looked at above an exception line for the one that raised it.
+FRAME_LINES = 12
+_INSTALLED = ("site-packages", "dist-packages")
+
+
+def importer(output: str, line: str) -> tuple[bool, str]:
+    """``(own, why)`` for an ``ImportError: cannot import name …`` or ``AttributeError: module
+    … has no attribute …`` line in ``output``: who asked for the name? The frame that raised
+    it (named after the error in pytest's long tracebacks, else the nearest frame above the
+    line) is the asking file. A package under site-packages asking its installed dependency
+    for a name it lacks means the installed versions disagree; the project's own file asking,
+    or no frame showing who asked, is the code's business (a wrong name, or code written for
+    another version)."""
+    at = output.find(line)
+    if at < 0:
+        return True, "no traceback shows who imports it"
+    # pytest's long tracebacks name the raising frame after the error: ``path.py:4: Error``
+    for text in output[at : at + 2000].splitlines()[1:FRAME_LINES]:
+        found = _RAISED_AT.match(text)
+        if found:
+            return _judge(found.group("path"))
+    for text in reversed(output[max(0, at - 4000) : at].splitlines()[-FRAME_LINES:]):
+        found = _FRAME.match(text)
+        if found:
+            return _judge(found.group("python") or found.group("pytest"))
+    return True, "no traceback shows who imports it"
+
+
+def _judge(path: str) -> tuple[bool, str]:
+    if any(part in path for part in _INSTALLED):
+        return False, ""
+    return True, f"the project's own {path} asks for it"

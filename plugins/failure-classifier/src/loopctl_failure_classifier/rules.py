@@ -23,6 +23,11 @@ LINE_CHARS = 2000
 #: the start already had that many (a log that says "module" a million times stays cheap; the
 #: decisive lines of a test run are at its start or its end).
 HITS_PER_ANCHOR = 64
+#: Rules with ``window`` set look at the first ``WINDOW_HEAD`` and the last ``WINDOW_TAIL``
+#: characters of a whole log (and at every decisive line), where a tool prints why it stopped:
+#: their many anchors then cost as little on a 10 MB log as on a small one.
+WINDOW_HEAD = 16 * 1024
+WINDOW_TAIL = 64 * 1024
 
 
 @attrs.frozen
@@ -46,6 +51,8 @@ class Rule:
     #: (exception lines, compiler errors): they are only looked for there, which spares a
     #: whole-log search for their anchor.
     full_scan: bool = True
+    #: Searched in the log's ends only (``WINDOW_HEAD``, ``WINDOW_TAIL``), not all of it.
+    window: bool = False
 
 
 def _rule(
@@ -58,9 +65,10 @@ def _rule(
     description: str = "",
     *,
     full_scan: bool = True,
+    window: bool = False,
 ) -> Rule:
     lazy = LazyPattern(pattern)
-    return Rule(name, ecosystem, anchor, lazy, confidence, locality, description, full_scan)
+    return Rule(name, ecosystem, anchor, lazy, confidence, locality, description, full_scan, window)
 
 
 # The patterns are searched (not matched) in one line; they are specific enough that a test
@@ -71,11 +79,119 @@ DEPENDENCY_RULES: tuple[Rule, ...] = (
         "python.module_not_found",
         "python",
         "odule",
-        r"^(?:E\s+)?(?:[\w.]+\.)?(?:ModuleNotFoundError|ImportError): "
+        # The exception line; ``python -m pytest`` without pytest ("/venv/bin/python: No
+        # module named pytest"); a plugin pytest or mypy was told to load.
+        r"(?:^(?:E\s+)?(?:[\w.]+\.)?(?:ModuleNotFoundError|ImportError): "
+        r"|^\S*python[\d.]*(?:\.exe)?: |\(ModuleNotFoundError: |\bError importing plugin \"[^\"]+\": )"
         r"No module named '?(?P<pkg>[A-Za-z_][\w.]*)'?",
         0.9,
         "python_module",
         "a Python import failed: the module is not installed",
+    ),
+    _rule(
+        "python.installed_versions_disagree",
+        "python",
+        "cannot import name",
+        r"cannot import name '\w+' from '(?P<pkg>[\w.]+)' \([^)]*[/\\](?:site|dist)-packages[/\\]",
+        0.85,
+        "importer",
+        "an installed package imports a name its installed dependency lacks: the installed "
+        "versions do not fit together",
+        window=True,
+    ),
+    _rule(
+        "python.installed_attribute_missing",
+        "python",
+        "has no attribute",
+        r"AttributeError: module '(?P<pkg>[\w.]+)' has no attribute '\w+'",
+        0.8,
+        "importer",
+        "an installed package uses a function its installed dependency lacks: the installed "
+        "versions do not fit together",
+        window=True,
+    ),
+    _rule(
+        "pip.hash_mismatch",
+        "python",
+        "HASHES",
+        r"THESE PACKAGES DO NOT MATCH THE HASHES",
+        0.9,
+        window=True,
+    ),
+    _rule(
+        "poetry.python_version",
+        "python",
+        "is not supported by the project",
+        r"Python version \S+ is not supported by the project",
+        0.9,
+        window=True,
+    ),
+    _rule(
+        "pytest.async_plugin",
+        "python",
+        "natively supported",
+        r"async def functions are not natively supported",
+        0.85,
+        None,
+        "async tests need a plugin (pytest-asyncio, anyio, …) that is not installed",
+        window=True,
+    ),
+    _rule(
+        "python.requires_python",
+        "python",
+        "ifferent ",
+        r"(?i:requires? a different python)",
+        0.9,
+        None,
+        "a package or the project needs another version of Python",
+        window=True,
+    ),
+    _rule(
+        "python.interpreter_missing",
+        "python",
+        "nterpreter",
+        r"No interpreter found for Python|could not find python interpreter"
+        r"|Python interpreter \S+ not found|InterpreterNotFound",
+        0.9,
+        None,
+        "the Python version the project or environment asks for is not installed",
+        window=True,
+    ),
+    _rule(
+        "pytest.plugin_option",
+        "python",
+        "unrecognized arguments",
+        r"^(?:ERROR: )?(?:__main__\.py|pytest|py\.test): error: unrecognized arguments: -",
+        0.75,
+        None,
+        "pytest does not know an option: the plugin that adds it is not installed",
+        window=True,
+    ),
+    _rule(
+        "pytest.required_plugins",
+        "python",
+        "required plugins",
+        r"Missing required plugins: (?P<pkg>[\w.-]+)",
+        0.95,
+        window=True,
+    ),
+    _rule(
+        "tox.command_not_in_env",
+        "python",
+        "allowlist_externals",
+        r"(?P<pkg>\S+) is not allowed, use allowlist_externals",
+        0.75,
+        None,
+        "the command is not installed in the tox environment (tox found it outside)",
+        window=True,
+    ),
+    _rule(
+        "poetry.lock_stale",
+        "python",
+        "poetry.lock",
+        r"pyproject\.toml changed significantly since poetry\.lock|poetry\.lock is not consistent",
+        0.9,
+        window=True,
     ),
     _rule(
         "python.package_metadata",
@@ -131,6 +247,14 @@ DEPENDENCY_RULES: tuple[Rule, ...] = (
         0.95,
     ),
     _rule(
+        "uv.locked",
+        "python",
+        "locked",
+        r"needs to be updated, but `--locked` was provided",
+        0.85,
+        window=True,
+    ),
+    _rule(
         "poetry.solver",
         "python",
         "olv",
@@ -182,6 +306,52 @@ DEPENDENCY_RULES: tuple[Rule, ...] = (
         "node_module",
     ),
     _rule(
+        "tsc.missing_type_library",
+        "node",
+        "type definition",
+        r"error TS2688: Cannot find type definition file for '(?P<pkg>[^']+)'",
+        0.85,
+        None,
+        "tsconfig names a type library (@types/…) that is not installed",
+        window=True,
+    ),
+    _rule(
+        "jest.environment_missing",
+        "node",
+        "cannot be found",
+        r"Test environment (?P<pkg>\S+) cannot be found",
+        0.9,
+        window=True,
+    ),
+    _rule(
+        "jest.preset_missing",
+        "node",
+        "Preset",
+        r"Preset (?P<pkg>\S+) not found",
+        0.85,
+        "node_module",
+        window=True,
+    ),
+    _rule(
+        "node.builtin_missing",
+        "node",
+        "built-in module",
+        # a node: module newer than the installed Node
+        r"No such built-in module: (?P<pkg>\S+)",
+        0.85,
+        None,
+        "the code needs a newer Node.js",
+        window=True,
+    ),
+    _rule(
+        "vitest.missing_dependency",
+        "node",
+        "MISSING DEPENDENCY",
+        r"MISSING DEPENDENCY\s+Cannot find dependency '(?P<pkg>[^']+)'",
+        0.9,
+        window=True,
+    ),
+    _rule(
         "tsc.missing_declarations",
         "node",
         "odule",
@@ -211,7 +381,7 @@ DEPENDENCY_RULES: tuple[Rule, ...] = (
         "npm ",
         r"npm (?:ERR!|error) code (?P<code>E404|ERESOLVE|ETARGET|ENOTFOUND|EAI_AGAIN|EINTEGRITY"
         r"|ENOVERSIONS|E403|ENOENT|ECONNREFUSED|ETIMEDOUT|ECONNRESET|ENETUNREACH|EUNSUPPORTEDPROTOCOL"
-        r"|ENOLOCK|EBADPLATFORM|EPEERINVALID)\b",
+        r"|ENOLOCK|EBADPLATFORM|EPEERINVALID|ENOTCACHED|EBADENGINE|ENOTSUP)\b",
         0.95,
         None,
         "npm could not install or resolve the dependencies",
@@ -250,10 +420,58 @@ DEPENDENCY_RULES: tuple[Rule, ...] = (
         "pnpm.install",
         "node",
         "ERR_PNPM",
-        r"ERR_PNPM_(?:NO_MATCHING_VERSION|FETCH_404|PEER_DEP_ISSUES|NO_VERSIONS|OUTDATED_LOCKFILE"
-        r"|LOCKFILE_MISSING_DEPENDENCY|NO_OFFLINE_TARBALL|META_FETCH_FAIL|FETCH_4\d\d)",
+        r"ERR_PNPM_(?:NO_MATCHING_VERSION|FETCH_\d+|PEER_DEP_ISSUES|NO_VERSIONS|OUTDATED_LOCKFILE"
+        r"|NO_LOCKFILE|LOCKFILE_\w+|NO_OFFLINE_\w+|META_FETCH_FAIL|UNSUPPORTED_ENGINE"
+        r"|BAD_PM_VERSION|MISSING_PACKAGE_\w+)",
         0.9,
-        full_scan=False,
+        window=True,
+    ),
+    # --- C and C++ ----------------------------------------------------------------------------
+    _rule(
+        "c.header_missing",
+        "c",
+        "fatal error",
+        # gcc's wording, then clang's; cgo and pip's extension builds print the same.
+        r"fatal error: (?:(?P<pkg>[\w./+-]+): No such file or directory"
+        r"|'(?P<pkg2>[\w./+-]+)' file not found)",
+        0.85,
+        "c_header",
+        "a C or C++ header is not installed (a system library's development files)",
+        window=True,
+    ),
+    _rule(
+        "ld.library_missing",
+        "c",
+        "cannot find -l",
+        r"ld(?:\.\w+)?: (?:error: )?cannot find -l(?P<pkg>[\w.+-]+)",
+        0.85,
+        None,
+        "the linker cannot find a library: it is not installed",
+        window=True,
+    ),
+    _rule(
+        "ld.library_not_found",
+        "c",
+        "library",
+        r"ld(?:\.\w+)?: (?:error: )?(?:unable to find library|library not found for) -l(?P<pkg>[\w.+-]+)",
+        0.85,
+        window=True,
+    ),
+    _rule(
+        "pkg_config.not_found",
+        "c",
+        "pkg-config",
+        r"Package '?(?P<pkg>[\w.+-]+)'? was not found in the pkg-config search path",
+        0.9,
+        window=True,
+    ),
+    _rule(
+        "cmake.not_found",
+        "c",
+        "ould",
+        r"Could NOT find (?P<pkg>[\w.+-]+)|Could not find a package configuration file provided by \"(?P<pkg2>[\w.+-]+)\"",
+        0.9,
+        window=True,
     ),
     # --- Rust ---------------------------------------------------------------------------------
     _rule(
@@ -271,6 +489,36 @@ DEPENDENCY_RULES: tuple[Rule, ...] = (
         "ackage",
         r"failed to (?:get|select a version for|load source for dependency) `(?P<pkg>[\w-]+)`",
         0.9,
+    ),
+    _rule(
+        "cargo.rust_version",
+        "rust",
+        "rustc",
+        r"rustc \S+ is not supported by the following package|cannot be built because it requires "
+        r"rustc|requires rustc [\d.]+ or newer",
+        0.9,
+        None,
+        "the crate (or a dependency) needs a newer Rust toolchain",
+        window=True,
+    ),
+    _rule(
+        "cargo.locked",
+        "rust",
+        "locked",
+        # The lock file no longer fits Cargo.toml, and --locked forbids updating it.
+        r"because --locked was passed|needs to be updated but --locked was passed",
+        0.85,
+        window=True,
+    ),
+    _rule(
+        "rust.nightly_feature",
+        "rust",
+        "stable release channel",
+        r"may not be used on the stable release channel",
+        0.85,
+        None,
+        "the crate needs a nightly Rust toolchain",
+        window=True,
     ),
     _rule(
         "cargo.select_version",
@@ -319,6 +567,28 @@ DEPENDENCY_RULES: tuple[Rule, ...] = (
         0.9,
     ),
     _rule(
+        "go.toolchain",
+        "go",
+        "equires ",
+        r"(?i:note: module requires go [\d.]+|go\.mod requires go >= ?[\d.]+"
+        r"|requires go >= ?[\d.]+ \(running go)",
+        0.85,
+        None,
+        "go.mod asks for a newer Go than the one installed",
+        window=True,
+    ),
+    _rule(
+        "go.exec_not_found",
+        "go",
+        "executable file not found",
+        # Go's exec error, from cgo (``C compiler "clang" not found``) and go run/generate
+        r"exec: \"(?P<pkg>[^\"]+)\": executable file not found in \$PATH",
+        0.8,
+        "command",
+        "a program the Go build runs is not installed",
+        window=True,
+    ),
+    _rule(
         "go.not_in_std",
         "go",
         "ackage",
@@ -336,12 +606,43 @@ DEPENDENCY_RULES: tuple[Rule, ...] = (
         "java_package",
     ),
     _rule(
+        "java.class_missing",
+        "java",
+        "Class",
+        # At run time: the class's package is not the project's, so a jar is missing from the
+        # class path (``java.lang.NoClassDefFoundError: com/acme/Json``).
+        r"\b(?:NoClassDefFoundError|ClassNotFoundException): (?P<pkg>[\w$]+(?:[./][\w$]+)*)[./][\w$]+\s*$",
+        0.8,
+        "java_package",
+        "a class is missing from the class path at run time",
+        window=True,
+    ),
+    _rule(
         "maven.resolve",
         "java",
         "olv",
         r"Could not resolve dependencies for project|could not be resolved: |"
         r"or one of its dependencies could not be resolved",
         0.95,
+    ),
+    _rule(
+        "maven.offline",
+        "java",
+        "offline mode",
+        r"in offline mode and the artifact \S+ has not been downloaded",
+        0.9,
+        window=True,
+    ),
+    _rule(
+        "java.release",
+        "java",
+        "release",
+        # javac (alone or under Maven or Gradle) is older than the Java the build asks for.
+        r"invalid (?:target|source) release: \S+|release version \S+ not supported",
+        0.85,
+        None,
+        "the build asks for a newer Java than the installed JDK",
+        window=True,
     ),
     _rule(
         "gradle.resolve",
@@ -369,11 +670,55 @@ DEPENDENCY_RULES: tuple[Rule, ...] = (
         "shell.command_not_found",
         "shell",
         "not found",
+        # sh (dash) and bash, run with -c or as a script (``./run.sh: line 3: meson: command
+        # not found``, ``./run.sh: 3: meson: not found``), and zsh.
         r"^(?:/(?:usr/)?bin/)?(?:ba|da|z)?sh: (?:line )?\d*:? ?(?P<pkg>[\w.@/+-]+): "
-        r"(?:command )?not found|^(?:zsh: )?command not found: (?P<pkg2>[\w.@/+-]+)",
+        r"(?:command )?not found"
+        r"|^[^\s:]+: (?:line )?\d+: (?P<pkg3>[\w.@/+-]+): (?:command )?not found\s*$"
+        r"|^(?:[^\s:]+:(?:\d+: )?)?(?:zsh: )?command not found: (?P<pkg2>[\w.@/+-]+)",
         0.8,
         "command",
         "the test command needs a tool that is not installed",
+    ),
+    _rule(
+        "runner.command_not_found",
+        "shell",
+        "ommand not found",
+        # poetry run, pdm run, hatch run: ``Command not found: pytest``
+        r"^Command not found: (?P<pkg>[\w.@+-]+)\s*$",
+        0.8,
+        "command",
+        window=True,
+    ),
+    _rule(
+        "uv.failed_to_spawn",
+        "python",
+        "Failed to spawn",
+        r"Failed to spawn: `?(?P<pkg>[\w.@+-]+)`?",
+        0.8,
+        "command",
+        "uv run: the program is not installed in the project's environment",
+        window=True,
+    ),
+    _rule(
+        "make.command_not_found",
+        "shell",
+        "make",
+        # make runs a recipe line without a shell when it can: it says so itself.
+        r"^g?make(?:\[\d+\])?: (?P<pkg>[\w.@+-]+): (?:No such file or directory|Command not found)\s*$",
+        0.8,
+        "command",
+        "a make recipe runs a program that is not installed",
+        window=True,
+    ),
+    _rule(
+        "make.exit_127",
+        "shell",
+        "Error 127",
+        # 127 is the shell's "command not found" status.
+        r"^g?make(?:\[\d+\])?: \*\*\* \[[^\]]*\] Error 127\s*$",
+        0.75,
+        window=True,
     ),
 )
 
@@ -417,7 +762,16 @@ def _scanner(rules: Iterable[Rule]) -> Scanner[Rule]:
 
 
 _ALL = _scanner(DEPENDENCY_RULES)
-_FULL_SCAN = _scanner(rule for rule in DEPENDENCY_RULES if rule.full_scan)
+_FULL_SCAN = _scanner(rule for rule in DEPENDENCY_RULES if rule.full_scan and not rule.window)
+_WINDOWED = _scanner(rule for rule in DEPENDENCY_RULES if rule.full_scan and rule.window)
+
+
+def _ends(text: str) -> str:
+    """The first ``WINDOW_HEAD`` and last ``WINDOW_TAIL`` characters of ``text`` (all of it
+    when it is that short)."""
+    if len(text) <= WINDOW_HEAD + WINDOW_TAIL:
+        return text
+    return f"{text[:WINDOW_HEAD]}\n{text[-WINDOW_TAIL:]}"
 
 
 def _package(match: re.Match[str]) -> str | None:
@@ -432,13 +786,18 @@ def _package(match: re.Match[str]) -> str | None:
 def scan(text: str, lines: Sequence[str] = (), rules: Sequence[Rule] | None = None) -> list[Hit]:
     """Every dependency signature in ``lines`` (the decisive error lines, checked in full) and in
     ``text`` (a whole log, checked anchor by anchor: ``HITS_PER_ANCHOR`` lines from its start,
-    and as many from its end for a noisy anchor), in order, each line at most once and with the
-    first rule, in order, that matches it."""
+    and as many from its end for a noisy anchor; the ``window`` rules in its ends only), in
+    order, each line at most once and with the first rule, in order, that matches it."""
     every = _ALL if rules is None else _scanner(rules)
-    full_scan = _FULL_SCAN if rules is None else _scanner(r for r in rules if r.full_scan)
+    if rules is None:
+        full_scan, windowed = _FULL_SCAN, _WINDOWED
+    else:
+        full_scan = _scanner(r for r in rules if r.full_scan and not r.window)
+        windowed = _scanner(r for r in rules if r.full_scan and r.window)
     found = [*every.search_lines(lines)]
     if text:
         found += full_scan.search(text, per_literal=HITS_PER_ANCHOR, from_end=True)
+        found += windowed.search(_ends(text), per_literal=HITS_PER_ANCHOR, from_end=True)
     hits: list[Hit] = []
     seen: set[str] = set()
     for match in found:

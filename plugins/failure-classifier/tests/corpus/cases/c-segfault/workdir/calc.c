@@ -1,0 +1,2 @@
+#include <stddef.h>
+int add(int a, int b) { int *p = NULL; return *p + a + b; }

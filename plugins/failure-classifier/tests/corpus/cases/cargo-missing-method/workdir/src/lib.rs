@@ -1,0 +1,1 @@
+pub fn words(s: &str) -> usize { s.split_words().count() }

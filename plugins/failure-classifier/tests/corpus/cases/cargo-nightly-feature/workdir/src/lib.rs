@@ -1,0 +1,4 @@
+#![feature(test)]
+extern crate test;
+
+pub fn f() -> u8 { 1 }

@@ -1,0 +1,2 @@
+#include <zstd_corpus.h>
+int add(int a, int b) { return a + b; }

@@ -1,0 +1,4 @@
+int add(int a, int b) {
+  int unused;
+  return a + b;
+}

@@ -1,0 +1,5 @@
+package demo
+
+var cache map[string]int
+
+func Put(k string) { cache[k] = 1 }

@@ -1,0 +1,5 @@
+package demo
+
+import "testing"
+
+func TestPut(t *testing.T) { Put("a") }

@@ -1,0 +1,9 @@
+package demo
+
+func Count() int {
+	n := 0
+	for i := range 10 {
+		n += i
+	}
+	return n
+}

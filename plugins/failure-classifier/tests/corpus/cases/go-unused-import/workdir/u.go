@@ -1,0 +1,5 @@
+package demo
+
+import "strings"
+
+func One() int { return 1 }

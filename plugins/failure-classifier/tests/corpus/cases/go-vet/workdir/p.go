@@ -1,0 +1,5 @@
+package demo
+
+import "fmt"
+
+func Show(n int) string { return fmt.Sprintf("%s items", n) }

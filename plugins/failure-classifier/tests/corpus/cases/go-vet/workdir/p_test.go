@@ -1,0 +1,5 @@
+package demo
+
+import "testing"
+
+func TestShow(t *testing.T) { _ = Show(1) }

@@ -1,0 +1,2 @@
+const dayjs = require('dayjs');
+exports.day = (d) => dayjs(d).format('D');

@@ -1,0 +1,1 @@
+test('a', () => expect(document.title).toBe(''));

@@ -1,0 +1,2 @@
+const { uniq } = require('./lists');
+test('uniq', () => expect(uniq([1, 1])).toEqual([1]));

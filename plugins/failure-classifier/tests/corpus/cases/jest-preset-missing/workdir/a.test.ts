@@ -1,0 +1,1 @@
+test('a', () => expect(1 + 1).toBe(2));

@@ -1,0 +1,1 @@
+module.exports = { preset: 'ts-jest' };

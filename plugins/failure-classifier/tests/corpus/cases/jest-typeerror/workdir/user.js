@@ -1,0 +1,1 @@
+exports.name = (u) => u.profile.name;

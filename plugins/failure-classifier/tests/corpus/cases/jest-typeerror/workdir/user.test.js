@@ -1,0 +1,2 @@
+const { name } = require('./user');
+test('name', () => expect(name({})).toBe('x'));

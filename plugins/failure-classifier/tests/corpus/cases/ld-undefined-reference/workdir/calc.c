@@ -1,0 +1,1 @@
+int plus(int a, int b) { return a + b; }

@@ -1,0 +1,3 @@
+public class App {
+  static int twice(int x) { return x * 2 }
+}

@@ -1,0 +1,3 @@
+public class Calc {
+  public static int add(int a, int b) { return a - b; }
+}

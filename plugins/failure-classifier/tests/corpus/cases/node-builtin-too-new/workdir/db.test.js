@@ -1,0 +1,3 @@
+const test = require('node:test');
+const { DatabaseSync } = require('node:sqlite');
+test('db', () => { new DatabaseSync(':memory:'); });

@@ -1,0 +1,1 @@
+exports.withTax = (p) => p * 1.2 + 1;

@@ -1,0 +1,4 @@
+#include <Python.h>
+#include <zstdx.h>
+
+int f(void) { return 0; }

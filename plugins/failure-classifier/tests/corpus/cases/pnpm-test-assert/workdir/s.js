@@ -1,0 +1,1 @@
+exports.slug = (t) => t.toLowerCase();

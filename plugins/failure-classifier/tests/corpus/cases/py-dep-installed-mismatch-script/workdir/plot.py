@@ -1,0 +1,3 @@
+import chartlib
+
+print(chartlib.Axis())

@@ -1,0 +1,4 @@
+from grid import cells
+
+def test_cells():
+    assert len(cells(2)) == 2

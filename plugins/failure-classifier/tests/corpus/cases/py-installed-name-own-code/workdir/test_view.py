@@ -1,0 +1,4 @@
+from view import show
+
+def test_show():
+    show()

@@ -1,0 +1,4 @@
+from tablecore import render_tabel
+
+def show():
+    render_tabel()

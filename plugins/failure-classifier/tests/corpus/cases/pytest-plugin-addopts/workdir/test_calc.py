@@ -1,0 +1,4 @@
+from calc import one
+
+def test_one():
+    assert one() == 1

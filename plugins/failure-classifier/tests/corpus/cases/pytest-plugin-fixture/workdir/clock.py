@@ -1,0 +1,4 @@
+import time
+
+def now():
+    return time.time()

@@ -1,0 +1,3 @@
+def spin():
+    while True:
+        pass

@@ -1,0 +1,4 @@
+from spin import spin
+
+def test_spin():
+    spin()

@@ -1,0 +1,4 @@
+from calc import sign
+
+def test_sign():
+    assert sign(-2) == -1

@@ -1,0 +1,2 @@
+import { readFileSync } from 'fs';
+console.log(readFileSync('x', 'utf8'));

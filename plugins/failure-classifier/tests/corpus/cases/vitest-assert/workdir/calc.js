@@ -1,0 +1,1 @@
+export const cube = (x) => x * x;

@@ -1,0 +1,3 @@
+import { test, expect } from 'vitest';
+import { cube } from './calc.js';
+test('cube', () => expect(cube(3)).toBe(27));

@@ -1,0 +1,2 @@
+import dayjs from 'dayjs';
+export const day = (d) => dayjs(d).format('D');

@@ -1,0 +1,2 @@
+import { test, expect } from 'vitest';
+test('a', () => expect(document.title).toBe(''));

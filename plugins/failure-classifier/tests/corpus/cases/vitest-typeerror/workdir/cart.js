@@ -1,0 +1,1 @@
+export const total = (cart) => cart.items.reduce((a, b) => a + b, 0);

@@ -1,0 +1,5 @@
+package demo
+
+import "golang.org/x/text/language"
+
+var T = language.English

@@ -1,0 +1,2 @@
+#include <cassert>
+int main() { assert(1 + 1 == 2); }

@@ -1,0 +1,1 @@
+export const net = (p) => p / 1.2;

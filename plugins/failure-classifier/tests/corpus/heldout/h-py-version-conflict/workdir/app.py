@@ -1,0 +1,3 @@
+import pkg_resources
+
+pkg_resources.require('tablecore>=2')
