@@ -4,7 +4,8 @@
   max, the phase, elapsed time, tokens and context fill when known, the last test result), as
   pip, uv and cargo print above their progress bars: the terminal's scrollback keeps every
   line, the panel stays at the bottom. ``NO_COLOR`` turns its colours off (rich reads it), not
-  the panel; ``FORCE_COLOR`` turns them on where rich would not.
+  the panel; ``FORCE_COLOR`` turns them on where rich would not, and on a pipe or a file
+  gives the coloured lines without the panel.
 * ``plain``: one line per event, for logs, pipes, ``TERM=dumb`` and ``--plain``; never an
   escape code.
 * ``json``: every event as one JSON object per line on stdout, for scripts.
@@ -53,21 +54,27 @@ SUMMARY_FIELD = "summary"
 def choose_mode(
     *, json_output: bool, plain: bool = False, stream: IO[str] | None = None
 ) -> str:
-    """``json`` if asked; ``plain`` if asked (``--plain``), when ``stream`` is not a terminal or
-    the terminal is ``TERM=dumb``; ``live`` otherwise. ``NO_COLOR`` does not matter here: it
-    takes the colour out of the live view, not the view."""
+    """``json`` if asked; ``plain`` if asked (``--plain``); ``live`` on a terminal (not
+    ``TERM=dumb``), and where ``FORCE_COLOR`` asks for colour on a pipe or a file (then
+    without the panel, :func:`make_view`); ``plain`` otherwise. ``NO_COLOR`` takes the colour
+    out of the live view, not the view."""
     if json_output:
         return "json"
     if plain:
         return "plain"
-    stream = stream or sys.stdout
+    tty = _is_terminal(stream or sys.stdout)
+    if tty and os.environ.get("TERM") != "dumb":
+        return "live"
+    if not tty and os.environ.get("FORCE_COLOR") and not os.environ.get("NO_COLOR"):
+        return "live"  # coloured lines, without the panel (make_view)
+    return "plain"
+
+
+def _is_terminal(stream: IO[str]) -> bool:
     try:
-        tty = stream.isatty()
+        return stream.isatty()
     except (AttributeError, ValueError, OSError):
-        tty = False
-    if not tty or os.environ.get("TERM") == "dumb":
-        return "plain"
-    return "live"
+        return False
 
 
 # --- one line per event ---------------------------------------------------------------------------
@@ -403,9 +410,14 @@ class LiveView:
     """Each event's line printed above a rich Live panel, which is redrawn four times a second
     and stays at the bottom of the terminal; rich is imported only for this view. The console
     is rich's default one, so rich reads ``NO_COLOR``, ``FORCE_COLOR`` and the terminal's size
-    itself."""
+    itself.
 
-    def __init__(self, max_iterations: int, *, console: Console | None = None) -> None:
+    ``panel=False`` (``FORCE_COLOR`` where stdout is not a terminal) prints the coloured lines
+    only, and the panel once at the end: there is no terminal to redraw it in."""
+
+    def __init__(
+        self, max_iterations: int, *, console: Console | None = None, panel: bool = True
+    ) -> None:
         from rich.console import Console
         from rich.live import Live
 
@@ -418,13 +430,15 @@ class LiveView:
         self.context: tuple[int, int | None] | None = None
         self.last_tests = "—"
         self._lock = threading.Lock()
-        self.live = Live(
-            console=self.console,
-            get_renderable=self._render,
-            refresh_per_second=4,
-            transient=False,
-        )
-        self.live.start()
+        self.live: Live | None = None
+        if panel:
+            self.live = Live(
+                console=self.console,
+                get_renderable=self._render,
+                refresh_per_second=4,
+                transient=False,
+            )
+            self.live.start()
 
     def __call__(self, event: Event) -> None:
         d = event.data
@@ -459,7 +473,8 @@ class LiveView:
             line = describe(event)
             if line:
                 self._print(event, line)
-        self.live.refresh()
+        if self.live is not None:
+            self.live.refresh()
 
     def _print(self, event: Event, line: str) -> None:
         """``[HH:MM:SS] line`` above the panel: it goes to the terminal's scrollback."""
@@ -473,7 +488,7 @@ class LiveView:
         text.append(f"[{stamp}] ", style="dim")
         text.append(line, style=_line_style(event))  # Text: brackets in messages are not markup
         try:
-            self.live.console.print(text, soft_wrap=True)
+            self.console.print(text, soft_wrap=True)
         except (BrokenPipeError, ValueError, OSError):  # the terminal is gone; the loop goes on
             pass
 
@@ -504,6 +519,12 @@ class LiveView:
             return Panel(grid, title="loopctl", border_style="cyan")
 
     def close(self) -> None:
+        if self.live is None:
+            try:
+                self.console.print(self._render())
+            except (BrokenPipeError, ValueError, OSError):
+                pass
+            return
         try:
             self.live.refresh()
         finally:
@@ -528,5 +549,5 @@ def make_view(mode: str, *, max_iterations: int) -> View:
     if mode == "json":
         return JsonView()
     if mode == "live":
-        return LiveView(max_iterations)
+        return LiveView(max_iterations, panel=_is_terminal(sys.stdout))
     return PlainView()
