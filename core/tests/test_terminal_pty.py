@@ -118,8 +118,21 @@ def check_the_story(lines: list[str]) -> None:
     assert sum(bool(re.match(r"tests passed \(", line)) for line in story) == 1, story
     assert any(line.startswith("restarting the agent session") for line in story), story
     assert story[-1].startswith("loop ended: complete"), story
-    # the plugins' decisions read in words, not as key=value dumps
-    assert not [line for line in story if re.search(r"\w=\S|…|[{\[]['\"]", line)], story
+    # the plugins' decisions read in words, and the two names of one failure do not clash
+    assert any(
+        line.startswith("failure classified as a dependency issue, ")
+        and "No module named 'slugify'" in line
+        for line in story
+    ), story
+    assert any(
+        line.startswith("error report: tests failed with a missing dependency (RESOURCE_ERROR")
+        for line in story
+    ), story
+    assert "dependency issue → telling the agent to declare the missing dependency" in "\n".join(
+        story
+    )
+    assert not [line for line in story if line.startswith(("failure-classifier.", "context-"))]
+    assert not [line for line in story if re.search(r"\w=\S|[{\[]['\"]", line)], story
 
 
 def panel(lines: list[str]) -> list[str]:

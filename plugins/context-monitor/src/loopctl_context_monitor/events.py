@@ -78,8 +78,7 @@ def event_schemas() -> dict[str, dict[str, Any]]:
                 "source": {"enum": ["stream", "iteration"]},
                 "known": f.BOOL,
             },
-            {"reason": f.STR},
-            line="context {percent}% full ({tokens:,} of {window:,} tokens)",
+            {"reason": f.STR, "summary": f.STR},
         ),
         USAGE_UNKNOWN: define_event(
             "The fill could not be measured (no usage reported, or an unknown window); once per "

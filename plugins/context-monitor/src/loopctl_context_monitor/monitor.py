@@ -526,6 +526,7 @@ class Monitor:
             source=source,
             known=reading.known,
             **extra,
+            summary=_usage_line(source, reading, extra.get("reason")),
         )
 
     def _emit_iteration_usage(self) -> None:
@@ -811,3 +812,14 @@ def _state_dir_inside(loop: Loop) -> tuple[str, ...]:
         return (str(loop.state_dir.resolve().relative_to(loop.workdir.resolve())),)
     except ValueError:
         return ()
+
+
+def _usage_line(source: str, reading: Reading, reason: Any) -> str:
+    """The line loopctl's views show for a usage reading: each streamed change; the
+    iteration's reading only when it says something new (the fill is unknown), else ""
+    (hidden from the views; it is in events.jsonl)."""
+    if source == "iteration" and reading.known:
+        return ""
+    if reading.tokens is None and isinstance(reason, str) and reason:
+        return f"context fill unknown: {reason}"
+    return f"context {reading.describe()}"
