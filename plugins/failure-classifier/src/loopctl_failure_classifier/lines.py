@@ -58,11 +58,16 @@ def mode_words(mode: str, *, short: bool = False) -> str:
 
 
 def _evidence(lines: Sequence[str]) -> str:
-    for line in lines:
-        text = _RULE_PREFIX.sub("", str(line)).strip()
-        if text:
-            return text if len(text) <= 200 else text[:199] + "…"
-    return ""
+    """The first line of evidence without its ``[rule]``, and the next one after a heading
+    (``the linter reported:``)."""
+    texts = [_RULE_PREFIX.sub("", str(line)).strip() for line in lines]
+    texts = [text for text in texts if text]
+    if not texts:
+        return ""
+    text = texts[0]
+    if text.endswith(":") and len(texts) > 1:
+        text = f"{text} {texts[1]}"
+    return text if len(text) <= 200 else text[:199] + "…"
 
 
 def classified(
@@ -84,7 +89,7 @@ def recovery_applied(
 ) -> str:
     """``dependency issue → telling the agent to declare the missing dependency (recovery 1 of
     2); no reinstall command found (set reinstall_cmd)``."""
-    what = ACTION_WORDS.get(action) or f"its recovery ({action.replace('_', ' ')})"
+    what = ACTION_WORDS.get(action) or f"its declared recovery, {action.replace('_', ' ')}"
     if action == "reinstall_deps" and details.get("command"):
         if details.get("timed_out"):
             outcome = "timed out"
@@ -94,7 +99,7 @@ def recovery_applied(
             outcome = f"failed with exit code {details.get('exit_code')}"
         what = f"reinstalled the dependencies with `{details['command']}`: {outcome}"
     line = f"{mode_words(mode, short=True)} → {what}"
-    line += f" (recovery {attempt} of {limit})" if limit else f" (recovery {attempt})"
+    line += f" (attempt {attempt} of {limit})" if limit else f" (attempt {attempt})"
     if decision in _DECISION_WORDS:
         line += f"; {_DECISION_WORDS[decision]}"
     notes = [details.get(key) for key in ("reinstall", "note")]
