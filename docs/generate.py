@@ -230,7 +230,7 @@ def events_page() -> str:
         "",
         "A plugin's event may carry `summary`: the line, in words, that the plain and live views",
         "show for it (`define_event` in [the plugin API](loop.md); the plugin writes it when it",
-        "emits the event, `\"\"` to keep the event off the terminal).",
+        'emits the event, `""` to keep the event off the terminal).',
         "",
     ]
     by_plugin = {

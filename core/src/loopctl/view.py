@@ -51,9 +51,7 @@ class View(Protocol):
 SUMMARY_FIELD = "summary"
 
 
-def choose_mode(
-    *, json_output: bool, plain: bool = False, stream: IO[str] | None = None
-) -> str:
+def choose_mode(*, json_output: bool, plain: bool = False, stream: IO[str] | None = None) -> str:
     """``json`` if asked; ``plain`` if asked (``--plain``); ``live`` on a terminal (not
     ``TERM=dumb``), and where ``FORCE_COLOR`` asks for colour on a pipe or a file (then
     without the panel, :func:`make_view`); ``plain`` otherwise. ``NO_COLOR`` takes the colour
@@ -276,7 +274,7 @@ class _Fields(dict[str, Any]):
         return "?"
 
 
-def describe(event: Event) -> str:
+def describe(event: Event, lines: Mapping[str, str] | None = None) -> str:
     """One human line for an event ("" for an event its plugin hides from the views); never
     raises, whatever the event's data holds.
 
@@ -284,7 +282,8 @@ def describe(event: Event) -> str:
     for the event (``define_event(line=...)``); the ``summary`` string in the event's data
     (:data:`SUMMARY_FIELD`, which a plugin writes when a template cannot say it; ``""`` hides
     the event from the views); else the
-    event's name and its fields in words (:func:`generic_line`)."""
+    event's name and its fields in words (:func:`generic_line`). ``lines``: the templates to use
+    instead of those :func:`use_event_lines` set."""
     data = event.data if isinstance(event.data, Mapping) else {}
     describer = _DESCRIBERS.get(event.type)
     if describer is not None:
@@ -292,7 +291,7 @@ def describe(event: Event) -> str:
             return describer(event, data)
         except Exception:  # noqa: BLE001 - odd data from a plugin: fall back to the generic line
             pass
-    template = _PLUGIN_LINES.get(event.type)
+    template = (_PLUGIN_LINES if lines is None else lines).get(event.type)
     if template is not None:
         if not template:
             return ""
@@ -326,7 +325,9 @@ def _words(value: Any) -> str:
     if isinstance(value, str):
         return _text(value, "", 120)
     if isinstance(value, (list, tuple)):
-        if all(isinstance(item, (str, int, float)) and not isinstance(item, bool) for item in value):
+        if all(
+            isinstance(item, (str, int, float)) and not isinstance(item, bool) for item in value
+        ):
             shown = [_words(item) for item in value[:3]]
             more = f" and {len(value) - 3} more" if len(value) > 3 else ""
             return _text(", ".join(item for item in shown if item) + more, "", 160)

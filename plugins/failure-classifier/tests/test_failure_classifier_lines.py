@@ -2,10 +2,20 @@
 
 from __future__ import annotations
 
-from loopctl import Event
-from loopctl.view import describe
+from typing import Any
 
-from loopctl_failure_classifier import lines
+from failure_classifier_testkit import PLUGIN_NAME
+
+from loopctl import Event
+from loopctl.testing import Project, event_line
+from loopctl_failure_classifier import lines, plugin
+from loopctl_failure_classifier.events import (
+    CLASSIFIED,
+    PREFIX,
+    RECOVERY_APPLIED,
+    RECOVERY_LIMIT,
+    event_schemas,
+)
 
 
 def test_a_classification_reads_in_words() -> None:
@@ -52,7 +62,9 @@ def test_a_recovery_says_what_the_loop_does() -> None:
         {"command": "pip install -e .", "exit_code": 1, "timed_out": False},
     )
     assert "reinstalled the dependencies with `pip install -e .`: failed with exit code 1" in line
-    restart = lines.recovery_applied("context_exhaustion", "restart_compressed", 1, 3, "restart", {})
+    restart = lines.recovery_applied(
+        "context_exhaustion", "restart_compressed", 1, 3, "restart", {}
+    )
     assert restart.endswith("; restarting the agent session")
     custom = lines.recovery_applied("db_down", "start_db", 1, None, "continue", {})
     assert custom == "db down → its declared recovery, start db (attempt 1)"
@@ -69,7 +81,31 @@ def test_the_views_show_the_summary_of_the_emitted_event() -> None:
         iteration=2,
         data={"command": "pytest", "passed": True, "summary": summary},
     )
-    assert describe(event) == (
+    assert event_line(event) == (
         "re-ran the failing tests with no code change (1.2 s): they passed, so the failure is flaky"
     )
-    assert lines.rerun(False, True, ["t::a", "t::b"], 2.0).endswith("they failed again (t::a, t::b)")
+    assert lines.rerun(False, True, ["t::a", "t::b"], 2.0).endswith(
+        "they failed again (t::a, t::b)"
+    )
+
+
+def test_every_event_of_a_real_loop_reads_in_words(loopctl_project: Project, run_loop: Any) -> None:
+    loopctl_project.write("test_app.py", "import yaml_loopctl_missing\n")
+    loopctl_project.commit("tests")
+    result = run_loop(
+        "fix it",
+        turns=[[{"say": "hi"}]],
+        plugins={PLUGIN_NAME: plugin},
+        config={"limits": {"max_iterations": 3}},
+    )
+    shown = {
+        event["type"]: event_line(event, event_schemas())
+        for event in result.events
+        if event["type"].startswith(PREFIX)
+    }
+    assert shown[CLASSIFIED].startswith("failure classified as a dependency issue, ")
+    assert "yaml_loopctl_missing" in shown[CLASSIFIED]
+    assert shown[RECOVERY_APPLIED].startswith("dependency issue → ")
+    assert shown[RECOVERY_LIMIT].endswith(": stopping the loop")
+    for line in shown.values():
+        assert not line.startswith(PREFIX), line  # none falls back to the generic line

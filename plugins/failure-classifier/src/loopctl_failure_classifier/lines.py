@@ -85,7 +85,12 @@ def classified(
 
 
 def recovery_applied(
-    mode: str, action: str, attempt: int, limit: int | None, decision: str, details: Mapping[str, Any]
+    mode: str,
+    action: str,
+    attempt: int,
+    limit: int | None,
+    decision: str,
+    details: Mapping[str, Any],
 ) -> str:
     """``dependency issue → telling the agent to declare the missing dependency (recovery 1 of
     2); no reinstall command found (set reinstall_cmd)``."""
