@@ -196,3 +196,25 @@ def test_force_color_colours_the_lines_of_a_pipe_without_a_panel(tmp_path: Path)
     assert plain.returncode == 0, plain.stderr
     assert "\x1b" not in plain.stdout
     check_the_story(screen(plain.stdout))
+
+
+def test_run_and_resume_take_plain_on_a_terminal(tmp_path: Path) -> None:
+    failing = f"{sys.executable} -c 'raise SystemExit(1)'"
+    run = ["run", "make it pass", "--agent-cmd", "true", "--test-cmd", failing, "--no-plugins"]
+    text, code = run_in_terminal([*run, "--max-iterations", "1", "--plain"], tmp_path)
+    assert code == 10, text  # the iteration limit
+    assert "\x1b" not in text
+    story = [STAMP.sub("", line) for line in stamped(screen(text))]
+    assert "iteration 1" in story, story
+    text, code = run_in_terminal(
+        ["resume", "--max-iterations", "2", "--plain", "--no-plugins"], tmp_path
+    )
+    assert "\x1b" not in text
+    story = [STAMP.sub("", line) for line in stamped(screen(text))]
+    assert story[0].startswith("resuming loop"), story
+    assert "iteration 2" in story, story
+    assert story[-1].startswith("loop ended: max_iterations"), story
+    # and without --plain, the same terminal gets the live view
+    text, code = run_in_terminal([*run, "--max-iterations", "1", "--fresh-state"], tmp_path)
+    assert "\x1b[1A" in text
+    assert "iteration 1" in [STAMP.sub("", line) for line in stamped(screen(text))]

@@ -365,3 +365,13 @@ def test_plugins_event_lines_come_from_their_declared_templates():
     stream = io.StringIO()
     PlainView(stream)(event("demo.quiet", anything=1))
     assert stream.getvalue() == ""
+
+
+@settings(max_examples=200, deadline=None)
+@given(summary=st.text(), extra=st.dictionaries(st.text(max_size=5), st.text(), max_size=3))
+def test_a_summary_from_a_plugin_is_one_clean_line(summary: str, extra: dict[str, str]) -> None:
+    line = describe(Event(type="x.event", ts=0.0, data={**extra, "summary": summary}))
+    assert len(line.splitlines()) <= 1
+    assert not ANSI.search(line)
+    assert not any(ord(c) < 32 or 0x7F <= ord(c) <= 0x9F for c in line)
+    assert len(line) <= 500
