@@ -8,18 +8,18 @@ once, and the final panel below them.
 
 from __future__ import annotations
 
-import fcntl
 import os
 import re
 import struct
 import subprocess
 import sys
-import termios
 from pathlib import Path
 
 import pytest
 
 pty = pytest.importorskip("pty")
+fcntl = pytest.importorskip("fcntl")
+termios = pytest.importorskip("termios")
 
 #: A CSI sequence (parameters, final byte), or another two-byte escape.
 CSI = re.compile(r"\x1b\[([0-9;?]*)([@-~])|\x1b[()][0-9A-Za-z]|\x1b[=>78]")
