@@ -65,6 +65,16 @@ def screen(text: str) -> list[str]:
     return ["".join(line).rstrip() for line in lines]
 
 
+def private_home(home: Path) -> dict[str, str]:
+    """A home of the test's own: the demo's failure memory never lands in the user's."""
+    home.mkdir(exist_ok=True)
+    return {
+        "HOME": str(home),
+        "XDG_DATA_HOME": str(home / "data"),
+        "LOOPCTL_FAILURE_MEMORY": str(home / "failures.sqlite3"),
+    }
+
+
 def run_in_terminal(args: list[str], cwd: Path, **env: str) -> tuple[str, int]:
     """Run ``loopctl ARGS`` with a pseudo-terminal as its stdin, stdout and stderr; read all it
     writes until it exits (the terminal's other end closes), then its exit status."""
@@ -73,8 +83,7 @@ def run_in_terminal(args: list[str], cwd: Path, **env: str) -> tuple[str, int]:
         for key, value in os.environ.items()
         if not key.startswith("LOOPCTL_") and key not in ("NO_COLOR", "FORCE_COLOR", "COLUMNS")
     }
-    environ.update(TERM="xterm-256color", **env)
-    environ["LOOPCTL_FAILURE_MEMORY"] = os.environ["LOOPCTL_FAILURE_MEMORY"]  # conftest's
+    environ.update(private_home(cwd.parent / "home"), TERM="xterm-256color", **env)
     main, child = pty.openpty()
     fcntl.ioctl(child, termios.TIOCSWINSZ, struct.pack("HHHH", 40, COLUMNS, 0, 0))
     process = subprocess.Popen(
@@ -142,8 +151,16 @@ def panel(lines: list[str]) -> list[str]:
     return lines[tops[0] : bottom + 1]
 
 
-def test_the_live_view_prints_every_line_above_its_panel(tmp_path: Path) -> None:
-    text, code = run_in_terminal(["demo"], tmp_path)
+@pytest.fixture
+def workdir(tmp_path: Path) -> Path:
+    """The directory loopctl runs in (its home is beside it)."""
+    path = tmp_path / "work"
+    path.mkdir()
+    return path
+
+
+def test_the_live_view_prints_every_line_above_its_panel(workdir: Path) -> None:
+    text, code = run_in_terminal(["demo"], workdir)
     assert code == 0, text
     lines = screen(text)
     check_the_story(lines)
@@ -156,8 +173,8 @@ def test_the_live_view_prints_every_line_above_its_panel(tmp_path: Path) -> None
     assert COLOUR.search(text)  # in colour on a colour terminal
 
 
-def test_no_color_takes_the_colour_out_not_the_live_view(tmp_path: Path) -> None:
-    text, code = run_in_terminal(["demo"], tmp_path, NO_COLOR="1")
+def test_no_color_takes_the_colour_out_not_the_live_view(workdir: Path) -> None:
+    text, code = run_in_terminal(["demo"], workdir, NO_COLOR="1")
     assert code == 0, text
     assert not COLOUR.search(text), COLOUR.search(text)
     lines = screen(text)
@@ -166,8 +183,8 @@ def test_no_color_takes_the_colour_out_not_the_live_view(tmp_path: Path) -> None
     assert "\x1b[1A" in text
 
 
-def test_plain_prints_plain_lines_on_a_terminal(tmp_path: Path) -> None:
-    text, code = run_in_terminal(["demo", "--plain"], tmp_path)
+def test_plain_prints_plain_lines_on_a_terminal(workdir: Path) -> None:
+    text, code = run_in_terminal(["demo", "--plain"], workdir)
     assert code == 0, text
     assert "\x1b" not in text  # no escape code at all: no colour, no cursor movement
     lines = screen(text)
@@ -181,7 +198,7 @@ def test_force_color_colours_the_lines_of_a_pipe_without_a_panel(tmp_path: Path)
         for key, value in os.environ.items()
         if not key.startswith("LOOPCTL_") and key != "NO_COLOR"
     }
-    environ["LOOPCTL_FAILURE_MEMORY"] = os.environ["LOOPCTL_FAILURE_MEMORY"]  # conftest's
+    environ.update(private_home(tmp_path / "home"))
     command = [sys.executable, "-m", "loopctl", "demo"]
     piped = subprocess.run(
         command, cwd=tmp_path, env={**environ, "FORCE_COLOR": "1"}, capture_output=True, text=True
@@ -198,16 +215,16 @@ def test_force_color_colours_the_lines_of_a_pipe_without_a_panel(tmp_path: Path)
     check_the_story(screen(plain.stdout))
 
 
-def test_run_and_resume_take_plain_on_a_terminal(tmp_path: Path) -> None:
+def test_run_and_resume_take_plain_on_a_terminal(workdir: Path) -> None:
     failing = f"{sys.executable} -c 'raise SystemExit(1)'"
     run = ["run", "make it pass", "--agent-cmd", "true", "--test-cmd", failing, "--no-plugins"]
-    text, code = run_in_terminal([*run, "--max-iterations", "1", "--plain"], tmp_path)
+    text, code = run_in_terminal([*run, "--max-iterations", "1", "--plain"], workdir)
     assert code == 10, text  # the iteration limit
     assert "\x1b" not in text
     story = [STAMP.sub("", line) for line in stamped(screen(text))]
     assert "iteration 1" in story, story
     text, code = run_in_terminal(
-        ["resume", "--max-iterations", "2", "--plain", "--no-plugins"], tmp_path
+        ["resume", "--max-iterations", "2", "--plain", "--no-plugins"], workdir
     )
     assert "\x1b" not in text
     story = [STAMP.sub("", line) for line in stamped(screen(text))]
@@ -215,6 +232,6 @@ def test_run_and_resume_take_plain_on_a_terminal(tmp_path: Path) -> None:
     assert "iteration 2" in story, story
     assert story[-1].startswith("loop ended: max_iterations"), story
     # and without --plain, the same terminal gets the live view
-    text, code = run_in_terminal([*run, "--max-iterations", "1", "--fresh-state"], tmp_path)
+    text, code = run_in_terminal([*run, "--max-iterations", "1", "--fresh-state"], workdir)
     assert "\x1b[1A" in text
     assert "iteration 1" in [STAMP.sub("", line) for line in stamped(screen(text))]
