@@ -169,6 +169,9 @@ def test_descriptions_carry_the_facts() -> None:
     assert describe(event("iteration.end", **SAMPLES["iteration.end"])) == (
         "iteration 3 done → restart (stuck)"
     )
+    assert describe(event("loop.stuck", **SAMPLES["loop.stuck"])) == (
+        "stuck: the same failure 3 times in a row → telling the agent to try something else"
+    )
     plugin = describe(event("plugin.error", **SAMPLES["plugin.error"]))
     assert "broken" in plugin
     assert "after_iteration" in plugin

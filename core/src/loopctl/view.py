@@ -191,6 +191,13 @@ def _loop_end(e: Event, d: Mapping[str, Any]) -> str:
     )
 
 
+#: What each escalation of stuck detection does, in words.
+_STUCK_WORDS = {
+    "nudge": "telling the agent to try something else",
+    "restart": "restarting the agent session",
+    "stop": "stopping the loop",
+}
+
 _DESCRIBERS: dict[str, Callable[[Event, Mapping[str, Any]], str]] = {
     "loop.start": _loop_start,
     "loop.resume": _loop_start,
@@ -223,8 +230,8 @@ _DESCRIBERS: dict[str, Callable[[Event, Mapping[str, Any]], str]] = {
         f"tests passed, but the agent did not say `{_text(d.get('signal'))}`; going on"
     ),
     "loop.stuck": lambda e, d: (
-        f"stuck: the same failure {_plural(d.get('streak'), 'time')} in a row "
-        f"(escalation: {_text(d.get('escalation'))})"
+        f"stuck: the same failure {_plural(d.get('streak'), 'time')} in a row → "
+        + _STUCK_WORDS.get(str(d.get("escalation")), _text(d.get("escalation")))
     ),
     "loop.failed_approach": lambda e, d: f"noted a failed approach: {_text(d.get('text'))}",
     "loop.not_agents_fault": lambda e, d: (
