@@ -140,6 +140,10 @@ def check_the_story(lines: list[str]) -> None:
     assert "dependency issue → telling the agent to declare the missing dependency" in "\n".join(
         story
     )
+    assert any(
+        "past the warn threshold (70%) → restart after this iteration" in line for line in story
+    )
+    assert "fresh agent session #1 (the context passed the warn threshold)" in "\n".join(story)
     assert not [line for line in story if line.startswith(("failure-classifier.", "context-"))]
     assert not [line for line in story if re.search(r"\w=\S|[{\[]['\"]", line)], story
 

@@ -65,7 +65,9 @@ def test_a_recovery_says_what_the_loop_does() -> None:
     restart = lines.recovery_applied(
         "context_exhaustion", "restart_compressed", 1, 3, "restart", {}
     )
-    assert restart.endswith("; restarting the agent session")
+    assert restart == "context exhaustion → restarting with a compressed briefing (attempt 1 of 3)"
+    redirect = lines.recovery_applied("infinite_loop", "reduce_and_redirect", 1, 2, "restart", {})
+    assert redirect.endswith("(attempt 1 of 2); restarting the agent session")
     custom = lines.recovery_applied("db_down", "start_db", 1, None, "continue", {})
     assert custom == "db down → its declared recovery, start db (attempt 1)"
     heading = ["the linter reported:", "app.py:1:8: F401 `os` imported but unused"]

@@ -105,7 +105,7 @@ def recovery_applied(
         what = f"reinstalled the dependencies with `{details['command']}`: {outcome}"
     line = f"{mode_words(mode, short=True)} → {what}"
     line += f" (attempt {attempt} of {limit})" if limit else f" (attempt {attempt})"
-    if decision in _DECISION_WORDS:
+    if decision in _DECISION_WORDS and not what.startswith(_DECISION_WORDS[decision][:9]):
         line += f"; {_DECISION_WORDS[decision]}"
     notes = [details.get(key) for key in ("reinstall", "note")]
     if action != "reinstall_deps" and isinstance(details.get("command"), str):
