@@ -593,6 +593,7 @@ def mask(output: str, home: Path) -> str:
     text = re.sub(r"\bduration_s=\d+(?:\.\d+)?", "duration_s=#.#", text)
     text = re.sub(r"\bprompt( size:)? [\d,]+ chars", r"prompt\1 #,### chars", text)
     text = re.sub(r"\b[\d,]+-char briefing", "#,###-char briefing", text)
+    text = re.sub(r"\bbriefed in [\d,]+ chars", "briefed in #,### chars", text)
     text = re.sub(
         r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b",
         "00000000-0000-0000-0000-000000000000",

@@ -251,6 +251,10 @@ def events_page() -> str:
         "usually `iteration`, and the fields below. `loopctl events schema` prints the JSON Schema",
         "(draft 2020-12) that every line validates against, including the enabled plugins' events.",
         "",
+        "A plugin's event may carry `summary`: the line, in words, that the plain and live views",
+        "show for it (`define_event` in [the plugin API](loop.md); the plugin writes it when it",
+        'emits the event, `""` to keep the event off the terminal).',
+        "",
     ]
     by_plugin = {
         plugin: {name: spec for name, (spec, owner) in declared.items() if owner == plugin}

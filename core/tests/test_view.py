@@ -169,16 +169,49 @@ def test_descriptions_carry_the_facts() -> None:
     assert describe(event("iteration.end", **SAMPLES["iteration.end"])) == (
         "iteration 3 done → restart (stuck)"
     )
+    assert describe(event("loop.stuck", **SAMPLES["loop.stuck"])) == (
+        "stuck: the same failure 3 times in a row → telling the agent to try something else"
+    )
     plugin = describe(event("plugin.error", **SAMPLES["plugin.error"]))
     assert "broken" in plugin
     assert "after_iteration" in plugin
     assert "Traceback" not in plugin
 
 
-def test_unknown_events_fall_back_to_their_data() -> None:
+def test_unknown_events_fall_back_to_their_data_in_words() -> None:
     line = describe(event("context_monitor.snapshot", percent=81, files=["a.py"]))
-    assert line == 'context_monitor.snapshot: percent=81, files=["a.py"]'
+    assert line == "context_monitor.snapshot (percent 81; files a.py)"
     assert describe(event("x.bare")) == "x.bare"
+    # the line the issue quoted: a list of objects cut mid-repr, and an empty field as `limit=`
+    line = describe(
+        event(
+            "x.classified",
+            mode="dependency_issue",
+            limit=None,
+            ok=True,
+            candidates=[{"mode": "a", "confidence": 0.5}] * 4,
+            tests=[f"t{n}" for n in range(5)],
+            evidence="word " * 100,
+        )
+    )
+    assert line.startswith("x.classified (mode dependency_issue; ok yes; candidates 4 items; ")
+    assert "tests t0, t1, t2 and 2 more" in line
+    assert "limit" not in line
+    assert not set("{[=") & set(line)
+
+
+def test_a_plugins_event_reads_as_the_summary_its_data_carries() -> None:
+    from loopctl.view import SUMMARY_FIELD, use_event_lines
+
+    assert SUMMARY_FIELD == "summary"
+    line = describe(event("x.verdict", mode="m", summary="failure classified\x1b[2J as m"))
+    assert line == "failure classified as m"  # sanitised like every line
+    assert describe(event("x.verdict", mode="m", summary="")) == ""  # an empty one hides it
+    assert describe(event("x.verdict", mode="m", summary=3)) == "x.verdict (mode m; summary 3)"
+    # a declared template comes first; a core event's own line is never replaced
+    use_event_lines({"x.templated": "templated {mode}"})
+    assert describe(event("x.templated", mode="m", summary="s")) == "templated m"
+    assert describe(event("tests.start", command="pytest", summary="s")) == "running tests: pytest"
 
 
 @settings(max_examples=100, deadline=None)
@@ -278,7 +311,6 @@ def test_live_view_renders_a_panel() -> None:
     view = LiveView(max_iterations=5, console=console)
     for item in run_events():
         view(item)
-    view(event("loop.context_usage", percent=40, tokens=80_000, window=200_000))
     view(event("agent.end", outcome="ok", tokens=10, context_tokens=5000, context_window=None))
     view(event("loop.warning", message="[/bold] is not markup here"))
     view.close()
@@ -291,6 +323,12 @@ def test_live_view_renders_a_panel() -> None:
     assert "[/bold] is not markup here" in text
     assert "5,000 tokens (window unknown)" in text
     assert view.tokens == 15_210
+    # every event's line was printed above the panel, stamped, each once (the scrollback's)
+    printed = [line for line in text.splitlines() if STAMP.match(line)]
+    expected = [describe(item) for item in run_events() if item.type != "agent.rate_limit_waiting"]
+    for line in expected:
+        assert sum(line in row for row in printed) == 1, (line, printed)
+    assert not any("│" in row for row in printed)  # outside the panel, not in it
 
 
 class FakeTerminal(io.StringIO):
@@ -304,8 +342,10 @@ def test_choose_mode(monkeypatch: pytest.MonkeyPatch) -> None:
     assert choose_mode(json_output=True, stream=FakeTerminal()) == "json"
     assert choose_mode(json_output=False, stream=FakeTerminal()) == "live"
     assert choose_mode(json_output=False, stream=io.StringIO()) == "plain"  # a pipe or a file
-    monkeypatch.setenv("NO_COLOR", "1")
-    assert choose_mode(json_output=False, stream=FakeTerminal()) == "plain"
+    assert choose_mode(json_output=False, plain=True, stream=FakeTerminal()) == "plain"
+    assert choose_mode(json_output=True, plain=True, stream=FakeTerminal()) == "json"
+    monkeypatch.setenv("NO_COLOR", "1")  # colour off, not the live view
+    assert choose_mode(json_output=False, stream=FakeTerminal()) == "live"
     monkeypatch.delenv("NO_COLOR")
     monkeypatch.setenv("TERM", "dumb")
     assert choose_mode(json_output=False, stream=FakeTerminal()) == "plain"
@@ -328,3 +368,13 @@ def test_plugins_event_lines_come_from_their_declared_templates():
     stream = io.StringIO()
     PlainView(stream)(event("demo.quiet", anything=1))
     assert stream.getvalue() == ""
+
+
+@settings(max_examples=200, deadline=None)
+@given(summary=st.text(), extra=st.dictionaries(st.text(max_size=5), st.text(), max_size=3))
+def test_a_summary_from_a_plugin_is_one_clean_line(summary: str, extra: dict[str, str]) -> None:
+    line = describe(Event(type="x.event", ts=0.0, data={**extra, "summary": summary}))
+    assert len(line.splitlines()) <= 1
+    assert not ANSI.search(line)
+    assert not any(ord(c) < 32 or 0x7F <= ord(c) <= 0x9F for c in line)
+    assert len(line) <= 500

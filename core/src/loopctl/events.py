@@ -66,7 +66,10 @@ def define_event(
 
     ``line`` is how the plain and live views show it: a ``str.format`` template over the
     event's fields (``"context {percent}% full"``); ``""`` hides it there (it is still written
-    to events.jsonl); None shows the fields as ``key=value``.
+    to events.jsonl). None (the default): the views show the event's ``summary`` field, a line
+    in words the plugin writes when it emits the event (``loop.emit(TYPE, ..., summary="failure
+    classified as a dependency issue")``, ``""`` to hide it), for what a template cannot say;
+    an event with neither reads as its name and its fields in words. Every line is sanitised.
     """
     spec: dict[str, Any] = {
         "description": description,
@@ -248,6 +251,11 @@ def event_schema(extra: Mapping[str, Mapping[str, Any]] | None = None) -> dict[s
             "type": {"type": "string", "minLength": 1},
             "ts": {"type": "number"},
             "iteration": {"type": ["integer", "null"]},
+            "summary": {
+                "type": "string",
+                "description": "How the event reads to a person (the views' line), written by "
+                "the plugin that emitted it; optional.",
+            },
         },
         "allOf": [
             {

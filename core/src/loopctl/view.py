@@ -1,9 +1,19 @@
 """What a person (or a script) sees while a loop runs.
 
-* ``live``: a rich panel on a terminal: iteration N of max, the phase (agent or tests), elapsed
-  time, tokens and context fill when known, the last test result, and recent events.
-* ``plain``: one line per event, for logs, pipes and ``NO_COLOR``; never an escape code.
+* ``live``: on a terminal, one line per event printed *above* a rich live panel (iteration N of
+  max, the phase, elapsed time, tokens and context fill when known, the last test result), as
+  pip, uv and cargo print above their progress bars: the terminal's scrollback keeps every
+  line, the panel stays at the bottom. ``NO_COLOR`` turns its colours off (rich reads it), not
+  the panel; ``FORCE_COLOR`` turns them on where rich would not, and on a pipe or a file
+  gives the coloured lines without the panel.
+* ``plain``: one line per event, for logs, pipes, ``TERM=dumb`` and ``--plain``; never an
+  escape code.
 * ``json``: every event as one JSON object per line on stdout, for scripts.
+
+How an event reads (:func:`describe`): the core's own events have lines written here; a
+plugin's event reads as the ``line`` template its schema declares, else as the ``summary``
+string its data carries (:data:`SUMMARY_FIELD`), else generically (its name and its fields in
+words). Every line passes :func:`loopctl.terminal.sanitize_line`.
 
 A view never stops a loop: a closed pipe (``loopctl run … | head``) silences the view, and an
 event it cannot describe is shown generically.
@@ -16,7 +26,6 @@ import os
 import sys
 import threading
 import time
-from collections import deque
 from collections.abc import Callable, Mapping
 from typing import IO, TYPE_CHECKING, Any, Protocol
 
@@ -38,18 +47,32 @@ class View(Protocol):
     def close(self) -> None: ...
 
 
-def choose_mode(*, json_output: bool, stream: IO[str] | None = None) -> str:
-    """``json`` if asked; ``live`` on a colour terminal; ``plain`` otherwise (or with NO_COLOR)."""
+#: The data field in which a plugin writes how its event reads to a person (one line, in words).
+SUMMARY_FIELD = "summary"
+
+
+def choose_mode(*, json_output: bool, plain: bool = False, stream: IO[str] | None = None) -> str:
+    """``json`` if asked; ``plain`` if asked (``--plain``); ``live`` on a terminal (not
+    ``TERM=dumb``), and where ``FORCE_COLOR`` asks for colour on a pipe or a file (then
+    without the panel, :func:`make_view`); ``plain`` otherwise. ``NO_COLOR`` takes the colour
+    out of the live view, not the view."""
     if json_output:
         return "json"
-    stream = stream or sys.stdout
-    try:
-        tty = stream.isatty()
-    except (AttributeError, ValueError, OSError):
-        tty = False
-    if os.environ.get("NO_COLOR") or not tty or os.environ.get("TERM") == "dumb":
+    if plain:
         return "plain"
-    return "live"
+    tty = _is_terminal(stream or sys.stdout)
+    if tty and os.environ.get("TERM") != "dumb":
+        return "live"
+    if not tty and os.environ.get("FORCE_COLOR") and not os.environ.get("NO_COLOR"):
+        return "live"  # coloured lines, without the panel (make_view)
+    return "plain"
+
+
+def _is_terminal(stream: IO[str]) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError, OSError):
+        return False
 
 
 # --- one line per event ---------------------------------------------------------------------------
@@ -154,6 +177,13 @@ def _loop_end(e: Event, d: Mapping[str, Any]) -> str:
     )
 
 
+#: What each escalation of stuck detection does, in words.
+_STUCK_WORDS = {
+    "nudge": "telling the agent to try something else",
+    "restart": "restarting the agent session",
+    "stop": "stopping the loop",
+}
+
 _DESCRIBERS: dict[str, Callable[[Event, Mapping[str, Any]], str]] = {
     "loop.start": _loop_start,
     "loop.resume": _loop_start,
@@ -186,8 +216,8 @@ _DESCRIBERS: dict[str, Callable[[Event, Mapping[str, Any]], str]] = {
         f"tests passed, but the agent did not say `{_text(d.get('signal'))}`; going on"
     ),
     "loop.stuck": lambda e, d: (
-        f"stuck: the same failure {_plural(d.get('streak'), 'time')} in a row "
-        f"(escalation: {_text(d.get('escalation'))})"
+        f"stuck: the same failure {_plural(d.get('streak'), 'time')} in a row → "
+        + _STUCK_WORDS.get(str(d.get("escalation")), _text(d.get("escalation")))
     ),
     "loop.failed_approach": lambda e, d: f"noted a failed approach: {_text(d.get('text'))}",
     "loop.not_agents_fault": lambda e, d: (
@@ -221,10 +251,6 @@ _DESCRIBERS: dict[str, Callable[[Event, Mapping[str, Any]], str]] = {
     "state.write_error": lambda e, d: (
         f"could not write a state file (the loop goes on): {_text(d.get('error'))}"
     ),
-    "loop.context_usage": lambda e, d: (
-        f"context {_count(d.get('percent'))}% full "
-        f"({_count(d.get('tokens'))} of {_count(d.get('window'))} tokens)"
-    ),
 }
 
 
@@ -242,9 +268,16 @@ class _Fields(dict[str, Any]):
         return "?"
 
 
-def describe(event: Event) -> str:
+def describe(event: Event, lines: Mapping[str, str] | None = None) -> str:
     """One human line for an event ("" for an event its plugin hides from the views); never
-    raises, whatever the event's data holds."""
+    raises, whatever the event's data holds.
+
+    In this order: the core's line for its own events; the ``line`` template a plugin declared
+    for the event (``define_event(line=...)``); the ``summary`` string in the event's data
+    (:data:`SUMMARY_FIELD`, which a plugin writes when a template cannot say it; ``""`` hides
+    the event from the views); else the
+    event's name and its fields in words (:func:`generic_line`). ``lines``: the templates to use
+    instead of those :func:`use_event_lines` set."""
     data = event.data if isinstance(event.data, Mapping) else {}
     describer = _DESCRIBERS.get(event.type)
     if describer is not None:
@@ -252,7 +285,7 @@ def describe(event: Event) -> str:
             return describer(event, data)
         except Exception:  # noqa: BLE001 - odd data from a plugin: fall back to the generic line
             pass
-    template = _PLUGIN_LINES.get(event.type)
+    template = (_PLUGIN_LINES if lines is None else lines).get(event.type)
     if template is not None:
         if not template:
             return ""
@@ -268,12 +301,49 @@ def describe(event: Event) -> str:
             return _text(template.format_map(fields), "", 500)
         except (ValueError, KeyError, IndexError, AttributeError):
             pass
-    rest = ", ".join(
-        f"{_text(key, '', 40)}={_text(value, '', 120)}"
-        for key, value in data.items()
-        if key != "traceback"
-    )
-    return f"{_text(event.type)}" + (f": {rest}" if rest else "")
+    summary = data.get(SUMMARY_FIELD)
+    if isinstance(summary, str):  # "" hides the event, as an empty template does
+        return _text(summary, "", 500)
+    return generic_line(event.type, data)
+
+
+def _words(value: Any) -> str:
+    """A field's value in words: text as it is, numbers with separators, yes/no, a short list
+    joined, anything bigger counted; "" for nothing."""
+    if value is None or value == "" or value == [] or value == {}:
+        return ""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, (int, float)):
+        return _count(value, "")
+    if isinstance(value, str):
+        return _text(value, "", 120)
+    if isinstance(value, (list, tuple)):
+        if all(
+            isinstance(item, (str, int, float)) and not isinstance(item, bool) for item in value
+        ):
+            shown = [_words(item) for item in value[:3]]
+            more = f" and {len(value) - 3} more" if len(value) > 3 else ""
+            return _text(", ".join(item for item in shown if item) + more, "", 160)
+        return _plural(len(value), "item")
+    if isinstance(value, Mapping):
+        return _plural(len(value), "field")
+    return _text(str(value), "", 120)
+
+
+def generic_line(type: str, data: Mapping[str, Any]) -> str:
+    """``name (field value; field value)`` for an event nobody wrote a line for: field names
+    with spaces, empty fields left out, lists and objects counted, never a cut-off repr."""
+    parts = []
+    for key, value in data.items():
+        if key == "traceback" or not isinstance(key, str):
+            continue
+        words = _words(value)
+        name = _text(key.replace("_", " "), "", 40)
+        if words and name:
+            parts.append(f"{name} {words}")
+    name = _text(type)
+    return name + (f" ({'; '.join(parts)})" if parts else "")
 
 
 # --- the views ------------------------------------------------------------------------------------
@@ -332,9 +402,17 @@ def _silence(stream: IO[str]) -> None:
 
 
 class LiveView:
-    """A rich Live panel, redrawn four times a second; rich is imported only for this view."""
+    """Each event's line printed above a rich Live panel, which is redrawn four times a second
+    and stays at the bottom of the terminal; rich is imported only for this view. The console
+    is rich's default one, so rich reads ``NO_COLOR``, ``FORCE_COLOR`` and the terminal's size
+    itself.
 
-    def __init__(self, max_iterations: int, *, console: Console | None = None) -> None:
+    ``panel=False`` (``FORCE_COLOR`` where stdout is not a terminal) prints the coloured lines
+    only, and the panel once at the end: there is no terminal to redraw it in."""
+
+    def __init__(
+        self, max_iterations: int, *, console: Console | None = None, panel: bool = True
+    ) -> None:
         from rich.console import Console
         from rich.live import Live
 
@@ -346,15 +424,16 @@ class LiveView:
         self.tokens: int | None = None  # None until an agent reports its usage
         self.context: tuple[int, int | None] | None = None
         self.last_tests = "—"
-        self.recent: deque[str] = deque(maxlen=6)
         self._lock = threading.Lock()
-        self.live = Live(
-            console=self.console,
-            get_renderable=self._render,
-            refresh_per_second=4,
-            transient=False,
-        )
-        self.live.start()
+        self.live: Live | None = None
+        if panel:
+            self.live = Live(
+                console=self.console,
+                get_renderable=self._render,
+                refresh_per_second=4,
+                transient=False,
+            )
+            self.live.start()
 
     def __call__(self, event: Event) -> None:
         d = event.data
@@ -378,11 +457,6 @@ class LiveView:
                 if tokens:
                     window = _number(d.get("context_window"))
                     self.context = (int(tokens), int(window) if window else None)
-            elif event.type == "loop.context_usage":
-                tokens = _number(d.get("tokens"))
-                if tokens:
-                    window = _number(d.get("window"))
-                    self.context = (int(tokens), int(window) if window else None)
             elif event.type == "tests.end":
                 self.last_tests = _tests_end(event, d)
             elif event.type == "agent.rate_limit_wait":
@@ -391,11 +465,28 @@ class LiveView:
                 self.phase = "restarting the agent session"
             elif event.type == "loop.end":
                 self.phase = f"ended: {_text(d.get('status'))}"
-            if event.type not in QUIET_EVENTS and event.type not in ("tests.start", "agent.start"):
-                line = describe(event)
-                if line:
-                    self.recent.append(line)
-        self.live.refresh()
+        if event.type not in QUIET_EVENTS:
+            line = describe(event)
+            if line:
+                self._print(event, line)
+        if self.live is not None:
+            self.live.refresh()
+
+    def _print(self, event: Event, line: str) -> None:
+        """``[HH:MM:SS] line`` above the panel: it goes to the terminal's scrollback."""
+        from rich.text import Text
+
+        try:
+            stamp = time.strftime("%H:%M:%S", time.localtime(event.ts))
+        except (TypeError, ValueError, OverflowError, OSError):
+            stamp = "--:--:--"
+        text = Text()
+        text.append(f"[{stamp}] ", style="dim")
+        text.append(line, style=_line_style(event))  # Text: brackets in messages are not markup
+        try:
+            self.console.print(text, soft_wrap=True)
+        except (BrokenPipeError, ValueError, OSError):  # the terminal is gone; the loop goes on
+            pass
 
     def _render(self) -> RenderableType:
         from rich.panel import Panel
@@ -421,20 +512,38 @@ class LiveView:
                 else:
                     grid.add_row("context", f"{tokens:,} tokens (window unknown)")
             grid.add_row("last tests", Text(self.last_tests))
-            for line in self.recent:
-                grid.add_row("", Text(line))  # Text: brackets in messages are not markup
             return Panel(grid, title="loopctl", border_style="cyan")
 
     def close(self) -> None:
+        if self.live is None:
+            try:
+                self.console.print(self._render())
+            except (BrokenPipeError, ValueError, OSError):
+                pass
+            return
         try:
             self.live.refresh()
         finally:
             self.live.stop()
 
 
+def _line_style(event: Event) -> str:
+    """The colour of an event's line in the live view (none where the event says nothing bad)."""
+    data = event.data if isinstance(event.data, Mapping) else {}
+    if event.type == "tests.end":
+        return "green" if data.get("passed") else "red"
+    if event.type in ("loop.warning", "plugin.error", "plugin.hung", "state.write_error"):
+        return "yellow"
+    if event.type == "loop.end":
+        return "bold green" if data.get("exit_code") == 0 else "bold red"
+    if event.type == "iteration.start":
+        return "bold"
+    return ""
+
+
 def make_view(mode: str, *, max_iterations: int) -> View:
     if mode == "json":
         return JsonView()
     if mode == "live":
-        return LiveView(max_iterations)
+        return LiveView(max_iterations, panel=_is_terminal(sys.stdout))
     return PlainView()

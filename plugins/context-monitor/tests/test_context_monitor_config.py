@@ -166,10 +166,19 @@ def test_every_emitted_event_is_declared() -> None:
     assert emitted == set(event_schemas()), sorted(emitted ^ set(event_schemas()))
 
 
-def test_usage_events_have_a_view_line() -> None:
-    template = event_schemas()[ev.USAGE]["line"]
-    line = template.format(percent=70.5, tokens=141_000, window=200_000)
-    assert line == "context 70.5% full (141,000 of 200,000 tokens)"
+def test_usage_events_carry_the_line_the_views_show() -> None:
+    from loopctl_context_monitor.gauge import Reading
+    from loopctl_context_monitor.monitor import _usage_line
+
+    assert "line" not in event_schemas()[ev.USAGE]  # the summary field says it
+    assert "summary" in event_schemas()[ev.USAGE]["properties"]
+    known = Reading(141_000, 200_000)
+    assert _usage_line("stream", known, None) == "context 70.5% full (141,000 of 200,000 tokens)"
+    assert _usage_line("iteration", known, None) == ""  # the stream said it: hidden
+    unknown = Reading(None, 200_000)
+    reason = "the agent reported no token usage"
+    assert _usage_line("iteration", unknown, reason) == f"context fill unknown: {reason}"
+    assert "?" not in _usage_line("stream", Reading(5_000, None), None)
 
 
 def test_real_runs_validate_against_the_published_schema(buggy: Project, run_loop: Any) -> None:

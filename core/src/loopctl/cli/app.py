@@ -81,6 +81,7 @@ app.add_typer(events_app, name="events")
 
 JSON_HELP = "Print machine-readable JSON instead of text."
 EVENTS_JSON_HELP = "Print every event as one JSON object per line on stdout."
+PLAIN_HELP = "One plain line per event, also on a terminal (no live panel, no colour)."
 STATE_DIR_HELP = "The state directory (default: .loopctl in the working directory, or `state_dir`)."
 CONFIG_HELP = "Use this config file instead of searching for one."
 
@@ -213,13 +214,14 @@ def _run_loop(
     prepare_kwargs: dict[str, Any],
     *,
     json_output: bool,
+    plain: bool = False,
     summary: Callable[[Engine, LoopOutcome], None] | None = None,
 ) -> None:
     """Prepare the run, check its state directory, run it with a view, exit with its code."""
     from loopctl.launch import prepare
     from loopctl.view import View, choose_mode, make_view, use_event_lines
 
-    mode = choose_mode(json_output=json_output)
+    mode = choose_mode(json_output=json_output, plain=plain)
     current: list[View] = []
 
     def on_event(event: Any) -> None:
@@ -396,6 +398,7 @@ def run_command(
         ),
     ] = False,
     json_output: Annotated[bool, typer.Option("--json", help=EVENTS_JSON_HELP)] = False,
+    plain: Annotated[bool, typer.Option("--plain", help=PLAIN_HELP)] = False,
 ) -> None:
     """Run the agent in a loop until the test command passes (or a limit stops it)."""
     text = _read_goal(goal, goal_file)
@@ -427,6 +430,7 @@ def run_command(
             state_dir=state_dir,
         ),
         json_output=json_output,
+        plain=plain,
     )
 
 
@@ -524,6 +528,7 @@ def resume_command(
         bool, typer.Option("--no-plugins", help="Load no installed plugins (built-ins only).")
     ] = False,
     json_output: Annotated[bool, typer.Option("--json", help=EVENTS_JSON_HELP)] = False,
+    plain: Annotated[bool, typer.Option("--plain", help=PLAIN_HELP)] = False,
 ) -> None:
     """Continue a loop that was interrupted or whose process died, under its own settings.
 
@@ -601,6 +606,7 @@ def resume_command(
             state_dir=target,
         ),
         json_output=json_output,
+        plain=plain,
     )
 
 
@@ -748,6 +754,7 @@ def demo_command(
         ),
     ] = None,
     json_output: Annotated[bool, typer.Option("--json", help=EVENTS_JSON_HELP)] = False,
+    plain: Annotated[bool, typer.Option("--plain", help=PLAIN_HELP)] = False,
 ) -> None:
     """Run a complete loop offline: a small project with failing tests, fixed by the scripted
     agent. The project and its report are kept; nothing outside it is written."""
@@ -779,6 +786,7 @@ def demo_command(
         _run_loop(
             dict(workdir=project.workdir, goal=project.goal, config_file=project.config_file),
             json_output=json_output,
+            plain=plain,
             summary=summary,
         )
 

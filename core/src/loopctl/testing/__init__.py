@@ -260,11 +260,38 @@ def _value(value: Any) -> str:
     raise TypeError(f"cannot write {value!r} as TOML")
 
 
+def event_line(
+    event: Mapping[str, Any] | Event, schemas: Mapping[str, Mapping[str, Any]] | None = None
+) -> str:
+    """The line loopctl's plain and live views show for ``event`` (an ``events.jsonl`` object,
+    as :attr:`RunResult.events` holds, or an :class:`~loopctl.Event`), without the clock time;
+    ``""`` when the event is kept off the terminal. ``schemas`` are the declared events
+    (``register_event_schemas``' result), whose ``line`` templates come first; then the event's
+    ``summary``; then its name and fields in words. For a test that your events read well."""
+    from loopctl.view import describe
+
+    if not isinstance(event, Event):
+        data = {k: v for k, v in event.items() if k not in ("type", "ts", "iteration")}
+        event = Event(
+            type=str(event.get("type", "")),
+            ts=float(event.get("ts") or 0.0),
+            data=data,
+            iteration=event.get("iteration"),
+        )
+    templates = {
+        name: spec["line"]
+        for name, spec in (schemas or {}).items()
+        if isinstance(spec.get("line"), str)
+    }
+    return describe(event, templates)
+
+
 __all__ = [
     "Project",
     "RunResult",
     "ScriptedAgent",
     "ScriptedParser",
+    "event_line",
     "event_schema",
     "hook_relay",
     "make_project",

@@ -128,11 +128,8 @@ def _check(value: Any, schema: dict[str, Any], root: dict[str, Any], path: str) 
 
 
 #: How the plain and live views show each event (``loopctl.define_event``'s ``line``).
-VIEW_LINES = {
-    CONTEXT_GENERATED: "{stage} failed: {category} (rule {rule}), {similar_count} similar",
-    SUGGESTION_RECORDED: "",
-    SUGGESTION_RESOLVED: "suggestion {suggestion_id}: effective={effective} ({reason})",
-}
+#: The other two carry their line in their ``summary`` field (:mod:`loopctl_context_errors.lines`).
+VIEW_LINES: dict[str, str] = {SUGGESTION_RECORDED: ""}
 _ENVELOPE = ("type", "ts", "iteration")
 
 
@@ -160,7 +157,7 @@ def core_event_schemas() -> dict[str, dict[str, Any]]:
         required = {k: properties[k] for k in spec["required"] if k in properties}
         optional = {k: v for k, v in properties.items() if k not in required}
         declared[name] = define_event(
-            spec["description"], required, optional, line=VIEW_LINES[name]
+            spec["description"], required, optional, line=VIEW_LINES.get(name)
         )
     return declared
 

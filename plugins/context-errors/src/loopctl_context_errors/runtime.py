@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from loopctl import StashKey, redact
 from loopctl_context_errors import events
+from loopctl_context_errors import lines as say
 from loopctl_context_errors.categories import Categorization, Rule, RuleSet, categorize
 from loopctl_context_errors.config import ContextErrorsConfig
 from loopctl_context_errors.ledger import Ledger, SuggestionSet, judge
@@ -182,6 +183,9 @@ def _judge(
             suggested_at_iteration=entry.iteration,
             passed_tests=[redact(t)[:500] for t in verdict.passed_tests][:20],
             still_failing=[redact(t)[:500] for t in verdict.still_failing][:20],
+            summary=say.suggestion_resolved(
+                entry.iteration, verdict.effective, verdict.reason, len(verdict.still_failing)
+            ),
         )
         if memory is None:
             continue
@@ -341,6 +345,13 @@ def handle_failure(loop: Loop, record: IterationRecord, test_run: TestRun | None
         memory_ms=report.memory_ms,
         report_path=str(path) if path is not None else None,
         duration_ms=round((time.perf_counter() - started) * 1000, 3),
+        summary=say.context_generated(
+            report.stage[:100],
+            report.category.value,
+            report.rule,
+            len(report.similar),
+            sum(1 for s in report.similar if s.record.fixed),
+        ),
     )
     loop.hook.context_errors_report(loop=loop, report=report)
     suggestion_id = f"{rid[:8]}-{loop.iteration:04d}-{sanitize_stage(stage)}"

@@ -78,8 +78,7 @@ def event_schemas() -> dict[str, dict[str, Any]]:
                 "source": {"enum": ["stream", "iteration"]},
                 "known": f.BOOL,
             },
-            {"reason": f.STR},
-            line="context {percent}% full ({tokens:,} of {window:,} tokens)",
+            {"reason": f.STR, "summary": f.STR},
         ),
         USAGE_UNKNOWN: define_event(
             "The fill could not be measured (no usage reported, or an unknown window); once per "
@@ -96,7 +95,7 @@ def event_schemas() -> dict[str, dict[str, Any]]:
                 "restarts": f.INT,
                 "action": f.STR,
             },
-            line="context {percent}% full, over the warn threshold ({threshold}): {action}",
+            {"summary": f.STR},
         ),
         HARD_LIMIT: define_event(
             "The context reached the hard threshold mid-turn: the turn is ended at this message.",
@@ -121,8 +120,7 @@ def event_schemas() -> dict[str, dict[str, Any]]:
                 "path": f.OPT_STR,
                 "archived": f.OPT_STR,
             },
-            line="restart {number} ({trigger}): the fresh session gets a {briefing_chars:,}-char "
-            "briefing ({briefing_source})",
+            {"summary": f.STR},
         ),
         BASELINE_HIGH: define_event(
             "After a context restart, the fresh session started at or over the warn threshold.",

@@ -62,6 +62,15 @@ CHARS_PER_TOKEN_LOW = 3
 STATE_KEY = "context_monitor"
 
 
+#: Why the monitor restarted the session, in words.
+_TRIGGER_WORDS = {
+    "warn": "the context passed the warn threshold",
+    "hard": "the context passed the hard threshold",
+    "overflow": "the agent ran out of context",
+    "handoff": "after the handoff turn",
+}
+
+
 def _percent(reading: Reading) -> str:
     return reading.describe()
 
@@ -332,6 +341,8 @@ class Monitor:
             session=self.gauge.session_id or self.loop.session_id,
             restarts=self.loop.restarts,
             action=action,
+            summary=f"context {reading.describe()}, past the warn threshold "
+            f"({self.cfg.warn_threshold:.0%}) → {action}",
         )
 
     def _on_hard(self, reading: Reading) -> Decision | None:
@@ -477,6 +488,8 @@ class Monitor:
             trimmed=briefing.trimmed,
             path=str(state_dir / BRIEFING_FILE) if written else None,
             archived=str(Path(restart.archive_dir) / BRIEFING_FILE) if archived else None,
+            summary=f"restart {restart.number}: a fresh agent session ({_TRIGGER_WORDS.get(trigger, trigger)})"
+            f", briefed in {len(text):,} chars",
         )
         self.trigger, self.trigger_reading = None, None
         self.handoff, self.handoff_text, self.handoff_check = None, None, []
@@ -526,6 +539,7 @@ class Monitor:
             source=source,
             known=reading.known,
             **extra,
+            summary=_usage_line(source, reading, extra.get("reason")),
         )
 
     def _emit_iteration_usage(self) -> None:
@@ -811,3 +825,14 @@ def _state_dir_inside(loop: Loop) -> tuple[str, ...]:
         return (str(loop.state_dir.resolve().relative_to(loop.workdir.resolve())),)
     except ValueError:
         return ()
+
+
+def _usage_line(source: str, reading: Reading, reason: Any) -> str:
+    """The line loopctl's views show for a usage reading: each streamed change; the
+    iteration's reading only when it says something new (the fill is unknown), else ""
+    (hidden from the views; it is in events.jsonl)."""
+    if source == "iteration" and reading.known:
+        return ""
+    if reading.tokens is None and isinstance(reason, str) and reason:
+        return f"context fill unknown: {reason}"
+    return f"context {reading.describe()}"

@@ -25,6 +25,9 @@ RECOVERY_LIMIT = "failure-classifier.recovery_limit"
 #: A problem that did not stop classification.
 WARNING = "failure-classifier.warning"
 
+#: The line loopctl's views show for an event (see :mod:`loopctl_failure_classifier.lines`).
+_SUMMARY = {"summary": EventField.STR}
+
 _CANDIDATE = {
     "type": "object",
     "properties": {
@@ -50,6 +53,7 @@ def event_schemas() -> dict[str, dict[str, Any]]:
                 "flaky_pass": EventField.BOOL,
                 "candidates": {"type": "array", "items": _CANDIDATE},
             },
+            _SUMMARY,
         ),
         RECOVERY_APPLIED: define_event(
             "The mode's recovery was applied (the details depend on the mode).",
@@ -75,11 +79,13 @@ def event_schemas() -> dict[str, dict[str, Any]]:
                 "briefing": EventField.STR,
                 "declared_by": EventField.STR,
                 "note": EventField.STR,
+                **_SUMMARY,
             },
         ),
         MODE_FORCED: define_event(
             "--failure-mode is set: every failure is treated as this mode, unclassified.",
             {"mode": EventField.STR, "message": EventField.STR},
+            line="{message}",
         ),
         RERUN: define_event(
             "The failing tests were re-run with no code change to confirm flakiness.",
@@ -92,14 +98,17 @@ def event_schemas() -> dict[str, dict[str, Any]]:
                 "failing_tests": EventField.STR_LIST,
                 "duration_s": EventField.NUM,
             },
+            _SUMMARY,
         ),
         RECOVERY_LIMIT: define_event(
             "A mode's recovery reached its per-run limit: the loop stops with the mode as reason.",
             {"mode": EventField.STR, "applied": EventField.INT, "limit": EventField.INT},
+            _SUMMARY,
         ),
         WARNING: define_event(
             "A problem that did not stop classification (a refused custom mode or answer).",
             {"message": EventField.STR},
+            line="failure classifier: {message}",
         ),
     }
 

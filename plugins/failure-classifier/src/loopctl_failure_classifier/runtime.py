@@ -25,6 +25,7 @@ from loopctl import (
 )
 from loopctl_failure_classifier import detectors
 from loopctl_failure_classifier import events as ev
+from loopctl_failure_classifier import lines as say
 from loopctl_failure_classifier.classify import (
     FAILURE_MODE_FILE,
     Classifier,
@@ -220,6 +221,7 @@ def _rerun(loop: Loop, config: FailureClassifierConfig, test_run: TestRun) -> Re
         exit_code=rerun.exit_code,
         failing_tests=list(rerun.failing_tests[:20]),
         duration_s=rerun.duration_s,
+        summary=say.rerun(rerun.passed, rerun.ran_tests, rerun.failing_tests, rerun.duration_s),
     )
     return rerun
 
@@ -334,6 +336,13 @@ def _record_verdict(
             {"mode": c.mode, "detector": c.detector, "confidence": round(c.confidence, 3)}
             for c in verdict.candidates[:6]
         ],
+        summary=say.classified(
+            verdict.mode,
+            verdict.confidence,
+            verdict.evidence,
+            forced=verdict.forced,
+            flaky_pass=flaky_pass,
+        ),
     )
     state.pending = Pending(evidence.iteration, verdict, evidence, annotation, flaky_pass)
 
@@ -367,7 +376,13 @@ def recover(loop: Loop, record: IterationRecord) -> Decision | None:
             f"the {mode} recovery was already applied {count} time(s), the limit for one run; "
             f"last evidence: {verdict.evidence[0] if verdict.evidence else 'none'}"
         )
-        loop.emit(ev.RECOVERY_LIMIT, mode=mode, applied=count, limit=limit)
+        loop.emit(
+            ev.RECOVERY_LIMIT,
+            mode=mode,
+            applied=count,
+            limit=limit,
+            summary=say.recovery_limit(mode, count, limit),
+        )
         pending.annotation["recovery"] = "stop"
         return Decision.stop(mode, message[:1000])
     memory["recoveries"][mode] = count + 1
@@ -375,14 +390,16 @@ def recover(loop: Loop, record: IterationRecord) -> Decision | None:
     decision, action, details = handler(loop, state, pending, memory)
     pending.annotation["recovery"] = action
     _save(loop, memory)
+    decided = decision.action.value if decision else "continue"
     loop.emit(
         ev.RECOVERY_APPLIED,
         mode=mode,
         action=action,
         attempt=count + 1,
         limit=limit or None,
-        decision=decision.action.value if decision else "continue",
+        decision=decided,
         **details,
+        summary=say.recovery_applied(mode, action, count + 1, limit or None, decided, details),
     )
     return decision
 
