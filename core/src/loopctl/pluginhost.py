@@ -32,6 +32,7 @@ import attrs
 import pluggy
 
 from loopctl import builtin, hookspecs, markers
+from loopctl._version import DISTRIBUTION
 from loopctl.agents.builtin import BUILTIN_ADAPTERS, AdapterPlugin
 
 if TYPE_CHECKING:  # annotation only: `plugins list` must not load the typed config (attrs, cattrs)
@@ -206,7 +207,7 @@ class PluginHost:
         allow-list, nor ``--no-plugins``), and the core one not even that."""
         info = PluginInfo(
             name=name,
-            distribution="loopctl",
+            distribution=DISTRIBUTION,
             version=_loopctl_version(),
             status="enabled",
             source=source,
