@@ -1,0 +1,105 @@
+"""What loopctl costs the user's own test runs: ``pytest -q`` on a one-test project, in a venv
+with pytest alone (the baseline) against one with pytest and loopctl-core.
+
+pytest loads every installed ``pytest11`` entry point at start-up, and the loop runs the
+user's tests every iteration, in the project's environment where the quickstart installs
+loopctl. loopctl's entry point is one small module whose fixtures import the testing kit when
+a test asks for one; the third row imports what the entry point of 0.2 imported
+(``-p loopctl.testing.pytest_plugin``: the kit, and with it the engine), for comparison.
+
+Two venvs are built in a temporary directory (pytest from the package index or the local
+wheelhouse pip is configured with; loopctl-core from this checkout), installed without
+bytecode. The rows without bytecode (``PYTHONDONTWRITEBYTECODE=1``, as in some containers and
+CI images: every import compiles its source, every run) are timed first, while no
+``__pycache__`` exists yet; then the usual case, bytecode written on the first run. Commands
+are timed in turns (``time_commands``), 15 rounds after one warm-up each; figures are medians,
+and the ratios are against the baseline of the same run.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from _common import Figure, median_ms, print_table, time_commands
+
+ROOT = Path(__file__).resolve().parents[1]
+ONE_TEST = "def test_one():\n    assert 1 + 1 == 2\n"
+#: loopctl installed may cost a pytest run at most this much over pytest alone.
+TARGET_RATIO = 1.10
+RUNS = 15
+
+
+def _venv(where: Path, *requirements: str) -> str:
+    subprocess.run([sys.executable, "-m", "venv", str(where)], check=True)
+    python = str(where / "bin" / "python")
+    subprocess.run(
+        [python, "-m", "pip", "install", "-q", "--no-compile", *requirements],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    return python
+
+
+def figures() -> list[Figure]:
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("LOOPCTL_", "PYTEST_", "PYTHONDONTWRITEBYTECODE"))
+    }
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        project = root / "project"
+        project.mkdir()
+        (project / "test_one.py").write_text(ONE_TEST)
+        (project / "pytest.ini").write_text("[pytest]\n")  # the rootdir: nothing from above
+        bare = _venv(root / "bare", "pytest")
+        with_loopctl = _venv(root / "with", "pytest", str(ROOT / "core"))
+        pytest = ["-m", "pytest", "-q", "-p", "no:cacheprovider"]
+        commands = {
+            "bare": [bare, *pytest],
+            "loopctl": [with_loopctl, *pytest],
+            "kit": [with_loopctl, *pytest, "-p", "loopctl.testing.pytest_plugin"],
+        }
+        no_bytecode = {**env, "PYTHONDONTWRITEBYTECODE": "1"}
+        for name, argv in commands.items():  # each must pass, or its time means nothing
+            done = subprocess.run(
+                argv, cwd=project, env=no_bytecode, capture_output=True, check=False
+            )
+            if done.returncode != 0:
+                raise RuntimeError(f"{name}: exit {done.returncode}: {done.stdout.decode()[-500:]}")
+        cwd = {name: str(project) for name in commands}
+        # the warm-up run of time_commands cannot write bytecode here: every run compiles
+        cold = time_commands(commands, runs=RUNS, env=no_bytecode, cwd=cwd)
+        warm = time_commands(commands, runs=RUNS, env=env, cwd=cwd)
+    rows = []
+    for label, samples in (("bytecode cached", warm), ("no bytecode", cold)):
+        ms = {name: median_ms(values) for name, values in samples.items()}
+        ratio = ms["loopctl"] / ms["bare"]
+        rows += [
+            Figure(
+                f"pytest -q, one test, loopctl installed ({label})",
+                ms["loopctl"],
+                "ms",
+                f"<= {TARGET_RATIO:.2f}x bare",
+                ratio <= TARGET_RATIO,
+                f"{ratio:.3f}x pytest alone; +{ms['loopctl'] - ms['bare']:.1f} ms",
+            ),
+            Figure(f"  baseline: pytest alone ({label})", ms["bare"], "ms", note="same run"),
+            Figure(
+                f"  the kit imported, as 0.2's entry point did ({label})",
+                ms["kit"],
+                "ms",
+                note=f"{ms['kit'] / ms['bare']:.3f}x pytest alone; "
+                f"+{ms['kit'] - ms['bare']:.1f} ms",
+            ),
+        ]
+    return rows
+
+
+if __name__ == "__main__":
+    print_table(figures())
