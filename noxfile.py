@@ -173,7 +173,10 @@ def packaging(session: nox.Session) -> None:
         "pytest", "-q", "-p", "no:cacheprovider", "-m", "venv", "tests/test_install_by_name.py",
         env={"LOOPCTL_WHEELHOUSE": str(WHEELHOUSE)},
     )  # fmt: skip
-    session.run("python", "benchmarks/run.py", "bench_pytest_entry_point")
+    session.run(
+        "python", "benchmarks/run.py", "bench_pytest_entry_point",
+        env={"LOOPCTL_WHEELHOUSE": str(WHEELHOUSE)},
+    )  # fmt: skip
 
 
 @nox.session

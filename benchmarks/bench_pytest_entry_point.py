@@ -8,7 +8,8 @@ a test asks for one; the third row imports what the entry point of 0.2 imported
 (``-p loopctl.testing.pytest_plugin``: the kit, and with it the engine), for comparison.
 
 Two venvs are built in a temporary directory (pytest from the package index or the local
-wheelhouse pip is configured with; loopctl-core from this checkout), installed without
+wheelhouse pip is configured with; loopctl-core from this checkout, or its wheel in
+``LOOPCTL_WHEELHOUSE``), installed without
 bytecode. The rows without bytecode (``PYTHONDONTWRITEBYTECODE=1``, as in some containers and
 CI images: every import compiles its source, every run) are timed first, while no
 ``__pycache__`` exists yet; then the usual case, bytecode written on the first run. Commands
@@ -45,6 +46,15 @@ def _venv(where: Path, *requirements: str) -> str:
     return python
 
 
+def _core() -> str:
+    """loopctl-core to install: its wheel from ``LOOPCTL_WHEELHOUSE`` (nox builds one per run),
+    else this checkout's source."""
+    wheelhouse = os.environ.get("LOOPCTL_WHEELHOUSE")
+    if wheelhouse:
+        return str(next(Path(wheelhouse).glob("loopctl_core-*.whl")))
+    return str(ROOT / "core")
+
+
 def figures() -> list[Figure]:
     env = {
         k: v
@@ -58,7 +68,7 @@ def figures() -> list[Figure]:
         (project / "test_one.py").write_text(ONE_TEST)
         (project / "pytest.ini").write_text("[pytest]\n")  # the rootdir: nothing from above
         bare = _venv(root / "bare", "pytest")
-        with_loopctl = _venv(root / "with", "pytest", str(ROOT / "core"))
+        with_loopctl = _venv(root / "with", "pytest", _core())
         pytest = ["-m", "pytest", "-q", "-p", "no:cacheprovider"]
         commands = {
             "bare": [bare, *pytest],

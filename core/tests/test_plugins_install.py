@@ -87,3 +87,14 @@ def test_a_failing_installer_is_an_error_naming_it() -> None:
     assert done.returncode == 1
     assert "loopctl-no-such-plugin-xyz" in done.stderr
     assert "failed with exit code" in done.stderr
+
+
+def test_required_plugins_can_name_loopctl_core_itself() -> None:
+    from loopctl.pluginhost import PluginError, PluginHost
+
+    host = PluginHost()
+    host.load([])
+    assert host.infos["core"].distribution == "loopctl-core"
+    host.check_required(["loopctl-core>=0.2"])
+    with pytest.raises(PluginError, match="'loopctl-core>=99' is installed in version"):
+        host.check_required(["loopctl-core>=99"])
