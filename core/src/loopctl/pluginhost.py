@@ -543,7 +543,7 @@ def discover_entry_points() -> list[Any]:
     10-15 ms. A ``sys.path`` entry that is not a directory (a zip) is left to
     importlib.metadata, which reads those too.
     """
-    found = _scan_entry_points(sys.path)
+    found: list[Any] | None = _scan_entry_points(sys.path)
     if found is None:
         from importlib import metadata  # only for a zip on sys.path: see above
 
