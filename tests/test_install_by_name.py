@@ -146,3 +146,56 @@ def test_the_published_names_install_offline_and_run(
     assert _plugins(loopctl, work, env)["goal-guard"]["status"] == "enabled"
     said = _run(loopctl, "plugins", "uninstall", "goal-guard", env=env)
     assert "uninstalled plugin goal-guard (loopctl-goal-guard " in said
+
+
+#: A stand-in for uv on PATH: records its arguments, and does what `uv pip install|uninstall
+#: --python PY ARGS` does with pip's own `--python` option (uv itself is not on this machine).
+FAKE_UV = """#!/bin/sh
+printf '%s\\n' "$*" >> "$UV_LOG"
+[ "$1" = pip ] || exit 2
+action=$2; shift 2
+[ "$1" = --python ] || exit 2
+python=$2; shift 2
+if [ "$action" = uninstall ]; then set -- -y "$@"; fi
+exec {outer} -m pip --python "$python" "$action" "$@"
+"""
+
+
+def test_an_environment_without_pip_installs_plugins_with_uv(
+    wheelhouses: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """As `uv tool install` makes them: loopctl's venv has no pip, so `plugins install` runs
+    `uv pip install --python <loopctl's python>`; without uv either, it says what to do."""
+    ours, theirs = wheelhouses
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    python, loopctl = str(venv / "bin" / "python"), str(venv / "bin" / "loopctl")
+    _run(sys.executable, "-m", "pip", "--python", python, "install", "-q", "--no-index",
+         "--find-links", str(ours), "--find-links", str(theirs), CORE)  # fmt: skip
+    assert subprocess.run([python, "-c", "import pip"], check=False).returncode != 0
+
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    (bindir / "uv").write_text(FAKE_UV.format(outer=sys.executable))
+    (bindir / "uv").chmod(0o755)
+    log = tmp_path / "uv.log"
+    path = f"{bindir}{os.pathsep}/usr/bin{os.pathsep}/bin"
+    env = _offline_env(PATH=path, UV_LOG=str(log), XDG_DATA_HOME=str(tmp_path / "xdg"))
+    said = _run(loopctl, "plugins", "install", "goal-guard", "--no-index", "--find-links",
+                str(ours), env=env)  # fmt: skip
+    assert "installed plugin goal-guard (loopctl-goal-guard " in said
+    assert log.read_text().splitlines() == [
+        f"pip install --python {python} --no-index --find-links {ours} loopctl-goal-guard"
+    ]
+    assert _plugins(loopctl, tmp_path, env)["goal-guard"]["status"] == "enabled"
+    said = _run(loopctl, "plugins", "uninstall", "goal-guard", env=env)
+    assert "uninstalled plugin goal-guard" in said
+
+    no_uv = subprocess.run(
+        [loopctl, "plugins", "install", "goal-guard"],
+        env={**env, "PATH": f"/usr/bin{os.pathsep}/bin"}, capture_output=True, text=True,
+        check=False,
+    )  # fmt: skip
+    assert no_uv.returncode == 2
+    assert "has no pip, and uv is not on PATH" in no_uv.stderr
+    assert "pipx inject loopctl-core NAME" in no_uv.stderr
