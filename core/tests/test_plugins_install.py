@@ -34,11 +34,19 @@ def test_short_names_are_plugin_distributions(given_name: str, expected: str) ->
     assert distribution_for(given_name) == expected
 
 
+@pytest.mark.parametrize("name", ["loopctl", "LoopCtl>=0.1", "loopctl[x]"])
+def test_the_other_projects_loopctl_is_never_installed(name: str) -> None:
+    with pytest.raises(ValueError, match="unrelated project; loopctl itself is loopctl-core"):
+        distribution_for(name)
+
+
 @given(s.text(max_size=40))
 @settings(deadline=None)
 def test_any_text_is_a_requirement_or_a_clear_error(text: str) -> None:
-    if _NAME.match(text.strip()) is None and not _is_location(text.strip()):
-        with pytest.raises(ValueError, match="is not a plugin name"):
+    match = _NAME.match(text.strip())
+    location = _is_location(text.strip())
+    if not location and (match is None or match.group(0).lower() == "loopctl"):
+        with pytest.raises(ValueError, match=r"is not a plugin name|unrelated project"):
             distribution_for(text)
     else:
         result = distribution_for(text)

@@ -61,6 +61,11 @@ def distribution_for(text: str) -> str:
     if match is None:
         raise ValueError(f"{text!r} is not a plugin name, a requirement, a path or a URL")
     name = match.group(0)
+    if _normalized(name) == "loopctl":
+        raise ValueError(
+            f"{text!r}: the distribution named loopctl on the package index is an unrelated "
+            f"project; loopctl itself is {DISTRIBUTION}, and a plugin is loopctl-NAME"
+        )
     if "loopctl" in name.lower():
         return text
     return f"loopctl-{name}{text[match.end() :]}"
