@@ -157,10 +157,26 @@ def load(session: nox.Session) -> None:
 
 @nox.session
 def lint(session: nox.Session) -> None:
-    """ruff: lint and formatting."""
-    session.install("ruff>=0.6")
+    """ruff: lint and formatting; twine: every distribution's metadata and package page."""
+    session.install("ruff>=0.6", "twine>=6.1")
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
+    session.run("twine", "check", "--strict", *wheels(session, *all_distributions()))
+
+
+@nox.session
+def packaging(session: nox.Session) -> None:
+    """Install by the published names from a local wheelhouse into a fresh venv (demo, plugins
+    list, plugins install/uninstall), and what loopctl costs a user's own pytest run."""
+    session.install(*wheels(session, *all_distributions()), *TEST_DEPS)
+    session.run(
+        "pytest", "-q", "-p", "no:cacheprovider", "-m", "venv", "tests/test_install_by_name.py",
+        env={"LOOPCTL_WHEELHOUSE": str(WHEELHOUSE)},
+    )  # fmt: skip
+    session.run(
+        "python", "benchmarks/run.py", "bench_pytest_entry_point",
+        env={"LOOPCTL_WHEELHOUSE": str(WHEELHOUSE)},
+    )  # fmt: skip
 
 
 @nox.session

@@ -37,14 +37,14 @@ from loopctl_failure_classifier.classify import classify
 
 PLAIN_TYPER_APP = """
 import typer
-import importlib_metadata
+from importlib import metadata
 import rich
 
 app = typer.Typer()
 
 @app.command()
 def plugins_list() -> None:
-    for ep in importlib_metadata.entry_points(group="loopctl.plugins"):
+    for ep in metadata.entry_points(group="loopctl.plugins"):
         print(ep.name, ep.value)
 
 @app.command()

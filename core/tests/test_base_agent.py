@@ -464,7 +464,7 @@ def test_without_genai_prices_the_note_says_what_to_install(
     monkeypatch.setitem(sys.modules, "genai_prices", None)  # as if it were not installed
     estimate = estimate_cost("gpt-5", [Usage(input_tokens=10)])
     assert estimate.cost_usd is None
-    assert "install 'loopctl[prices]'" in estimate.source
+    assert "install 'loopctl-core[prices]'" in estimate.source
 
 
 def test_max_cost_stops_a_run_whose_agent_reports_only_tokens(project: Project) -> None:
@@ -509,7 +509,7 @@ def test_a_turn_that_cannot_be_priced_is_said_once_when_a_cost_budget_is_set(
     ]
     assert len(warnings) == 1
     assert "scripted reports no cost" in warnings[0]
-    assert "install 'loopctl[prices]'" in warnings[0]
+    assert "install 'loopctl-core[prices]'" in warnings[0]
     assert all(record["agent"]["cost_usd"] is None for record in result.records)
 
 

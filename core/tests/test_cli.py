@@ -644,7 +644,7 @@ def test_a_builtin_adapter_can_be_disabled_on_its_own(tmp_path: Path) -> None:
     (tmp_path / "loopctl.toml").write_text('[plugins]\ndisable = ["aider"]\n')
     listed = loopctl("plugins", "list", cwd=tmp_path)
     assert listed.returncode == 0, listed.stderr
-    assert re.search(r"^aider +disabled +loopctl .*\(builtin\)$", listed.stdout, re.M)
+    assert re.search(r"^aider +disabled +loopctl-core .*\(builtin\)$", listed.stdout, re.M)
     agents = loopctl("agents", "list", "--json", cwd=tmp_path)
     assert agents.returncode == 0, agents.stderr
     names = {row["name"] for row in json.loads(agents.stdout)}

@@ -358,7 +358,7 @@ def _write_site(root: Path, dists: list[tuple[str, str, str, str]]) -> str:
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(first=st.lists(DIST, max_size=4), second=st.lists(DIST, max_size=3))
 def test_the_entry_point_scan_reads_what_importlib_metadata_reads(first, second):
-    import importlib_metadata
+    from importlib import metadata
 
     with tempfile.TemporaryDirectory() as root:
         path = [_write_site(Path(root, "a"), first), _write_site(Path(root, "b"), second)]
@@ -366,7 +366,7 @@ def test_the_entry_point_scan_reads_what_importlib_metadata_reads(first, second)
         saved = sys.path[:]
         sys.path[:] = path
         try:
-            expected = importlib_metadata.entry_points(group=ENTRY_POINT_GROUP)
+            expected = metadata.entry_points(group=ENTRY_POINT_GROUP)
             wanted = sorted((ep.name, ep.value, str(ep.dist.locate_file(""))) for ep in expected)
         finally:
             sys.path[:] = saved

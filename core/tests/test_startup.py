@@ -34,7 +34,14 @@ sys.exit(code)
 """
 
 #: Never imported by a one-shot command that does not run a loop.
-NEVER = {"loopctl.engine", "loopctl.launch", "rich", "pydantic", "importlib_metadata"}
+NEVER = {
+    "loopctl.engine",
+    "loopctl.launch",
+    "rich",
+    "pydantic",
+    "importlib_metadata",
+    "importlib.metadata",
+}
 
 
 def clean_env(**extra: str) -> dict[str, str]:

@@ -32,6 +32,7 @@ import attrs
 import pluggy
 
 from loopctl import builtin, hookspecs, markers
+from loopctl._version import DISTRIBUTION
 from loopctl.agents.builtin import BUILTIN_ADAPTERS, AdapterPlugin
 from loopctl.debuglog import debug
 
@@ -207,7 +208,7 @@ class PluginHost:
         allow-list, nor ``--no-plugins``), and the core one not even that."""
         info = PluginInfo(
             name=name,
-            distribution="loopctl",
+            distribution=DISTRIBUTION,
             version=_loopctl_version(),
             status="enabled",
             source=source,
@@ -595,15 +596,15 @@ def discover_entry_points() -> list[Any]:
     first found on ``sys.path`` wins, as a distribution installed twice resolves on import.
 
     Read straight from each ``*.dist-info``/``*.egg-info`` directory's ``entry_points.txt``:
-    importing importlib-metadata and letting it scan costs every command that loads plugins
+    importing importlib.metadata and letting it scan costs every command that loads plugins
     10-15 ms. A ``sys.path`` entry that is not a directory (a zip) is left to
-    importlib-metadata, which reads those too.
+    importlib.metadata, which reads those too.
     """
-    found = _scan_entry_points(sys.path)
+    found: list[Any] | None = _scan_entry_points(sys.path)
     if found is None:
-        import importlib_metadata
+        from importlib import metadata  # only for a zip on sys.path: see above
 
-        found = list(importlib_metadata.entry_points(group=ENTRY_POINT_GROUP))
+        found = list(metadata.entry_points(group=ENTRY_POINT_GROUP))
     seen: set[str] = set()
     unique = []
     for ep in found:
@@ -672,7 +673,7 @@ def _scan_entry_points(
 ) -> list[_EntryPoint] | None:
     """Every ``group`` entry point of the distributions on ``path``, in path order (a
     distribution name counts once: its first metadata directory); None when an entry is not a
-    directory (a zip, left to importlib-metadata)."""
+    directory (a zip, left to importlib.metadata)."""
     found: list[_EntryPoint] = []
     distributions: set[str] = set()
     for entry in path:
@@ -703,7 +704,7 @@ def _scan_entry_points(
 
 def _entry_points_in(text: str, group: str) -> list[tuple[str, str]]:
     """``(name, value)`` of the ``[group]`` section of an ``entry_points.txt``, read as
-    importlib-metadata reads it (a line without ``=``, which makes it fail, is skipped)."""
+    importlib.metadata reads it (a line without ``=``, which makes it fail, is skipped)."""
     pairs = []
     section = None
     for raw in text.splitlines():

@@ -8,7 +8,7 @@ tokens. For those, loopctl prices each model request with, in this order:
    the context-window table: exact name, then without a provider path (``openai/gpt-4o``), then
    the longest name the model's name starts with;
 2. the ``genai-prices`` package (Pydantic's maintained price table for the major providers,
-   installed by the ``loopctl[prices]`` extra; Python 3.11 or later), imported on the first
+   installed by the ``loopctl-core[prices]`` extra; Python 3.11 or later), imported on the first
    turn that needs it.
 
 The result is an estimate and is marked so (``TurnResult.cost_estimated``): tiered prices
@@ -31,7 +31,7 @@ import attrs
 from loopctl.model import Usage
 
 #: What to install for the price table.
-PRICES_EXTRA = "loopctl[prices]"
+PRICES_EXTRA = "loopctl-core[prices]"
 _MTOK = 1_000_000
 
 
@@ -105,7 +105,7 @@ def _genai_prices(model: str, requests: Sequence[Usage]) -> CostEstimate:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            genai_prices = importlib.import_module("genai_prices")  # optional: loopctl[prices]
+            genai_prices = importlib.import_module("genai_prices")  # optional: loopctl-core[prices]
     except Exception:  # noqa: BLE001 - absent, or broken: the cost stays unknown
         return CostEstimate(
             None,

@@ -101,7 +101,7 @@ version = "0.1.0"
 description = "{{title}}: {{what}}."
 readme = "README.md"
 requires-python = ">=3.10"
-dependencies = ["loopctl>={{core}}", "{{depends}}"]
+dependencies = ["loopctl-core>={{core}}", "{{depends}}"]
 
 [project.optional-dependencies]
 test = ["pytest>=7.4"]

@@ -909,6 +909,73 @@ def plugins_new(
     print(f"Next: pip install -e '{shown}[test]' && pytest {shown}")
 
 
+@plugins_app.command("install")
+def plugins_install(
+    names: Annotated[
+        list[str],
+        typer.Argument(
+            help="Plugins: a name (context-errors = loopctl-context-errors), a requirement "
+            "(goal-guard>=0.2), a path or a URL.",
+            metavar="NAME...",
+        ),
+    ],
+    upgrade: Annotated[bool, typer.Option("--upgrade", "-U", help="Upgrade if installed.")] = False,
+    pre: Annotated[bool, typer.Option("--pre", help="Allow pre-releases.")] = False,
+    find_links: Annotated[
+        Optional[list[str]],
+        typer.Option("--find-links", help="Look for wheels here too (repeatable).", metavar="DIR"),
+    ] = None,
+    no_index: Annotated[
+        bool, typer.Option("--no-index", help="Do not use the package index.")
+    ] = False,
+    index_url: Annotated[
+        Optional[str], typer.Option("--index-url", help="Another package index.", metavar="URL")
+    ] = None,
+    json_output: Annotated[bool, typer.Option("--json", help=JSON_HELP)] = False,
+) -> None:
+    """Install plugins into loopctl's own environment (with its pip, or uv), whichever tool
+    made it.
+
+    Example: loopctl plugins install context-errors goal-guard
+    """
+    from loopctl.cli import install as inst
+
+    try:
+        result = inst.install(
+            names, json_output=json_output, upgrade=upgrade, pre=pre,
+            find_links=find_links, no_index=no_index, index_url=index_url,
+        )  # fmt: skip
+    except inst.InstallError as exc:
+        raise fail(str(exc), exc.exit_code) from None
+    if json_output:
+        emit_json(result)
+    else:
+        print("\n".join(inst.describe(result, "install")))
+
+
+@plugins_app.command("uninstall")
+def plugins_uninstall(
+    names: Annotated[
+        list[str], typer.Argument(help="Plugin or distribution names.", metavar="NAME...")
+    ],
+    json_output: Annotated[bool, typer.Option("--json", help=JSON_HELP)] = False,
+) -> None:
+    """Uninstall plugins from loopctl's own environment.
+
+    Example: loopctl plugins uninstall context-errors
+    """
+    from loopctl.cli import install as inst
+
+    try:
+        result = inst.uninstall(names, json_output=json_output)
+    except inst.InstallError as exc:
+        raise fail(str(exc), exc.exit_code) from None
+    if json_output:
+        emit_json(result)
+    else:
+        print("\n".join(inst.describe(result, "uninstall")))
+
+
 # --- agents --------------------------------------------------------------------------------------
 
 

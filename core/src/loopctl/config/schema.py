@@ -384,7 +384,7 @@ class LoopctlConfig:
         metadata=_doc(
             "Prices of a model in US dollars per million tokens (`input`, `output`, and "
             "optionally `cache_read`, `cache_write`), by model name: they price the tokens of "
-            "agents that report no cost, before the `genai-prices` table (`loopctl[prices]`).",
+            "agents that report no cost, before the `genai-prices` table (`loopctl-core[prices]`).",
             doc_path="prices.<model>",
             doc_type="table",
         ),

@@ -2,7 +2,7 @@
 
 Everything here runs real loops: a real temporary project (a git repository), the real engine,
 the ``scripted`` agent as a real subprocess, a real test command. The pytest fixtures in
-:mod:`loopctl.testing.pytest_plugin` wrap these helpers; they are available in any pytest run
+:mod:`loopctl.pytest_plugin` wrap these helpers; they are available in any pytest run
 where loopctl is installed.
 
 Typical use::

@@ -1,33 +1,10 @@
-"""pytest fixtures for testing loopctl plugins; loaded automatically where loopctl is installed.
-
-* ``loopctl_project``: a fresh project directory (a git repository with one commit).
-* ``run_loop``: run a whole loop in that project with the scripted agent (see
-  :func:`loopctl.testing.run_loop`); returns a :class:`loopctl.testing.RunResult`.
-"""
+"""loopctl's pytest fixtures (``loopctl_project``, ``run_loop``), under the module name they had
+in 0.2. They are defined in :mod:`loopctl.pytest_plugin`, the ``pytest11`` entry point, which
+pytest loads by itself wherever loopctl is installed; naming this module in ``-p`` or
+``pytest_plugins`` is not needed."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from pathlib import Path
-from typing import Any
+from loopctl.pytest_plugin import loopctl_project, run_loop
 
-import pytest
-
-from loopctl.testing import Project, RunResult, make_project
-from loopctl.testing import run_loop as _run_loop
-
-
-@pytest.fixture
-def loopctl_project(tmp_path: Path) -> Project:
-    """A throwaway project: a git repository with an initial commit."""
-    return make_project(tmp_path / "project")
-
-
-@pytest.fixture
-def run_loop(loopctl_project: Project) -> Callable[..., RunResult]:
-    """Run a loop in ``loopctl_project``: ``run_loop(goal, turns=[...], plugins={...})``."""
-
-    def runner(goal: str, **kwargs: Any) -> RunResult:
-        return _run_loop(loopctl_project, goal, **kwargs)
-
-    return runner
+__all__ = ["loopctl_project", "run_loop"]
