@@ -110,7 +110,9 @@ def test_demo_keeps_its_project_and_writes_nothing_in_the_users_directories(
     assert list(home.iterdir()) == []
     assert list(data.iterdir()) == []
     report = next(
-        line.removeprefix("report: ") for line in result.stdout.splitlines() if "report: " in line
+        line.removeprefix("report: ")
+        for line in result.stdout.splitlines()
+        if line.startswith("report: ")
     )
     assert Path(report).is_file()  # after loopctl exited
     assert "complete" in Path(report).read_text(encoding="utf-8")

@@ -119,13 +119,15 @@ def stamped(lines: list[str]) -> list[str]:
 def check_the_story(lines: list[str]) -> None:
     """Every iteration's lines are there, in order, each once; then the loop's end."""
     story = [STAMP.sub("", line) for line in stamped(lines)]
-    iterations = [line for line in story if re.fullmatch(r"iteration \d+( \(after .*\))?", line)]
+    iterations = [
+        line for line in story if re.fullmatch(r"iteration \d+( \((after|session) .*\))?", line)
+    ]
     assert [line.split()[1] for line in iterations] == ["1", "2", "3"], story
     for number in (1, 2, 3):
         assert sum(line.startswith(f"iteration {number} done") for line in story) == 1, story
     assert sum(bool(re.match(r"tests failed \(exit 1\b", line)) for line in story) == 2, story
     assert sum(bool(re.match(r"tests passed \(", line)) for line in story) == 1, story
-    assert any(line.startswith("restarting the agent session") for line in story), story
+    assert any(line.startswith("restart 1: the agent starts session 2") for line in story), story
     assert story[-1].startswith("loop ended: complete"), story
     # the plugins' decisions read in words, and the two names of one failure do not clash
     assert any(
@@ -143,7 +145,9 @@ def check_the_story(lines: list[str]) -> None:
     assert any(
         "past the warn threshold (70%) → restart after this iteration" in line for line in story
     )
-    assert "restart 1: a fresh agent session (the context passed the warn threshold)" in "\n".join(story)
+    assert "restart 1: a fresh agent session (the context passed the warn threshold)" in "\n".join(
+        story
+    )
     assert not [line for line in story if line.startswith(("failure-classifier.", "context-"))]
     assert not [line for line in story if re.search(r"\w=\S|[{\[]['\"]", line)], story
 
