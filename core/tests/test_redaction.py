@@ -259,6 +259,33 @@ def test_child_environment_leaves_withheld_variables_out(monkeypatch: pytest.Mon
         set_withheld([])
 
 
+def test_child_environment_follows_every_change_of_the_environment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The environment is filtered again only when it changed (it is kept between the three
+    processes an iteration starts): a variable set, changed or removed since, or new withheld
+    patterns, show at once; and each caller gets its own dict."""
+    monkeypatch.delenv(ENV_VARIABLE, raising=False)
+    monkeypatch.setenv("LOOPCTL_TEST_VALUE", "one")
+    try:
+        first = child_environment()
+        assert first["LOOPCTL_TEST_VALUE"] == "one"
+        first["LOOPCTL_TEST_VALUE"] = "mutated by a caller"
+        assert child_environment()["LOOPCTL_TEST_VALUE"] == "one"
+        monkeypatch.setenv("LOOPCTL_TEST_VALUE", "two")
+        assert child_environment()["LOOPCTL_TEST_VALUE"] == "two"
+        monkeypatch.setenv("LOOPCTL_TEST_OTHER", "new")
+        assert child_environment()["LOOPCTL_TEST_OTHER"] == "new"
+        set_withheld(["LOOPCTL_TEST_OTHER"])
+        assert "LOOPCTL_TEST_OTHER" not in child_environment()
+        set_withheld([])
+        monkeypatch.delenv("LOOPCTL_TEST_VALUE")
+        assert "LOOPCTL_TEST_VALUE" not in child_environment()
+        assert child_environment()["LOOPCTL_TEST_OTHER"] == "new"
+    finally:
+        set_withheld([])
+
+
 # --- the sanitiser --------------------------------------------------------------------------------
 
 HOSTILE = (
