@@ -328,3 +328,20 @@ def test_plugins_event_lines_come_from_their_declared_templates():
     stream = io.StringIO()
     PlainView(stream)(event("demo.quiet", anything=1))
     assert stream.getvalue() == ""
+
+
+def test_a_plugin_event_line_makes_text_of_the_values_its_template_names_only():
+    """The other values of the event stay as they are: a list of a thousand items is never
+    turned into text for a line that does not show it (nor can a value that breaks
+    ``json.dumps`` spoil the line)."""
+    from loopctl.view import use_event_lines
+
+    class Unprintable:
+        def __str__(self) -> str:
+            raise AssertionError("made into text")
+
+        __repr__ = __str__
+
+    use_event_lines({"demo.count": "{count} items in {where[0]} ({ratio:.1f})"})
+    line = describe(event("demo.count", count=3, where="here", ratio=0.25, items=Unprintable()))
+    assert line == "3 items in h (0.2)"
