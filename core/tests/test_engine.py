@@ -509,6 +509,38 @@ def test_background_work_waits_until_the_agent_and_the_tests_have_started(projec
     ]
 
 
+def test_loop_state_is_rendered_when_the_loop_waits_not_when_an_iteration_ends(
+    project, monkeypatch
+):
+    """loop-state.md is rendered where the background writer is about to write it: when the
+    agent starts and when the tests start (each with its process group), and at the end. An
+    iteration's end only marks it stale: the writer would not write it before the next agent
+    start, which renders it again anyway."""
+    import collections
+
+    import loopctl.engine as engine_module
+
+    rendered: list[tuple[int, bool, bool]] = []
+    real = engine_module.st.render_loop_state
+
+    def counting(state, body=""):
+        rendered.append(
+            (state.iteration, state.agent_process is not None, state.test_process is not None)
+        )
+        return real(state, body)
+
+    monkeypatch.setattr(engine_module.st, "render_loop_state", counting)
+    result = run(project, [IDLE, IDLE, [FIX]])
+    assert result.status == "complete"
+    per_iteration = collections.Counter(iteration for iteration, _, _ in rendered)
+    assert per_iteration[1] == per_iteration[2] == 2
+    # the agent's process group, then the tests' (the agent's is cleared when it has ended)
+    assert [r[1:] for r in rendered if r[0] == 2] == [(True, False), (False, True)]
+    final = read_loop_state(result.state_dir / "loop-state.md")
+    assert (final.status, final.iteration) == ("complete", 3)
+    assert final.summary is not None and final.summary["records"] == 3
+
+
 def test_events_are_redacted_for_the_journal_and_every_listener_and_clean_ones_kept(project):
     """An event with a secret in its data reaches events.jsonl, the return value and on_event
     redacted; one with nothing to hide is kept exactly (also its non-ASCII text)."""

@@ -315,6 +315,8 @@ class Engine:
         self._tasks: BackgroundWriter | None = None
         #: Set while the loop waits for the agent or the tests: background work may run then.
         self._waiting = threading.Event()
+        #: loop-state.md changed since it was last rendered (:meth:`_write_state_later`).
+        self._state_stale = False
         self._waiting.set()
         self._opened = False
         self._background = ThreadPoolExecutor(max_workers=1, thread_name_prefix="loopctl-snapshot")
@@ -667,6 +669,7 @@ class Engine:
                 if not is_disk_full(exc):
                     raise
                 if self._writer is not None:
+                    self._write_stale_state()
                     self._writer.flush()  # the first loop-state.md may be on its way
                 resumable = (self.state_dir / st.LOOP_STATE_FILE).exists()
                 outcome = self._outcome(
@@ -942,6 +945,7 @@ class Engine:
         (spawns took a median 2.4 ms instead of 0.1 ms beside the snapshot's thread)."""
         was_set = self._waiting.is_set()
         if not from_start:
+            self._write_stale_state()
             self._waiting.set()
         try:
             yield
@@ -951,6 +955,7 @@ class Engine:
 
     def _let_background_run(self) -> None:
         """A command the loop waits for has started: background work may run beside it."""
+        self._write_stale_state()
         self._waiting.set()
 
     def _iterate_until_the_end(self) -> LoopOutcome:
@@ -1143,7 +1148,7 @@ class Engine:
         )
         self._save_clock()
         self._write_progress()
-        self._write_state()
+        self._write_state_later()
         self.current_record = None
         return decision
 
@@ -1483,6 +1488,7 @@ class Engine:
 
     def _finish_restart(self, reason: str, message: str) -> None:
         number = self.state.restarts + 1
+        self._write_stale_state()
         for worker in (self._tasks, self._writer):  # the archive holds the session's last word
             if worker is not None:
                 worker.flush()
@@ -1512,7 +1518,20 @@ class Engine:
         else:
             self._writer.submit(lambda: _write_file(path, render), key=path)
 
+    def _write_state_later(self) -> None:
+        """loop-state.md is to be rewritten, but not before the loop next waits (or ends): the
+        background writer writes nothing before then, and the next iteration's agent start
+        rewrites it anyway, so rendering it now would be work thrown away."""
+        self._state_stale = True
+
+    def _write_stale_state(self) -> None:
+        """Render loop-state.md if :meth:`_write_state_later` asked for it (the writer is
+        about to run)."""
+        if self._state_stale:
+            self._write_state()
+
     def _write_state(self) -> None:
+        self._state_stale = False
         self.state.updated_at = round(time.time(), 3)
         self.state.summary = self.totals.to_json()  # what the journal holds so far
         text = st.render_loop_state(self.state, _state_body(self))  # now: the state changes

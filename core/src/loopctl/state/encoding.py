@@ -47,10 +47,7 @@ def json_one_line(value: Any, **dumps_kwargs: Any) -> str:
     """
     kind = type(value)  # scalars (most of a state file's values) spelled as json spells them
     if kind is str:
-        text = _encode_string(value)
-        return (
-            text if text.isascii() and "\x7f" not in text else _NON_ASCII_RUN.sub(_escape_run, text)
-        )
+        return _escaped(_encode_string(value))
     if kind is int:
         return int.__repr__(value)
     if value is None:
@@ -65,6 +62,14 @@ def json_one_line(value: Any, **dumps_kwargs: Any) -> str:
         if encoder is not None
         else json.dumps(value, ensure_ascii=False, **dumps_kwargs)
     )
+    return _escaped(text)
+
+
+def _escaped(text: str) -> str:
+    """``text`` with the runs :data:`_NON_ASCII_RUN` finds escaped; plain ASCII (the usual
+    case) is checked at C speed, not scanned by the regex."""
+    if text.isascii() and "\x7f" not in text:
+        return text
     return _NON_ASCII_RUN.sub(_escape_run, text)
 
 
