@@ -59,6 +59,7 @@ from loopctl.model import (
 )
 from loopctl.pluginhost import HookCall, HookFailure, PluginHost, print_failure
 from loopctl.procgroup import (
+    deferred_interrupts,
     end_escaped,
     end_orphaned_group,
     interrupt,
@@ -157,10 +158,13 @@ class BackgroundWriter:
 
     Work runs while the loop waits for the agent or the tests (``waiting`` is set): a thread
     doing Python work beside the loop's own would contend with it for the interpreter lock and
-    slow every step of the loop's bookkeeping. Each rewrite is still atomic, so a reader or a
-    crash only ever sees a complete old or new version. The journal ``iterations.jsonl`` is
-    appended synchronously; it alone decides what ``loopctl resume`` continues from, so a kill
-    loses at most the iteration in flight.
+    slow every step of the loop's bookkeeping. What is submitted while the loop is busy is
+    held back, not queued, until the loop waits (:meth:`release`): queueing it would wake the
+    writer's thread only for it to go back to sleep, taking the interpreter lock from the loop
+    on the way (a stall of a whole time slice on a busy machine). Each rewrite is still
+    atomic, so a reader or a crash only ever sees a complete old or new version. The journal
+    ``iterations.jsonl`` is appended synchronously; it alone decides what ``loopctl resume``
+    continues from, so a kill loses at most the iteration in flight.
     """
 
     def __init__(
@@ -172,6 +176,9 @@ class BackgroundWriter:
         self.disk_full: OSError | None = None
         self._latest: dict[object, Callable[[], object]] = {}
         self._latest_lock = threading.Lock()
+        #: Submitted while the loop was busy: queued by :meth:`release`, in order.
+        self._held: list[Callable[[], object]] = []
+        self._held_lock = threading.Lock()
         #: Set while the loop waits (and while flushing): the writer may work.
         self.waiting = waiting or threading.Event()
         if waiting is None:
@@ -184,13 +191,32 @@ class BackgroundWriter:
         waiting collapse into the latest one: a file rewritten twice before the writer got to
         it is written, and fsynced, once."""
         if key is None:
-            self._queue.put(write)
+            self._enqueue(write)
             return
         with self._latest_lock:
             self._latest[key] = write
         # Queued each time (the entries after the first find nothing left to write), so a
         # Ctrl-C between these two steps cannot leave a file marked as queued that is not.
-        self._queue.put(lambda: self._write_latest(key))
+        self._enqueue(lambda: self._write_latest(key))
+
+    def _enqueue(self, item: Callable[[], object]) -> None:
+        if self.waiting.is_set():
+            self.release()  # what was held goes first
+            self._queue.put(item)
+            return
+        with self._held_lock:
+            self._held.append(item)
+        if self.waiting.is_set():  # the loop began to wait meanwhile: do not leave it held
+            self.release()
+
+    def release(self) -> None:
+        """Queue what was submitted while the loop was busy (call it once ``waiting`` is set)."""
+        if not self._held:
+            return
+        with self._held_lock, deferred_interrupts():  # a Ctrl-C here would lose an item
+            held, self._held = self._held, []
+            for item in held:
+                self._queue.put(item)
 
     def _write_latest(self, key: object) -> None:
         with self._latest_lock:
@@ -208,6 +234,7 @@ class BackgroundWriter:
         held = not self.waiting.is_set()
         self.waiting.set()
         try:
+            self.release()
             done = threading.Event()
             self._queue.put(done.set)
             return done.wait(timeout_s)
@@ -933,7 +960,7 @@ class Engine:
         try:
             return self._iterate_until_the_end()
         finally:
-            self._waiting.set()
+            self._set_waiting()
 
     @contextmanager
     def _wait_window(self, *, from_start: bool = False) -> Iterator[None]:
@@ -946,7 +973,7 @@ class Engine:
         was_set = self._waiting.is_set()
         if not from_start:
             self._write_stale_state()
-            self._waiting.set()
+            self._set_waiting()
         try:
             yield
         finally:
@@ -956,7 +983,14 @@ class Engine:
     def _let_background_run(self) -> None:
         """A command the loop waits for has started: background work may run beside it."""
         self._write_stale_state()
+        self._set_waiting()
+
+    def _set_waiting(self) -> None:
+        """The loop waits: the background threads may work, on what was held for them too."""
         self._waiting.set()
+        for worker in (self._writer, self._tasks):
+            if worker is not None:
+                worker.release()
 
     def _iterate_until_the_end(self) -> LoopOutcome:
         while True:
