@@ -7,6 +7,7 @@ import json
 import subprocess
 import sys
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from hypothesis import assume, given, settings
@@ -368,3 +369,36 @@ def test_a_rule_is_compiled_only_when_a_text_holds_its_literal() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.splitlines() == ["[]", "[]", "['passw']"]
+
+
+def test_a_remembered_text_is_redacted_again_once_the_withheld_values_change(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Short texts are remembered with what they became (a loop redacts the same goal, test
+    ids and suggestions several times an iteration), but never past a change of the withheld
+    values: a value withheld from now on is masked in a text seen before."""
+    import loopctl.redaction as redaction
+
+    value = "s3cr3t-" + "q" * 12
+    text = f"connect with {value} please"
+    monkeypatch.setenv("LOOPCTL_TEST_PLAIN", value)
+    monkeypatch.delenv(ENV_VARIABLE, raising=False)
+    scans: list[bytes] = []
+    real = redaction._find_spans
+
+    def counted(data: bytes) -> Any:
+        scans.append(data)
+        return real(data)
+
+    monkeypatch.setattr(redaction, "_find_spans", counted)
+    try:
+        set_withheld([])
+        assert redact(text) == text
+        assert redact(text) == text
+        assert len(scans) == 1  # the second time, remembered
+        set_withheld(["LOOPCTL_TEST_PLAIN"])
+        assert redact(text) == "connect with [REDACTED] please"
+        set_withheld([])
+        assert redact(text) == text
+    finally:
+        set_withheld([])
