@@ -471,6 +471,37 @@ def test_the_state_writer_writes_a_file_once_for_rewrites_that_waited():
     assert written == [("state", 4), ("log", 0)]
 
 
+def test_the_state_writer_holds_what_comes_while_the_loop_is_busy_until_it_waits():
+    """Nothing is queued (so the writer's thread is not woken) while the loop is busy; once it
+    waits, what was held is written first, in order; a flush or a close writes it too."""
+    import threading
+
+    from loopctl.engine import BackgroundWriter
+
+    waiting = threading.Event()
+    writer = BackgroundWriter(waiting=waiting)
+    written: list[str] = []
+    writer.submit(lambda: written.append("log 1"))
+    writer.submit(lambda: written.append("state 1"), key="loop-state.md")
+    writer.submit(lambda: written.append("state 2"), key="loop-state.md")
+    assert writer._queue.qsize() == 0
+    assert written == []
+    waiting.set()
+    writer.release()
+    writer.submit(lambda: written.append("log 2"))
+    writer.flush()
+    assert written == ["log 1", "state 2", "log 2"]
+    waiting.clear()
+    writer.submit(lambda: written.append("log 3"))
+    assert writer._queue.qsize() == 0
+    assert writer.flush(timeout_s=10)
+    assert written[-1] == "log 3"
+    assert not waiting.is_set()
+    writer.submit(lambda: written.append("last"))
+    writer.close()
+    assert written[-1] == "last"
+
+
 def test_the_state_writer_survives_a_ctrl_c_in_the_middle_of_a_submit():
     """Ctrl-C raises KeyboardInterrupt in the loop's thread wherever it is, also inside
     ``Queue.put`` or between a submit's two steps. Left like that, the final state write was
@@ -579,6 +610,39 @@ def test_background_work_waits_until_the_agent_and_the_tests_have_started(projec
         ("tests started: background may run", True),
         ("tests starting: background may run", False),
     ]
+
+
+def test_loop_state_is_rendered_when_the_loop_waits_not_when_an_iteration_ends(
+    project, monkeypatch
+):
+    """loop-state.md is rendered where the background writer is about to write it: when the
+    agent starts and when the tests start (each with its process group), and at the end. An
+    iteration's end only marks it stale: the writer would not write it before the next agent
+    start, which renders it again anyway."""
+    import collections
+
+    import loopctl.engine as engine_module
+
+    rendered: list[tuple[int, bool, bool]] = []
+    real = engine_module.st.render_loop_state
+
+    def counting(state, body=""):
+        rendered.append(
+            (state.iteration, state.agent_process is not None, state.test_process is not None)
+        )
+        return real(state, body)
+
+    monkeypatch.setattr(engine_module.st, "render_loop_state", counting)
+    result = run(project, [IDLE, IDLE, [FIX]])
+    assert result.status == "complete"
+    per_iteration = collections.Counter(iteration for iteration, _, _ in rendered)
+    assert per_iteration[1] == per_iteration[2] == 2
+    # the agent's process group, then the tests' (the agent's is cleared when it has ended)
+    assert [r[1:] for r in rendered if r[0] == 2] == [(True, False), (False, True)]
+    final = read_loop_state(result.state_dir / "loop-state.md")
+    assert (final.status, final.iteration) == ("complete", 3)
+    assert final.summary is not None
+    assert final.summary["records"] == 3
 
 
 def test_events_are_redacted_for_the_journal_and_every_listener_and_clean_ones_kept(project):

@@ -7,6 +7,7 @@ import json
 import subprocess
 import sys
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from hypothesis import assume, given, settings
@@ -259,6 +260,33 @@ def test_child_environment_leaves_withheld_variables_out(monkeypatch: pytest.Mon
         set_withheld([])
 
 
+def test_child_environment_follows_every_change_of_the_environment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The environment is filtered again only when it changed (it is kept between the three
+    processes an iteration starts): a variable set, changed or removed since, or new withheld
+    patterns, show at once; and each caller gets its own dict."""
+    monkeypatch.delenv(ENV_VARIABLE, raising=False)
+    monkeypatch.setenv("LOOPCTL_TEST_VALUE", "one")
+    try:
+        first = child_environment()
+        assert first["LOOPCTL_TEST_VALUE"] == "one"
+        first["LOOPCTL_TEST_VALUE"] = "mutated by a caller"
+        assert child_environment()["LOOPCTL_TEST_VALUE"] == "one"
+        monkeypatch.setenv("LOOPCTL_TEST_VALUE", "two")
+        assert child_environment()["LOOPCTL_TEST_VALUE"] == "two"
+        monkeypatch.setenv("LOOPCTL_TEST_OTHER", "new")
+        assert child_environment()["LOOPCTL_TEST_OTHER"] == "new"
+        set_withheld(["LOOPCTL_TEST_OTHER"])
+        assert "LOOPCTL_TEST_OTHER" not in child_environment()
+        set_withheld([])
+        monkeypatch.delenv("LOOPCTL_TEST_VALUE")
+        assert "LOOPCTL_TEST_VALUE" not in child_environment()
+        assert child_environment()["LOOPCTL_TEST_OTHER"] == "new"
+    finally:
+        set_withheld([])
+
+
 # --- the sanitiser --------------------------------------------------------------------------------
 
 HOSTILE = (
@@ -341,3 +369,36 @@ def test_a_rule_is_compiled_only_when_a_text_holds_its_literal() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.splitlines() == ["[]", "[]", "['passw']"]
+
+
+def test_a_remembered_text_is_redacted_again_once_the_withheld_values_change(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Short texts are remembered with what they became (a loop redacts the same goal, test
+    ids and suggestions several times an iteration), but never past a change of the withheld
+    values: a value withheld from now on is masked in a text seen before."""
+    import loopctl.redaction as redaction
+
+    value = "s3cr3t-" + "q" * 12
+    text = f"connect with {value} please"
+    monkeypatch.setenv("LOOPCTL_TEST_PLAIN", value)
+    monkeypatch.delenv(ENV_VARIABLE, raising=False)
+    scans: list[bytes] = []
+    real = redaction._find_spans
+
+    def counted(data: bytes) -> Any:
+        scans.append(data)
+        return real(data)
+
+    monkeypatch.setattr(redaction, "_find_spans", counted)
+    try:
+        set_withheld([])
+        assert redact(text) == text
+        assert redact(text) == text
+        assert len(scans) == 1  # the second time, remembered
+        set_withheld(["LOOPCTL_TEST_PLAIN"])
+        assert redact(text) == "connect with [REDACTED] please"
+        set_withheld([])
+        assert redact(text) == text
+    finally:
+        set_withheld([])

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import enum
 import json
 import os
 import re
@@ -191,6 +192,21 @@ def test_json_one_line_with_arguments_is_json_dumps_of_them(
 
     plain = json.dumps(value, ensure_ascii=False, **kwargs)
     assert json_one_line(value, **kwargs) == _NON_ASCII_RUN.sub(_escape_run, plain)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(json_scalars, st.floats(), st.sampled_from([enum.IntEnum("E", "A")["A"]])))
+def test_json_one_line_of_a_scalar_is_json_dumps_of_it(value: Any) -> None:
+    """Scalars take a shortcut past the encoder (most values of loop-state.md are scalars); it
+    spells each exactly as ``json.dumps`` does, escaped as always (NaN, an int subclass: the
+    encoder's own way)."""
+    from loopctl.state.encoding import _NON_ASCII_RUN, _escape_run
+
+    plain = json.dumps(value, ensure_ascii=False, default=str)
+    assert json_one_line(value, default=str) == _NON_ASCII_RUN.sub(_escape_run, plain)
+    assert json_one_line(value) == _NON_ASCII_RUN.sub(
+        _escape_run, json.dumps(value, ensure_ascii=False)
+    )
 
 
 # --- JSONL ---------------------------------------------------------------------------------------

@@ -378,3 +378,20 @@ def test_a_summary_from_a_plugin_is_one_clean_line(summary: str, extra: dict[str
     assert not ANSI.search(line)
     assert not any(ord(c) < 32 or 0x7F <= ord(c) <= 0x9F for c in line)
     assert len(line) <= 500
+
+
+def test_a_plugin_event_line_makes_text_of_the_values_its_template_names_only():
+    """The other values of the event stay as they are: a list of a thousand items is never
+    turned into text for a line that does not show it (nor can a value that breaks
+    ``json.dumps`` spoil the line)."""
+    from loopctl.view import use_event_lines
+
+    class Unprintable:
+        def __str__(self) -> str:
+            raise AssertionError("made into text")
+
+        __repr__ = __str__
+
+    use_event_lines({"demo.count": "{count} items in {where[0]} ({ratio:.1f})"})
+    line = describe(event("demo.count", count=3, where="here", ratio=0.25, items=Unprintable()))
+    assert line == "3 items in h (0.2)"

@@ -59,6 +59,7 @@ from loopctl.model import (
 )
 from loopctl.pluginhost import HookCall, HookFailure, PluginHost, print_failure
 from loopctl.procgroup import (
+    deferred_interrupts,
     end_escaped,
     end_orphaned_group,
     interrupt,
@@ -157,10 +158,13 @@ class BackgroundWriter:
 
     Work runs while the loop waits for the agent or the tests (``waiting`` is set): a thread
     doing Python work beside the loop's own would contend with it for the interpreter lock and
-    slow every step of the loop's bookkeeping. Each rewrite is still atomic, so a reader or a
-    crash only ever sees a complete old or new version. The journal ``iterations.jsonl`` is
-    appended synchronously; it alone decides what ``loopctl resume`` continues from, so a kill
-    loses at most the iteration in flight.
+    slow every step of the loop's bookkeeping. What is submitted while the loop is busy is
+    held back, not queued, until the loop waits (:meth:`release`): queueing it would wake the
+    writer's thread only for it to go back to sleep, taking the interpreter lock from the loop
+    on the way (a stall of a whole time slice on a busy machine). Each rewrite is still
+    atomic, so a reader or a crash only ever sees a complete old or new version. The journal
+    ``iterations.jsonl`` is appended synchronously; it alone decides what ``loopctl resume``
+    continues from, so a kill loses at most the iteration in flight.
     """
 
     def __init__(
@@ -172,6 +176,9 @@ class BackgroundWriter:
         self.disk_full: OSError | None = None
         self._latest: dict[object, Callable[[], object]] = {}
         self._latest_lock = threading.Lock()
+        #: Submitted while the loop was busy: queued by :meth:`release`, in order.
+        self._held: list[Callable[[], object]] = []
+        self._held_lock = threading.Lock()
         #: Set while the loop waits (and while flushing): the writer may work.
         self.waiting = waiting or threading.Event()
         if waiting is None:
@@ -184,13 +191,32 @@ class BackgroundWriter:
         waiting collapse into the latest one: a file rewritten twice before the writer got to
         it is written, and fsynced, once."""
         if key is None:
-            self._queue.put(write)
+            self._enqueue(write)
             return
         with self._latest_lock:
             self._latest[key] = write
         # Queued each time (the entries after the first find nothing left to write), so a
         # Ctrl-C between these two steps cannot leave a file marked as queued that is not.
-        self._queue.put(lambda: self._write_latest(key))
+        self._enqueue(lambda: self._write_latest(key))
+
+    def _enqueue(self, item: Callable[[], object]) -> None:
+        if self.waiting.is_set():
+            self.release()  # what was held goes first
+            self._queue.put(item)
+            return
+        with self._held_lock:
+            self._held.append(item)
+        if self.waiting.is_set():  # the loop began to wait meanwhile: do not leave it held
+            self.release()
+
+    def release(self) -> None:
+        """Queue what was submitted while the loop was busy (call it once ``waiting`` is set)."""
+        if not self._held:
+            return
+        with self._held_lock, deferred_interrupts():  # a Ctrl-C here would lose an item
+            held, self._held = self._held, []
+            for item in held:
+                self._queue.put(item)
 
     def _write_latest(self, key: object) -> None:
         with self._latest_lock:
@@ -208,6 +234,7 @@ class BackgroundWriter:
         held = not self.waiting.is_set()
         self.waiting.set()
         try:
+            self.release()
             done = threading.Event()
             self._queue.put(done.set)
             return done.wait(timeout_s)
@@ -315,6 +342,8 @@ class Engine:
         self._tasks: BackgroundWriter | None = None
         #: Set while the loop waits for the agent or the tests: background work may run then.
         self._waiting = threading.Event()
+        #: loop-state.md changed since it was last rendered (:meth:`_write_state_later`).
+        self._state_stale = False
         self._waiting.set()
         self._opened = False
         self._background = ThreadPoolExecutor(max_workers=1, thread_name_prefix="loopctl-snapshot")
@@ -670,6 +699,7 @@ class Engine:
                 if not is_disk_full(exc):
                     raise
                 if self._writer is not None:
+                    self._write_stale_state()
                     self._writer.flush()  # the first loop-state.md may be on its way
                 resumable = (self.state_dir / st.LOOP_STATE_FILE).exists()
                 outcome = self._outcome(
@@ -934,7 +964,7 @@ class Engine:
         try:
             return self._iterate_until_the_end()
         finally:
-            self._waiting.set()
+            self._set_waiting()
 
     @contextmanager
     def _wait_window(self, *, from_start: bool = False) -> Iterator[None]:
@@ -946,7 +976,8 @@ class Engine:
         (spawns took a median 2.4 ms instead of 0.1 ms beside the snapshot's thread)."""
         was_set = self._waiting.is_set()
         if not from_start:
-            self._waiting.set()
+            self._write_stale_state()
+            self._set_waiting()
         try:
             yield
         finally:
@@ -955,7 +986,15 @@ class Engine:
 
     def _let_background_run(self) -> None:
         """A command the loop waits for has started: background work may run beside it."""
+        self._write_stale_state()
+        self._set_waiting()
+
+    def _set_waiting(self) -> None:
+        """The loop waits: the background threads may work, on what was held for them too."""
         self._waiting.set()
+        for worker in (self._writer, self._tasks):
+            if worker is not None:
+                worker.release()
 
     def _iterate_until_the_end(self) -> LoopOutcome:
         while True:
@@ -1147,7 +1186,7 @@ class Engine:
         )
         self._save_clock()
         self._write_progress()
-        self._write_state()
+        self._write_state_later()
         self.current_record = None
         return decision
 
@@ -1517,6 +1556,7 @@ class Engine:
 
     def _finish_restart(self, reason: str, message: str) -> None:
         number = self.state.restarts + 1
+        self._write_stale_state()
         for worker in (self._tasks, self._writer):  # the archive holds the session's last word
             if worker is not None:
                 worker.flush()
@@ -1546,7 +1586,20 @@ class Engine:
         else:
             self._writer.submit(lambda: _write_file(path, render), key=path)
 
+    def _write_state_later(self) -> None:
+        """loop-state.md is to be rewritten, but not before the loop next waits (or ends): the
+        background writer writes nothing before then, and the next iteration's agent start
+        rewrites it anyway, so rendering it now would be work thrown away."""
+        self._state_stale = True
+
+    def _write_stale_state(self) -> None:
+        """Render loop-state.md if :meth:`_write_state_later` asked for it (the writer is
+        about to run)."""
+        if self._state_stale:
+            self._write_state()
+
     def _write_state(self) -> None:
+        self._state_stale = False
         self.state.updated_at = round(time.time(), 3)
         self.state.summary = self.totals.to_json()  # what the journal holds so far
         text = st.render_loop_state(self.state, _state_body(self))  # now: the state changes

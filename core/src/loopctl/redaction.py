@@ -476,6 +476,13 @@ def _literal_forms(value: str) -> list[str]:
     return sorted((f for f in forms if f and f not in MARK), key=len, reverse=True)
 
 
+#: Texts up to this long are remembered with what they became: a loop redacts the same short
+#: strings (a goal, a test id, a suggestion) several times an iteration.
+_MEMO_CHARS = 512
+#: How many are remembered (then all are forgotten at once).
+_MEMO_SIZE = 1024
+
+
 class Redactor:
     """Replaces secrets in text by :attr:`MARK` (``[REDACTED]``): what :func:`loopctl.redact`
     masks, and the ``values`` given here (a token a plugin holds).
@@ -491,6 +498,9 @@ class Redactor:
         self._cached_for: tuple[str, ...] | None = None
         self._literals: tuple[str, ...] = ()
         self._byte_literals: tuple[bytes, ...] = ()
+        #: Recent short texts and what they became, each with the literals it was redacted
+        #: against (a result made before the withheld values changed is never used after).
+        self._memo: dict[str, tuple[tuple[str, ...], str]] = {}
 
     def with_values(self, values: Iterable[str]) -> Redactor:
         """A redactor that also masks ``values``."""
@@ -512,14 +522,25 @@ class Redactor:
         if not text:
             return text
         try:
-            for literal in self._literal_values():
+            literals = self._literal_values()
+            if len(text) <= _MEMO_CHARS:
+                known = self._memo.get(text)
+                if known is not None and known[0] is literals:
+                    return known[1]
+            original = text
+            for literal in literals:
                 if literal in text:
                     text = text.replace(literal, MARK)
             data = text.encode("utf-8", "surrogatepass")
             spans = _find_spans(data)
-            return _splice(data, spans).decode("utf-8", "surrogatepass") if spans else text
+            result = _splice(data, spans).decode("utf-8", "surrogatepass") if spans else text
         except Exception:  # noqa: BLE001 - a redactor that fails must not leak: drop the text
             return MARK
+        if len(original) <= _MEMO_CHARS:
+            if len(self._memo) >= _MEMO_SIZE:
+                self._memo.clear()
+            self._memo[original] = (literals, result)
+        return result
 
     def redact_bytes(self, data: bytes) -> bytes:
         """:meth:`redact` for bytes (UTF-8 or not: other bytes pass through as they are)."""

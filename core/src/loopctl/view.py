@@ -21,6 +21,7 @@ event it cannot describe is shown generically.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import sys
@@ -290,12 +291,14 @@ def describe(event: Event, lines: Mapping[str, str] | None = None) -> str:
         if not template:
             return ""
         try:
+            used = _template_fields(template)
             fields = _Fields(
                 {
                     key: value
                     if isinstance(value, (int, float)) and not isinstance(value, bool)
                     else _text(value, "", 200)
                     for key, value in data.items()
+                    if used is None or key in used
                 }
             )
             return _text(template.format_map(fields), "", 500)
@@ -344,6 +347,20 @@ def generic_line(type: str, data: Mapping[str, Any]) -> str:
             parts.append(f"{name} {words}")
     name = _text(type)
     return name + (f" ({'; '.join(parts)})" if parts else "")
+
+
+@functools.lru_cache(maxsize=256)
+def _template_fields(template: str) -> frozenset[str] | None:
+    """The data keys a line template names (None: it cannot be parsed, so all of them): an
+    event's other values are not made into text (a plugin's event may carry long lists)."""
+    import re
+    import string
+
+    try:
+        names = [name for _, name, _, _ in string.Formatter().parse(template) if name]
+    except ValueError:
+        return None
+    return frozenset(re.split(r"[.\[]", name, maxsplit=1)[0] for name in names)
 
 
 # --- the views ------------------------------------------------------------------------------------

@@ -17,6 +17,7 @@ import os
 import re
 from collections.abc import Iterable, Mapping
 from fnmatch import fnmatchcase
+from typing import Any
 
 #: The variable that adds patterns to ``withhold_env`` from the environment (comma-separated).
 ENV_VARIABLE = "LOOPCTL_WITHHOLD_ENV"
@@ -68,18 +69,43 @@ def child_environment(
     call; ``LOOPCTL_WITHHOLD_ENV`` always applies. ``extra`` is the caller's own word: a
     variable it names is set even when a pattern withholds it."""
     patterns = withheld_patterns() if withhold is None else (*withhold, *_from_environment())
-    source = os.environ if base is None else base
-    env = {
-        name: value
-        for name, value in source.items()
-        if not any(fnmatchcase(name, pattern) for pattern in patterns)
-    }
+    env = dict(_kept_environment(patterns)) if base is None else _kept(base, patterns)
     for name, value in (extra or {}).items():
         if value is None:
             env.pop(str(name), None)
         else:
             env[str(name)] = str(value)
     return env
+
+
+def _kept(source: Mapping[str, str], patterns: tuple[str, ...]) -> dict[str, str]:
+    return {
+        name: value
+        for name, value in source.items()
+        if not any(fnmatchcase(name, pattern) for pattern in patterns)
+    }
+
+
+def _kept_environment(patterns: tuple[str, ...]) -> dict[str, str]:
+    """``os.environ`` without the variables ``patterns`` withhold, built again only when the
+    environment or the patterns changed: reading ``os.environ`` decodes every name and value,
+    and the loop starts three processes an iteration. Its raw ``bytes`` copy is compared
+    (a C-level comparison) where ``os.environ`` keeps one; the caller copies the result."""
+    global _last_environment
+    raw = getattr(os.environ, "_data", None)
+    if not isinstance(raw, dict):
+        return _kept(os.environ, patterns)
+    cached = _last_environment  # one tuple, replaced whole: safe beside other threads
+    if cached is not None and cached[0] == patterns and cached[1] == raw:
+        return cached[2]
+    copy = dict(raw)  # first: a change made meanwhile is seen by the next call
+    env = _kept(os.environ, patterns)
+    _last_environment = (patterns, copy, env)
+    return env
+
+
+#: The last :func:`_kept_environment`: its patterns, ``os.environ``'s raw copy, the result.
+_last_environment: tuple[tuple[str, ...], dict[Any, Any], dict[str, str]] | None = None
 
 
 def secret_values() -> tuple[str, ...]:

@@ -64,3 +64,27 @@ def test_missing_and_torn_files_are_tolerated(tmp_path: Path) -> None:
     with ledger.path.open("ab") as handle:
         handle.write(b'{"kind": "resolution", "id": "s1", "eff')  # a crash mid-write
     assert [entry.id for entry in ledger.outstanding()] == ["s1"]
+
+
+def test_a_ledger_given_a_submit_appends_where_it_says_in_order(tmp_path: Path) -> None:
+    """In a loop the appends run as background work (while the loop waits): recording a set
+    returns its entry at once, and the file gets the lines in order when the work runs."""
+    from collections.abc import Callable
+
+    from loopctl_context_errors.ledger import Verdict
+
+    queued: list[Callable[[], None]] = []
+    ledger = Ledger(tmp_path, keep_open=True, submit=queued.append)
+    entry = ledger.record_suggestion(
+        "s1", category="FILE_ACCESS", stage="tests", actions=ACTIONS, failing_tests=["a"]
+    )
+    ledger.mark_resolved("s1", Verdict(True, "tests_pass", passed_tests=["a"]), iteration=2)
+    assert entry.id == "s1"
+    assert entry.failing_tests == ["a"]
+    assert not ledger.path.exists()
+    assert len(queued) == 2
+    for task in queued:
+        task()
+    ledger.close()
+    (written,) = Ledger(tmp_path).entries()
+    assert (written.id, written.resolved, written.effective) == ("s1", True, True)

@@ -559,3 +559,34 @@ def test_a_script_whose_output_looks_like_pytest_is_not_rerun(
     assert not events_of(result, RERUN)  # no rerun at all, so no --lf on a script
     assert not (loopctl_project.path / "args.txt").exists()
     assert events_of(result, CLASSIFIED)[0]["mode"] == "code_error"
+
+
+def test_the_built_in_detectors_run_once_for_a_failure_nothing_was_rerun_for(
+    loopctl_project: Project, run_loop: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Deciding whether to re-run needs the built-in classifications; when nothing is re-run
+    the verdict is made from those same ones (a re-run's evidence is classified again: the
+    flaky tests above)."""
+    from loopctl_failure_classifier import classify as classify_module
+    from loopctl_failure_classifier import detectors
+
+    calls: list[int] = []
+    real = detectors.builtin_classifications
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(detectors, "builtin_classifications", counted)
+    monkeypatch.setattr(classify_module, "builtin_classifications", counted)
+    loopctl_project.write("check.sh", PYTEST_LOOKALIKE)
+    loopctl_project.commit("tests")
+    result = run(
+        run_loop,
+        [[{"say": "nothing to change"}]],
+        test_cmd="sh check.sh",
+        config={"limits": {"max_iterations": 1}},
+    )
+    assert not events_of(result, RERUN)
+    assert events_of(result, CLASSIFIED)[0]["mode"] == "code_error"
+    assert len(calls) == 1

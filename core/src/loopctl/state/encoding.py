@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import enum
 import json
+import math
 import re
 import unicodedata
 from collections.abc import Mapping
@@ -44,13 +45,36 @@ def json_one_line(value: Any, **dumps_kwargs: Any) -> str:
     Limitation of JSON itself: a high surrogate directly followed by a low surrogate reads back
     as the one astral character the pair encodes.
     """
+    kind = type(value)  # scalars (most of a state file's values) spelled as json spells them
+    if kind is str:
+        return _escaped(_encode_string(value))
+    if kind is int:
+        return int.__repr__(value)
+    if value is None:
+        return "null"
+    if kind is bool:
+        return "true" if value else "false"
+    if kind is float and math.isfinite(value):
+        return float.__repr__(value)
     encoder = _encoder(dumps_kwargs)
     text = (
         encoder.encode(value)
         if encoder is not None
         else json.dumps(value, ensure_ascii=False, **dumps_kwargs)
     )
+    return _escaped(text)
+
+
+def _escaped(text: str) -> str:
+    """``text`` with the runs :data:`_NON_ASCII_RUN` finds escaped; plain ASCII (the usual
+    case) is checked at C speed, not scanned by the regex."""
+    if text.isascii() and "\x7f" not in text:
+        return text
     return _NON_ASCII_RUN.sub(_escape_run, text)
+
+
+#: What ``json.dumps(ensure_ascii=False)`` writes for a string (its C function when there is one).
+_encode_string = json.encoder.encode_basestring
 
 
 def _encoder(dumps_kwargs: dict[str, Any]) -> json.JSONEncoder | None:

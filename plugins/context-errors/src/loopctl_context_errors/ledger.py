@@ -14,7 +14,8 @@ outstanding set is resolved.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -70,13 +71,28 @@ def judge(suggestion: SuggestionSet, *, tests_passed: bool, failing_now: Sequenc
 class Ledger:
     """The ledger in ``state_dir``; every method is safe to call when the file is missing."""
 
-    def __init__(self, state_dir: Path, *, keep_open: bool = False) -> None:
+    def __init__(
+        self,
+        state_dir: Path,
+        *,
+        keep_open: bool = False,
+        submit: Callable[[Callable[[], None]], None] | None = None,
+    ) -> None:
         self.path = Path(state_dir) / FILE_NAME
         #: Keep the file open between appends (a loop appends on every failed iteration).
         self.keep_open = keep_open
+        #: Where the appends are made, in order (a loop's ``in_background``; None: at once).
+        #: The returned entries do not wait for them.
+        self.submit = submit
         self._appender: JsonlAppender | None = None
 
     def _append(self, line: dict[str, Any]) -> None:
+        if self.submit is not None:
+            self.submit(partial(self._write, line))
+        else:
+            self._write(line)
+
+    def _write(self, line: dict[str, Any]) -> None:
         if self._appender is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._appender = JsonlAppender(self.path)

@@ -222,7 +222,9 @@ LEDGER = StashKey[Ledger]()
 def _ledger(loop: Loop) -> Ledger:
     ledger = loop.stash.get(LEDGER)
     if ledger is None:
-        ledger = loop.stash[LEDGER] = Ledger(loop.state_dir, keep_open=True)
+        # appended while the loop waits, in order with the memory's writes
+        ledger = Ledger(loop.state_dir, keep_open=True, submit=loop.in_background)
+        loop.stash[LEDGER] = ledger
     return ledger
 
 

@@ -112,11 +112,14 @@ def classify(
     settings: Settings | None = None,
     min_confidence: float = 0.5,
     force_mode: str | None = None,
+    builtin: list[Classification] | None = None,
 ) -> Verdict:
-    """Classify one failure: built-in detectors plus ``classifiers``, then arbitration."""
+    """Classify one failure: built-in detectors plus ``classifiers``, then arbitration.
+    ``builtin``: the built-in detectors' classifications of this very ``evidence`` with these
+    ``settings``, when the caller has made them already."""
     if force_mode:
         return forced_verdict(force_mode, evidence, source="--failure-mode")
-    candidates = builtin_classifications(evidence, settings)
+    candidates = builtin_classifications(evidence, settings) if builtin is None else builtin
     custom, rejected = run_custom(classifiers, evidence, min_confidence=min_confidence)
     return arbitrate([*candidates, *custom], iteration=evidence.iteration, rejected=rejected)
 

@@ -47,6 +47,7 @@ from loopctl_failure_classifier.model import (
     DEPENDENCY_ISSUE,
     INFINITE_LOOP,
     TEST_FLAKINESS,
+    Classification,
     Evidence,
     FailureMode,
     Rerun,
@@ -169,8 +170,13 @@ def _settings(config: FailureClassifierConfig) -> Settings:
 
 
 def _should_rerun(
-    config: FailureClassifierConfig, test_run: TestRun | None, evidence: Evidence
+    config: FailureClassifierConfig,
+    test_run: TestRun | None,
+    evidence: Evidence,
+    preliminary: list[Classification],
 ) -> bool:
+    """Whether to re-run the failing tests; the built-in classifications it had to make for
+    that are left in ``preliminary`` (the verdict reuses them when nothing was re-run)."""
     if not config.rerun_failed_tests or test_run is None or test_run.passed:
         return False
     if test_run.timed_out or test_run.exit_code is None or test_run.exit_code in _CANNOT_RUN:
@@ -179,7 +185,7 @@ def _should_rerun(
         return False
     if _already_confirmed(evidence):
         return False
-    preliminary = detectors.builtin_classifications(evidence, _settings(config))
+    preliminary[:] = detectors.builtin_classifications(evidence, _settings(config))
     best = min(preliminary, key=lambda c: (-c.priority, -c.confidence))
     # a missing package or a dead agent will not pass on a rerun: do not spend one
     return not (best.mode in (DEPENDENCY_ISSUE, CONTEXT_EXHAUSTION) and best.priority >= 200)
@@ -247,16 +253,19 @@ def diagnose(
     if state.force_mode is not None:
         verdict = forced_verdict(state.force_mode, evidence, source="--failure-mode")
     else:
-        if test_run is not None and _should_rerun(config, test_run, evidence):
+        preliminary: list[Classification] = []
+        if test_run is not None and _should_rerun(config, test_run, evidence, preliminary):
             rerun = _rerun(loop, config, test_run)
             if rerun is not None:
                 evidence = attrs.evolve(evidence, rerun=rerun)
                 annotation["rerun"] = attrs.asdict(rerun)
+                preliminary = []  # new evidence: classified again
         verdict = classify(
             evidence,
             classifiers=state.classifiers,
             settings=_settings(config),
             min_confidence=config.min_confidence,
+            builtin=preliminary or None,
         )
         for problem in verdict.rejected:
             loop.emit(ev.WARNING, message=f"classification skipped: {problem}")
