@@ -27,7 +27,7 @@ from _common import Figure, print_table
 
 from loopctl import IterationRecord, fingerprint, parse_test_output
 from loopctl_failure_classifier import rules
-from loopctl_failure_classifier.classify import classify
+from loopctl_failure_classifier.arbitration import classify
 from loopctl_failure_classifier.evidence import from_logs
 from loopctl_failure_classifier.model import Evidence
 

@@ -33,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from _common import Figure, median_ms, print_table, time_commands
 from bench_failure_classifier import make_evidence, make_log
 
-from loopctl_failure_classifier.classify import classify
+from loopctl_failure_classifier.arbitration import classify
 
 PLAIN_TYPER_APP = """
 import typer

@@ -219,9 +219,9 @@ def test_each_log_is_parsed_once(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_the_command_names_the_file_the_classifier_writes() -> None:
-    from loopctl_failure_classifier import classify, cli
+    from loopctl_failure_classifier import arbitration, cli
 
-    assert cli.FAILURE_MODE_FILE == classify.FAILURE_MODE_FILE
+    assert cli.FAILURE_MODE_FILE == arbitration.FAILURE_MODE_FILE
 
 
 #: Runs loopctl as its console script does and writes the modules it imported to argv[1].

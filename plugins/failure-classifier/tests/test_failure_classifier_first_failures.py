@@ -370,7 +370,7 @@ def test_the_header_check_never_raises(name: str) -> None:
 
 
 def test_an_installed_package_asking_the_projects_own_module_is_code(tmp_path: Path) -> None:
-    from loopctl_failure_classifier.classify import classify
+    from loopctl_failure_classifier.arbitration import classify
     from loopctl_failure_classifier.evidence import from_logs
 
     log = (CASES / "py-dep-installed-mismatch" / "logs" / "1.log").read_text(encoding="utf-8")

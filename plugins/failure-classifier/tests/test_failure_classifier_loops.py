@@ -567,7 +567,7 @@ def test_the_built_in_detectors_run_once_for_a_failure_nothing_was_rerun_for(
     """Deciding whether to re-run needs the built-in classifications; when nothing is re-run
     the verdict is made from those same ones (a re-run's evidence is classified again: the
     flaky tests above)."""
-    from loopctl_failure_classifier import classify as classify_module
+    from loopctl_failure_classifier import arbitration as classify_module
     from loopctl_failure_classifier import detectors
 
     calls: list[int] = []

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from loopctl import TestRun
 from loopctl_failure_classifier import rules
-from loopctl_failure_classifier.classify import arbitrate, classify, run_custom
+from loopctl_failure_classifier.arbitration import arbitrate, classify, run_custom
 from loopctl_failure_classifier.evidence import from_logs, from_state_dir
 from loopctl_failure_classifier.locality import Locality
 from loopctl_failure_classifier.model import Classification, Evidence, FailureMode
@@ -328,3 +328,25 @@ def test_history_records_with_odd_annotations_are_tolerated() -> None:
         record(2, annotations={"failure_classifier": {"rerun": [1, 2]}}),
     )
     assert classify(Evidence(iteration=2, history=history)).mode == "code_error"
+
+
+def test_the_public_classify_is_the_function_whatever_was_imported_first() -> None:
+    """No submodule shares a public name: importing one sets it as an attribute of the
+    package, which would make ``from loopctl_failure_classifier import classify`` a module
+    in a process that imported that submodule before anyone asked for the function."""
+    import pkgutil
+    import subprocess
+    import sys
+
+    import loopctl_failure_classifier as package
+
+    submodules = {info.name for info in pkgutil.iter_modules(package.__path__)}
+    assert not submodules & set(package.__all__)
+    code = (
+        "import importlib, pkgutil, loopctl_failure_classifier as p\n"
+        "for info in pkgutil.iter_modules(p.__path__):\n"
+        "    importlib.import_module(f'{p.__name__}.{info.name}')\n"
+        "from loopctl_failure_classifier import classify\n"
+        "assert callable(classify), classify\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)

@@ -19,7 +19,7 @@ from failure_classifier_testkit import (
 )
 
 from loopctl_failure_classifier import detectors
-from loopctl_failure_classifier.classify import FAILURE_MODE_FILE, write_failure_mode
+from loopctl_failure_classifier.arbitration import FAILURE_MODE_FILE, write_failure_mode
 from loopctl_failure_classifier.detectors import Notes, Settings
 from loopctl_failure_classifier.evidence import from_state_dir
 from loopctl_failure_classifier.locality import Locality
@@ -274,7 +274,7 @@ def test_28_dependency_beats_code_error_flakiness_and_loops_on_mixed_signals(
 
 
 def offline_mode(evidence: Evidence) -> str:
-    from loopctl_failure_classifier.classify import classify as run
+    from loopctl_failure_classifier.arbitration import classify as run
 
     return run(evidence).mode
 

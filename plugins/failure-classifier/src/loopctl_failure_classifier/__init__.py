@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.2.0"
 
 if TYPE_CHECKING:
-    from loopctl_failure_classifier.classify import classify
+    from loopctl_failure_classifier.arbitration import classify
     from loopctl_failure_classifier.events import (
         CLASSIFIED,
         MODE_FORCED,
@@ -70,7 +70,7 @@ _EVENT_NAMES = (
 _LAZY = {
     **{name: "loopctl_failure_classifier.model" for name in _MODEL_NAMES},
     **{name: "loopctl_failure_classifier.events" for name in _EVENT_NAMES},
-    "classify": "loopctl_failure_classifier.classify",
+    "classify": "loopctl_failure_classifier.arbitration",
     "classify_offline": "loopctl_failure_classifier.offline",
     "strategy": "loopctl_failure_classifier.recovery",
 }

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from loopctl_failure_classifier.config import FailureClassifierConfig
     from loopctl_failure_classifier.offline import OfflineResult
 
-#: :data:`loopctl_failure_classifier.classify.FAILURE_MODE_FILE`, named here without importing
+#: :data:`loopctl_failure_classifier.arbitration.FAILURE_MODE_FILE`, named here without importing
 #: the classifier (a test checks that they agree).
 FAILURE_MODE_FILE = "failure-mode.json"
 
@@ -202,7 +202,7 @@ def add_classify_command(cli: Any) -> None:
         import json
 
         import loopctl
-        from loopctl_failure_classifier.classify import write_failure_mode
+        from loopctl_failure_classifier.arbitration import write_failure_mode
         from loopctl_failure_classifier.offline import classify_offline
 
         project, config, max_restarts, output_bytes, warnings = _environment(Path.cwd())

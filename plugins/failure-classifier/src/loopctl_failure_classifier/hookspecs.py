@@ -28,7 +28,7 @@ def classify_failure(evidence: Evidence) -> Classification | Any | None:
     ``register_failure_modes`` so it has a recovery).
 
     Results: collected from every plugin, then arbitrated with the built-in detectors' by
-    priority, then confidence, then detector name (see :mod:`loopctl_failure_classifier.classify`).
+    priority, then confidence, then detector name (see :mod:`loopctl_failure_classifier.arbitration`).
     Answers below ``min_confidence`` are dropped; malformed answers are reported and skipped; an
     implementation that raises is reported as a ``plugin.error`` and skipped.
     """

@@ -10,7 +10,7 @@ from typing import Any
 
 import attrs
 
-from loopctl_failure_classifier.classify import (
+from loopctl_failure_classifier.arbitration import (
     Classifier,
     classify,
     forced_verdict,

@@ -59,7 +59,7 @@ def register_event_schemas() -> dict[str, dict[str, Any]]:
 @hookimpl
 def register_run_options() -> list[RunOption]:
     from loopctl import RunOption
-    from loopctl_failure_classifier.classify import hook_modes
+    from loopctl_failure_classifier.arbitration import hook_modes
     from loopctl_failure_classifier.model import BUILTIN_MODES
 
     modes = list(BUILTIN_MODES)

@@ -26,7 +26,7 @@ from loopctl import (
 from loopctl_failure_classifier import detectors
 from loopctl_failure_classifier import events as ev
 from loopctl_failure_classifier import lines as say
-from loopctl_failure_classifier.classify import (
+from loopctl_failure_classifier.arbitration import (
     FAILURE_MODE_FILE,
     Classifier,
     arbitrate,
