@@ -19,10 +19,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from loopctl.clicommand import CliCommand
     from loopctl.pluginhost import PluginHost
 
 #: Exit code for usage errors (:data:`loopctl.model.EXIT_USAGE`).
 EXIT_USAGE = 2
+
+#: The built-in commands and groups of :mod:`loopctl.cli.app` (a test checks they agree): a
+#: plugin's command never takes one of these names.
+BUILTIN_COMMANDS = frozenset(
+    {"agents", "config", "demo", "events", "plugins", "resume", "run", "status"}
+)
 
 # --- output --------------------------------------------------------------------------------------
 
@@ -175,6 +182,53 @@ def command_host(workdir: Path) -> PluginHost:
     host.load()
     check_core_enabled(selection)
     return host
+
+
+def cli_commands(host: PluginHost) -> list[CliCommand]:
+    """The :class:`~loopctl.CliCommand` s the enabled plugins offer (``register_cli_commands``),
+    a later one replacing an earlier one of the same path; none with a built-in name."""
+    from loopctl.clicommand import CliCommand
+
+    found: dict[tuple[str, ...], CliCommand] = {}
+    for result in reversed(host.hook.register_cli_commands()):  # registration order
+        for command in result or []:
+            if not isinstance(command, CliCommand):
+                raise TypeError(f"register_cli_commands returned {command!r}, not a CliCommand")
+            if command.path[0] not in BUILTIN_COMMANDS:
+                found[command.path] = command
+    return list(found.values())
+
+
+def plugin_command(args: Sequence[str]) -> int | None:
+    """Run ``loopctl ARGS`` when it is the plain form of a plugin's :class:`~loopctl.CliCommand`,
+    without typer; its exit code. None when it is not (or the plugins cannot be loaded): the
+    typer app then runs it, and says what is wrong."""
+    try:
+        host = command_host(Path.cwd())
+        commands = cli_commands(host)
+    except Exception:  # noqa: BLE001 - the typer app reports it (plugin commands unavailable)
+        return None
+    for command in sorted(commands, key=lambda c: -len(c.path)):
+        if tuple(args[: len(command.path)]) != command.path:
+            continue
+        arguments = command.parse(args[len(command.path) :])
+        if arguments is None:
+            return None
+        from loopctl.pluginhost import offer_host
+
+        forgiving_streams()
+        offer_host(host)  # a command that loads the project takes it: no second load
+        try:
+            return command.run(arguments)
+        except KeyboardInterrupt:
+            error("interrupted")
+            return 130
+        except EOFError:  # what click makes of it: an abort
+            error("aborted")
+            return 1
+        finally:
+            offer_host(None)
+    return None
 
 
 def plugins_list(*, json_output: bool, config_file: Path | None = None) -> int:
