@@ -42,7 +42,11 @@ def main(argv: list[str] | None = None) -> int:
                 return code
     from loopctl.cli.app import main as app_main
 
-    return app_main(args)
+    try:
+        return app_main(args)
+    finally:
+        if "loopctl.cli.fast" in sys.modules:
+            sys.modules["loopctl.cli.fast"].take_host()  # not taken: not for a later main()
 
 
 if __name__ == "__main__":

@@ -983,10 +983,10 @@ def _is_terminal(stream: Any) -> bool:
 
 
 def _add_plugin_commands(cli: typer.Typer) -> None:
-    from loopctl.cli.fast import command_host
+    from loopctl.cli.fast import command_host, take_host
 
     try:
-        host = command_host(Path.cwd())
+        host = take_host() or command_host(Path.cwd())
     except Exception as exc:  # noqa: BLE001 - help must work with a broken setup
         warn(f"plugin commands unavailable: {exc}")
         return

@@ -199,6 +199,16 @@ def cli_commands(host: PluginHost) -> list[CliCommand]:
     return list(found.values())
 
 
+#: The host :func:`plugin_command` loaded and did not use, for :func:`take_host`.
+_handed: list[PluginHost] = []
+
+
+def take_host() -> PluginHost | None:
+    """The plugin host :func:`plugin_command` loaded for a command it left to the typer app
+    (a plugin's typer command, or a form it does not read), once; else None."""
+    return _handed.pop() if _handed else None
+
+
 def plugin_command(args: Sequence[str]) -> int | None:
     """Run ``loopctl ARGS`` when it is the plain form of a plugin's :class:`~loopctl.CliCommand`,
     without typer; its exit code. None when it is not (or the plugins cannot be loaded): the
@@ -208,12 +218,14 @@ def plugin_command(args: Sequence[str]) -> int | None:
         commands = cli_commands(host)
     except Exception:  # noqa: BLE001 - the typer app reports it (plugin commands unavailable)
         return None
+    _handed[:] = [host]  # for the typer app, if it runs the command: no second load
     for command in sorted(commands, key=lambda c: -len(c.path)):
         if tuple(args[: len(command.path)]) != command.path:
             continue
         arguments = command.parse(args[len(command.path) :])
         if arguments is None:
             return None
+        _handed.clear()
         from loopctl.pluginhost import offer_host
 
         forgiving_streams()
