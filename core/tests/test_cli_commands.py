@@ -87,9 +87,9 @@ def greet(tmp_path: Path) -> Any:
     }
     env["PYTHONPATH"] = str(site)
 
-    def run(*args: str) -> subprocess.CompletedProcess[str]:
+    def run(*args: str, python: bool = False) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            [sys.executable, "-m", "loopctl", *args],
+            [sys.executable, *args] if python else [sys.executable, "-m", "loopctl", *args],
             cwd=tmp_path,
             env=env,
             capture_output=True,
@@ -135,6 +135,20 @@ def test_a_described_command_has_help_like_a_typer_one(greet: Any) -> None:
     group = greet("greetings", "--help")
     assert group.returncode == 0, group.stderr
     assert group.stdout.index("say") < group.stdout.index("list")  # described commands first
+
+
+def test_a_typer_command_of_a_plugin_loads_the_plugins_once(greet: Any) -> None:
+    probe = (
+        "import loopctl.pluginhost as ph\n"
+        "from loopctl.__main__ import main\n"
+        "loads = []\n"
+        "load = ph.PluginHost.load\n"
+        "ph.PluginHost.load = lambda self, *a, **k: (loads.append(1), load(self, *a, **k))[1]\n"
+        "code = main(['greetings', 'list'])\n"
+        "print(code, len(loads))\n"
+    )
+    done = greet("-c", probe, python=True)
+    assert done.stdout == "hello, hi\n0 1\n", done.stderr
 
 
 def test_the_builtin_command_names_are_the_apps() -> None:
