@@ -270,3 +270,28 @@ def test_classify_and_errors_report_run_without_typer(tmp_path: Path) -> None:
         *output, last = done.stdout.splitlines()
         assert json.loads(last) == [0, []], args
         assert any("test_add" in line for line in output), done.stdout
+
+
+def test_status_reads_a_finished_loop_with_only_what_reading_needs(tmp_path: Path) -> None:
+    """No typer, and none of what only writing the state needs (moving archives, naming temp
+    files, the lock's host name)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LOOPCTL_")}
+    project = tmp_path / "demo"
+    subprocess.run(
+        [sys.executable, "-m", "loopctl", "demo", "--keep", str(project), "--json"],
+        env=env, capture_output=True, check=True, timeout=120,
+    )  # fmt: skip
+    probe = (
+        "import json, sys\n"
+        "from loopctl.__main__ import main\n"
+        "code = main(['status'])\n"
+        "heavy = ('typer', 'rich', 'shutil', 'socket', 'secrets', 'loopctl.engine')\n"
+        "print(json.dumps([code, [m for m in heavy if m in sys.modules]]))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe],
+        cwd=project, env=env, capture_output=True, text=True, timeout=120, check=True,
+    )  # fmt: skip
+    *output, last = done.stdout.splitlines()
+    assert json.loads(last) == [0, []]
+    assert any("complete" in line for line in output), done.stdout
