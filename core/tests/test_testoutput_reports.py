@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 import tempfile
 import textwrap
@@ -200,6 +201,26 @@ def test_go_json_real_stream_gives_no_raw_json_lines() -> None:
         assert not any(line.startswith("{") for line in found.error_lines), case
         # a parent that failed only through its subtests is not listed; its subtests are
         assert "example.com/calcproj/calc/TestTable" not in found.failing_tests
+
+
+def test_msgspec_is_imported_only_for_output_that_holds_go_events() -> None:
+    """Reading a pytest log (``loopctl classify``, ``errors report``) does not import msgspec;
+    go test's event stream still reads with it."""
+    probe = textwrap.dedent(
+        f"""\
+        import sys
+        from pathlib import Path
+        from loopctl.testoutput import parse_test_output
+        parse_test_output("FAILED tests/test_a.py::test_x - assert 1 == 2\\n")
+        print("msgspec" in sys.modules)
+        found = parse_test_output(Path({str(DATA / "go_test_json.txt")!r}).read_text())
+        print("msgspec" in sys.modules, found.runner)
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert done.stdout == "False\nTrue go\n"
 
 
 def test_go_json_parent_with_its_own_message_is_listed() -> None:

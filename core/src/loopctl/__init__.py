@@ -15,6 +15,7 @@ from loopctl._version import __version__
 
 if TYPE_CHECKING:
     from loopctl.agents.base import AgentAdapter, AgentSettings, StreamParser, TurnRequest
+    from loopctl.clicommand import CliArgument, CliCommand, CliOption
     from loopctl.config import InvalidFields
     from loopctl.configfile import ConfigError
     from loopctl.events import EventField, define_event
@@ -90,6 +91,9 @@ _LAZY = {
     "StreamParser": "loopctl.agents.base",
     "TurnRequest": "loopctl.agents.base",
     "InvalidFields": "loopctl.config",
+    "CliArgument": "loopctl.clicommand",
+    "CliCommand": "loopctl.clicommand",
+    "CliOption": "loopctl.clicommand",
     "LazyPattern": "loopctl.lazyre",
     "ScanMatch": "loopctl.scan",
     "ScanRule": "loopctl.scan",
@@ -143,6 +147,9 @@ __all__ = [
     "AgentAdapter",
     "AgentMessage",
     "AgentSettings",
+    "CliArgument",
+    "CliCommand",
+    "CliOption",
     "CompletionVeto",
     "ConfigError",
     "Decision",

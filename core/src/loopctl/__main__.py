@@ -1,7 +1,8 @@
 """Entry point of the ``loopctl`` command.
 
-Dispatches the commands that must start fast (``--version``, ``plugins list``, ``status``, in
-their plain forms) before anything heavy is imported; every other command, and every other form
+Dispatches the commands that must start fast (``--version``, ``plugins list``, ``status``, and
+the plugins' :class:`~loopctl.CliCommand` s, in their plain forms) before anything heavy is
+imported; every other command, and every other form
 of those (``--help``, a mistake), goes to the typer app in :mod:`loopctl.cli.app`.
 """
 
@@ -56,9 +57,20 @@ def _main(args: list[str]) -> int:
             except KeyboardInterrupt:
                 fast.error("interrupted")
                 return 130
+    if args and not args[0].startswith("-"):
+        from loopctl.cli import fast
+
+        if args[0] not in fast.BUILTIN_COMMANDS:
+            code = fast.plugin_command(args)  # a plugin's CliCommand, without typer
+            if code is not None:
+                return code
     from loopctl.cli.app import main as app_main
 
-    return app_main(args)
+    try:
+        return app_main(args)
+    finally:
+        if "loopctl.cli.fast" in sys.modules:
+            sys.modules["loopctl.cli.fast"].take_host()  # not taken: not for a later main()
 
 
 if __name__ == "__main__":

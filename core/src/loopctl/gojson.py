@@ -20,6 +20,7 @@ import msgspec
 
 from loopctl.lazyre import lazy_compile
 from loopctl.testparts import DETAIL, DETAIL_CAP, HEADLINE, LOCATION, Partial
+from loopctl.testparts import detect_go_json as detect_go_json
 
 #: Output lines kept per test or package: enough for a message and a panic's first frames.
 _LINES_PER_TEST = 200
@@ -52,13 +53,6 @@ class _Event(msgspec.Struct, gc=False):
 
 
 _decode_event = msgspec.json.Decoder(_Event).decode
-
-
-def detect_go_json(text: str) -> bool:
-    """Cheap check: does ``text`` hold ``go test -json`` events?"""
-    return '"Action":' in text and (
-        '{"Time":' in text or '{"Action":' in text or '{"ImportPath":' in text
-    )
 
 
 @attrs.define

@@ -19,7 +19,6 @@ from collections.abc import Callable
 
 import attrs
 
-from loopctl.gojson import detect_go_json, read_go_json
 from loopctl.lazyre import lazy_compile
 from loopctl.scan import LINE_CHARS, Scanner, ScanRule, strip_ansi
 from loopctl.testparts import (
@@ -29,6 +28,7 @@ from loopctl.testparts import (
     LOCATION,
     Partial,
     bounded,
+    detect_go_json,
     has_word,
     unique,
 )
@@ -890,6 +890,13 @@ def _detect_go(text: str) -> bool:
     )
     # an event stream is read by loopctl.gojson; its lines are not go test's text
     return found and not detect_go_json(text)
+
+
+def read_go_json(lines: list[str]) -> Partial:
+    """:func:`loopctl.gojson.read_go_json`, imported (with msgspec) when output holds events."""
+    from loopctl.gojson import read_go_json as read
+
+    return read(lines)
 
 
 # --- mypy and tsc -------------------------------------------------------------------------------

@@ -70,3 +70,11 @@ def bounded(entries: Iterable[tuple[int, str]], max_lines: int) -> list[str]:
 
 def unique(items: Iterable[str]) -> list[str]:
     return list(dict.fromkeys(items))
+
+
+def detect_go_json(text: str) -> bool:
+    """Cheap check: does ``text`` hold ``go test -json`` events? (Here, not in
+    :mod:`loopctl.gojson`, so that output without them never imports msgspec.)"""
+    return '"Action":' in text and (
+        '{"Time":' in text or '{"Action":' in text or '{"ImportPath":' in text
+    )

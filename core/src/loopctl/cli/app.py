@@ -1178,14 +1178,24 @@ def _is_terminal(stream: Any) -> bool:
 
 
 def _add_plugin_commands(cli: typer.Typer) -> None:
-    from loopctl.cli.fast import command_host
+    from loopctl.cli.fast import command_host, take_host
 
     try:
-        host = command_host(Path.cwd())
+        host = take_host() or command_host(Path.cwd())
     except Exception as exc:  # noqa: BLE001 - help must work with a broken setup
         warn(f"plugin commands unavailable: {exc}")
         return
     host.hook.register_commands(cli=cli)
+    from loopctl.cli.fast import cli_commands
+    from loopctl.cli.typed import add_cli_command
+
+    try:
+        commands = cli_commands(host)
+    except Exception as exc:  # noqa: BLE001 - help must work with a broken plugin
+        warn(f"plugin commands unavailable: {exc}")
+        commands = []
+    for command in commands:
+        add_cli_command(cli, command)
     from loopctl.pluginhost import offer_host
 
     offer_host(host)  # a plugin command that loads the project takes it: no second load

@@ -19,10 +19,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from loopctl.clicommand import CliCommand
     from loopctl.pluginhost import PluginHost
 
 #: Exit code for usage errors (:data:`loopctl.model.EXIT_USAGE`).
 EXIT_USAGE = 2
+
+#: The built-in commands and groups of :mod:`loopctl.cli.app` (a test checks they agree): a
+#: plugin's command never takes one of these names.
+BUILTIN_COMMANDS = frozenset(
+    {"agents", "completion", "config", "demo", "events", "plugins", "resume", "run", "status"}
+)
 
 # --- output --------------------------------------------------------------------------------------
 
@@ -182,6 +189,65 @@ def command_host(workdir: Path) -> PluginHost:
     check_core_enabled(selection)
     check_plugin_names(host, sources)
     return host
+
+
+def cli_commands(host: PluginHost) -> list[CliCommand]:
+    """The :class:`~loopctl.CliCommand` s the enabled plugins offer (``register_cli_commands``),
+    a later one replacing an earlier one of the same path; none with a built-in name."""
+    from loopctl.clicommand import CliCommand
+
+    found: dict[tuple[str, ...], CliCommand] = {}
+    for result in reversed(host.hook.register_cli_commands()):  # registration order
+        for command in result or []:
+            if not isinstance(command, CliCommand):
+                raise TypeError(f"register_cli_commands returned {command!r}, not a CliCommand")
+            if command.path[0] not in BUILTIN_COMMANDS:
+                found[command.path] = command
+    return list(found.values())
+
+
+#: The host :func:`plugin_command` loaded and did not use, for :func:`take_host`.
+_handed: list[PluginHost] = []
+
+
+def take_host() -> PluginHost | None:
+    """The plugin host :func:`plugin_command` loaded for a command it left to the typer app
+    (a plugin's typer command, or a form it does not read), once; else None."""
+    return _handed.pop() if _handed else None
+
+
+def plugin_command(args: Sequence[str]) -> int | None:
+    """Run ``loopctl ARGS`` when it is the plain form of a plugin's :class:`~loopctl.CliCommand`,
+    without typer; its exit code. None when it is not (or the plugins cannot be loaded): the
+    typer app then runs it, and says what is wrong."""
+    try:
+        host = command_host(Path.cwd())
+        commands = cli_commands(host)
+    except Exception:  # noqa: BLE001 - the typer app reports it (plugin commands unavailable)
+        return None
+    _handed[:] = [host]  # for the typer app, if it runs the command: no second load
+    for command in sorted(commands, key=lambda c: -len(c.path)):
+        if tuple(args[: len(command.path)]) != command.path:
+            continue
+        arguments = command.parse(args[len(command.path) :])
+        if arguments is None:
+            return None
+        _handed.clear()
+        from loopctl.pluginhost import offer_host
+
+        forgiving_streams()
+        offer_host(host)  # a command that loads the project takes it: no second load
+        try:
+            return command.run(arguments)
+        except KeyboardInterrupt:
+            error("interrupted")
+            return 130
+        except EOFError:  # what click makes of it: an abort
+            error("aborted")
+            return 1
+        finally:
+            offer_host(None)
+    return None
 
 
 def plugins_list(*, json_output: bool, config_file: Path | None = None) -> int:

@@ -6,7 +6,6 @@ import contextlib
 import errno
 import os
 import re
-import shutil
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -39,6 +38,8 @@ def _rename(source: Path, target: Path) -> None:
     except OSError as exc:
         if exc.errno != errno.EXDEV:
             raise
+        import shutil  # here: reading the state (`loopctl status`) never moves a file
+
         shutil.move(str(source), str(target))
 
 

@@ -7,7 +7,6 @@ import contextlib
 import errno
 import os
 import re
-import secrets
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +23,7 @@ def _create_temp(path: Path) -> tuple[Path, int]:
     """A new temp file beside ``path``; named with our pid so a crash's leftovers can be told
     apart (see :func:`remove_stale_temp_files`). Created with 0o666 so the umask applies."""
     for _ in range(100):
-        temp = path.with_name(f".{path.name[:100]}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+        temp = path.with_name(f".{path.name[:100]}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
         try:
             return temp, os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
         except FileExistsError:

@@ -7,7 +7,6 @@ import fcntl
 import json
 import os
 import re
-import socket
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -76,6 +75,8 @@ class StateLock:
             return
         fd = self._open()
         self._lock(fd)
+        import socket  # here: `loopctl status` reads a lock, it never takes one
+
         record = {"pid": os.getpid(), "started_at": time.time(), "hostname": socket.gethostname()}
         with contextlib.suppress(OSError):
             os.ftruncate(fd, 0)
@@ -120,6 +121,8 @@ class StateLock:
         if when:
             parts.append(f"started {when}")
         host = info.get("hostname")
+        import socket
+
         if host and host != socket.gethostname():
             parts.append(f"on host {host}")
         return (

@@ -6,32 +6,34 @@ past failures; ``errors rules`` shows the rules in precedence order. ``memory st
 look after the failure memory. Errors meant for the user are one ``loopctl: error: …`` line and
 exit code 2.
 
-Registering the commands imports only typer (``loopctl --help`` and every other plugin's command
-register them too); the rules, the report and the memory are imported by the commands that use
-them.
+``errors report`` is a :class:`loopctl.CliCommand`, run without typer
+(:mod:`loopctl_context_errors.reportcmd`, which has the helpers all these commands share); the
+others are typer commands. Registering them imports only typer (``loopctl --help`` and every
+other plugin's command register them too); the rules, the report and the memory are imported by
+the commands that use them.
 """
 
 from __future__ import annotations
 
-import json
-import sys
-from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 
-import loopctl
-
-if TYPE_CHECKING:
-    from loopctl_context_errors.memory import FailureMemory
-
-EXIT_USAGE = 2
-FORMATS = ("terminal", "github", "json")
-JSON_HELP = "Print machine-readable JSON instead of text."
-MEMORY_HELP = (
-    "The failure memory file (default: LOOPCTL_FAILURE_MEMORY, the project's memory_path "
-    "setting, or $XDG_DATA_HOME/loopctl/failures.sqlite3)."
+from loopctl_context_errors.reportcmd import (
+    EXIT_USAGE,
+    MEMORY_HELP,
+    SOURCE_HELP,
+    InputError,
+    print_error,
+    read_input,
 )
+from loopctl_context_errors.reportcmd import load_project as _project
+from loopctl_context_errors.reportcmd import open_memory as _memory
+from loopctl_context_errors.reportcmd import print_json as _print_json
+from loopctl_context_errors.reportcmd import rules as _rules
+from loopctl_context_errors.reportcmd import say as _say
+
+JSON_HELP = "Print machine-readable JSON instead of text."
 
 errors_app = typer.Typer(
     help="Categorize error output and report what failed, why, and what to try.",
@@ -49,158 +51,24 @@ def register(cli: Any) -> None:
 
 
 def _fail(message: str) -> typer.Exit:
-    for line in message.strip().splitlines() or ["unknown error"]:
-        print(f"loopctl: error: {line}", file=sys.stderr)
+    print_error(message)
     return typer.Exit(EXIT_USAGE)
 
 
-def _say(line: str) -> None:
-    """Print a line built from stored or logged text: redacted, no terminal control."""
-    print(loopctl.sanitize(loopctl.redact(line)))
-
-
-def _print_json(data: Any) -> None:
-    """JSON for the terminal: C0 controls are escaped by JSON; the C1 ones and DEL, which JSON
-    leaves raw, are removed."""
-    print(loopctl.sanitize(json.dumps(data, indent=2, default=str, ensure_ascii=False)))
-
-
 def _read_input(source: str) -> str:
-    if source == "-":
-        data = sys.stdin.buffer.read()
-    else:
-        path = Path(source)
-        if not path.exists():
-            raise _fail(f"{source}: no such file (give a log file, or - to read stdin)")
-        if path.is_dir():
-            raise _fail(f"{source}: is a directory, not a log file")
-        try:
-            data = path.read_bytes()
-        except OSError as exc:
-            raise _fail(f"{source}: cannot read it: {exc.strerror or exc}") from None
-    return data.decode("utf-8", "replace")
-
-
-def _project() -> Any:
-    """The project in the working directory, or None when it cannot be loaded: a broken
-    project config must not break these commands. A command loads it once and passes it on."""
     try:
-        from loopctl import load_project
-
-        return load_project()
-    except Exception:  # noqa: BLE001 - see above
-        return None
+        return read_input(source)
+    except InputError as exc:
+        raise _fail(str(exc)) from None
 
 
-def _configured_memory_path(project: Any) -> str:
-    """The ``memory_path`` setting of ``project``, if any."""
-    if project is None:
-        return ""
-    try:
-        from loopctl_context_errors.config import ContextErrorsConfig
-
-        config = project.plugin_config("context-errors", ContextErrorsConfig)
-    except Exception:  # noqa: BLE001 - a broken project config must not break these commands
-        return ""
-    return "off" if not config.memory else config.memory_path
-
-
-def _memory(
-    path: str | None, *, timeout_s: float = 5.0, project: Any = None
-) -> FailureMemory | None:
-    """The failure memory at ``path``, else the one the project (loaded if not given) names."""
-    from loopctl_context_errors.memory import FailureMemory, resolve_memory_path
-
-    if path:
-        resolved = resolve_memory_path(path, env={})
-    else:
-        project = project if project is not None else _project()
-        resolved = resolve_memory_path(_configured_memory_path(project))
-    return None if resolved is None else FailureMemory(resolved, timeout_s=timeout_s)
-
-
-def _rules(project: Any = None) -> Any:
-    """Built-in rules plus those of the project's enabled plugins (best effort)."""
-    from loopctl_context_errors.categories import BUILTIN_RULES, Rule, RuleSet
-
-    try:
-        project = project if project is not None else _project()
-        hook = getattr(project.hook, "context_errors_rules", None) if project else None
-        results = hook() if hook is not None else []
-    except Exception:  # noqa: BLE001
-        results = []
-    taken = {rule.name for rule in BUILTIN_RULES}
-    extra = []
-    for result in results or []:
-        for rule in result if isinstance(result, (list, tuple)) else [result]:
-            if isinstance(rule, Rule) and rule.name not in taken:
-                taken.add(rule.name)
-                extra.append(rule)
-    return RuleSet.with_extra(extra)
-
-
-SourceArg = Annotated[
-    str, typer.Argument(help="The error output: a file, or - for standard input.")
-]
+SourceArg = Annotated[str, typer.Argument(help=SOURCE_HELP)]
 MemoryOpt = Annotated[Optional[str], typer.Option("--memory", metavar="FILE", help=MEMORY_HELP)]
 
 
 def examples(*lines: str) -> str:
     """A command's epilog: its example command lines, kept as written in the plain help."""
     return "\b\nExamples:\n" + "\n".join(f"  {line}" for line in lines)
-
-
-@errors_app.command(
-    "report",
-    epilog=examples(
-        "pytest -q 2>&1 | loopctl errors report", "loopctl errors report test.log -f github"
-    ),
-)
-def errors_report(
-    source: SourceArg = "-",
-    output_format: Annotated[
-        str,
-        typer.Option(
-            "--format", "-f", metavar="terminal|github|json", help="terminal, github or json."
-        ),
-    ] = "terminal",
-    stage: Annotated[str, typer.Option(help="The stage that failed.")] = "tests",
-    iteration: Annotated[Optional[int], typer.Option(help="The iteration number.")] = None,
-    goal: Annotated[str, typer.Option(help="The goal, shown in the report.")] = "",
-    issue: Annotated[str, typer.Option(help="The issue (#42 or a URL).")] = "",
-    memory_path: MemoryOpt = None,
-    no_memory: Annotated[
-        bool, typer.Option("--no-memory", help="Do not consult the failure memory.")
-    ] = False,
-) -> None:
-    """Categorize error output and print the four-section report."""
-    if output_format not in FORMATS:
-        raise _fail(f"--format: must be one of {', '.join(FORMATS)}, got {output_format!r}")
-    from loopctl_context_errors.report import (
-        build_report,
-        render_github,
-        render_json,
-        render_terminal,
-    )
-
-    text = _read_input(source)
-    project = _project()
-    memory = None if no_memory else _memory(memory_path, project=project)
-    report = build_report(
-        text,
-        stage=stage,
-        iteration=iteration,
-        goal=goal,
-        issue=issue,
-        memory=memory,
-        rules=_rules(project),
-    )
-    if output_format == "json":
-        _print_json(render_json(report))
-    elif output_format == "github":
-        sys.stdout.write(loopctl.sanitize(render_github(report)))
-    else:
-        sys.stdout.write(render_terminal(report))  # sanitised inside, before the colours
 
 
 @errors_app.command("similar", epilog=examples("pytest -q 2>&1 | loopctl errors similar --limit 3"))

@@ -14,7 +14,7 @@ from loopctl import hookimpl
 if TYPE_CHECKING:
     import pluggy
 
-    from loopctl import IterationRecord, Loop, LoopOutcome, PromptSection, TestRun
+    from loopctl import CliCommand, IterationRecord, Loop, LoopOutcome, PromptSection, TestRun
 
 NAME = "context-errors"
 
@@ -38,6 +38,13 @@ def register_commands(cli: Any) -> None:
     from loopctl_context_errors.cli import register
 
     register(cli)
+
+
+@hookimpl
+def register_cli_commands() -> list[CliCommand]:
+    from loopctl_context_errors.reportcmd import REPORT
+
+    return [REPORT]
 
 
 @hookimpl

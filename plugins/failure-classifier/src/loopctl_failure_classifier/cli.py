@@ -1,16 +1,17 @@
 """``loopctl classify``: name why a loop failed, from its state directory or from raw logs.
 
-Registering the command imports only typer (``loopctl --help`` and every other plugin's command
-register it too); the classifier is imported when the command runs.
+The command is a :class:`loopctl.CliCommand` (:data:`CLASSIFY`): described here, run without
+typer; registering it imports nothing but this module, and the classifier is imported when the
+command runs.
 """
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Optional
+from typing import TYPE_CHECKING, Any
 
-import typer
+from loopctl import CliArgument, CliCommand, CliOption
 
 if TYPE_CHECKING:
     from loopctl_failure_classifier.config import FailureClassifierConfig
@@ -139,103 +140,121 @@ def render(result: OfflineResult, failures: list[str]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def add_classify_command(cli: Any) -> None:
-    @cli.command("classify", help=HELP, epilog=EXAMPLES)  # type: ignore[untyped-decorator]
-    def classify_command(
-        artifacts_dir: Annotated[
-            Optional[Path],
-            typer.Argument(
-                help="A loop's state directory (default: .loopctl); ignored with --log.",
-                show_default=False,
-            ),
-        ] = None,
-        log: Annotated[
-            Optional[list[Path]],
-            typer.Option(
-                "--log",
-                help="A test log; repeat for several runs, in iteration order. Read as a loop "
-                "keeps a test run's output: its first fifth and its end, within "
-                "limits.test_output_bytes.",
-            ),
-        ] = None,
-        rerun_log: Annotated[
-            Optional[Path],
-            typer.Option("--rerun-log", help="The log of re-running the last log's failing tests."),
-        ] = None,
-        same_code: Annotated[
-            bool,
-            typer.Option("--same-code", help="The logs come from the same, unchanged code."),
-        ] = False,
-        workdir: Annotated[
-            Optional[Path],
-            typer.Option(
-                "--workdir",
-                help="The project directory (tells its own modules from packages; default: the "
-                "one the state records, or the current directory with --log).",
-            ),
-        ] = None,
-        json_output: Annotated[
-            bool, typer.Option("--json", help="Print machine-readable JSON instead of text.")
-        ] = False,
-        write: Annotated[
-            bool,
-            typer.Option(
-                "--write",
-                help=f"Also write {FAILURE_MODE_FILE} into ARTIFACTS_DIR (not when the tests "
-                "passed: there is no failure).",
-            ),
-        ] = False,
-    ) -> int:
-        logs = list(log or [])
-        target = artifacts_dir or Path(".loopctl")
-        if not logs and not target.is_dir():
-            print(
-                f"loopctl: error: {target} is not a loop state directory; give one, or raw test "
-                "logs with --log FILE",
-                file=sys.stderr,
-            )
-            return 2
-        missing = [p for p in [*logs, *([rerun_log] if rerun_log else [])] if not p.is_file()]
-        if missing:
-            print(f"loopctl: error: no such log file: {missing[0]}", file=sys.stderr)
-            return 2
-        import json
+CLASSIFY = CliCommand(
+    "classify",
+    "loopctl_failure_classifier.cli:classify_command",
+    help=HELP,
+    params=[
+        CliArgument(
+            "artifacts_dir",
+            type=Path,
+            default=None,
+            help="A loop's state directory (default: .loopctl); ignored with --log.",
+            show_default=False,
+        ),
+        CliOption(
+            "log",
+            "--log",
+            type=Path,
+            multiple=True,
+            help="A test log; repeat for several runs, in iteration order. Read as a loop keeps "
+            "a test run's output: its first fifth and its end, within limits.test_output_bytes.",
+        ),
+        CliOption(
+            "rerun_log",
+            "--rerun-log",
+            type=Path,
+            help="The log of re-running the last log's failing tests.",
+        ),
+        CliOption(
+            "same_code",
+            "--same-code",
+            flag=True,
+            help="The logs come from the same, unchanged code.",
+        ),
+        CliOption(
+            "workdir",
+            "--workdir",
+            type=Path,
+            help="The project directory (tells its own modules from packages; default: the one "
+            "the state records, or the current directory with --log).",
+        ),
+        CliOption(
+            "json_output", "--json", flag=True, help="Print machine-readable JSON instead of text."
+        ),
+        CliOption(
+            "write",
+            "--write",
+            flag=True,
+            help=f"Also write {FAILURE_MODE_FILE} into ARTIFACTS_DIR (not when the tests "
+            "passed: there is no failure).",
+        ),
+    ],
+    epilog=EXAMPLES,
+)
 
-        import loopctl
-        from loopctl_failure_classifier.arbitration import write_failure_mode
-        from loopctl_failure_classifier.offline import classify_offline
 
-        project, config, max_restarts, output_bytes, warnings = _environment(Path.cwd())
-        for warning in warnings:
-            print(f"loopctl: warning: {warning}", file=sys.stderr)
-        hook = project.hook if project is not None else None
-        before = len(project.plugin_failures) if project is not None else 0
-        result = classify_offline(
-            state_dir=None if logs else target,
-            logs=logs,
-            rerun_log=rerun_log,
-            same_code=same_code,
-            workdir=workdir or (Path.cwd() if logs else None),
-            hook=hook,
-            config=config,
-            max_restarts=max_restarts,
-            output_bytes=output_bytes,
+def classify_command(
+    *,
+    artifacts_dir: Path | None,
+    log: list[Path] | None,
+    rerun_log: Path | None,
+    same_code: bool,
+    workdir: Path | None,
+    json_output: bool,
+    write: bool,
+) -> int:
+    """``loopctl classify`` (:data:`CLASSIFY`)."""
+    logs = list(log or [])
+    target = artifacts_dir or Path(".loopctl")
+    if not logs and not target.is_dir():
+        print(
+            f"loopctl: error: {target} is not a loop state directory; give one, or raw test "
+            "logs with --log FILE",
+            file=sys.stderr,
         )
-        failures = _crashed(project, before)
-        passed = no_failure(result)
-        if write and not logs and not passed:
-            write_failure_mode(target, result.verdict, result.recovery.to_json())
-        if json_output:
-            if passed:
-                data = no_failure_json(result, failures)
-            else:
-                data = result.to_json()
-                data["failure"] = True
-                data["problems"] = [*data["problems"], *failures]
-            text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+        return 2
+    missing = [p for p in [*logs, *([rerun_log] if rerun_log else [])] if not p.is_file()]
+    if missing:
+        print(f"loopctl: error: no such log file: {missing[0]}", file=sys.stderr)
+        return 2
+    import json
+
+    import loopctl
+    from loopctl_failure_classifier.arbitration import write_failure_mode
+    from loopctl_failure_classifier.offline import classify_offline
+
+    project, config, max_restarts, output_bytes, warnings = _environment(Path.cwd())
+    for warning in warnings:
+        print(f"loopctl: warning: {warning}", file=sys.stderr)
+    hook = project.hook if project is not None else None
+    before = len(project.plugin_failures) if project is not None else 0
+    result = classify_offline(
+        state_dir=None if logs else target,
+        logs=logs,
+        rerun_log=rerun_log,
+        same_code=same_code,
+        workdir=workdir or (Path.cwd() if logs else None),
+        hook=hook,
+        config=config,
+        max_restarts=max_restarts,
+        output_bytes=output_bytes,
+    )
+    failures = _crashed(project, before)
+    passed = no_failure(result)
+    if write and not logs and not passed:
+        write_failure_mode(target, result.verdict, result.recovery.to_json())
+    if json_output:
+        if passed:
+            data = no_failure_json(result, failures)
         else:
-            text = render_no_failure(result, failures) if passed else render(result, failures)
-        # evidence lines come from test logs: no secret and no terminal control may reach
-        # the screen (C1 controls, which JSON leaves raw, are removed from JSON output too)
-        sys.stdout.write(loopctl.sanitize(loopctl.redact(text)))
-        return 0
+            data = result.to_json()
+            data["failure"] = True
+            data["problems"] = [*data["problems"], *failures]
+        text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+    else:
+        text = render_no_failure(result, failures) if passed else render(result, failures)
+    # evidence lines come from test logs: no secret and no terminal control may reach
+    # the screen (C1 controls, which JSON leaves raw, are removed from JSON output too)
+    sys.stdout.write(loopctl.sanitize(loopctl.redact(text)))
+    return 0

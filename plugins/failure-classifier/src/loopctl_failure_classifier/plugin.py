@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     import pluggy
 
     from loopctl import (
+        CliCommand,
         CompletionVeto,
         Decision,
         IterationRecord,
@@ -78,10 +79,10 @@ def register_run_options() -> list[RunOption]:
 
 
 @hookimpl
-def register_commands(cli: Any) -> None:
-    from loopctl_failure_classifier.cli import add_classify_command
+def register_cli_commands() -> list[CliCommand]:
+    from loopctl_failure_classifier.cli import CLASSIFY
 
-    add_classify_command(cli)
+    return [CLASSIFY]
 
 
 @hookimpl

@@ -1,0 +1,197 @@
+"""``loopctl errors report``, a :class:`loopctl.CliCommand` (:data:`REPORT`) run without typer,
+and the helpers every ``errors``/``memory`` command shares (:mod:`loopctl_context_errors.cli`
+has the others, written with typer).
+
+Importing this module imports nothing but ``loopctl``'s public names; the rules, the report and
+the memory are imported by the commands that use them.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import loopctl
+from loopctl import CliArgument, CliCommand, CliOption
+
+if TYPE_CHECKING:
+    from loopctl_context_errors.memory import FailureMemory
+
+EXIT_USAGE = 2
+FORMATS = ("terminal", "github", "json")
+MEMORY_HELP = (
+    "The failure memory file (default: LOOPCTL_FAILURE_MEMORY, the project's memory_path "
+    "setting, or $XDG_DATA_HOME/loopctl/failures.sqlite3)."
+)
+SOURCE_HELP = "The error output: a file, or - for standard input."
+
+
+class InputError(Exception):
+    """A problem with what the user gave a command; ``str()`` is the message."""
+
+
+def print_error(message: str) -> None:
+    """``loopctl: error: …`` on stderr, one line per line of ``message``."""
+    for line in message.strip().splitlines() or ["unknown error"]:
+        print(f"loopctl: error: {line}", file=sys.stderr)
+
+
+def say(line: str) -> None:
+    """Print a line built from stored or logged text: redacted, no terminal control."""
+    print(loopctl.sanitize(loopctl.redact(line)))
+
+
+def print_json(data: Any) -> None:
+    """JSON for the terminal: C0 controls are escaped by JSON; the C1 ones and DEL, which JSON
+    leaves raw, are removed."""
+    print(loopctl.sanitize(json.dumps(data, indent=2, default=str, ensure_ascii=False)))
+
+
+def read_input(source: str) -> str:
+    """The text of ``source`` (a file, or ``-`` for stdin); InputError when it cannot be read."""
+    if source == "-":
+        data = sys.stdin.buffer.read()
+    else:
+        path = Path(source)
+        if not path.exists():
+            raise InputError(f"{source}: no such file (give a log file, or - to read stdin)")
+        if path.is_dir():
+            raise InputError(f"{source}: is a directory, not a log file")
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            raise InputError(f"{source}: cannot read it: {exc.strerror or exc}") from None
+    return data.decode("utf-8", "replace")
+
+
+def load_project() -> Any:
+    """The project in the working directory, or None when it cannot be loaded: a broken
+    project config must not break these commands. A command loads it once and passes it on."""
+    try:
+        return loopctl.load_project()
+    except Exception:  # noqa: BLE001 - see above
+        return None
+
+
+def configured_memory_path(project: Any) -> str:
+    """The ``memory_path`` setting of ``project``, if any."""
+    if project is None:
+        return ""
+    try:
+        from loopctl_context_errors.config import ContextErrorsConfig
+
+        config = project.plugin_config("context-errors", ContextErrorsConfig)
+    except Exception:  # noqa: BLE001 - a broken project config must not break these commands
+        return ""
+    return "off" if not config.memory else config.memory_path
+
+
+def open_memory(
+    path: str | None, *, timeout_s: float = 5.0, project: Any = None
+) -> FailureMemory | None:
+    """The failure memory at ``path``, else the one the project (loaded if not given) names."""
+    from loopctl_context_errors.memory import FailureMemory, resolve_memory_path
+
+    if path:
+        resolved = resolve_memory_path(path, env={})
+    else:
+        project = project if project is not None else load_project()
+        resolved = resolve_memory_path(configured_memory_path(project))
+    return None if resolved is None else FailureMemory(resolved, timeout_s=timeout_s)
+
+
+def rules(project: Any = None) -> Any:
+    """Built-in rules plus those of the project's enabled plugins (best effort)."""
+    from loopctl_context_errors.categories import BUILTIN_RULES, Rule, RuleSet
+
+    try:
+        project = project if project is not None else load_project()
+        hook = getattr(project.hook, "context_errors_rules", None) if project else None
+        results = hook() if hook is not None else []
+    except Exception:  # noqa: BLE001
+        results = []
+    taken = {rule.name for rule in BUILTIN_RULES}
+    extra = []
+    for result in results or []:
+        for rule in result if isinstance(result, (list, tuple)) else [result]:
+            if isinstance(rule, Rule) and rule.name not in taken:
+                taken.add(rule.name)
+                extra.append(rule)
+    return RuleSet.with_extra(extra)
+
+
+REPORT = CliCommand(
+    "errors report",
+    "loopctl_context_errors.reportcmd:errors_report",
+    help="Categorize error output and print the four-section report.",
+    params=[
+        CliArgument("source", default="-", help=SOURCE_HELP),
+        CliOption(
+            "output_format",
+            "--format",
+            "-f",
+            default="terminal",
+            metavar="terminal|github|json",
+            help="terminal, github or json.",
+        ),
+        CliOption("stage", "--stage", default="tests", help="The stage that failed."),
+        CliOption("iteration", "--iteration", type=int, help="The iteration number."),
+        CliOption("goal", "--goal", default="", help="The goal, shown in the report."),
+        CliOption("issue", "--issue", default="", help="The issue (#42 or a URL)."),
+        CliOption("memory_path", "--memory", metavar="FILE", help=MEMORY_HELP),
+        CliOption("no_memory", "--no-memory", flag=True, help="Do not consult the failure memory."),
+    ],
+    epilog=(
+        "\b\nExamples:\n  pytest -q 2>&1 | loopctl errors report\n"
+        "  loopctl errors report test.log -f github"
+    ),
+)
+
+
+def errors_report(
+    *,
+    source: str,
+    output_format: str,
+    stage: str,
+    iteration: int | None,
+    goal: str,
+    issue: str,
+    memory_path: str | None,
+    no_memory: bool,
+) -> int:
+    """``loopctl errors report`` (:data:`REPORT`)."""
+    if output_format not in FORMATS:
+        print_error(f"--format: must be one of {', '.join(FORMATS)}, got {output_format!r}")
+        return EXIT_USAGE
+    from loopctl_context_errors.report import (
+        build_report,
+        render_github,
+        render_json,
+        render_terminal,
+    )
+
+    try:
+        text = read_input(source)
+    except InputError as exc:
+        print_error(str(exc))
+        return EXIT_USAGE
+    project = load_project()
+    memory = None if no_memory else open_memory(memory_path, project=project)
+    report = build_report(
+        text,
+        stage=stage,
+        iteration=iteration,
+        goal=goal,
+        issue=issue,
+        memory=memory,
+        rules=rules(project),
+    )
+    if output_format == "json":
+        print_json(render_json(report))
+    elif output_format == "github":
+        sys.stdout.write(loopctl.sanitize(render_github(report)))
+    else:
+        sys.stdout.write(render_terminal(report))  # sanitised inside, before the colours
+    return 0
