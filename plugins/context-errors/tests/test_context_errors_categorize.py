@@ -231,3 +231,33 @@ def test_noise_before_a_real_failure_does_not_change_its_category(
 ) -> None:
     text = corpus_text(case)
     assert categorize(noise + "\n" + text).category == categorize(text).category
+
+
+#: Lines of passing output as runners print them by the thousand: a rule's literals (its
+#: prefilter) must not occur in them, or every such line pays for the rules' regexes (the
+#: dependency rules' first literals, `module`, `npm ` and `-l`, made a 1 MB log 14x slower).
+PASSING_OUTPUT = (
+    "2024-05-01T12:00:01.123Z INFO worker-3 processed request id=17 in 12 ms",
+    "tests/test_module_4.py::test_case_17 PASSED                          [ 42%]",
+    "   Compiling serde_derive v1.0.197",
+    "    Finished `test` profile [unoptimized + debuginfo] target(s) in 2.31s",
+    "     Running unittests src/lib.rs (target/debug/deps/mylib-0d5f4c1b2a3e4f56)",
+    "test tests::parses_release_notes ... ok",
+    "npm http fetch GET 200 https://registry.npmjs.org/left-pad 12ms (cache hit)",
+    "added 214 packages, and audited 215 packages in 3s",
+    "WARN deprecated option --legacy-peer-deps used in config line 12",
+    "ok  \texample.com/project/module/resolver\t0.012s",
+    "=== RUN   TestResolveModuleRelease",
+    "--- PASS: TestResolveModuleRelease (0.00s)",
+    "gcc -O2 -Wall -c src/solution.c -o build/solution.o -lm",
+    "[INFO] Building jar: /home/user/project/target/app-1.0-SNAPSHOT.jar",
+    "ok 12 - handles input variant 3",
+)
+
+
+@pytest.mark.parametrize("line", PASSING_OUTPUT)
+def test_no_rules_literal_occurs_in_passing_output(line: str) -> None:
+    from loopctl_context_errors.categories import BUILTIN_RULES
+
+    lowered = line.lower()
+    assert not [(r.name, n) for r in BUILTIN_RULES for n in r.needles if n in lowered]
