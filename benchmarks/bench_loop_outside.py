@@ -41,7 +41,10 @@ the plugins loop.start names; a run that stopped early makes the benchmark fail,
    from the ``loop.end`` event's time to ``report.md``'s mtime, is shown beside it).
 4. **Peak memory**: the maximum RSS of the loopctl process (``os.wait4``'s rusage: the largest
    of the process and its descendants, which are a bash, a git and a cat) of the LONG loop
-   against the N = 500 runs.
+   against the N = 500 runs. Every contestant is started by a small launcher (:data:`LAUNCHER`)
+   that takes those figures and the times: Linux carries the peak RSS of the process that
+   spawns across ``exec``, so a loop spawned straight from this benchmark, grown large by the
+   benchmarks run before it, would report the benchmark's size instead of its own.
 
 Sizes come from the environment: ``LOOPCTL_BENCH_N`` (500), ``LOOPCTL_BENCH_ROUNDS`` (3),
 ``LOOPCTL_BENCH_LONG`` (10,000), ``LOOPCTL_BENCH_RESUMES`` (5 turns); ``LOOPCTL_BENCH_QUICK=1``
@@ -146,6 +149,24 @@ exit 1
 
 #: loopctl's exit codes for the two ways these loops end (docs/reference/exit-codes.md).
 COMPLETE, MAX_ITERATIONS = 0, 10
+
+
+#: Starts ``argv`` (after the figures file), waits for it and writes its start and exit times
+#: (``time.time``), its run time (monotonic) and its peak RSS (KB) to the figures file; exits
+#: as it did. A process of its own, a few MB big: what the contestant's rusage reports is its
+#: own peak, not the size of the benchmark that spawned it.
+LAUNCHER = """
+import os, sys, time
+figures, argv = sys.argv[1], sys.argv[2:]
+spawned, began = time.time(), time.monotonic()
+pid = os.posix_spawnp(argv[0], argv, os.environ)
+_, status, usage = os.wait4(pid, 0)
+wall, exited = time.monotonic() - began, time.time()
+with open(figures, "w") as out:
+    out.write(f"{spawned!r} {exited!r} {wall!r} {usage.ru_maxrss}")
+code = os.waitstatus_to_exitcode(status)
+sys.exit(code if code >= 0 else 128 - code)
+"""
 
 
 class BenchError(RuntimeError):
@@ -256,37 +277,35 @@ class Loop:
         return [float(line) for line in path.read_text().split()] if path.exists() else []
 
     def spawn(self, argv: Sequence[str], env: Mapping[str, str], expect_exit: int) -> Run:
-        """Run ``argv`` in the repository to its end; fails unless it exits ``expect_exit``."""
+        """Run ``argv`` in the repository to its end, through :data:`LAUNCHER`; fails unless it
+        exits ``expect_exit``."""
         starts_before = len(self._stamps(self.starts_file))
         ends_before = len(self._stamps(self.ends_file))
+        figures = self.dir / "launched.txt"
         with self.log.open("ab") as out:
             out.write(f"\n$ {shlex.join(argv)}\n".encode())
             out.flush()
-            spawned = time.time()
-            began = time.perf_counter()
-            proc = subprocess.Popen(
-                argv,
+            done = subprocess.run(
+                [sys.executable, "-S", "-c", LAUNCHER, str(figures), *argv],
                 cwd=self.repo,
                 env={**env, "XDG_DATA_HOME": str(self.data_home)},
                 stdin=subprocess.DEVNULL,
                 stdout=out,
                 stderr=subprocess.STDOUT,
+                check=False,
             )
-            _, status, usage = os.wait4(proc.pid, 0)
-            wall = time.perf_counter() - began
-            exited = time.time()
-            proc.returncode = os.waitstatus_to_exitcode(status)
-        if proc.returncode != expect_exit:
+        if done.returncode != expect_exit:
             raise self.failure(
-                f"{shlex.join(argv[:2])} exited {proc.returncode}, expected {expect_exit}"
+                f"{shlex.join(argv[:2])} exited {done.returncode}, expected {expect_exit}"
             )
+        spawned, exited, wall, maxrss_kb = figures.read_text().split()
         return Run(
             starts=self._stamps(self.starts_file)[starts_before:],
             ends=self._stamps(self.ends_file)[ends_before:],
-            spawned=spawned,
-            exited=exited,
-            wall_s=wall,
-            maxrss_kb=usage.ru_maxrss,
+            spawned=float(spawned),
+            exited=float(exited),
+            wall_s=float(wall),
+            maxrss_kb=int(maxrss_kb),
         )
 
     def failure(self, what: str) -> BenchError:
