@@ -168,10 +168,11 @@ def lint(session: nox.Session) -> None:
 def packaging(session: nox.Session) -> None:
     """Install by the published names from a local wheelhouse into a fresh venv (demo, plugins
     list, plugins install/uninstall), and what loopctl costs a user's own pytest run."""
-    session.install(*wheels(session, *all_distributions()), *TEST_DEPS)
+    # uv: the real one installs plugins into a venv without pip, as `uv tool install` makes it
+    session.install(*wheels(session, *all_distributions()), *TEST_DEPS, "uv")
     session.run(
         "pytest", "-q", "-p", "no:cacheprovider", "-m", "venv", "tests/test_install_by_name.py",
-        env={"LOOPCTL_WHEELHOUSE": str(WHEELHOUSE)},
+        env={"LOOPCTL_WHEELHOUSE": str(WHEELHOUSE), "LOOPCTL_REQUIRE_UV": "1"},
     )  # fmt: skip
     session.run(
         "python", "benchmarks/run.py", "bench_pytest_entry_point",
