@@ -107,10 +107,10 @@ def recovery_applied(
     line += f" (attempt {attempt} of {limit})" if limit else f" (attempt {attempt})"
     if decision in _DECISION_WORDS and not what.startswith(_DECISION_WORDS[decision][:9]):
         line += f"; {_DECISION_WORDS[decision]}"
-    notes = [details.get(key) for key in ("reinstall", "note")]
+    given = [details.get(key) for key in ("reinstall", "note")]
+    notes = [note for note in given if isinstance(note, str) and note]
     if action != "reinstall_deps" and isinstance(details.get("command"), str):
         notes.append(f"command: {details['command']}")
-    notes = [note for note in notes if isinstance(note, str) and note]
     return line + ("; " + "; ".join(notes) if notes else "")
 
 
