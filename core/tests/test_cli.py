@@ -17,6 +17,7 @@ from typing import Any
 
 import attrs
 import pytest
+from cli_run import clean_env, loopctl
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -47,30 +48,6 @@ RUN = ["--test-cmd", TEST_CMD, "--agent", "scripted"]
 
 
 # --- helpers ---------------------------------------------------------------------------------------
-
-
-def clean_env(**extra: str) -> dict[str, str]:
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith("LOOPCTL_") and k not in ("NO_COLOR", "PYTHONPATH")
-    }
-    env.update(extra)
-    return env
-
-
-def loopctl(
-    *args: str, cwd: Path, env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "loopctl", *args],
-        cwd=cwd,
-        env=env if env is not None else clean_env(),
-        capture_output=True,
-        text=True,
-        timeout=120,
-        stdin=subprocess.DEVNULL,
-    )
 
 
 def assert_usage_error(result: subprocess.CompletedProcess[str], *fragments: str) -> None:
