@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -12,16 +11,6 @@ from loopctl.state.files import atomic_write_text
 from loopctl.state.layout import ITERATIONS_FILE
 
 # --- progress.md ---------------------------------------------------------------------------------
-
-
-def _number(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    try:
-        number = float(value)
-    except OverflowError:
-        return None
-    return number if math.isfinite(number) else None
 
 
 def _cell(value: Any, limit: int) -> str:
@@ -60,20 +49,24 @@ def _usage_of(record: Mapping[str, Any]) -> dict[str, float]:
     usage = agent.get("usage") if isinstance(agent, Mapping) else None
     if not isinstance(usage, Mapping):
         return {}
-    return {key: number for key in _TOKEN_KEYS if (number := _number(usage.get(key))) is not None}
+    return {
+        key: number
+        for key in _TOKEN_KEYS
+        if (number := humanize.finite(usage.get(key))) is not None
+    }
 
 
 def _usage_known(record: Mapping[str, Any], usage: Mapping[str, float]) -> bool:
     """Whether the record's agent reported its usage (``requests``; a record of an older
     loopctl has none: then any token counted)."""
     agent = record.get("agent")
-    requests = _number(agent.get("requests")) if isinstance(agent, Mapping) else None
+    requests = humanize.finite(agent.get("requests")) if isinstance(agent, Mapping) else None
     return bool(requests) or any(usage.values())
 
 
 def _cost_of(record: Mapping[str, Any]) -> float | None:
     agent = record.get("agent")
-    return _number(agent.get("cost_usd")) if isinstance(agent, Mapping) else None
+    return humanize.finite(agent.get("cost_usd")) if isinstance(agent, Mapping) else None
 
 
 def _plural(count: int, noun: str) -> str:
@@ -89,7 +82,7 @@ def _row(record: Mapping[str, Any]) -> str:
     passed = record.get("tests_passed")
     fingerprint = record.get("error_fingerprint")
     usage = _usage_of(record)
-    duration = _number(record.get("duration_s"))
+    duration = humanize.finite(record.get("duration_s"))
     cells = [
         iteration_text[:12],
         "pass" if passed is True else "fail" if passed is False else "?",
@@ -107,7 +100,7 @@ def _row(record: Mapping[str, Any]) -> str:
 def _failing_text(record: Mapping[str, Any]) -> str:
     """How many tests failed, else how many errors were found."""
     failing_tests = record.get("failing_tests")
-    error_count = _number(record.get("error_count"))
+    error_count = humanize.finite(record.get("error_count"))
     if isinstance(failing_tests, list) and failing_tests:
         return str(len(failing_tests))
     if record.get("tests_passed") is True:
@@ -216,7 +209,7 @@ def _whole(totals: Mapping[str, Any] | None, key: str, default: int) -> int:
 def _summary_totals(totals: Mapping[str, Any]) -> str:
     """The **Totals:** line from the running summary."""
     tokens = {key: float(_whole(totals, key, 0)) for key in _TOKEN_KEYS}
-    cost = _number(totals.get("cost_usd")) if _whole(totals, "costs_reported", 0) else None
+    cost = humanize.finite(totals.get("cost_usd")) if _whole(totals, "costs_reported", 0) else None
     records = _whole(totals, "records", 0)
     reported = _whole(totals, "usage_reported", records if any(tokens.values()) else 0)
     return _totals_line(
