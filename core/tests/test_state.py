@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import enum
+import inspect
 import json
 import os
 import re
@@ -119,6 +120,58 @@ def test_atomic_write_text_crash_before_rename_keeps_old_file(
         atomic_write_text(target, "new content\n")
     assert target.read_text() == "old content\n"
     assert [p.name for p in tmp_path.iterdir()] == ["loop-state.md"]
+
+
+def test_concurrent_rewrites_of_one_file_never_show_a_mix(tmp_path: Path) -> None:
+    """Threads here and processes elsewhere rewrite one file while others read it: every read
+    is one whole version (each names its writer and repeats its payload to a checked length)."""
+    target = tmp_path / "loop-state.md"
+    target.write_text(_version("start", 0))
+    code = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from loopctl.state import atomic_write_text\n"
+        f"{inspect.getsource(_version)}\n"
+        "for n in range(150):\n"
+        "    atomic_write_text(Path(sys.argv[1]), _version(sys.argv[2], n))\n"
+    )
+    procs = [subprocess.Popen([sys.executable, "-c", code, str(target), f"p{k}"]) for k in range(2)]
+    stop = threading.Event()
+    bad: list[str] = []
+
+    def write(name: str) -> None:
+        for n in range(150):
+            atomic_write_text(target, _version(name, n))
+
+    def read() -> None:
+        while not stop.is_set():
+            text = target.read_text()
+            if not _is_version(text):
+                bad.append(text[:200])
+
+    writers = [threading.Thread(target=write, args=(f"t{k}",)) for k in range(2)]
+    readers = [threading.Thread(target=read) for _ in range(2)]
+    for thread in [*writers, *readers]:
+        thread.start()
+    for thread in writers:
+        thread.join()
+    assert [proc.wait(timeout=120) for proc in procs] == [0, 0]
+    stop.set()
+    for thread in readers:
+        thread.join()
+    assert bad == []
+    assert _is_version(target.read_text())
+
+
+def _version(writer: str, n: int) -> str:
+    """A file's content that says whether it is whole: its length, then a body that long."""
+    body = f"{writer}:{n}:" * (1 + n % 7) * 40
+    return f"{len(body)}\n{body}\n"
+
+
+def _is_version(text: str) -> bool:
+    head, _, rest = text.partition("\n")
+    return head.isdigit() and len(rest) == int(head) + 1 and rest.endswith("\n")
 
 
 def test_real_kill_before_rename_leaves_old_file_and_a_temp_that_cleanup_removes(

@@ -903,6 +903,7 @@ class Engine:
         for appender in (self._events, self._iterations):
             if appender is not None:
                 appender.close()
+        st.fsync_dir(self.state_dir)  # the last rewrites' renames, made durable once
         self._lock.release()
 
     def _summary(self, outcome: LoopOutcome) -> RunSummary:
@@ -1576,15 +1577,22 @@ class Engine:
 
     # --- state files -------------------------------------------------------------------------
 
-    def persist(self, path: Path, render: Callable[[], str], *, background: bool = True) -> None:
+    def persist(
+        self,
+        path: Path,
+        render: Callable[[], str],
+        *,
+        background: bool = True,
+        durable: bool = True,
+    ) -> None:
         """Atomically rewrite ``path`` with ``render()``'s text, both done by the background
         writer (at once when ``background`` is false, before the writer exists or after it
-        closed)."""
+        closed). ``durable``: fsynced (see :func:`loopctl.state.files.atomic_write_bytes`)."""
         if self._writer is None or not background:
             path.parent.mkdir(parents=True, exist_ok=True)
-            st.atomic_write_text(path, render())
+            st.atomic_write_text(path, render(), durable=durable)
         else:
-            self._writer.submit(lambda: _write_file(path, render), key=path)
+            self._writer.submit(lambda: _write_file(path, render, durable), key=path)
 
     def _write_state_later(self) -> None:
         """loop-state.md is to be rewritten, but not before the loop next waits (or ends): the
@@ -1615,6 +1623,7 @@ class Engine:
         self.persist(  # rendered on the writer thread: ``summary`` is not shared
             self.state_dir / st.ERROR_SUMMARY_FILE,
             lambda: st.json_text(summary),
+            durable=False,  # a view of the journal's last record, rewritten every iteration
         )
 
     def _write_progress(self) -> None:
@@ -1625,6 +1634,7 @@ class Engine:
         self.persist(  # rendered on the writer thread from these copies
             self.state_dir / st.PROGRESS_FILE,
             lambda: sanitize(st.render_progress(rows, goal=goal, status=status, totals=totals)),
+            durable=self.outcome is not None,  # a view rewritten every iteration, but the last
         )
 
     def _log(self, name: str, text: str) -> None:
@@ -1709,9 +1719,9 @@ def _engine_restart(reason: str, message: str) -> Decision:
     return attrs.evolve(Decision.restart(reason, message), source=ENGINE)
 
 
-def _write_file(path: Path, render: Callable[[], str]) -> None:
+def _write_file(path: Path, render: Callable[[], str], durable: bool = True) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    st.atomic_write_text(path, render())
+    st.atomic_write_text(path, render(), durable=durable)
 
 
 def _strongest(decisions: Sequence[Decision]) -> Decision:

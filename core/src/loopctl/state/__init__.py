@@ -31,7 +31,12 @@ from loopctl.state.archive import (
 )
 from loopctl.state.encoding import json_one_line, json_text, to_jsonable
 from loopctl.state.error_summary import read_error_summary, write_error_summary
-from loopctl.state.files import atomic_write_json, atomic_write_text, remove_stale_temp_files
+from loopctl.state.files import (
+    atomic_write_json,
+    atomic_write_text,
+    fsync_dir,
+    remove_stale_temp_files,
+)
 from loopctl.state.frontmatter import parse_front_matter
 from loopctl.state.gitignore import GITIGNORE_FILE, ignore_in_git
 from loopctl.state.journal import JsonlAppender, JsonlRead, read_jsonl, tail_jsonl
@@ -83,6 +88,7 @@ __all__ = [
     "archive_restart",
     "atomic_write_json",
     "atomic_write_text",
+    "fsync_dir",
     "ignore_in_git",
     "json_one_line",
     "json_text",

@@ -1,5 +1,5 @@
-"""Atomic writes: a temp file beside the target, fsync, rename; and removing the temp files a
-killed writer left behind."""
+"""Atomic writes (a temp file renamed over the target) and removing the temp files a killed
+writer left behind."""
 
 from __future__ import annotations
 
@@ -57,33 +57,62 @@ def fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
-def atomic_write_bytes(path: Path, data: bytes) -> None:
+def atomic_write_bytes(path: Path, data: bytes, *, durable: bool = True) -> None:
+    """Replace (or create) ``path`` with ``data`` so that a reader, a crash or a kill sees the
+    old or the new content, never a mix: a new temp file beside it, renamed over it. (Rewriting
+    a second file in place and exchanging the names would save creating and freeing a file per
+    rewrite, but a reader that still holds the old file open would see it rewritten.)
+
+    ``durable``: the new content is fsynced before it takes the name, and the directory after
+    a file is created, so it survives a power cut once this returns. A rewrite's rename is not
+    forced to the disk (the file system commits it within seconds): a power cut right after it
+    leaves the previous complete version, as a kill just before it does.
+    Without ``durable`` nothing is fsynced: for views rewritten every iteration and rebuilt from
+    the journal (``progress.md``, ``error-summary.json``). The engine fsyncs the state
+    directory once when a loop ends; the journal, which ``loopctl resume`` continues from, is
+    fsynced on its own."""
+    try:
+        created = _rename_into_place(path, data, durable)
+    except OSError as exc:
+        if exc.errno is not None and exc.filename is None:
+            exc.filename = str(path)  # say which file (a failed write names none)
+        raise
+    if durable and created:
+        fsync_dir(path.parent)
+    after_durable_write(path)
+
+
+def _rename_into_place(path: Path, data: bytes, durable: bool) -> bool:
+    """Write ``data`` to a new temp file and rename it over ``path``; True if ``path`` was
+    new."""
     temp, fd = _create_temp(path)
+    created = True
     try:
         try:
             with contextlib.suppress(OSError):  # keep the mode of the file we replace
                 os.fchmod(fd, os.stat(path).st_mode & 0o7777)
+                created = False
             write_all(fd, data)
-            os.fsync(fd)
+            if durable:
+                os.fsync(fd)
         finally:
             os.close(fd)
         os.replace(temp, path)
-    except BaseException as exc:
+    except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(temp)
-        if isinstance(exc, OSError) and exc.errno is not None and exc.filename is None:
-            exc.filename = str(path)  # say which file (a failed write names none)
         raise
-    fsync_dir(path.parent)
-    after_durable_write(path)
+    return created
 
 
-def atomic_write_text(path: Path, text: str) -> None:
+def atomic_write_text(path: Path, text: str, *, durable: bool = True) -> None:
     """Replace ``path`` with ``text`` (UTF-8) so that a crash leaves the old or the new content,
-    never a mix. Characters UTF-8 cannot hold (lone surrogates) are written as ``\\udcXX``.
-    Secrets are redacted first (:func:`loopctl.redact`): nothing loopctl or a plugin
-    writes here holds one in clear."""
-    atomic_write_bytes(Path(path), redact(text).encode("utf-8", "backslashreplace"))
+    never a mix (``durable``: see :func:`atomic_write_bytes`). Characters UTF-8 cannot hold
+    (lone surrogates) are written as ``\\udcXX``. Secrets are redacted first
+    (:func:`loopctl.redact`): nothing loopctl or a plugin writes here holds one in clear."""
+    atomic_write_bytes(
+        Path(path), redact(text).encode("utf-8", "backslashreplace"), durable=durable
+    )
 
 
 def atomic_write_json(path: Path, data: Any) -> None:
