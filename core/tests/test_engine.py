@@ -612,13 +612,15 @@ def test_background_work_waits_until_the_agent_and_the_tests_have_started(projec
     ]
 
 
+@pytest.mark.parametrize("quick_tests", [True, False])
 def test_loop_state_is_rendered_when_the_loop_waits_not_when_an_iteration_ends(
-    project, monkeypatch
+    project, monkeypatch, quick_tests
 ):
     """loop-state.md is rendered where the background writer is about to write it: when the
-    agent starts and when the tests start (each with its process group), and at the end. An
-    iteration's end only marks it stale: the writer would not write it before the next agent
-    start, which renders it again anyway."""
+    agent starts (with its process group), when the tests have run for
+    RECORD_TEST_GROUP_AFTER_S (with theirs; a test command that ends sooner costs no write),
+    and at the end. An iteration's end only marks it stale: the writer would not write it
+    before the next agent start, which renders it again anyway."""
     import collections
 
     import loopctl.engine as engine_module
@@ -633,14 +635,20 @@ def test_loop_state_is_rendered_when_the_loop_waits_not_when_an_iteration_ends(
         return real(state, body)
 
     monkeypatch.setattr(engine_module.st, "render_loop_state", counting)
+    monkeypatch.setattr(engine_module, "RECORD_TEST_GROUP_AFTER_S", 60.0 if quick_tests else 0.0)
     result = run(project, [IDLE, IDLE, [FIX]])
     assert result.status == "complete"
     per_iteration = collections.Counter(iteration for iteration, _, _ in rendered)
-    assert per_iteration[1] == per_iteration[2] == 2
-    # the agent's process group, then the tests' (the agent's is cleared when it has ended)
-    assert [r[1:] for r in rendered if r[0] == 2] == [(True, False), (False, True)]
+    if quick_tests:
+        assert per_iteration[1] == per_iteration[2] == 1
+        assert [r[1:] for r in rendered if r[0] == 2] == [(True, False)]
+    else:
+        assert per_iteration[1] == per_iteration[2] == 2
+        # the agent's process group, then the tests' (the agent's is cleared when it has ended)
+        assert [r[1:] for r in rendered if r[0] == 2] == [(True, False), (False, True)]
     final = read_loop_state(result.state_dir / "loop-state.md")
     assert (final.status, final.iteration) == ("complete", 3)
+    assert (final.agent_process, final.test_process) == (None, None)
     assert final.summary is not None
     assert final.summary["records"] == 3
 
