@@ -283,8 +283,23 @@ def _child_pids() -> list[int]:
 
 
 def _read(path: str) -> str:
-    with open(path, encoding="ascii") as handle:
-        return handle.read()
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        chunks = []
+        while chunk := os.read(fd, 1 << 16):
+            chunks.append(chunk)
+        return b"".join(chunks).decode("ascii")
+    finally:
+        os.close(fd)
+
+
+def _session(pid: int) -> int | None:
+    """The session of ``pid`` (a system call: no /proc read, which can wait for a process
+    that is starting), or None if it is gone."""
+    try:
+        return os.getsid(pid)
+    except OSError:
+        return None
 
 
 def _foreign_children() -> list[tuple[int, bool, int]]:
@@ -294,6 +309,8 @@ def _foreign_children() -> list[tuple[int, bool, int]]:
     me, own_session = os.getpid(), os.getsid(0)
     found: list[tuple[int, bool, int]] = []
     for pid in _child_pids():
+        if pid in _running or _session(pid) == own_session:
+            continue  # ours (a plain Popen, git): its /proc entry need not be read
         stat = _stat(pid)
         if stat is None or stat[1] != me or stat[2] == own_session or pid in _running:
             continue
