@@ -6,6 +6,7 @@ import pytest
 from context_errors_testkit import corpus_cases, corpus_text
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from needles import better_needles, implied_needles
 
 from loopctl_context_errors.categories import (
     BUILTIN_RULES,
@@ -261,3 +262,33 @@ def test_no_rules_literal_occurs_in_passing_output(line: str) -> None:
 
     lowered = line.lower()
     assert not [(r.name, n) for r in BUILTIN_RULES for n in r.needles if n in lowered]
+
+
+# --- the rules' needles ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("rule", BUILTIN_RULES, ids=lambda rule: rule.name)
+def test_a_rule_s_needles_are_as_selective_as_its_pattern_allows(rule: Rule) -> None:
+    """The needles kept in the source are the ones the pattern implies, wherever those are
+    more selective (an edited pattern with stale needles fails here): an AssertionError line
+    holds ``error``, which sent it through every rule that named that word."""
+    assert rule.needles == better_needles(rule.pattern, rule.flags, rule.needles)
+
+
+@pytest.mark.parametrize("rule", BUILTIN_RULES, ids=lambda rule: rule.name)
+@settings(max_examples=40, deadline=None)
+@given(data=st.data())
+def test_every_match_of_a_rule_holds_one_of_its_needles(rule: Rule, data: st.DataObject) -> None:
+    text = data.draw(st.from_regex(rule.compiled()))
+    found = rule.compiled().search(text)
+    if found is not None:  # lookarounds can make a drawn text miss
+        assert any(needle in found.group(0).lower() for needle in rule.needles), found.group(0)
+
+
+def test_the_implied_needles_of_some_patterns() -> None:
+    assert implied_needles(r"\b[Tt]imed out\b|\bETIMEDOUT\b") == {"timed out", "etimedout"}
+    assert implied_needles(r"(?:Foo|Bar)Error: \d+") == {"error: "}  # the longer offer
+    assert implied_needles(r"(?:FooError|BarError)\b") == {"fooerror", "barerror"}
+    assert implied_needles(r"x+y(?:abcd)+") == {"abcd"}
+    assert implied_needles(r"(?:abcd)?|efgh") is None  # the first branch can match nothing
+    assert implied_needles(r"\d+") is None
