@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import threading
+from pathlib import Path
 
 import pytest
 from calc_loop import FIX, IDLE, make_calc_project, run
@@ -426,16 +427,28 @@ def test_a_plugin_can_end_the_turn_mid_stream_and_ask_for_a_restart(project):
     assert len(result.records) == 2  # the 30 s sleep was cut short, the fix came next session
 
 
-def test_plugins_write_state_files_off_the_loops_path_and_rerun_tests(project):
+def test_plugins_write_state_files_off_the_loops_path_and_rerun_tests(project, monkeypatch):
     """``loop.write_file``: atomic, latest content wins, done before a restart archives the
-    logs; a plugin's ``loop.run_tests`` logs beside the iteration's own test log, never over it."""
+    logs, fsynced unless ``durable=False``; a plugin's ``loop.run_tests`` logs beside the
+    iteration's own test log, never over it."""
+    import loopctl.engine as engine_module
+
     seen = []
+    written: dict[str, set[bool]] = {}
+    real_write = engine_module.st.atomic_write_text
+
+    def watched(path, text, *, durable=True):
+        written.setdefault(Path(path).name, set()).add(durable)
+        real_write(path, text, durable=durable)
+
+    monkeypatch.setattr(engine_module.st, "atomic_write_text", watched)
 
     class Writer:
         @hookimpl
         def after_iteration(self, loop, record):
             loop.write_file("verdict.json", json.dumps({"iteration": loop.iteration}))
             loop.write_file("lazy.txt", lambda: f"rendered later for {record.iteration}\n")
+            loop.write_file("view.md", f"iteration {loop.iteration}\n", durable=False)
             if loop.iteration == 1:
                 rerun = loop.run_tests(label="second look")
                 seen.append(rerun.passed)
@@ -446,6 +459,8 @@ def test_plugins_write_state_files_off_the_loops_path_and_rerun_tests(project):
     assert result.status == "complete"
     assert json.loads((result.state_dir / "verdict.json").read_text()) == {"iteration": 2}
     assert (result.state_dir / "lazy.txt").read_text() == "rendered later for 2\n"
+    assert (result.state_dir / "view.md").read_text() == "iteration 2\n"
+    assert (written["verdict.json"], written["view.md"]) == ({True}, {False})
     archived = result.state_dir / "restart-1"
     assert seen == [False]
     logs = archived / "logs"

@@ -122,6 +122,28 @@ def test_atomic_write_text_crash_before_rename_keeps_old_file(
     assert [p.name for p in tmp_path.iterdir()] == ["loop-state.md"]
 
 
+def test_a_durable_write_fsyncs_the_file_and_a_new_file_s_directory_a_view_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    synced: list[str] = []
+    real_fsync = os.fsync
+
+    def fsync(fd: int) -> None:
+        synced.append("dir" if stat.S_ISDIR(os.fstat(fd).st_mode) else "file")
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    target = tmp_path / "loop-state.md"
+    atomic_write_text(target, "new\n")
+    assert synced == ["file", "dir"]  # a new name is made durable too
+    atomic_write_text(target, "rewritten\n")
+    assert synced == ["file", "dir", "file"]  # a rename over it: the old or the new version
+    atomic_write_text(tmp_path / "progress.md", "a view\n", durable=False)
+    atomic_write_text(target, "again\n", durable=False)
+    assert synced == ["file", "dir", "file"]
+    assert (target.read_text(), (tmp_path / "progress.md").read_text()) == ("again\n", "a view\n")
+
+
 def test_concurrent_rewrites_of_one_file_never_show_a_mix(tmp_path: Path) -> None:
     """Threads here and processes elsewhere rewrite one file while others read it: every read
     is one whole version (each names its writer and repeats its payload to a checked length)."""

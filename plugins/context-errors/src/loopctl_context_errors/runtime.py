@@ -315,7 +315,7 @@ def handle_failure(loop: Loop, record: IterationRecord, test_run: TestRun | None
     path: Path | None = None
     if config.save_reports:  # rendered and written off the loop's path; flushed at the end
         path = report_path(loop.state_dir, stage)
-        loop.write_file(path, partial(render_markdown, report))
+        loop.write_file(path, partial(render_markdown, report), durable=False)  # a view
     if memory is not None and signature:
         decisive_lines, category, rule = found.decisive_lines, found.category.value, found.rule_name
         project, project_path = _project(loop, config), str(loop.workdir)

@@ -332,7 +332,9 @@ def _record_verdict(
     loop.annotate(ANNOTATION, annotation)
     plan = strategy(verdict.mode, state.modes, max_restarts=loop.max_restarts)
     recovery = plan.to_json()
-    loop.write_file(FAILURE_MODE_FILE, lambda: failure_mode_text(verdict, recovery))
+    loop.write_file(  # the latest verdict, rewritten every failure: no fsync
+        FAILURE_MODE_FILE, lambda: failure_mode_text(verdict, recovery), durable=False
+    )
     loop.emit(
         ev.CLASSIFIED,
         mode=verdict.mode,
