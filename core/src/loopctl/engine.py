@@ -1274,10 +1274,7 @@ class Engine:
             return None
 
         def on_start(pgid: int) -> None:
-            started_at = process_start_time(pgid)
-            if started_at is not None:  # without it the group cannot be told from a reused pid
-                self.state.agent_process = [pgid, started_at]
-                self._write_state()
+            self._record_group(pgid, "agent_process")
             self._let_background_run()
 
         env = child_environment(
@@ -1351,10 +1348,7 @@ class Engine:
             self._let_background_run()
 
         def still_running(pgid: int) -> None:
-            started_at = process_start_time(pgid)
-            if started_at is not None:  # without it the group cannot be told from a reused pid
-                self.state.test_process = [pgid, started_at]
-                self._write_state()
+            self._record_group(pgid, "test_process")
 
         try:
             with self._wait_window(from_start=True):
@@ -1612,6 +1606,13 @@ class Engine:
         """Render loop-state.md if :meth:`_write_state_later` asked for it (the writer is
         about to run)."""
         if self._state_stale:
+            self._write_state()
+
+    def _record_group(self, pgid: int, field: str) -> None:
+        """Record a running command's process group (``agent_process``/``test_process``)."""
+        started_at = process_start_time(pgid)
+        if started_at is not None:  # without it the group cannot be told from a reused pid
+            setattr(self.state, field, [pgid, started_at])
             self._write_state()
 
     def _write_state(self) -> None:
