@@ -55,6 +55,7 @@ STATE_NAMES = frozenset(
         st.REPORT_JSON_FILE,
         st.LOGS_DIR,
         st.GITIGNORE_FILE,
+        st.RUNNING_FILE,
     }
 )
 

@@ -14,7 +14,14 @@ from loopctl import hookimpl
 from loopctl.agents.supervisor import Supervision
 from loopctl.engine import LoopError
 from loopctl.model import CompletionVeto, Decision, PromptSection
-from loopctl.state import StateLock, read_error_summary, read_jsonl, read_loop_state
+from loopctl.procgroup import group_members
+from loopctl.state import (
+    StateLock,
+    read_error_summary,
+    read_jsonl,
+    read_loop_state,
+    read_running,
+)
 
 
 @pytest.fixture
@@ -627,21 +634,19 @@ def test_background_work_waits_until_the_agent_and_the_tests_have_started(projec
     ]
 
 
-@pytest.mark.parametrize("quick_tests", [True, False])
 def test_loop_state_is_rendered_when_the_loop_waits_not_when_an_iteration_ends(
-    project, monkeypatch, quick_tests
+    project, monkeypatch
 ):
     """loop-state.md is rendered where the background writer is about to write it: when the
-    agent starts (with its process group), when the tests have run for
-    RECORD_TEST_GROUP_AFTER_S (with theirs; a test command that ends sooner costs no write),
-    and at the end. An iteration's end only marks it stale: the writer would not write it
-    before the next agent start, which renders it again anyway."""
-    import collections
-
+    next command starts after an iteration changed it, and at the end (an iteration's end only
+    marks it stale). The running command's process group goes to running.json the moment it
+    starts, never through a rewrite of loop-state.md."""
     import loopctl.engine as engine_module
 
     rendered: list[tuple[int, bool, bool]] = []
+    groups: list[tuple[str, bool]] = []
     real = engine_module.st.render_loop_state
+    real_set = engine_module.st.RunningRecord.set
 
     def counting(state, body=""):
         rendered.append(
@@ -649,23 +654,23 @@ def test_loop_state_is_rendered_when_the_loop_waits_not_when_an_iteration_ends(
         )
         return real(state, body)
 
+    def recording(self, kind, group):
+        groups.append((kind, bool(group_members(group[0]))))  # running when recorded
+        real_set(self, kind, group)
+
     monkeypatch.setattr(engine_module.st, "render_loop_state", counting)
-    monkeypatch.setattr(engine_module, "RECORD_TEST_GROUP_AFTER_S", 60.0 if quick_tests else 0.0)
+    monkeypatch.setattr(engine_module.st.RunningRecord, "set", recording)
     result = run(project, [IDLE, IDLE, [FIX]])
     assert result.status == "complete"
-    per_iteration = collections.Counter(iteration for iteration, _, _ in rendered)
-    if quick_tests:
-        assert per_iteration[1] == per_iteration[2] == 1
-        assert [r[1:] for r in rendered if r[0] == 2] == [(True, False)]
-    else:
-        assert per_iteration[1] == per_iteration[2] == 2
-        # the agent's process group, then the tests' (the agent's is cleared when it has ended)
-        assert [r[1:] for r in rendered if r[0] == 2] == [(True, False), (False, True)]
+    # the start; iteration 1's end when iteration 2's agent starts, 2's at 3's; the end
+    assert [iteration for iteration, _, _ in rendered] == [0, 2, 3, 3]
+    assert not any(agent or tests for _, agent, tests in rendered)
+    assert groups == [("agent", True), ("tests", True)] * 3
     final = read_loop_state(result.state_dir / "loop-state.md")
     assert (final.status, final.iteration) == ("complete", 3)
-    assert (final.agent_process, final.test_process) == (None, None)
     assert final.summary is not None
     assert final.summary["records"] == 3
+    assert read_running(result.state_dir) is None  # nothing runs any more
 
 
 def test_events_are_redacted_for_the_journal_and_every_listener_and_clean_ones_kept(project):

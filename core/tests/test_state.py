@@ -13,6 +13,7 @@ import socket
 import stat
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import tracemalloc
@@ -58,6 +59,7 @@ from loopctl.state.loopstate import (
     RunSettings,
     default_body,
 )
+from loopctl.state.running import RECORD_BYTES as RUNNING_BYTES
 
 #: Any text, lone surrogates included (``st.characters()`` leaves them out by default), but no
 #: high surrogate directly followed by a low one: JSON cannot tell such a pair from the astral
@@ -142,6 +144,54 @@ def test_a_durable_write_fsyncs_the_file_and_a_new_file_s_directory_a_view_nothi
     atomic_write_text(target, "again\n", durable=False)
     assert synced == ["file", "dir", "file"]
     assert (target.read_text(), (tmp_path / "progress.md").read_text()) == ("again\n", "a view\n")
+
+
+def test_running_json_names_the_command_that_runs_and_reads_back(tmp_path: Path) -> None:
+    record = state.RunningRecord(tmp_path)
+    assert state.read_running(tmp_path) is None  # created empty: nothing runs
+    record.set("agent", [4321, 987654321])
+    assert state.read_running(tmp_path) == ("agent", [4321, 987654321])
+    record.set("tests", [7, 8])  # shorter: no tail of the longer record is left
+    raw = (tmp_path / state.RUNNING_FILE).read_bytes()
+    assert len(raw) == RUNNING_BYTES
+    assert raw.endswith(b"\n")
+    assert state.read_running(tmp_path) == ("tests", [7, 8])
+    record.clear()
+    assert state.read_running(tmp_path) is None
+    record.close()
+    record.set("agent", [1, 2])  # closed: nothing happens
+    assert state.read_running(tmp_path) is None
+    assert state.read_running(tmp_path / "missing") is None
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.binary(max_size=300))
+def test_running_json_that_is_damaged_reads_as_nothing_running(raw: bytes) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        (Path(tmp) / state.RUNNING_FILE).write_bytes(raw)
+        found = state.read_running(Path(tmp), attempts=1)
+    if found is not None:  # only a well-formed record is believed
+        kind, group = found
+        assert kind in ("agent", "tests")
+        assert len(group) == 2
+        assert min(group) > 0
+
+
+@pytest.mark.parametrize(
+    "record",
+    [
+        {"running": "agent", "group": [1, True]},
+        {"running": "agent", "group": [0, 5]},
+        {"running": "shell", "group": [1, 5]},
+        {"running": "tests", "group": [1, 2, 3]},
+        ["agent", [1, 2]],
+    ],
+)
+def test_running_json_of_an_odd_shape_reads_as_nothing_running(
+    tmp_path: Path, record: object
+) -> None:
+    (tmp_path / state.RUNNING_FILE).write_text(json.dumps(record))
+    assert state.read_running(tmp_path) is None
 
 
 def test_concurrent_rewrites_of_one_file_never_show_a_mix(tmp_path: Path) -> None:

@@ -346,36 +346,6 @@ def test_an_interrupt_while_the_command_starts_ends_it_once_it_is_known(
     assert group_members(groups[0]) == []
 
 
-def test_a_command_still_running_is_reported_once_with_its_group(tmp_path: Path) -> None:
-    """``still_running`` is called once, while the command runs, with its process group (the
-    command waits for the call to let it end, so no clock decides the test)."""
-    calls: list[tuple[int, list[int]]] = []
-
-    def call(pgid: int) -> None:
-        calls.append((pgid, group_members(pgid)))
-        (tmp_path / "go").touch()
-
-    run = run_test_command(
-        "while [ ! -e go ]; do sleep 0.01; done; echo done",
-        cwd=tmp_path,
-        timeout_s=60,
-        still_running=(0.0, call),
-    )
-    assert run.passed, run.output
-    assert len(calls) == 1
-    pgid, members = calls[0]
-    assert pgid in members  # the shell leads the group it was reported by
-
-
-def test_a_command_that_ends_first_is_never_reported_as_still_running(tmp_path: Path) -> None:
-    calls: list[int] = []
-    run = run_test_command(
-        "echo quick", cwd=tmp_path, timeout_s=60, still_running=(3600.0, calls.append)
-    )
-    assert run.passed
-    assert calls == []
-
-
 @pytest.mark.parametrize("timeout_s", [math.inf, 1e7, 1e300, math.nan])
 def test_timeouts_of_any_size_run_the_command_to_its_end(tmp_path: Path, timeout_s: float) -> None:
     run = run_test_command("echo fine", cwd=tmp_path, timeout_s=timeout_s)

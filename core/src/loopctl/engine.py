@@ -77,11 +77,6 @@ from loopctl.testcmd import run_test_command
 from loopctl.withhold import child_environment, set_withheld
 from loopctl.workspace import PendingSnapshot, Snapshot, Workspace
 
-#: The test command's process group is recorded in loop-state.md (for the next loop to end it
-#: if loopctl is killed meanwhile) once the command has run this long: most iterations' state
-#: write is then the agent's, and a command that ends at once costs no write (on a disk mounted
-#: with ``discard`` an atomic rewrite took about 0.7 ms of CPU).
-RECORD_TEST_GROUP_AFTER_S = 0.1
 #: Engine decisions carry this source so the record says who decided.
 ENGINE = "engine"
 #: How long to wait out a rate limit when the CLI names no reset time, by attempt.
@@ -349,6 +344,8 @@ class Engine:
         self._waiting = threading.Event()
         #: loop-state.md changed since it was last rendered (:meth:`_write_state_later`).
         self._state_stale = False
+        #: running.json: the agent's or the test command's process group while it runs.
+        self._running: st.RunningRecord | None = None
         self._waiting.set()
         self._opened = False
         self._background = ThreadPoolExecutor(max_workers=1, thread_name_prefix="loopctl-snapshot")
@@ -517,6 +514,7 @@ class Engine:
             raise DiskFullError(disk_full_message(exc, resumable=resumable)) from None
         self._events = st.JsonlAppender(self.state_dir / st.EVENTS_FILE)
         self._iterations = st.JsonlAppender(self.state_dir / st.ITERATIONS_FILE)
+        self._running = st.RunningRecord(self.state_dir)
         self._writer = BackgroundWriter(waiting=self._waiting)
         self._tasks = BackgroundWriter("loopctl-plugin-tasks", waiting=self._waiting)
         (self.state_dir / st.LOGS_DIR).mkdir(exist_ok=True)
@@ -908,6 +906,8 @@ class Engine:
         for appender in (self._events, self._iterations):
             if appender is not None:
                 appender.close()
+        if self._running is not None:
+            self._running.close()
         st.fsync_dir(self.state_dir)  # the last rewrites' renames, made durable once
         self._lock.release()
 
@@ -1104,6 +1104,7 @@ class Engine:
     def _account_for(self, turn: TurnResult) -> AgentSummary:
         """Keep what the turn used and tell the listeners (``agent.end``)."""
         self.state.agent_process = None
+        self._running_ended()
         self.last_turn = turn
         if turn.session_id:
             self.state.session_id = turn.session_id
@@ -1274,7 +1275,7 @@ class Engine:
             return None
 
         def on_start(pgid: int) -> None:
-            self._record_group(pgid, "agent_process")
+            self._record_group(pgid, "agent")
             self._let_background_run()
 
         env = child_environment(
@@ -1343,12 +1344,10 @@ class Engine:
         self.emit("tests.start", command=command, **labelled)
 
         def on_start(pgid: int) -> None:
+            self._record_group(pgid, "tests")
             if when_started is not None:
                 when_started()
             self._let_background_run()
-
-        def still_running(pgid: int) -> None:
-            self._record_group(pgid, "test_process")
 
         try:
             with self._wait_window(from_start=True):
@@ -1361,10 +1360,9 @@ class Engine:
                     on_start=on_start,
                     report=self.loaded.config.test_report,
                     ask_pytest=True,
-                    still_running=(RECORD_TEST_GROUP_AFTER_S, still_running),
                 )
         finally:
-            self.state.test_process = None  # ended (written with the next state write)
+            self._running_ended()
         result = attrs.evolve(result, label=label) if label else result
         kind = f"{label}.tests.log" if label else "tests.log"
         self._log(st.log_name(self.state.iteration, kind), result.output)
@@ -1608,12 +1606,17 @@ class Engine:
         if self._state_stale:
             self._write_state()
 
-    def _record_group(self, pgid: int, field: str) -> None:
-        """Record a running command's process group (``agent_process``/``test_process``)."""
+    def _record_group(self, pgid: int, kind: str) -> None:
+        """Record the process group of the command that started (``agent``, ``tests``) in
+        running.json, at once: a loopctl killed from now on leaves it to be ended by the next
+        loop (:func:`end_left_running`)."""
         started_at = process_start_time(pgid)
-        if started_at is not None:  # without it the group cannot be told from a reused pid
-            setattr(self.state, field, [pgid, started_at])
-            self._write_state()
+        if started_at is not None and self._running is not None:  # else a pid could be reused
+            self._running.set(kind, [pgid, started_at])
+
+    def _running_ended(self) -> None:
+        if self._running is not None:
+            self._running.clear()
 
     def _write_state(self) -> None:
         self._state_stale = False
@@ -1696,20 +1699,26 @@ def end_left_running(state_dir: Path) -> list[str]:
     wait until they are gone; one line per group ended, to tell the user.
 
     Both run in sessions of their own, so they outlive a loopctl killed with SIGKILL;
-    ``loop-state.md`` records their process groups. Call it holding the state directory's lock
+    ``running.json`` records their process groups (``loop-state.md`` did, up to 0.2). Call it holding the state directory's lock
     (so that loop is really gone), before the state is discarded or another run starts.
     """
-    try:
+    names = {"agent": "the agent", "tests": "the test command"}
+    running = st.read_running(state_dir)
+    recorded: list[tuple[str, list[int] | None]] = []
+    if running is not None:
+        recorded.append((names[running[0]], running[1]))
+    try:  # where a loop of 0.2 or earlier recorded them
         previous = st.read_loop_state(state_dir / st.LOOP_STATE_FILE)
+        recorded += [
+            ("the agent", previous.agent_process),
+            ("the test command", previous.test_process),
+        ]
     except st.StateError:
-        return []
+        pass
     ended = []
-    for what, recorded in (
-        ("the agent", previous.agent_process),
-        ("the test command", previous.test_process),
-    ):
-        if recorded is not None and end_orphaned_group(recorded[0], recorded[1]):
-            ended.append(f"ended {what} (process group {recorded[0]}) a killed loop left running")
+    for what, group in recorded:
+        if group is not None and end_orphaned_group(group[0], group[1]):
+            ended.append(f"ended {what} (process group {group[0]}) a killed loop left running")
     return ended
 
 

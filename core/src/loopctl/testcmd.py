@@ -88,10 +88,6 @@ class _BoundedCapture:
         return head + marker + tail.decode("utf-8", errors="replace")
 
 
-#: ``(time.monotonic() when, call)``: see :meth:`_Runner.wait`.
-_Nudge = tuple[float, Callable[[], None]]
-
-
 class _Runner:
     """One run of the command: its process, its output, and the ending of its group."""
 
@@ -144,22 +140,13 @@ class _Runner:
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.process.wait(timeout=wait_s)
 
-    def wait(self, deadline: float, still_running: _Nudge | None = None) -> bool:
-        """Read output until the command exits; False if ``deadline`` came first.
-        ``still_running``: ``(when, call)``, ``call()`` once if the command runs at ``when``."""
+    def wait(self, deadline: float) -> bool:
+        """Read output until the command exits; False if ``deadline`` came first."""
         while self.process.poll() is None:
-            now = time.monotonic()
-            if still_running is not None and now >= still_running[0]:
-                call = still_running[1]
-                still_running = None
-                call()
-            remaining = deadline - now
+            remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return False
-            wait_s = remaining if remaining < _POLL_S else _POLL_S  # NaN: _POLL_S
-            if still_running is not None:
-                wait_s = min(wait_s, max(still_running[0] - now, 0.0))
-            self.read_available(wait_s)
+            self.read_available(remaining if remaining < _POLL_S else _POLL_S)  # NaN: _POLL_S
         drain_until = time.monotonic() + _DRAIN_S
         while not self.eof and time.monotonic() < drain_until:
             before = self.capture.total
@@ -296,7 +283,6 @@ def run_test_command(
     on_start: Callable[[int], None] | None = None,
     report: str | None = None,
     ask_pytest: bool = False,
-    still_running: tuple[float, Callable[[int], None]] | None = None,
 ) -> TestRun:
     """Run ``command`` with ``/bin/sh -c`` in ``cwd`` and report the result. Never raises, except
     that a KeyboardInterrupt ends the command's whole process group and is then re-raised.
@@ -308,11 +294,8 @@ def run_test_command(
     SIGTERM, then SIGKILL after ``kill_grace_s``; the run is ``timed_out`` with no exit code.
     Processes the command left behind are ended the same way when it exits, and those that
     left its group where loopctl is a subreaper (:func:`loopctl.procgroup.end_escaped`).
-    ``on_start`` is called with the command's process group id once it runs;
-    ``still_running``, ``(after_s, call)``, calls ``call`` with it once if the command still
-    runs ``after_s`` seconds after it started (the engine then records it, so a loop that takes
-    over from a killed one can end a command left running: a command that ends at once is not
-    worth a state write).
+    ``on_start`` is called with the command's process group id once it runs (the engine
+    records it, so a loop that takes over from a killed one can end a command left running).
     ``report`` (the ``test_report`` setting) and ``ask_pytest`` (loopctl may add
     ``--junitxml`` to a pytest command) say where the runner's own report is read from
     (:func:`loopctl.testreport.plan_report`); the output is read when there is none.
@@ -347,12 +330,7 @@ def run_test_command(
             runner = _Runner(process, capture)
             if on_start is not None:
                 on_start(runner.pgid)
-        nudge = None
-        if still_running is not None:
-            after_s, call = still_running
-            pgid = runner.pgid
-            nudge = (started + after_s, lambda: call(pgid))
-        finished = runner.wait(started + timeout_s, nudge)
+        finished = runner.wait(started + timeout_s)
         runner.end_group(kill_grace_s)
         runner.read_available(0)  # what the ended processes wrote on their way out
     except BaseException:  # Ctrl-C (or anything else): leave no process behind, then go on up

@@ -64,6 +64,7 @@ from loopctl.state.loopstate import (
     write_loop_state,
 )
 from loopctl.state.progress import render_progress, set_progress_status
+from loopctl.state.running import RUNNING_FILE, RunningRecord, read_running
 
 __all__ = [
     "ARCHIVED_FILES",
@@ -79,10 +80,12 @@ __all__ = [
     "PROGRESS_FILE",
     "REPORT_JSON_FILE",
     "REPORT_MD_FILE",
+    "RUNNING_FILE",
     "JsonlAppender",
     "JsonlRead",
     "LoopState",
     "RunSettings",
+    "RunningRecord",
     "StateError",
     "StateLock",
     "archive_restart",
@@ -97,6 +100,7 @@ __all__ = [
     "read_error_summary",
     "read_jsonl",
     "read_loop_state",
+    "read_running",
     "remove_stale_temp_files",
     "render_loop_state",
     "render_progress",
