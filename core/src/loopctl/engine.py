@@ -867,7 +867,7 @@ class Engine:
         self.outcome = outcome
         self.state.status = outcome.status
         self.state.reason = outcome.message or outcome.reason
-        self.state.agent_process = self.state.test_process = None  # both ended by now
+        self.state.agent_process = self.state.test_process = None  # a 0.2 state's, ended
         self._save_clock()
         try:
             self.host.hook.on_loop_end(loop=self.loop, outcome=outcome)
@@ -1103,7 +1103,6 @@ class Engine:
 
     def _account_for(self, turn: TurnResult) -> AgentSummary:
         """Keep what the turn used and tell the listeners (``agent.end``)."""
-        self.state.agent_process = None
         self._running_ended()
         self.last_turn = turn
         if turn.session_id:
@@ -1699,8 +1698,9 @@ def end_left_running(state_dir: Path) -> list[str]:
     wait until they are gone; one line per group ended, to tell the user.
 
     Both run in sessions of their own, so they outlive a loopctl killed with SIGKILL;
-    ``running.json`` records their process groups (``loop-state.md`` did, up to 0.2). Call it holding the state directory's lock
-    (so that loop is really gone), before the state is discarded or another run starts.
+    ``running.json`` records their process groups (``loop-state.md`` did, up to 0.2). Call it
+    holding the state directory's lock (so that loop is really gone), before the state is
+    discarded or another run starts.
     """
     names = {"agent": "the agent", "tests": "the test command"}
     running = st.read_running(state_dir)
