@@ -9,6 +9,7 @@ import sys
 import textwrap
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -339,3 +340,43 @@ def test_a_query_costs_the_same_however_many_stored_rows_share_its_words(
 
     small, large = cost(100), cost(400)
     assert large < small * 1.3, (small, large)
+
+
+class _RefusesAtOnce:
+    """A connection whose first ``times`` ``BEGIN IMMEDIATE`` are refused at once, as SQLite
+    refuses some WAL locks without waiting out its busy timeout."""
+
+    def __init__(self, conn: sqlite3.Connection, times: int) -> None:
+        self._conn, self.times, self.refused = conn, times, 0
+
+    def execute(self, sql: str, *args: Any) -> Any:
+        if sql == "BEGIN IMMEDIATE" and self.refused < self.times:
+            self.refused += 1
+            raise sqlite3.OperationalError("database is locked")
+        return self._conn.execute(sql, *args)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._conn, name)
+
+
+def test_a_write_refused_at_once_is_tried_again_within_the_timeout(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    memory = _store(tmp_path / "f.sqlite3")
+    assert memory.record_failure(decisive=["KeyError: 'a'"], category="KEY_ERROR")
+    real_open = memory_module._open
+    wrapped: list[_RefusesAtOnce] = []
+
+    def refusing_open(path: Path, *, create: bool, timeout: float) -> Any:
+        entry = real_open(path, create=create, timeout=timeout)
+        if not wrapped:
+            wrapped.append(_RefusesAtOnce(entry.conn, times=3))
+        return memory_module._Open(wrapped[0], schema_ok=entry.schema_ok)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(memory_module, "_open", refusing_open)
+    assert memory.record_failure(decisive=["KeyError: 'b'"], category="KEY_ERROR")
+    assert wrapped[0].refused == 3
+    # refused for longer than the timeout: given up, as before (never raises)
+    wrapped[0].times = 10**9
+    quick = FailureMemory(memory.path, timeout_s=0.05)
+    assert quick.record_failure(decisive=["KeyError: 'c'"], category="KEY_ERROR") is None

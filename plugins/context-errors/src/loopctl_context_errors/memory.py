@@ -362,6 +362,38 @@ def close_all() -> None:
             entry.conn.close()
 
 
+#: The longest pause between two tries of a lock SQLite refused without waiting.
+_BUSY_PAUSE_S = 0.05
+
+
+def _is_busy(exc: sqlite3.OperationalError) -> bool:
+    message = str(exc).lower()
+    return "locked" in message or "busy" in message
+
+
+def _while_busy(step: Any, deadline: float) -> Any:
+    """``step()``, tried again while SQLite says the database is busy, until ``deadline``.
+
+    SQLite waits out a lock held by another process through its busy timeout, but not always:
+    in WAL mode some refusals (another connection recovering the WAL index, a journal-mode
+    change racing the store's creation) come back at once, and under load several processes
+    writing one store met one now and then (a failure record lost)."""
+    pause = 0.002
+    while True:
+        try:
+            return step()
+        except sqlite3.OperationalError as exc:
+            if not _is_busy(exc) or time.monotonic() + pause > deadline:
+                raise
+        time.sleep(pause)
+        pause = min(pause * 2, _BUSY_PAUSE_S)
+
+
+def _begin_immediate(conn: sqlite3.Connection, deadline: float) -> None:
+    """Take the write lock (``BEGIN IMMEDIATE``), trying again while it is refused at once."""
+    _while_busy(lambda: conn.execute("BEGIN IMMEDIATE"), deadline)
+
+
 class FailureMemory:
     """The store at ``path``. Cheap to create: nothing is opened until it is used."""
 
@@ -397,7 +429,7 @@ class FailureMemory:
             conn.execute(f"PRAGMA busy_timeout = {max(1, int(remaining * 1000))}")
             conn.set_progress_handler(lambda: time.monotonic() > deadline, _PROGRESS_STEPS)
             if create and not entry.schema_ok:
-                self._ensure_schema(conn)
+                self._ensure_schema(conn, deadline)
                 entry.schema_ok = True
             yield conn
         except sqlite3.DatabaseError as exc:
@@ -410,13 +442,13 @@ class FailureMemory:
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")
 
-    def _ensure_schema(self, conn: sqlite3.Connection) -> None:
+    def _ensure_schema(self, conn: sqlite3.Connection, deadline: float) -> None:
         version = conn.execute("PRAGMA user_version").fetchone()[0]
         if version == SCHEMA_VERSION:
             self.fts = self._has_fts(conn)
             return
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute("BEGIN IMMEDIATE")
+        _while_busy(lambda: conn.execute("PRAGMA journal_mode=WAL"), deadline)
+        _begin_immediate(conn, deadline)
         try:
             if conn.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
                 for statement in _split_sql(_SCHEMA):
@@ -444,9 +476,9 @@ class FailureMemory:
 
     @contextlib.contextmanager
     def _write(self, timeout_s: float | None = None) -> Iterator[sqlite3.Connection]:
-        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        deadline = time.monotonic() + (self.timeout_s if timeout_s is None else timeout_s)
         with self._connect(create=True, deadline=deadline) as conn:
-            conn.execute("BEGIN IMMEDIATE")
+            _begin_immediate(conn, deadline)
             try:
                 yield conn
             except BaseException:
