@@ -357,7 +357,7 @@ def _write_project(root: Path) -> None:
     (root / "calc.py").write_text("def add(a, b):\n    return a + b + 1\n")
     (root / "tests" / "test_calc.py").write_text(
         "from calc import add\n\n\ndef test_add():\n    assert add(2, 2) == 4\n\n\n"
-        "def test_sub():\n    assert add(1, -1) == 1\n\n\ndef test_mul():\n    assert True\n"
+        "def test_sub():\n    assert add(1, -1) == 1\n\n\ndef test_mul():\n    assert add(0, 0) == 1\n"
     )
 
 

@@ -46,6 +46,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+#: The one test of a project whose run fails before any test runs (a tool or plugin missing).
+PASSING_TEST = "def test_x():\n    assert sum([1, 2]) == 3\n"
+
 HERE = Path(__file__).resolve().parent
 CORPUS = HERE.parent / "tests" / "corpus" / "cases"
 TOOLS = Path(os.environ.get("FC_TOOLS", "/tmp/fc-tools"))
@@ -2036,7 +2039,7 @@ def _(c: Case) -> None:
         "[project]\nname = 'demo'\nversion = '0.1.0'\nrequires-python = '>=3.10'\ndependencies = []\n"
         "\n[tool.uv]\npackage = false\n",
     )
-    c.write("test_x.py", "def test_x():\n    assert True\n")
+    c.write("test_x.py", PASSING_TEST)
     c.run(
         f"{uv} run --no-cache --offline --python {sys.base_prefix}/bin/python3 pytest -q",
         env={"VIRTUAL_ENV": "", "PATH": "/usr/bin:/bin"},
@@ -2136,7 +2139,7 @@ def _(c: Case) -> None:
         "[project]\nname = 'demo'\nversion = '0.1.0'\nrequires-python = '>=3.10'\ndependencies = []\n"
         "\n[tool.poetry]\npackage-mode = false\n",
     )
-    c.write("test_x.py", "def test_x():\n    assert True\n")
+    c.write("test_x.py", PASSING_TEST)
     c.run(f"{binary} run pytest -q", env={**env, "PATH": "/usr/bin:/bin"})
 
 
@@ -2204,7 +2207,7 @@ def _(c: Case) -> None:
         "tox.ini",
         "[tox]\nenvlist = tests\n\n[testenv:tests]\nskip_install = true\ncommands = pytest -q\n",
     )
-    c.write("test_x.py", "def test_x():\n    assert True\n")
+    c.write("test_x.py", PASSING_TEST)
     c.run(f"{binary} -e tests --workdir {c.tmp / 'tox'}", env=TOX_ENV)
 
 
@@ -2278,7 +2281,7 @@ def _(c: Case) -> None:
 )
 def _(c: Case) -> None:
     env = venv(c, system_site=True)
-    c.write("test_x.py", "def test_x():\n    assert True\n")
+    c.write("test_x.py", PASSING_TEST)
     c.run(f"{env}/bin/python -m pytest -q -p no:cacheprovider --timeout=30")
 
 
@@ -2305,7 +2308,7 @@ def _(c: Case) -> None:
 def _(c: Case) -> None:
     env = venv(c, system_site=True)
     c.write("pytest.ini", "[pytest]\nrequired_plugins = pytest-timeout>=2\n")
-    c.write("test_x.py", "def test_x():\n    assert True\n")
+    c.write("test_x.py", PASSING_TEST)
     c.run(f"{env}/bin/python -m pytest -q -p no:cacheprovider")
 
 
@@ -4081,7 +4084,7 @@ def _(c: Case) -> None:
     "the test command names a Python version that is not installed",
 )
 def _(c: Case) -> None:
-    c.write("test_x.py", "def test_x():\n    assert True\n")
+    c.write("test_x.py", PASSING_TEST)
     c.run("python3.99 -m pytest -q")
 
 
@@ -4094,7 +4097,7 @@ def _(c: Case) -> None:
 )
 def _(c: Case) -> None:
     env = venv(c, system_site=True)
-    c.write("test_x.py", "def test_x():\n    assert True\n")
+    c.write("test_x.py", PASSING_TEST)
     c.run(f"{env}/bin/python -m pytest -q -p no:cacheprovider -n 2")
 
 

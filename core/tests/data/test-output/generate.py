@@ -139,7 +139,7 @@ PYTEST_FILES = {
 
 PYTEST_COLLECT_FILES = {
     "tests/__init__.py": "",
-    "tests/test_fine.py": "def test_fine():\n    assert True\n",
+    "tests/test_fine.py": "def test_fine():\n    assert 2 * 2 == 4\n",
     "tests/test_missing_import.py": "import notinstalledpkg\n\n\ndef test_x():\n    pass\n",
     "tests/test_syntax.py": "def test_y(:\n    pass\n",
 }

@@ -1,2 +1,2 @@
 def test_x():
-    assert True
+    assert sum([1, 2]) == 3
