@@ -947,10 +947,7 @@ def plugins_install(
         )  # fmt: skip
     except inst.InstallError as exc:
         raise fail(str(exc), exc.exit_code) from None
-    if json_output:
-        emit_json(result)
-    else:
-        print("\n".join(inst.describe(result, "install")))
+    _show_change(result, "install", json_output=json_output)
 
 
 @plugins_app.command("uninstall")
@@ -970,10 +967,17 @@ def plugins_uninstall(
         result = inst.uninstall(names, json_output=json_output)
     except inst.InstallError as exc:
         raise fail(str(exc), exc.exit_code) from None
+    _show_change(result, "uninstall", json_output=json_output)
+
+
+def _show_change(result: dict[str, Any], action: str, *, json_output: bool) -> None:
+    """What ``plugins install|uninstall`` did: JSON, or a line per plugin."""
+    from loopctl.cli import install as inst
+
     if json_output:
         emit_json(result)
     else:
-        print("\n".join(inst.describe(result, "uninstall")))
+        print("\n".join(inst.describe(result, action)))
 
 
 # --- agents --------------------------------------------------------------------------------------
