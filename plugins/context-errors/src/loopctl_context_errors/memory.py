@@ -30,9 +30,9 @@ import re
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 import attrs
 
@@ -362,6 +362,7 @@ def close_all() -> None:
             entry.conn.close()
 
 
+_T = TypeVar("_T")
 #: The longest pause between two tries of a lock SQLite refused without waiting.
 _BUSY_PAUSE_S = 0.05
 
@@ -371,7 +372,7 @@ def _is_busy(exc: sqlite3.OperationalError) -> bool:
     return "locked" in message or "busy" in message
 
 
-def _while_busy(step: Any, deadline: float) -> Any:
+def _while_busy(step: Callable[[], _T], deadline: float) -> _T:
     """``step()``, tried again while SQLite says the database is busy, until ``deadline``.
 
     SQLite waits out a lock held by another process through its busy timeout, but not always:
