@@ -27,7 +27,10 @@ the plugins loop.start names; a run that stopped early makes the benchmark fail,
 1. **Overhead** at N = 500: ``ROUNDS`` rounds, each running every contestant once for N
    iterations, in an order rotated every round, so a slow spell of the machine falls on all
    three alike. The extra time per iteration is loopctl's mean (median) iteration minus the
-   bash loop's mean (median), over every round.
+   bash loop's mean (median), over every round. Six rounds, because on a 2-core machine one
+   loopctl round's median moves by up to 3 ms against the next while the bash loop's moves by
+   0.5: the per-round figures (each round's loopctl against the same round's bash loop) are
+   printed beside the pooled ones, so a reader sees how far one round could mislead.
 2. **Flatness**: one loop of ``LONG`` (10,000) iterations without plugins and one of LONG / 5
    (2,000) with the four; the median iteration of the last tenth against the first tenth. A
    long run cannot be interleaved, so a fresh loop as long as a tenth runs right after each
@@ -46,7 +49,7 @@ the plugins loop.start names; a run that stopped early makes the benchmark fail,
    spawns across ``exec``, so a loop spawned straight from this benchmark, grown large by the
    benchmarks run before it, would report the benchmark's size instead of its own.
 
-Sizes come from the environment: ``LOOPCTL_BENCH_N`` (500), ``LOOPCTL_BENCH_ROUNDS`` (3),
+Sizes come from the environment: ``LOOPCTL_BENCH_N`` (500), ``LOOPCTL_BENCH_ROUNDS`` (6),
 ``LOOPCTL_BENCH_LONG`` (10,000), ``LOOPCTL_BENCH_RESUMES`` (5 turns); ``LOOPCTL_BENCH_QUICK=1``
 makes them 50, 1, 500 and 2 for a check of the harness in well under a minute. Progress and
 each phase's time go to stderr.
@@ -187,7 +190,7 @@ class Sizes:
     @classmethod
     def from_env(cls, env: Mapping[str, str] = os.environ) -> Sizes:
         quick = env.get("LOOPCTL_BENCH_QUICK", "") not in ("", "0")
-        defaults = (50, 1, 500, 2) if quick else (500, 3, 10_000, 5)
+        defaults = (50, 1, 500, 2) if quick else (500, 6, 10_000, 5)
         names = ("LOOPCTL_BENCH_N", "LOOPCTL_BENCH_ROUNDS", "LOOPCTL_BENCH_LONG")
         values = [_positive(env, name, d) for name, d in zip(names, defaults[:3], strict=True)]
         resumes = _positive(env, "LOOPCTL_BENCH_RESUMES", defaults[3])
@@ -569,6 +572,7 @@ def _overhead_figures(
                 f"<= {target:g} ms",
                 median <= target,
             ),
+            _per_round_figure(rounds[kind], rounds["bash"]),
             Figure(
                 "  whole run / N, over the bash loop's",
                 ms(whole),
@@ -577,6 +581,24 @@ def _overhead_figures(
             ),
         ]
     return figures
+
+
+def _per_round_figure(runs: Sequence[Run], bash: Sequence[Run]) -> Figure:
+    """Each round's extra time (mean, median) against that round's bash loop: the spread."""
+    means = [
+        ms(statistics.fmean(a.intervals) - statistics.fmean(b.intervals))
+        for a, b in zip(runs, bash, strict=True)
+    ]
+    medians = [
+        ms(_median(a.intervals) - _median(b.intervals)) for a, b in zip(runs, bash, strict=True)
+    ]
+    return Figure(
+        "  round by round: extra (median of rounds' means)",
+        _median(means),
+        "ms",
+        note=f"means {min(means):.2f} to {max(means):.2f} ms, "
+        f"medians {min(medians):.2f} to {max(medians):.2f} ms over {len(means)} round(s)",
+    )
 
 
 def _flatness_figures(run: Run, fresh: Run, iterations: int, label: str) -> list[Figure]:
