@@ -282,8 +282,8 @@ def test_classify_and_errors_report_run_without_typer(tmp_path: Path) -> None:
 
 
 def test_status_reads_a_finished_loop_with_only_what_reading_needs(tmp_path: Path) -> None:
-    """No typer, and none of what only writing the state needs (moving archives, naming temp
-    files, the lock's host name)."""
+    """No typer, none of what only writing the state needs (moving archives, naming temp
+    files, the lock's host name), and not the typed configuration for the state directory."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("LOOPCTL_")}
     project = tmp_path / "demo"
     subprocess.run(
@@ -294,7 +294,8 @@ def test_status_reads_a_finished_loop_with_only_what_reading_needs(tmp_path: Pat
         "import json, sys\n"
         "from loopctl.__main__ import main\n"
         "code = main(['status'])\n"
-        "heavy = ('typer', 'rich', 'shutil', 'socket', 'secrets', 'loopctl.engine')\n"
+        "heavy = ('typer', 'rich', 'shutil', 'socket', 'secrets', 'loopctl.engine',\n"
+        "         'loopctl.config.load', 'loopctl.config.schema')  # state_dir is not set\n"
         "print(json.dumps([code, [m for m in heavy if m in sys.modules]]))\n"
     )
     done = subprocess.run(

@@ -490,12 +490,37 @@ def build_host(loaded: LoadedConfig, *, no_plugins: bool = False) -> PluginHost:
     return host
 
 
+def switches_host(
+    workdir: Path, *, config_file: Path | None = None, required: Iterable[str] = ()
+) -> PluginHost:
+    """:func:`build_host` for a command that has not loaded the typed configuration: the
+    plugins chosen by the plugin switches alone (:func:`loopctl.configfile.plugin_switches`,
+    which read them as the typed configuration does), loaded or offered, with the same checks
+    (``required``: the ``required_plugins`` setting)."""
+    from loopctl.configfile import plugin_switches
+
+    sources: dict[str, str] = {}
+    switches = plugin_switches(workdir, config_file=config_file, sources=sources)
+    selection = PluginSelection(
+        enable=switches["enable"],
+        disable=switches["disable"],
+        autoload=switches["autoload"],
+        strict=switches["strict"],
+    )
+    host = _take_offered(selection) or PluginHost(selection)
+    host.load()
+    check_core_enabled(selection)
+    check_plugin_names(host, sources)
+    host.check_required(required)
+    return host
+
+
 #: The host :func:`offer_host` offers to the next :func:`build_host`.
 _offered: list[PluginHost] = []
 
 
 def offer_host(host: PluginHost | None) -> None:
-    """Let the next :func:`build_host` of this process take ``host`` (loaded, used for nothing
+    """Let the next :func:`build_host` (or :func:`switches_host`) of this process take ``host`` (loaded, used for nothing
     but registrations) instead of loading the same plugins again, if it selects the same
     plugins; None withdraws the offer. The CLI offers the host that registered the plugins'
     commands while one of them runs, so its ``load_project().hook`` costs no second load."""

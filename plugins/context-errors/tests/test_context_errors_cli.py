@@ -159,6 +159,7 @@ def test_errors_report_imports_only_what_it_uses(tmp_path: Path, log_file: Path)
     assert "RESOURCE_ERROR" in done.stdout
     imported = set(json.loads(modules.read_text()))
     heavy = {"loopctl.engine", "loopctl.launch", "loopctl.state", "loopctl.model", "rich"}
+    heavy |= {"typer", "cattrs", "loopctl.config.load", "loopctl.config.schema"}  # none is set
     assert not heavy & imported
 
 
@@ -180,3 +181,20 @@ def test_rules_compile_when_a_text_needs_them_and_plugin_rules_at_once() -> None
     broken = Rule("mine.broken", "RESOURCE_ERROR", r"(unclosed", ["unclosed"], Tier.CAUSE)
     with pytest.raises(re.error):
         RuleSet.with_extra([broken])
+
+
+def test_the_memory_setting_of_the_plugins_section_is_read_and_a_wrong_one_ignored(
+    tmp_path: Path,
+) -> None:
+    """``errors report`` reads the project lazily: the section is still read when written
+    (through the typed configuration), and a wrong value still means the default."""
+    import loopctl
+    from loopctl_context_errors.reportcmd import configured_memory_path
+
+    assert configured_memory_path(loopctl.load_project(tmp_path)) == ""
+    (tmp_path / "loopctl.toml").write_text('[plugins.context-errors]\nmemory_path = "m.db"\n')
+    assert configured_memory_path(loopctl.load_project(tmp_path)) == "m.db"
+    (tmp_path / "loopctl.toml").write_text("[plugins.context-errors]\nmemory = false\n")
+    assert configured_memory_path(loopctl.load_project(tmp_path)) == "off"
+    (tmp_path / "loopctl.toml").write_text("[plugins.context-errors]\nmemory_path = 3\n")
+    assert configured_memory_path(loopctl.load_project(tmp_path)) == ""

@@ -255,8 +255,28 @@ def test_classify_imports_neither_the_engine_nor_the_state_files_for_a_log(tmp_p
         "rich",
         "importlib_metadata",
         "importlib.metadata",
+        # typer, and the typed configuration: no setting is set, so none is loaded
+        "typer",
+        "cattrs",
+        "loopctl.config.load",
+        "loopctl.config.schema",
     }
     assert not heavy & imported
+
+
+def test_a_wrong_value_in_the_plugins_section_is_named_as_the_typed_configuration_names_it(
+    tmp_path: Path,
+) -> None:
+    log = tmp_path / "run.log"
+    log.write_text(PYTEST_ASSERT_LOG, encoding="utf-8")
+    (tmp_path / "loopctl.toml").write_text('[plugins.failure-classifier]\nloop_window = "x"\n')
+    done = loopctl("classify", "--log", str(log), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == (
+        "loopctl: warning: [plugins.failure-classifier] ignored: loopctl.toml: "
+        "plugins.failure-classifier.loop_window: expected an integer, got 'x'\n"
+    )
+    assert "mode:        code_error" in done.stdout
 
 
 def test_classify_a_loop_whose_tests_passed_says_there_is_no_failure(tmp_path: Path) -> None:
