@@ -22,7 +22,6 @@ import re
 import sys
 import threading
 import time
-import traceback
 import types
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
@@ -418,6 +417,8 @@ class PluginHost:
             return None
 
     def report_failure(self, plugin: str, hook: str, exc: BaseException) -> None:
+        import traceback  # here: a command whose plugins all behave never needs it
+
         failure = HookFailure(
             plugin=plugin,
             hook=hook,

@@ -5,7 +5,6 @@ reinstall command a dependency problem calls for, and a bounded runner for recov
 from __future__ import annotations
 
 import os
-import signal
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -183,6 +182,8 @@ def run_command(command: str, cwd: Path, timeout_s: float) -> CommandResult:
 
 
 def _kill_group(pid: int) -> None:
+    import signal  # with subprocess: only a recovery command that runs needs it
+
     try:
         os.killpg(pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
