@@ -229,3 +229,17 @@ def test_a_project_reads_what_the_typed_configuration_reads(top, limits, section
             if key == ("state_dir",):
                 want = Path(want) if Path(want).is_absolute() else root / want
             assert got == want, key
+
+
+def test_loopctl_model_offers_the_classes_it_defines_on_first_use():
+    """The classes of a running loop live in loopctl.runmodel, loaded when first used; every
+    name is still loopctl.model's (and loopctl's)."""
+    import loopctl.model
+    import loopctl.runmodel
+
+    for name in loopctl.model._RUN_MODEL:
+        assert getattr(loopctl.model, name) is getattr(loopctl.runmodel, name)
+    assert loopctl.Decision is loopctl.model.Decision
+    assert repr(loopctl.model.PromptSection("t", "x")).startswith("PromptSection(")
+    with pytest.raises(AttributeError, match="no attribute 'Nope'"):
+        loopctl.model.Nope  # noqa: B018 - the lookup is what is tested

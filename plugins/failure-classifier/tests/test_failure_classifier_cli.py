@@ -267,6 +267,8 @@ def test_classify_imports_neither_the_engine_nor_the_state_files_for_a_log(tmp_p
         # what only an error (a plugin's traceback, a near-miss module name) needs
         "traceback",
         "difflib",
+        # a loop's classes (turns, test runs, hook results): reading records needs none
+        "loopctl.runmodel",
     }
     assert not heavy & imported
 

@@ -141,7 +141,10 @@ def status_options(args: Sequence[str]) -> dict[str, Any] | None:
 
 
 def status(*, state_dir: Path | None, config: Path | None, json_output: bool) -> int:
-    """``loopctl status``: print a loop's state; the exit code."""
+    """``loopctl status``: print a loop's state; the exit code. The configuration is read only
+    as far as ``state_dir`` goes (a mistake elsewhere does not hide the loop); when there is
+    no loop to show, a configuration that does not load is the error reported, as ``run``
+    reports it."""
     from loopctl.redaction import redact_data
     from loopctl.status import collect_status, render_status
 
@@ -149,6 +152,14 @@ def status(*, state_dir: Path | None, config: Path | None, json_output: bool) ->
         data = collect_status(state_dir_for(Path.cwd(), state_dir, config))
     except Exception as exc:
         if isinstance(exc, user_error_types()):
+            if state_dir is None:
+                from loopctl.config import load_config
+
+                try:
+                    load_config(Path.cwd(), config_file=config)
+                except Exception as bad:  # noqa: BLE001 - reported if a user error, else not
+                    if isinstance(bad, user_error_types()):
+                        return report_user_error(bad)
             return report_user_error(exc)
         raise
     if json_output:
