@@ -164,6 +164,50 @@ def test_errors_report_imports_only_what_it_uses(tmp_path: Path, log_file: Path)
     assert not heavy & imported
 
 
+#: The attrs classes of loopctl and its plugins that ``errors report`` may define: each costs
+#: its start-up about 0.3 ms (attrs generates and compiles its methods).
+REPORT_CLASSES = {
+    *(f"loopctl.pluginhost.{n}" for n in ("HookFailure", "PluginInfo", "PluginSelection")),
+    *(f"loopctl.scan.{n}" for n in ("ScanMatch", "ScanRule", "_Limits")),
+    "loopctl.testoutput.ParsedTestOutput",
+    "loopctl.testparts.Partial",
+    *(f"loopctl_context_errors.categories.{n}" for n in ("Categorization", "Rule", "_Evidence")),
+    "loopctl_context_errors.config.ContextErrorsConfig",
+    *(
+        f"loopctl_context_errors.memory.{n}"
+        for n in ("FailureRecord", "QueryOutcome", "SimilarFailure", "_Open")
+    ),
+    "loopctl_context_errors.report.ErrorReport",
+    "loopctl_context_errors.suggest.Suggestion",
+}
+
+CLASSES_DRIVER = """
+import gc, io, json, sys, contextlib
+from loopctl.__main__ import main
+with contextlib.redirect_stdout(io.StringIO()):
+    code = main(sys.argv[1:])
+print(json.dumps([code, sorted(
+    f"{o.__module__}.{o.__qualname__}" for o in gc.get_objects()
+    if isinstance(o, type) and "__attrs_attrs__" in o.__dict__
+    and o.__module__.startswith("loopctl"))]))
+"""
+
+
+def test_errors_report_defines_only_the_attrs_classes_it_needs(
+    tmp_path: Path, log_file: Path
+) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "LOOPCTL_PLUGINS"}
+    env["LOOPCTL_PLUGINS"] = "context-errors"
+    done = subprocess.run(
+        [sys.executable, "-c", CLASSES_DRIVER, "errors", "report", str(log_file)],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60, check=True,
+    )  # fmt: skip
+    code, defined = json.loads(done.stdout)
+    assert code == 0
+    assert "loopctl_context_errors.report.ErrorReport" in defined  # the probe sees them
+    assert set(defined) <= REPORT_CLASSES
+
+
 def test_rules_compile_when_a_text_needs_them_and_plugin_rules_at_once() -> None:
     from loopctl_context_errors.categories import DEFAULT_RULES, Rule, RuleSet, Tier
 
