@@ -282,8 +282,8 @@ def test_classify_and_errors_report_run_without_typer(tmp_path: Path) -> None:
 
 
 def test_status_reads_a_finished_loop_with_only_what_reading_needs(tmp_path: Path) -> None:
-    """No typer, and none of what only writing the state needs (moving archives, naming temp
-    files, the lock's host name)."""
+    """No typer, none of what only writing the state needs (moving archives, naming temp
+    files, the lock's host name), and not the typed configuration for the state directory."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("LOOPCTL_")}
     project = tmp_path / "demo"
     subprocess.run(
@@ -294,13 +294,31 @@ def test_status_reads_a_finished_loop_with_only_what_reading_needs(tmp_path: Pat
         "import json, sys\n"
         "from loopctl.__main__ import main\n"
         "code = main(['status'])\n"
-        "heavy = ('typer', 'rich', 'shutil', 'socket', 'secrets', 'loopctl.engine')\n"
+        "heavy = ('typer', 'rich', 'shutil', 'socket', 'secrets', 'loopctl.engine',\n"
+        "         'loopctl.config.load', 'loopctl.config.schema',  # state_dir is not set\n"
+        "         'loopctl.runmodel')  # a loop's classes: reading its records needs none\n"
+        "import gc\n"
+        "classes = sorted(f'{o.__module__}.{o.__qualname__}' for o in gc.get_objects()\n"
+        "    if isinstance(o, type) and '__attrs_attrs__' in o.__dict__\n"
+        "    and o.__module__.startswith('loopctl'))\n"
+        "print(json.dumps(classes))\n"
         "print(json.dumps([code, [m for m in heavy if m in sys.modules]]))\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", probe],
         cwd=project, env=env, capture_output=True, text=True, timeout=120, check=True,
     )  # fmt: skip
-    *output, last = done.stdout.splitlines()
+    *output, classes, last = done.stdout.splitlines()
     assert json.loads(last) == [0, []]
     assert any("complete" in line for line in output), done.stdout
+    # each attrs class costs the start-up about 0.3 ms: status defines only these
+    assert set(json.loads(classes)) <= {
+        "loopctl.model.AgentSummary",
+        "loopctl.model.IterationRecord",
+        "loopctl.model.Usage",
+        "loopctl.state.frontmatter.Entry",
+        "loopctl.state.journal.JsonlRead",
+        "loopctl.state.loopstate.LoopState",
+        "loopctl.state.loopstate.RunSettings",
+    }
+    assert "loopctl.model.IterationRecord" in json.loads(classes)  # the probe sees them

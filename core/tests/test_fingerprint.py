@@ -176,3 +176,35 @@ def test_different_messages_differ(first: list[str], second: list[str]) -> None:
     if first == second:
         return
     assert fingerprint([" ".join(first)]) != fingerprint([" ".join(second)])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.text(max_size=40), max_size=6))
+def test_the_fingerprint_is_sha1_of_the_normalised_lines_as_stored_runs_have_it(lines):
+    """Fingerprints are stored (iterations.jsonl, the failure memory) and compared across
+    runs: hashing without OpenSSL must give the very same digest."""
+    import hashlib
+
+    parts = list(dict.fromkeys(n for n in map(normalize_line, lines) if n))
+    text = "\n".join(parts).encode("utf-8", "surrogatepass")
+    assert fingerprint(lines) == (hashlib.sha1(text).hexdigest()[:16] if parts else "")
+
+
+def test_a_known_fingerprint_stays_the_same():
+    assert fingerprint(["E   assert 1 == 2", "tests/test_x.py:7: AssertionError"]) == (
+        "eb3fe6d5ddf01d79"  # what hashlib.sha1 gave before
+    )
+
+
+def test_fingerprinting_does_not_load_openssl():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\nfrom loopctl.fingerprints import fingerprint\nfingerprint(['x 1'])\n"
+        "print('_hashlib' in sys.modules)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert done.stdout.strip() == "False"

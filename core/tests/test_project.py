@@ -3,12 +3,22 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
 
 import attrs
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import loopctl
 from loopctl import hookimpl
+from loopctl.config import LoopctlConfig, load_config
+from loopctl.configfile import RawSettings
+from loopctl.project import DEFAULTS, Project
 
 
 @attrs.define
@@ -65,3 +75,171 @@ def test_a_missing_run_is_a_state_error_naming_the_file(tmp_path):
     with pytest.raises(loopctl.StateError, match=r"loop-state\.md does not exist"):
         loopctl.SavedRun(tmp_path).loop_state()
     assert loopctl.SavedRun(tmp_path).iterations() == []
+
+
+def test_the_defaults_read_without_the_typed_configuration_are_its_defaults():
+    defaults = LoopctlConfig()
+    for key, value in DEFAULTS.items():
+        typed = defaults
+        for part in key:
+            typed = getattr(typed, part)
+        assert (list(value) if isinstance(value, tuple) else value) == typed, key
+
+
+#: Reads every setting a Project offers, then prints the modules of the typed configuration
+#: (and cattrs) that were imported: none, when no source sets those settings.
+PROBE = """
+import json, sys
+import attrs, loopctl
+
+@attrs.define
+class Mine:
+    level: int = 1
+
+project = loopctl.load_project()
+values = [str(project.state_dir), project.max_restarts, project.test_output_bytes,
+          attrs.asdict(project.plugin_config("mine", Mine)), project.plugin_failures,
+          project.hook is not None]
+heavy = [m for m in sys.modules if m.split(".")[0] == "cattrs" or m in
+         ("loopctl.config.load", "loopctl.config.schema", "loopctl.config.convert")]
+print(json.dumps([values, heavy]))
+"""
+
+
+def probe(cwd: Path, **env: str) -> list:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("LOOPCTL_")}
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE],
+        cwd=cwd, env={**clean, **env}, capture_output=True, text=True, timeout=120, check=True,
+    )  # fmt: skip
+    return json.loads(done.stdout)
+
+
+def test_settings_no_source_sets_are_read_without_the_typed_configuration(tmp_path):
+    (tmp_path / "loopctl.toml").write_text('test_cmd = "true"\n[plugins.other]\nx = 1\n')
+    values, heavy = probe(tmp_path, LOOPCTL_PLUGINS="core")
+    assert values == [str(tmp_path.resolve() / ".loopctl"), 3, 1_000_000, {"level": 1}, [], True]
+    assert heavy == []
+    # a setting a source sets is read through the typed configuration, checked
+    (tmp_path / "loopctl.toml").write_text("[limits]\nmax_restarts = 5\n")
+    values, heavy = probe(tmp_path, LOOPCTL_PLUGINS="core")
+    assert values[1] == 5
+    assert "loopctl.config.schema" in heavy
+
+
+def test_a_set_setting_that_is_wrong_is_the_typed_configurations_error(tmp_path):
+    (tmp_path / "loopctl.toml").write_text(
+        '[limits]\nmax_restarts = 11\n[plugins.mine]\nlevel = "x"\n'
+    )
+    project = Project(tmp_path)
+    assert project.state_dir == tmp_path / ".loopctl"  # not set: the rest is not read
+    with pytest.raises(loopctl.ConfigError) as raised:
+        project.max_restarts  # noqa: B018 - the property is what is tested
+    assert str(raised.value) == str(attempt(lambda: load_config(tmp_path)))
+    with pytest.raises(loopctl.ConfigError, match=r"max_restarts"):
+        Project(tmp_path).plugin_config("mine", MineConfig)
+    (tmp_path / "loopctl.toml").write_text('[plugins.mine]\nlevel = "x"\n')
+    with pytest.raises(loopctl.ConfigError) as raised:
+        Project(tmp_path).plugin_config("mine", MineConfig)
+    assert str(raised.value) == str(
+        attempt(lambda: load_config(tmp_path).plugin_section("mine", MineConfig))
+    )
+    assert "loopctl.toml: plugins.mine.level: expected an integer" in str(raised.value)
+
+
+def attempt(call):
+    try:
+        return call()
+    except loopctl.ConfigError as exc:
+        return exc
+
+
+_VALUES = st.sampled_from([None, 0, 4, 11, -1, 2000, "x", ".state", "/abs/state", ["A_*"], [1]])
+_ENV_VALUES = st.sampled_from(["", "4", "11", "x", ".env-state", "A_*,B", "[1"])
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    top=st.dictionaries(
+        st.sampled_from(["state_dir", "withhold_env", "required_plugins", "agent"]), _VALUES
+    ),
+    limits=st.one_of(
+        st.none(),
+        st.dictionaries(
+            st.sampled_from(["max_restarts", "test_output_bytes", "max_iterations"]), _VALUES
+        ),
+    ),
+    section=st.one_of(st.none(), st.dictionaries(st.sampled_from(["level", "levle"]), _VALUES)),
+    env=st.dictionaries(
+        st.sampled_from(
+            [
+                "LOOPCTL_STATE_DIR",
+                "LOOPCTL_LIMITS__MAX_RESTARTS",
+                "LOOPCTL_LIMITS__TEST_OUTPUT_BYTES",
+                "LOOPCTL_WITHHOLD_ENV",
+                "LOOPCTL_LIMITS",
+            ]
+        ),
+        _ENV_VALUES,
+        max_size=3,
+    ),
+)
+def test_a_project_reads_what_the_typed_configuration_reads(top, limits, section, env):
+    """Each setting is the typed configuration's value; when that does not load, a setting
+    some source sets is its error, and one none sets is its default."""
+    lines = [f"{k} = {json.dumps(v)}" for k, v in top.items() if v is not None]
+    for name, table in (("limits", limits), ("plugins.mine", section)):
+        if table is not None:
+            lines.append(f"[{name}]")
+            lines += [f"{k} = {json.dumps(v)}" for k, v in table.items() if v is not None]
+    with tempfile.TemporaryDirectory() as directory:
+        root = Path(directory)
+        (root / ".git").mkdir()
+        (root / "loopctl.toml").write_text("\n".join(lines) + "\n")
+        typed = attempt(lambda: load_config(root, env=env))
+        raw = RawSettings(root, env=env)
+        project = Project(root)
+        project._raw = raw  # the same environment as the typed load
+        reads = {
+            ("state_dir",): lambda: project.state_dir,
+            ("limits", "max_restarts"): lambda: project.max_restarts,
+            ("limits", "test_output_bytes"): lambda: project.test_output_bytes,
+            ("withhold_env",): lambda: list(project._setting("withhold_env")),
+            ("required_plugins",): lambda: list(project._setting("required_plugins")),
+            ("plugins", "mine"): lambda: project.plugin_config("mine", MineConfig),
+        }
+        for key, read in reads.items():
+            project._raw = raw
+            project.__dict__.pop("_loaded", None)
+            got = attempt(read)
+            if isinstance(typed, loopctl.ConfigError):
+                if raw.sets(*key):
+                    assert isinstance(got, loopctl.ConfigError), key
+                    assert str(got) == str(typed), key
+                else:
+                    assert not isinstance(got, loopctl.ConfigError), key
+                continue
+            if key == ("plugins", "mine"):
+                want = attempt(lambda: typed.plugin_section("mine", MineConfig))
+                assert str(got) == str(want) if isinstance(want, Exception) else got == want
+                continue
+            want = typed.config
+            for part in key:
+                want = getattr(want, part)
+            if key == ("state_dir",):
+                want = Path(want) if Path(want).is_absolute() else root / want
+            assert got == want, key
+
+
+def test_loopctl_model_offers_the_classes_it_defines_on_first_use():
+    """The classes of a running loop live in loopctl.runmodel, loaded when first used; every
+    name is still loopctl.model's (and loopctl's)."""
+    import loopctl.model
+    import loopctl.runmodel
+
+    for name in loopctl.model._RUN_MODEL:
+        assert getattr(loopctl.model, name) is getattr(loopctl.runmodel, name)
+    assert loopctl.Decision is loopctl.model.Decision
+    assert repr(loopctl.model.PromptSection("t", "x")).startswith("PromptSection(")
+    with pytest.raises(AttributeError, match="no attribute 'Nope'"):
+        loopctl.model.Nope  # noqa: B018 - the lookup is what is tested

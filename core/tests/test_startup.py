@@ -286,6 +286,23 @@ def test_status_without_typer_says_what_the_typer_command_says(
     assert code == (EXIT_USAGE if "nowhere" in form else 0)
 
 
+def test_status_shows_the_loop_past_a_mistake_elsewhere_in_the_config(finished: Path) -> None:
+    """status reads ``state_dir`` alone (not the typed configuration); a config that does not
+    load is the error only when there is no loop to show."""
+    config = finished / "loopctl.toml"
+    config.write_text(config.read_text() + "\n[limits]\nmax_iteration = 3\n")
+    done, imported = loopctl("status", cwd=finished)
+    assert done.returncode == 0, done.stderr
+    assert "complete" in done.stdout
+    assert "loopctl.config.load" not in imported
+    other = finished.parent / "no-loop-here"
+    other.mkdir()
+    (other / "loopctl.toml").write_text(config.read_text())
+    gone, _ = loopctl("status", cwd=other)
+    assert gone.returncode == EXIT_USAGE
+    assert "loopctl.toml: limits: unknown key 'max_iteration'" in gone.stderr
+
+
 @pytest.mark.parametrize(
     ("form", "code", "says"),
     [

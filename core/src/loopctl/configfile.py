@@ -3,7 +3,8 @@
 :mod:`loopctl.config` builds the full, typed configuration on top of this module. ``loopctl
 plugins list`` needs only which plugins are switched on and must start fast, so it reads them
 here: no attrs classes, no cattrs, and tomllib only when there is a file to parse. A test checks
-that both paths agree on every input.
+that both paths agree on every input. :class:`RawSettings` does the same for the few settings
+a plugin's command reads through :func:`loopctl.load_project`.
 """
 
 from __future__ import annotations
@@ -128,6 +129,50 @@ def settings_table(path: Path, cwd: Path) -> tuple[object, str, str]:
         return document, display, ""
     found, section = pyproject_section(document)
     return (section if found else None), display, PYPROJECT_PREFIX
+
+
+class RawSettings:
+    """The config file's settings and the ``LOOPCTL_*`` variables as written, not checked: for
+    a command that needs a few settings (:class:`loopctl.Project`), which takes a setting's
+    default when no source sets it, and the typed configuration (which checks everything)
+    when one does. Raises ConfigError for a file that cannot be read or is not TOML, as
+    :func:`loopctl.config.load_config` does."""
+
+    def __init__(
+        self,
+        cwd: Path,
+        *,
+        config_file: Path | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
+        cwd = Path(os.path.abspath(cwd))
+        self.env = os.environ if env is None else env
+        #: The config file, if any.
+        self.path = locate(cwd, config_file)
+        #: Its settings (anything but a table is reported by the typed configuration).
+        self.settings: object = {}
+        if self.path is not None:
+            settings, _, _ = settings_table(self.path, cwd)
+            self.settings = {} if settings is None else settings
+
+    def sets(self, *key: str) -> bool:
+        """Whether a source sets the setting ``key`` (``"limits", "max_restarts"``) or a key
+        inside it; True as well when the file has something else than a table on the way
+        (the typed configuration then says what is wrong)."""
+        table = self.settings
+        for part in key:
+            if not isinstance(table, Mapping):
+                return True
+            if part not in table:
+                break
+            table = table[part]
+        else:
+            return True
+        # LOOPCTL_PLUGINS is plugins.enable; a variable that names a table sets nothing
+        name = ENV_PREFIX + "__".join(part.upper() for part in key)
+        if name == f"{ENV_PLUGINS}__ENABLE" and ENV_PLUGINS in self.env:
+            return True
+        return any(var == name or var.startswith(name + "__") for var in self.env)
 
 
 def plugin_switches(

@@ -18,40 +18,94 @@ import functools
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from loopctl.config import LoadedConfig, load_config
+from loopctl.configfile import RawSettings
 from loopctl.withhold import set_withheld
 
 if TYPE_CHECKING:  # a plugin's command imports this module: only what it uses is loaded
     import pluggy
 
     from loopctl import state as st
+    from loopctl.config import LoadedConfig
     from loopctl.model import IterationRecord
     from loopctl.pluginhost import PluginHost
 
 T = TypeVar("T")
 
+#: The defaults of the settings a :class:`Project` reads, for when no source sets them (a test
+#: checks them against the typed configuration's).
+DEFAULTS: dict[tuple[str, ...], Any] = {
+    ("state_dir",): ".loopctl",
+    ("limits", "max_restarts"): 3,
+    ("limits", "test_output_bytes"): 1_000_000,
+    ("required_plugins",): (),
+    ("withhold_env",): (),
+}
+
 
 class Project:
     """The project in a directory: its typed configuration (``loopctl.toml`` or
     ``[tool.loopctl]``, ``LOOPCTL_*`` variables) and its enabled plugins. Build it with
-    :func:`load_project`."""
+    :func:`load_project`.
 
-    def __init__(self, workdir: Path, loaded: LoadedConfig) -> None:
-        self._loaded = loaded
+    The configuration is read as far as what is asked for needs: a setting no source sets is
+    its default, without loading (and checking) the whole typed configuration, which costs a
+    command's start-up about 20 ms; it is loaded the first time a setting that is set, or a
+    plugin section that is written, is read, and a problem in it is then a
+    :class:`loopctl.ConfigError`. The plugins are chosen by the plugin switches, as
+    ``loopctl plugins list`` chooses them.
+
+    .. versionchanged:: 0.2
+       The configuration is read when it is used, not all of it in :func:`load_project`.
+    """
+
+    def __init__(
+        self,
+        workdir: Path,
+        loaded: LoadedConfig | None = None,
+        *,
+        config_file: Path | None = None,
+    ) -> None:
         #: The project directory.
         self.workdir = workdir
+        self._config_file = config_file
+        #: What the sources set, as written: None once the typed configuration is there.
+        self._raw: RawSettings | None = None
+        if loaded is not None:
+            self._loaded = loaded
+        else:
+            self._raw = RawSettings(workdir, config_file=config_file)
+
+    @functools.cached_property
+    def _loaded(self) -> LoadedConfig:
+        """The whole typed configuration (read and checked on first use)."""
+        from loopctl.config import load_config
+
+        env = self._raw.env if self._raw is not None else None  # what the raw reads saw
+        loaded = load_config(self.workdir, config_file=self._config_file, env=env)
+        self._raw = None
+        return loaded
+
+    def _setting(self, *key: str) -> Any:
+        """The setting ``key``: its default when no source sets it, else the typed value."""
+        if self._raw is not None and not self._raw.sets(*key):
+            return DEFAULTS[key]
+        value: Any = self._loaded.config
+        for part in key:
+            value = getattr(value, part)
+        return value
 
     @property
     def state_dir(self) -> Path:
         """Where the project's loops keep their state (``state_dir``, default ``.loopctl``),
         as an absolute path."""
-        configured = Path(self._loaded.config.state_dir)
+        configured = Path(self._setting("state_dir"))
         return configured if configured.is_absolute() else self.workdir / configured
 
     @property
     def max_restarts(self) -> int:
         """The session restarts a loop of this project allows (``limits.max_restarts``)."""
-        return self._loaded.config.limits.max_restarts
+        value: int = self._setting("limits", "max_restarts")
+        return value
 
     @property
     def test_output_bytes(self) -> int:
@@ -61,18 +115,32 @@ class Project:
 
         .. versionadded:: 0.2
         """
-        return self._loaded.config.limits.test_output_bytes
+        value: int = self._setting("limits", "test_output_bytes")
+        return value
 
     def plugin_config(self, name: str, cls: type[T]) -> T:
         """Plugin ``name``'s section (``[plugins.NAME]``) structured into its config class
         ``cls`` (defaults when absent). Raises :class:`loopctl.ConfigError` naming the key."""
+        absent = self._raw is not None and not self._raw.sets("plugins", name)
+        if absent and hasattr(cls, "__attrs_attrs__"):  # an attrs class, as structuring needs
+            try:
+                return cls()  # what structuring an absent (empty) section gives
+            except Exception:  # noqa: BLE001 - structuring says what is wrong, naming the key
+                pass
         return self._loaded.plugin_section(name, cls)
 
     @functools.cached_property
     def _host(self) -> PluginHost:
-        from loopctl.pluginhost import build_host
+        from loopctl.pluginhost import build_host, switches_host
 
-        host = build_host(self._loaded)
+        if self._raw is None:
+            host = build_host(self._loaded)
+        else:
+            host = switches_host(
+                self.workdir,
+                config_file=self._config_file,
+                required=self._setting("required_plugins"),
+            )
         host.error_sink = lambda failure: None  # kept in plugin_failures for the command to show
         return host
 
@@ -95,14 +163,16 @@ class Project:
 
 def load_project(workdir: Path | None = None, *, config_file: Path | None = None) -> Project:
     """The project in ``workdir`` (default: the working directory), with its configuration
-    loaded as ``loopctl run`` would (``config_file`` in place of the discovered one). Its
-    ``withhold_env`` becomes the process's: :func:`loopctl.redact` masks those variables'
-    values and :func:`loopctl.child_environment` leaves them out.
-    Raises :class:`loopctl.ConfigError` with one line per problem."""
+    read as ``loopctl run`` reads it (``config_file`` in place of the discovered one), as far
+    as it is used (:class:`Project`). Its ``withhold_env`` becomes the process's:
+    :func:`loopctl.redact` masks those variables' values and :func:`loopctl.child_environment`
+    leaves them out. Raises :class:`loopctl.ConfigError` with one line per problem: for a
+    config file that is missing, cannot be read or is not TOML, and, when ``withhold_env`` is
+    set, for a problem in any setting."""
     workdir = (workdir or Path.cwd()).resolve()
-    loaded = load_config(workdir, config_file=config_file)
-    set_withheld(loaded.config.withhold_env)  # the command's output masks their values too
-    return Project(workdir, loaded)
+    project = Project(workdir, config_file=config_file)
+    set_withheld(project._setting("withhold_env"))  # the command's output masks their values too
+    return project
 
 
 class SavedRun:

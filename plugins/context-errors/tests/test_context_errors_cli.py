@@ -159,7 +159,53 @@ def test_errors_report_imports_only_what_it_uses(tmp_path: Path, log_file: Path)
     assert "RESOURCE_ERROR" in done.stdout
     imported = set(json.loads(modules.read_text()))
     heavy = {"loopctl.engine", "loopctl.launch", "loopctl.state", "loopctl.model", "rich"}
+    heavy |= {"typer", "cattrs", "loopctl.config.load", "loopctl.config.schema"}  # none is set
+    heavy |= {"loopctl.config.errors", "traceback"}  # only a wrong setting, a failing plugin
     assert not heavy & imported
+
+
+#: The attrs classes of loopctl and its plugins that ``errors report`` may define: each costs
+#: its start-up about 0.3 ms (attrs generates and compiles its methods).
+REPORT_CLASSES = {
+    *(f"loopctl.pluginhost.{n}" for n in ("HookFailure", "PluginInfo", "PluginSelection")),
+    *(f"loopctl.scan.{n}" for n in ("ScanMatch", "ScanRule", "_Limits")),
+    "loopctl.testoutput.ParsedTestOutput",
+    "loopctl.testparts.Partial",
+    *(f"loopctl_context_errors.categories.{n}" for n in ("Categorization", "Rule", "_Evidence")),
+    "loopctl_context_errors.config.ContextErrorsConfig",
+    *(
+        f"loopctl_context_errors.memory.{n}"
+        for n in ("FailureRecord", "QueryOutcome", "SimilarFailure", "_Open")
+    ),
+    "loopctl_context_errors.report.ErrorReport",
+    "loopctl_context_errors.suggest.Suggestion",
+}
+
+CLASSES_DRIVER = """
+import gc, io, json, sys, contextlib
+from loopctl.__main__ import main
+with contextlib.redirect_stdout(io.StringIO()):
+    code = main(sys.argv[1:])
+print(json.dumps([code, sorted(
+    f"{o.__module__}.{o.__qualname__}" for o in gc.get_objects()
+    if isinstance(o, type) and "__attrs_attrs__" in o.__dict__
+    and o.__module__.startswith("loopctl"))]))
+"""
+
+
+def test_errors_report_defines_only_the_attrs_classes_it_needs(
+    tmp_path: Path, log_file: Path
+) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "LOOPCTL_PLUGINS"}
+    env["LOOPCTL_PLUGINS"] = "context-errors"
+    done = subprocess.run(
+        [sys.executable, "-c", CLASSES_DRIVER, "errors", "report", str(log_file)],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60, check=True,
+    )  # fmt: skip
+    code, defined = json.loads(done.stdout)
+    assert code == 0
+    assert "loopctl_context_errors.report.ErrorReport" in defined  # the probe sees them
+    assert set(defined) <= REPORT_CLASSES
 
 
 def test_rules_compile_when_a_text_needs_them_and_plugin_rules_at_once() -> None:
@@ -180,3 +226,20 @@ def test_rules_compile_when_a_text_needs_them_and_plugin_rules_at_once() -> None
     broken = Rule("mine.broken", "RESOURCE_ERROR", r"(unclosed", ["unclosed"], Tier.CAUSE)
     with pytest.raises(re.error):
         RuleSet.with_extra([broken])
+
+
+def test_the_memory_setting_of_the_plugins_section_is_read_and_a_wrong_one_ignored(
+    tmp_path: Path,
+) -> None:
+    """``errors report`` reads the project lazily: the section is still read when written
+    (through the typed configuration), and a wrong value still means the default."""
+    import loopctl
+    from loopctl_context_errors.reportcmd import configured_memory_path
+
+    assert configured_memory_path(loopctl.load_project(tmp_path)) == ""
+    (tmp_path / "loopctl.toml").write_text('[plugins.context-errors]\nmemory_path = "m.db"\n')
+    assert configured_memory_path(loopctl.load_project(tmp_path)) == "m.db"
+    (tmp_path / "loopctl.toml").write_text("[plugins.context-errors]\nmemory = false\n")
+    assert configured_memory_path(loopctl.load_project(tmp_path)) == "off"
+    (tmp_path / "loopctl.toml").write_text("[plugins.context-errors]\nmemory_path = 3\n")
+    assert configured_memory_path(loopctl.load_project(tmp_path)) == ""

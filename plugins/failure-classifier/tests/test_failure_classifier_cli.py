@@ -255,8 +255,83 @@ def test_classify_imports_neither_the_engine_nor_the_state_files_for_a_log(tmp_p
         "rich",
         "importlib_metadata",
         "importlib.metadata",
+        # typer, and the typed configuration: no setting is set, so none is loaded
+        "typer",
+        "cattrs",
+        "loopctl.config.load",
+        "loopctl.config.schema",
+        # nothing is run (recovery commands), nothing needs OpenSSL (the fingerprints' sha1)
+        "subprocess",
+        "signal",
+        "_hashlib",
+        # what only an error (a plugin's traceback, a near-miss module name) needs
+        "traceback",
+        "difflib",
+        # a loop's classes (turns, test runs, hook results): reading records needs none
+        "loopctl.runmodel",
     }
     assert not heavy & imported
+
+
+#: Runs loopctl ARGS, then prints the attrs classes of loopctl and its plugins that exist.
+CLASSES_DRIVER = """
+import gc, io, json, sys, contextlib
+from loopctl.__main__ import main
+with contextlib.redirect_stdout(io.StringIO()):
+    code = main(sys.argv[1:])
+print(json.dumps([code, sorted(
+    f"{o.__module__}.{o.__qualname__}" for o in gc.get_objects()
+    if isinstance(o, type) and "__attrs_attrs__" in o.__dict__
+    and o.__module__.startswith("loopctl"))]))
+"""
+
+#: The attrs classes ``classify --log`` may define: each costs its start-up about 0.3 ms (attrs
+#: generates and compiles its methods), so one more on this path must be worth it.
+CLASSIFY_CLASSES = {
+    *(f"loopctl.model.{n}" for n in ("AgentSummary", "IterationRecord", "Usage")),
+    *(f"loopctl.pluginhost.{n}" for n in ("HookFailure", "PluginInfo", "PluginSelection")),
+    *(f"loopctl.scan.{n}" for n in ("ScanMatch", "ScanRule", "_Limits")),
+    "loopctl.stuck.StuckDetector",
+    "loopctl.testoutput.ParsedTestOutput",
+    "loopctl.testparts.Partial",
+    "loopctl_failure_classifier.config.FailureClassifierConfig",
+    "loopctl_failure_classifier.rules.Rule",
+    *(
+        f"loopctl_failure_classifier.model.{n}"
+        for n in ("Classification", "Evidence", "FailureMode", "RecoveryStrategy", "Rerun")
+    ),
+    "loopctl_failure_classifier.model.Verdict",
+}
+
+
+def test_classify_a_log_defines_only_the_attrs_classes_it_needs(tmp_path: Path) -> None:
+    log = tmp_path / "run.log"
+    log.write_text(PYTEST_ASSERT_LOG, encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LOOPCTL_")}
+    env["LOOPCTL_PLUGINS"] = "failure-classifier"
+    done = subprocess.run(
+        [sys.executable, "-c", CLASSES_DRIVER, "classify", "--log", str(log)],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60, check=True,
+    )  # fmt: skip
+    code, defined = json.loads(done.stdout)
+    assert code == 0
+    assert "loopctl_failure_classifier.model.Verdict" in defined  # the probe sees them
+    assert set(defined) <= CLASSIFY_CLASSES
+
+
+def test_a_wrong_value_in_the_plugins_section_is_named_as_the_typed_configuration_names_it(
+    tmp_path: Path,
+) -> None:
+    log = tmp_path / "run.log"
+    log.write_text(PYTEST_ASSERT_LOG, encoding="utf-8")
+    (tmp_path / "loopctl.toml").write_text('[plugins.failure-classifier]\nloop_window = "x"\n')
+    done = loopctl("classify", "--log", str(log), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == (
+        "loopctl: warning: [plugins.failure-classifier] ignored: loopctl.toml: "
+        "plugins.failure-classifier.loop_window: expected an integer, got 'x'\n"
+    )
+    assert "mode:        code_error" in done.stdout
 
 
 def test_classify_a_loop_whose_tests_passed_says_there_is_no_failure(tmp_path: Path) -> None:

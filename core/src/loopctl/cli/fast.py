@@ -74,7 +74,7 @@ def emit_json(data: Any) -> None:
 #: already imported: an error class nobody imported cannot have been raised, and ``status``
 #: need not import the engine just to name one).
 USER_ERRORS = (
-    ("loopctl.config", "ConfigError"),
+    ("loopctl.configfile", "ConfigError"),
     ("loopctl.engine", "LoopError"),
     ("loopctl.pluginhost", "PluginError"),
     ("loopctl.launch", "UsageError"),
@@ -100,13 +100,13 @@ def report_user_error(exc: BaseException) -> int:
 
 def state_dir_for(workdir: Path, state_dir: Path | None, config: Path | None) -> Path:
     """The state directory: ``--state-dir`` (relative to ``workdir``), else the config's
-    ``state_dir``. Raises ConfigError for a config that does not load."""
+    ``state_dir``. Raises ConfigError for a config file that cannot be read, or (when a
+    source sets ``state_dir``) a configuration that does not load."""
     if state_dir is not None:
         return state_dir if state_dir.is_absolute() else workdir / state_dir
-    from loopctl.config import load_config
+    from loopctl.project import Project  # the setting alone, unless a source sets it
 
-    configured = Path(load_config(workdir, config_file=config).config.state_dir)
-    return configured if configured.is_absolute() else workdir / configured
+    return Project(workdir, config_file=config).state_dir
 
 
 def status_options(args: Sequence[str]) -> dict[str, Any] | None:
@@ -141,7 +141,10 @@ def status_options(args: Sequence[str]) -> dict[str, Any] | None:
 
 
 def status(*, state_dir: Path | None, config: Path | None, json_output: bool) -> int:
-    """``loopctl status``: print a loop's state; the exit code."""
+    """``loopctl status``: print a loop's state; the exit code. The configuration is read only
+    as far as ``state_dir`` goes (a mistake elsewhere does not hide the loop); when there is
+    no loop to show, a configuration that does not load is the error reported, as ``run``
+    reports it."""
     from loopctl.redaction import redact_data
     from loopctl.status import collect_status, render_status
 
@@ -149,6 +152,14 @@ def status(*, state_dir: Path | None, config: Path | None, json_output: bool) ->
         data = collect_status(state_dir_for(Path.cwd(), state_dir, config))
     except Exception as exc:
         if isinstance(exc, user_error_types()):
+            if state_dir is None:
+                from loopctl.config import load_config
+
+                try:
+                    load_config(Path.cwd(), config_file=config)
+                except Exception as bad:  # noqa: BLE001 - reported if a user error, else not
+                    if isinstance(bad, user_error_types()):
+                        return report_user_error(bad)
             return report_user_error(exc)
         raise
     if json_output:
@@ -168,27 +179,9 @@ def command_host(workdir: Path) -> PluginHost:
     command, if it loads the project, checks it). Raises ConfigError for a config file whose
     plugin switches are wrong, PluginError when the core plugin is disabled, and a plugin's
     import error with ``plugins.strict``."""
-    from loopctl.configfile import plugin_switches
-    from loopctl.pluginhost import (
-        PluginHost,
-        PluginSelection,
-        check_core_enabled,
-        check_plugin_names,
-    )
+    from loopctl.pluginhost import switches_host
 
-    sources: dict[str, str] = {}
-    switches = plugin_switches(workdir, sources=sources)
-    selection = PluginSelection(
-        enable=switches["enable"],
-        disable=switches["disable"],
-        autoload=switches["autoload"],
-        strict=switches["strict"],
-    )
-    host = PluginHost(selection)
-    host.load()
-    check_core_enabled(selection)
-    check_plugin_names(host, sources)
-    return host
+    return switches_host(workdir)
 
 
 def cli_commands(host: PluginHost) -> list[CliCommand]:

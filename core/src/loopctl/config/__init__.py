@@ -15,7 +15,7 @@ Plugins and agent adapters own free-form sections (``[plugins.NAME]``, ``[agents
 are kept raw here and structured later into their own classes with :func:`structure`
 (see :meth:`LoadedConfig.plugin_section` and :meth:`LoadedConfig.agent_settings`).
 
-One module per concern; import the names from here:
+One module per concern; import the names from here (each is loaded on first use):
 
 - :mod:`~loopctl.configfile` (outside this package, so ``loopctl plugins list`` can read the
   plugin switches without importing attrs and cattrs): finding and parsing the file,
@@ -35,28 +35,73 @@ One module per concern; import the names from here:
 
 from __future__ import annotations
 
-from loopctl.config.docs import FieldDoc, describe_fields
-from loopctl.config.errors import InvalidFields, KeyPath, dotted_path
-from loopctl.config.load import LoadedConfig, config_to_dict, load_config
-from loopctl.config.models import (
-    DEFAULT_MODEL_WINDOWS,
-    ONE_MILLION_SUFFIX,
-    context_window_for,
-    model_windows,
-)
-from loopctl.config.schema import (
-    MAX_RESTARTS_CAP,
-    PLUGINS_SETTING_KEYS,
-    Limits,
-    LoopctlConfig,
-    PluginsConfig,
-    PromptConfig,
-    Stuck,
-)
-from loopctl.config.secrets import HIDDEN, hide_secrets
-from loopctl.config.sources import NON_CONFIG_ENV_VARS
-from loopctl.config.structuring import structure
+from typing import TYPE_CHECKING, Any
+
 from loopctl.configfile import ENV_PREFIX, ConfigError, find_config_file
+
+if TYPE_CHECKING:
+    from loopctl.config.docs import FieldDoc, describe_fields
+    from loopctl.config.errors import InvalidFields, KeyPath, dotted_path
+    from loopctl.config.load import LoadedConfig, config_to_dict, load_config
+    from loopctl.config.models import (
+        DEFAULT_MODEL_WINDOWS,
+        ONE_MILLION_SUFFIX,
+        context_window_for,
+        model_windows,
+    )
+    from loopctl.config.schema import (
+        MAX_RESTARTS_CAP,
+        PLUGINS_SETTING_KEYS,
+        Limits,
+        LoopctlConfig,
+        PluginsConfig,
+        PromptConfig,
+        Stuck,
+    )
+    from loopctl.config.secrets import HIDDEN, hide_secrets
+    from loopctl.config.sources import NON_CONFIG_ENV_VARS
+    from loopctl.config.structuring import structure
+
+#: Where each name lives, imported on first use: a module that needs only the error types
+#: (a plugin's config class raising :class:`InvalidFields`) or the model windows does not load
+#: cattrs and the schema with them.
+_LAZY = {
+    "FieldDoc": "docs",
+    "describe_fields": "docs",
+    "InvalidFields": "errors",
+    "KeyPath": "errors",
+    "dotted_path": "errors",
+    "LoadedConfig": "load",
+    "config_to_dict": "load",
+    "load_config": "load",
+    "DEFAULT_MODEL_WINDOWS": "models",
+    "ONE_MILLION_SUFFIX": "models",
+    "context_window_for": "models",
+    "model_windows": "models",
+    "MAX_RESTARTS_CAP": "schema",
+    "PLUGINS_SETTING_KEYS": "schema",
+    "Limits": "schema",
+    "LoopctlConfig": "schema",
+    "PluginsConfig": "schema",
+    "PromptConfig": "schema",
+    "Stuck": "schema",
+    "HIDDEN": "secrets",
+    "hide_secrets": "secrets",
+    "NON_CONFIG_ENV_VARS": "sources",
+    "structure": "structuring",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module_name = _LAZY.get(name)
+    if module_name is None:
+        raise AttributeError(f"module 'loopctl.config' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f"loopctl.config.{module_name}"), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "DEFAULT_MODEL_WINDOWS",

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import attrs
 
-from loopctl import InvalidFields
-
 
 @attrs.define(kw_only=True)
 class ContextErrorsConfig:
@@ -46,6 +44,10 @@ class ContextErrorsConfig:
         if not 0 <= self.prompt_priority <= 100:
             problems.append((("prompt_priority",), "must be between 0 and 100"))
         if problems:
+            # imported here: the config package's errors would cost the start-up of `loopctl
+            # errors report` even when there is nothing to report
+            from loopctl import InvalidFields
+
             raise InvalidFields(problems)
 
 

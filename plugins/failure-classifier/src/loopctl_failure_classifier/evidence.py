@@ -18,16 +18,14 @@ from loopctl import (
     IterationRecord,
     LazyPattern,
     ParsedTestOutput,
-    TestRun,
-    ToolCall,
     fingerprint,
     parse_test_output,
 )
 from loopctl_failure_classifier.detectors import ANNOTATION, MONITOR_EVENTS
 from loopctl_failure_classifier.model import Evidence, Rerun
 
-if TYPE_CHECKING:
-    from loopctl import Loop
+if TYPE_CHECKING:  # a loop's classes: `loopctl classify --log` does not load them
+    from loopctl import Loop, TestRun, ToolCall
 
 #: Recent relevant events kept (see :func:`relevant`).
 EVENTS_TAIL = 500

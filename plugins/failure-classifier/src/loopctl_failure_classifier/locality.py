@@ -9,7 +9,6 @@ cached per classification and never raises (an unreadable tree counts as "not fo
 
 from __future__ import annotations
 
-import difflib
 import os
 import re
 from pathlib import Path
@@ -53,6 +52,8 @@ def _similar(name: str, names: set[str]) -> str | None:
     for other in sorted(names):
         if other.startswith(name + "_") or name.startswith(other + "_"):
             return other
+    import difflib  # here: only a missing module's name needs it, not every classification
+
     close = difflib.get_close_matches(name, sorted(names), n=1, cutoff=0.85)
     return close[0] if close else None
 

@@ -5,11 +5,10 @@ reinstall command a dependency problem calls for, and a bounded runner for recov
 from __future__ import annotations
 
 import os
-import signal
-import subprocess
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 import attrs
 
@@ -124,8 +123,10 @@ def detect_reinstall_command(
     return None
 
 
-@attrs.frozen
-class CommandResult:
+class CommandResult(NamedTuple):
+    """A recovery command's result (a NamedTuple: cheaper to define than an attrs class, on the
+    start-up of ``loopctl classify``)."""
+
     command: str
     exit_code: int | None
     output: str
@@ -147,6 +148,8 @@ def run_command(command: str, cwd: Path, timeout_s: float) -> CommandResult:
     (:func:`loopctl.child_environment`): a reinstall runs the project's own scripts
     (``preinstall``), code the agent can edit. Never raises: a command that cannot start is a
     result with ``error`` set."""
+    import subprocess  # here: `loopctl classify` reads the strategies and runs nothing
+
     started = time.monotonic()
     try:
         process = subprocess.Popen(
@@ -179,6 +182,8 @@ def run_command(command: str, cwd: Path, timeout_s: float) -> CommandResult:
 
 
 def _kill_group(pid: int) -> None:
+    import signal  # with subprocess: only a recovery command that runs needs it
+
     try:
         os.killpg(pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
