@@ -55,7 +55,7 @@ import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, NamedTuple
 
-from loopctl.lazyre import LazyPattern, lazy_compile
+from loopctl.lazyre import LazyPattern, alternation, lazy_compile
 from loopctl.withhold import SECRET_NAME, secret_values
 
 #: What a secret is replaced by.
@@ -411,25 +411,6 @@ _FINDERS: tuple[_Finder, ...] = (
 )
 
 
-def _alternation(words: Iterable[bytes]) -> bytes:
-    """A pattern matching any of ``words`` (and only whole words), factored by their common
-    prefixes: at each position the regex engine tries the few words that start with the text's
-    character there, not every word in turn."""
-    branches: dict[bytes, list[bytes]] = {}
-    ends = False
-    for word in sorted(set(words)):
-        if word:
-            branches.setdefault(word[:1], []).append(word[1:])
-        else:
-            ends = True
-    alternatives = [re.escape(head) + _alternation(tails) for head, tails in branches.items()]
-    if not alternatives:
-        return b""
-    if len(alternatives) == 1 and not ends:
-        return alternatives[0]
-    return b"(?:" + b"|".join(alternatives) + b")" + (b"?" if ends else b"")
-
-
 class _Gate(NamedTuple):
     """The literals of the rules that run on the text (``lower`` False) or on the lowered text,
     in one pattern. ``runs``: for each literal, the rules it lets run (those with a literal
@@ -452,7 +433,8 @@ def _gate(lower: bool) -> _Gate:
         word: tuple(sorted({index for literal, index in owned if word.startswith(literal)}))
         for word in words
     }
-    return _Gate(lazy_compile(_alternation(words)), lower, runs)
+    source = alternation([word.decode("latin-1") for word in words]).encode("latin-1")
+    return _Gate(lazy_compile(source), lower, runs)
 
 
 @functools.cache
