@@ -13,7 +13,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from loopctl import Redactor, child_environment, redact, sanitize
+from loopctl import Redactor, child_environment, redact, redaction, sanitize
 from loopctl.redaction import StreamRedactor, redact_data
 from loopctl.terminal import json_for_terminal, sanitize_line
 from loopctl.withhold import ENV_VARIABLE, set_withheld
@@ -402,3 +402,40 @@ def test_a_remembered_text_is_redacted_again_once_the_withheld_values_change(
         assert redact(text) == text
     finally:
         set_withheld([])
+
+
+#: Every rule's literals, and pieces of them, for texts where literals overlap and nest.
+_LITERAL_PIECES = sorted(
+    {
+        piece
+        for finder in redaction._FINDERS
+        for literal in finder.literals
+        for piece in (literal.decode(), literal.decode().upper(), literal.decode()[1:])
+    }
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    st.lists(st.one_of(st.sampled_from(_LITERAL_PIECES), st.text(max_size=3)), max_size=30).map(
+        "".join
+    )
+)
+def test_the_literal_gate_lets_every_rule_run_whose_literal_occurs(text: str) -> None:
+    """On a short text, two searches choose the rules to run (instead of a check per literal):
+    they never leave out a rule one of whose literals is in the text, overlapping others or not."""
+    data = text.encode("utf-8", "surrogatepass")
+    lowered = data.lower()
+    expected = {
+        index
+        for index, finder in enumerate(redaction._FINDERS)
+        if any(literal in (lowered if finder.lower else data) for literal in finder.literals)
+    }
+    wanted = redaction._wanted(data, lowered)
+    assert wanted is None or wanted == expected
+
+
+def test_overlapping_literals_of_two_rules_both_run() -> None:
+    """``:A`` (a Telegram bot token's) ends inside ``AC`` (a Twilio account id's)."""
+    sid = "AC" + "0123456789abcdef" * 2
+    assert redact(f"id :{sid} end") == f"id :{MARK} end"

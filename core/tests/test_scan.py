@@ -10,6 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import loopctl
+from loopctl import scan
 from loopctl.scan import COMBINE_AFTER, ScanMatch, Scanner, ScanRule, strip_ansi
 
 FAST = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -248,3 +249,43 @@ def test_the_caps_are_never_exceeded(
             assert len(match.line) <= line_chars
             assert "\n" not in match.line
             assert text[match.offset :].startswith(match.line)
+
+
+#: Literals that overlap, nest and share prefixes: ``err`` starts ``error`` and ``errno``,
+#: ``or`` ends ``error``, ``rno`` crosses ``errno``; enough of them for a literal gate.
+GATE_WORDS = ["err", "error", "errno", "or", "rno", "no", "rro", "e.r", "Err", "x"] + [
+    f"w{i}d" for i in range(20)
+]
+GATE_RULES = [
+    ScanRule(f"r{i}", re.escape(word), (word,), word) for i, word in enumerate(GATE_WORDS)
+] + [ScanRule("both", r"err.*no", ("err", "no"), "both")]
+
+
+def _gated(rules: list[ScanRule[str]]) -> Scanner[str]:
+    scanner = Scanner(rules)
+    for _ in range(scan.GATE_AFTER + 1):
+        scanner.first("nothing here")
+    assert scanner._gate is not None
+    return scanner
+
+
+@FAST
+@given(st.lists(st.sampled_from([*GATE_WORDS, "e", "r", "n", " ", "."]), max_size=40).map("".join))
+def test_the_literal_gate_finds_every_rule_the_per_literal_test_finds(line: str) -> None:
+    """A scanner with many literals finds a line's candidate rules with one pattern of them all:
+    the same rules an ``in`` test per literal finds, overlapping and nested literals included,
+    so ``first`` gives the same match before and after the gate is built."""
+    gated, plain = _gated(GATE_RULES), Scanner(GATE_RULES)
+    assert gated._gate is not None
+    expected = {n for literal, ns in plain._by_literal if literal in line for n in ns}
+    candidates = gated._gate.candidates(line)
+    assert candidates is None or set(candidates) == expected
+    found, wanted = gated.first(line), plain.first(line)
+    assert (found and found.rule.name) == (wanted and wanted.rule.name)
+
+
+def test_a_scanner_with_few_literals_builds_no_gate() -> None:
+    few = Scanner(RULES)
+    for _ in range(scan.GATE_AFTER + 1):
+        few.first("nothing here")
+    assert few._gate is None

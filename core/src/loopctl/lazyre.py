@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, AnyStr, Generic
 
 
@@ -92,6 +92,28 @@ class LazyPattern(Generic[AnyStr]):
 
     def __repr__(self) -> str:
         return f"LazyPattern({self.pattern!r})"
+
+
+def alternation(words: Iterable[str]) -> str:
+    """The source of a pattern matching any one of ``words`` (at least one), factored by their
+    common prefixes: where the text holds a word's first character, the regex engine tries only
+    the words that start with it, not every word in turn (``a|b|c…`` of 200 words is several
+    times slower). Where one word is a prefix of another, the longer one matches. For bytes,
+    give the words decoded as latin-1 and encode the result the same way."""
+    branches: dict[str, list[str]] = {}
+    ends = False
+    for word in sorted(set(words)):
+        if word:
+            branches.setdefault(word[0], []).append(word[1:])
+        else:
+            ends = True
+    alternatives = [
+        re.escape(head) + ("" if tails == [""] else alternation(tails))
+        for head, tails in branches.items()
+    ]
+    if len(alternatives) == 1 and not ends:
+        return alternatives[0]
+    return "(?:" + "|".join(alternatives) + ")" + ("?" if ends else "")
 
 
 def lazy_compile(source: AnyStr, flags: int = 0) -> LazyPattern[AnyStr]:

@@ -32,12 +32,19 @@ from typing import Generic, TypeVar
 
 import attrs
 
-from loopctl.lazyre import LazyPattern
+from loopctl.lazyre import LazyPattern, alternation
 
 T = TypeVar("T")
 
 #: Lines longer than this are cut before a rule looks at them (the decisive part comes early).
 LINE_CHARS = 4096
+#: A scanner with this many distinct literals or more finds a line's candidate rules with one
+#: pattern of them all, once it has looked at GATE_AFTER lines with an ``in`` test per literal
+#: (building the pattern costs a few milliseconds: more than a short text's lines save).
+GATE_FROM = 24
+GATE_AFTER = 64
+#: Past this many literals found in one line, the ``in`` test per literal decides instead.
+_MAX_GATE_HITS = 16
 #: Candidate lines a ``combine=True`` scanner tries rule by rule before it compiles its
 #: alternation (the results are the same either way; only the cost differs).
 COMBINE_AFTER = 64
@@ -165,6 +172,10 @@ class Scanner(Generic[T]):
             for literal in rule.literals:
                 index.setdefault(literal, []).append(number)
         self._by_literal = tuple((literal, tuple(numbers)) for literal, numbers in index.items())
+        #: Lines :meth:`first` may still look at before it builds its literal gate (None: it
+        #: never does, having few literals).
+        self._gate_after: int | None = GATE_AFTER if len(index) >= GATE_FROM else None
+        self._gate: _Gate | None = None
 
     def __repr__(self) -> str:
         return f"<Scanner {len(self.rules)} rules, {len(self.literals)} literals>"
@@ -188,10 +199,17 @@ class Scanner(Generic[T]):
         if not self.prefilter:
             return self._every_rule(line)
         haystack = line.lower() if self.ignore_case else line
-        candidates: tuple[int, ...] = ()
-        for literal, numbers in self._by_literal:  # a plain loop: cheaper than a comprehension
-            if literal in haystack:
-                candidates += numbers
+        gate = self._gate
+        if gate is None and self._gate_after is not None:
+            self._gate_after -= 1
+            if self._gate_after < 0:
+                gate = self._gate = _Gate(self._by_literal)
+        candidates = gate.candidates(haystack) if gate is not None else None
+        if candidates is None:
+            candidates = ()
+            for literal, numbers in self._by_literal:  # a plain loop: cheaper than a comprehension
+                if literal in haystack:
+                    candidates += numbers
         if not candidates:
             return None
         if self._combine:
@@ -314,6 +332,41 @@ class Scanner(Generic[T]):
     def _line_match(self, line: str, offset: int) -> ScanMatch[T] | None:
         found = self.first(line[:-1] if line.endswith("\r") else line)
         return found if found is None or offset == 0 else attrs.evolve(found, offset=offset)
+
+
+class _Gate:
+    """Every literal of a scanner in one pattern (:func:`~loopctl.lazyre.alternation`): the
+    rules a line may match come from a search or two, not from an ``in`` test per literal
+    (270 of them for the error categorizer's causes)."""
+
+    def __init__(self, by_literal: tuple[tuple[str, tuple[int, ...]], ...]) -> None:
+        numbers = dict(by_literal)
+        self.pattern = re.compile(alternation(numbers))
+        #: Each literal the pattern can match -> the rules of it and of the literals it starts
+        #: with (where a literal is a prefix of another, the pattern matches the longer one).
+        self.runs = {
+            literal: tuple(
+                number
+                for end in range(1, len(literal) + 1)
+                for number in numbers.get(literal[:end], ())
+            )
+            for literal in numbers
+        }
+
+    def candidates(self, haystack: str) -> tuple[int, ...] | None:
+        """The rules whose literals ``haystack`` holds (None: more hits than it is worth)."""
+        search = self.pattern.search
+        runs = self.runs
+        found = search(haystack)
+        candidates: tuple[int, ...] = ()
+        hits = 0
+        while found is not None:
+            hits += 1
+            if hits > _MAX_GATE_HITS:
+                return None
+            candidates += runs[found.group()]
+            found = search(haystack, found.start() + 1)  # literals may overlap
+        return candidates
 
 
 @attrs.frozen

@@ -370,6 +370,36 @@ def test_run_state_lives_in_the_loops_stash(
     assert not [name for name in vars(runtime) if name in ("_LEDGERS", "_SIMILAR")]
 
 
+def test_the_memory_is_made_once_a_run_until_what_chooses_it_changes(
+    tmp_path: Path, private_memory: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A failure reuses the run's memory instead of resolving its path again; once
+    LOOPCTL_FAILURE_MEMORY points elsewhere (here, after the first failure), the next failure
+    writes to the new store."""
+    from loopctl_context_errors import runtime
+
+    moved = tmp_path / "moved" / "failures.sqlite3"
+    seen: list[Any] = []
+
+    class Watcher:
+        @hookimpl
+        def after_iteration(self, loop: Any) -> None:
+            kept = loop.stash.get(runtime.MEMORY)
+            seen.append(kept[1] if kept is not None else None)
+            if len(seen) == 2:
+                monkeypatch.setenv("LOOPCTL_FAILURE_MEMORY", str(moved))
+
+    project = _calc_project(tmp_path / "shop", mul_broken=True)
+    turns = [[{"say": "x"}], [{"say": "y"}], [{"say": "z"}], [FIX_MUL], [FIX_ADD]]
+    result = run_loop(project, "fix", turns=turns, plugins={**PLUGINS, "watcher": Watcher()})
+    assert result.status == "complete"
+    first, second, third = seen[:3]
+    assert first is second  # made once for the first two failures
+    assert (first.path, third.path) == (private_memory, moved)
+    with contextlib.closing(sqlite3.connect(moved)) as conn:
+        assert conn.execute("SELECT count(*) FROM failures").fetchone()[0] >= 1
+
+
 def _section(result: Any) -> str:
     (section,) = [s for s in result.report()["sections"] if s["title"] == "Context Errors"]
     return str(section["body"])

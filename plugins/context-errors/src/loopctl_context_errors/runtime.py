@@ -9,6 +9,7 @@ what is outstanding and teach the memory what fixed it.
 
 from __future__ import annotations
 
+import os
 import re
 import time
 import uuid
@@ -24,6 +25,7 @@ from loopctl_context_errors.categories import Categorization, Rule, RuleSet, cat
 from loopctl_context_errors.config import ContextErrorsConfig
 from loopctl_context_errors.ledger import Ledger, SuggestionSet, judge
 from loopctl_context_errors.memory import (
+    ENV_MEMORY,
     FailureMemory,
     QueryOutcome,
     resolve_memory_path,
@@ -88,21 +90,45 @@ def memory_for(config: ContextErrorsConfig) -> FailureMemory | None:
     return None if path is None else FailureMemory(path, timeout_s=config.memory_timeout_s)
 
 
+#: The run's memory, with what it was made from (config and environment).
+MEMORY = StashKey[tuple[tuple[object, ...], FailureMemory | None]]()
+
+
+def _memory(loop: Loop, config: ContextErrorsConfig) -> FailureMemory | None:
+    """:func:`memory_for` ``config``, made once per run (again only if the config or the
+    variables that choose the memory's path change): a failure does not resolve the path anew."""
+    key = (
+        config.memory,
+        config.memory_path,
+        config.memory_timeout_s,
+        *(os.environ.get(name) for name in (ENV_MEMORY, "XDG_DATA_HOME", "HOME")),
+    )
+    kept = loop.stash.get(MEMORY)
+    if kept is None or kept[0] != key:
+        kept = (key, memory_for(config))
+        loop.stash[MEMORY] = kept
+    return kept[1]
+
+
 def rules_for(loop: Loop) -> RuleSet:
     """The built-in rules plus those other plugins return from ``context_errors_rules``."""
     hook = getattr(loop.hook, "context_errors_rules", None)
     extra: list[Rule] = []
     if hook is not None:
-        taken: set[str] = set()
-        from loopctl_context_errors.categories import BUILTIN_RULES
-
-        taken.update(rule.name for rule in BUILTIN_RULES)
+        taken = set(_builtin_names())
         for result in hook() or []:
             for rule in result if isinstance(result, (list, tuple)) else [result]:
                 if isinstance(rule, Rule) and rule.name not in taken:
                     taken.add(rule.name)
                     extra.append(rule)
     return _ruleset(tuple(extra))
+
+
+@lru_cache(maxsize=1)
+def _builtin_names() -> frozenset[str]:
+    from loopctl_context_errors.categories import BUILTIN_RULES
+
+    return frozenset(rule.name for rule in BUILTIN_RULES)
 
 
 @lru_cache(maxsize=16)
@@ -287,7 +313,7 @@ def handle_failure(loop: Loop, record: IterationRecord, test_run: TestRun | None
     agent failed before the tests ran)."""
     started = time.perf_counter()
     config = settings(loop)
-    memory = memory_for(config)
+    memory = _memory(loop, config)
     rid = run_id(loop)
     passed = test_run is not None and test_run.passed
     failing_now = list(test_run.failing_tests) if test_run is not None else []
@@ -479,7 +505,7 @@ def _fit(lines: list[str], budget: int) -> str:
 
 def handle_success(loop: Loop, record: IterationRecord) -> None:
     config = settings(loop)
-    _judge(loop, record, memory_for(config), tests_passed=True, failing_now=[])
+    _judge(loop, record, _memory(loop, config), tests_passed=True, failing_now=[])
     loop.set_value(LAST_KEY, None)
 
 
