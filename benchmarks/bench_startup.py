@@ -77,7 +77,10 @@ FAILED tests/test_calc.py::test_add - assert -1 == 5
 ========================= 1 failed, 2 passed in 0.03s ==========================
 """
 
-#: Target per command, in ms (issue 13; --version and plugins list from issue 9).
+#: Target per command, in ms on the machine the issues measured (issue 13; --version and
+#: plugins list from issue 9), where ``python -c pass`` took :data:`ISSUE_PYTHON_MS`. Judged as
+#: a multiple of ``python -c pass`` in the same run, so a machine slower or faster than that one
+#: (this one's speed drifts by a third over a day) neither fails nor passes a command by itself.
 TARGETS = {
     "version": 60.0,
     "plugins": 150.0,
@@ -87,6 +90,8 @@ TARGETS = {
     "errors": 100.0,
     "help": 150.0,
 }
+#: ``python -c pass`` on the issues' machine: issue 13 measured ``--help`` at 247 ms, 25.6x it.
+ISSUE_PYTHON_MS = 247 / 25.6
 LABELS = {
     "version": "loopctl --version",
     "plugins": "loopctl plugins list",
@@ -158,11 +163,12 @@ def figures() -> list[Figure]:
     rows = [
         Figure(
             f"{LABELS[name]} (median)",
-            ms[name],
-            "ms",
-            f"<= {TARGETS[name]:.0f} ms",
-            ms[name] <= TARGETS[name],
-            f"{ms[name] / python:.1f}x python start",
+            ms[name] / python,
+            "x",
+            f"<= {TARGETS[name] / ISSUE_PYTHON_MS:.1f}x py",
+            ms[name] / python <= TARGETS[name] / ISSUE_PYTHON_MS,
+            f"{ms[name]:.1f} ms; the target: {TARGETS[name]:.0f} ms where python starts in "
+            f"{ISSUE_PYTHON_MS:.2f} ms",
         )
         for name in TARGETS
     ]
