@@ -129,7 +129,8 @@ def test_a_loop_that_ends_by_itself_gives_its_exit_status_and_leaves_nothing(
     started = Started(tmp_path, "exit")
     (tmp_path / "go").touch()
     code, err = started.finish()
-    assert code == 12 and err == ""
+    assert code == 12
+    assert err == ""
     assert started.left_running() == []  # what the loop left behind went with the guard
 
 
@@ -139,4 +140,5 @@ def test_the_guard_needs_a_command() -> None:
         capture_output=True,
         text=True,
     )
-    assert done.returncode == 2 and "give the loop's command after --" in done.stderr
+    assert done.returncode == 2
+    assert "give the loop's command after --" in done.stderr
