@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
+from conftest import run_git
+
 from loopctl_fleet.checkout import (
     GitError,
     add_worktree,
@@ -19,26 +20,6 @@ from loopctl_fleet.checkout import (
 from loopctl_fleet.classes import FailureClass
 
 
-def run_git(*args: str, cwd: Path) -> str:
-    return subprocess.run(
-        ["git", *args], cwd=cwd, check=True, capture_output=True, text=True
-    ).stdout
-
-
-@pytest.fixture
-def bare(tmp_path: Path) -> Path:
-    """A bare repository with one commit on main, as a team's remote."""
-    work = tmp_path / "work"
-    work.mkdir()
-    run_git("init", "-q", "-b", "main", cwd=work)
-    (work / "app.py").write_text("x = 1\n")
-    run_git("add", "-A", cwd=work)
-    run_git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "base", cwd=work)
-    bare = tmp_path / "remote.git"
-    run_git("clone", "-q", "--bare", str(work), str(bare), cwd=tmp_path)
-    return bare
-
-
 def test_a_task_tree_is_at_its_base_and_its_result_is_one_fenced_branch(
     tmp_path: Path, bare: Path
 ) -> None:
@@ -48,8 +29,8 @@ def test_a_task_tree_is_at_its_base_and_its_result_is_one_fenced_branch(
     assert sha == run_git("rev-parse", "main", cwd=bare).strip()
     tree = tmp_path / "attempt-1"
     add_worktree(mirror, sha, tree)
-    assert (tree / "app.py").read_text() == "x = 1\n"
-    (tree / "app.py").write_text("x = 2\n")
+    assert (tree / "f.txt").read_text() == "broken\n"
+    (tree / "f.txt").write_text("fixed\n")
     (tree / "new.py").write_text("y = 1\n")
 
     made = commit_result(tree, "Fix the parser", {"Loopctl-Task": "t1", "Loopctl-Attempt": "1"})

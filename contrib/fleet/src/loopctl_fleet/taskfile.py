@@ -150,7 +150,7 @@ class _Reader:
 
     def task(self, defaults: dict[str, Any], raw: object, where: str) -> TaskSpec | None:
         own = self.table(raw, where)
-        merged = _deep_merge(defaults, own)
+        merged = deep_merge(defaults, own)
         before = len(self.problems)
         repo = self.repo(merged.get("repo"), f"{where}.repo")
         base = self.text(merged.get("base", DEFAULT_BASE), f"{where}.base")
@@ -344,11 +344,12 @@ def _strings(data: Any, prefix: str = "") -> list[tuple[str, str]]:
     return [found for path, value in items for found in _strings(value, path)]
 
 
-def _deep_merge(base: Mapping[str, Any], top: Mapping[str, Any]) -> dict[str, Any]:
+def deep_merge(base: Mapping[str, Any], top: Mapping[str, Any]) -> dict[str, Any]:
+    """``top`` over ``base``, tables merged key by key (as config layers merge)."""
     merged = dict(base)
     for key, value in top.items():
         if isinstance(value, dict) and isinstance(merged.get(key), dict):
-            merged[key] = _deep_merge(merged[key], value)
+            merged[key] = deep_merge(merged[key], value)
         else:
             merged[key] = value
     return merged
