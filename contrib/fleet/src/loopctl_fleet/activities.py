@@ -134,7 +134,8 @@ class _Attempt:
     async def _run_guarded(self) -> int:
         from loopctl import child_environment
 
-        env = child_environment({"LOOPCTL_FLEET_TASK": self.spec.id}, withhold=WITHHELD)
+        marks = {"LOOPCTL_FLEET_TASK": self.spec.id, "LOOPCTL_FLEET_WORKER": self.acts.worker}
+        env = child_environment(marks, withhold=WITHHELD)
         with (self.dir / "loop.stderr").open("wb") as stderr:
             guard = await asyncio.create_subprocess_exec(
                 *self._argv(),

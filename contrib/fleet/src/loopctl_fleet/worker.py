@@ -42,3 +42,54 @@ def make_worker(
         max_heartbeat_throttle_interval=timedelta(seconds=2),
         graceful_shutdown_timeout=timedelta(seconds=grace_s + 5),
     )
+
+
+async def serve(worker: Worker) -> None:
+    """Run ``worker`` until SIGTERM or SIGINT, then shut it down gracefully: running loops are
+    told to end (their attempts are retried elsewhere) within the grace period."""
+    import asyncio
+    import signal
+
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)
+    async with worker:
+        await stop.wait()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m loopctl_fleet.worker``: a worker with its settings as plain flags (what
+    ``loopctl fleet up`` starts, and the tests)."""
+    import argparse
+    import asyncio
+
+    parser = argparse.ArgumentParser(prog="python -m loopctl_fleet.worker")
+    parser.add_argument("--address", default="127.0.0.1:7233")
+    parser.add_argument("--namespace", default="default")
+    parser.add_argument("--task-queue", required=True)
+    parser.add_argument("--home", type=Path, required=True)
+    parser.add_argument("--identity", default="")
+    parser.add_argument("--slots", type=int, default=4)
+    parser.add_argument("--grace", type=float, default=10.0)
+    parser.add_argument("--heartbeat", type=float, default=5.0)
+    parser.add_argument("--ready-file", type=Path)
+    args = parser.parse_args(argv)
+
+    async def run() -> None:
+        client = await Client.connect(args.address, namespace=args.namespace)
+        identity = args.identity or default_identity()
+        worker = make_worker(
+            client, task_queue=args.task_queue, home=args.home, identity=identity,
+            slots=args.slots, grace_s=args.grace, heartbeat_s=args.heartbeat,
+        )  # fmt: skip
+        if args.ready_file:
+            args.ready_file.write_text(identity)
+        await serve(worker)
+
+    asyncio.run(run())
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
