@@ -104,3 +104,40 @@ def test_a_base_that_does_not_exist_fails_the_task_at_once(tmp_path: Path, bare:
     assert outcome.state == "failed"
     assert outcome.failure_class == "repository"
     assert "has no branch, tag or commit 'nope'" in outcome.reason
+
+
+def test_no_secret_of_the_worker_reaches_the_history_and_the_loop_never_sees_temporals(
+    tmp_path: Path, bare: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    secrets = {
+        "ANTHROPIC_API_KEY": "sk-ant-api03-" + "Q" * 93 + "-QQQQQQQQ",
+        "TEAM_TOKEN": "plain-looking-team-value-1234",  # a secret only because it is withheld
+        "TEMPORAL_API_KEY": "temporal-cloud-key-5678",
+    }
+    for name, value in secrets.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("LOOPCTL_WITHHOLD_ENV", "TEAM_TOKEN")
+    seen = tmp_path / "agent-env"
+    agent = f'env > {seen}; echo "key $ANTHROPIC_API_KEY token $TEAM_TOKEN" >&2; exit 3'
+    spec = dataclasses.replace(
+        task(bare, agent, limits={"max_agent_crashes": 0}),
+        retry={"agent_crash": RetryPolicy(max_attempts=1)},
+    )
+
+    async def body(client: Client, queue: str) -> str:
+        await submit(client, queue, spec)
+        handle = client.get_workflow_handle(f"loopctl-task-{spec.id}")
+        history = await handle.fetch_history()
+        description = await handle.describe()
+        return (
+            history.to_json() + repr(description.raw_description) + repr(await description.memo())
+        )
+
+    everything = with_fleet(tmp_path, body)
+    assert "agent_crash" in everything  # the history is about this failure
+    for name, value in secrets.items():
+        assert value not in everything, name
+    agent_env = seen.read_text()
+    assert "TEMPORAL_API_KEY" not in agent_env
+    assert "TEAM_TOKEN=" not in agent_env
+    assert secrets["ANTHROPIC_API_KEY"] in agent_env  # the agent still gets its own key
