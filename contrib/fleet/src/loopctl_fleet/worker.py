@@ -11,6 +11,7 @@ from temporalio.client import Client
 from temporalio.worker import Worker
 
 from loopctl_fleet.activities import FleetActivities
+from loopctl_fleet.ledger import FleetLedger, closed_workflows
 from loopctl_fleet.workflows import LoopctlTask
 
 
@@ -32,8 +33,8 @@ def make_worker(
     return Worker(
         client,
         task_queue=task_queue,
-        workflows=[LoopctlTask],
-        activities=[acts.resolve_base, acts.run_loop],
+        workflows=[LoopctlTask, FleetLedger],
+        activities=[acts.resolve_base, acts.run_loop, closed_workflows],
         identity=identity,
         max_concurrent_activities=slots,
         # a dead worker's workflow tasks move to the shared queue after this, not 10 s

@@ -21,6 +21,7 @@ from temporalio.exceptions import ActivityError, ApplicationError, is_cancelled_
 
 with workflow.unsafe.imports_passed_through():
     from loopctl_fleet.classes import FailureClass, policy_for
+    from loopctl_fleet.ledger import Grant, Request, Usage
     from loopctl_fleet.model import LoopInput, LoopResult
     from loopctl_fleet.taskfile import TaskSpec
 
@@ -36,6 +37,8 @@ class TaskInput:
     spec: TaskSpec
     #: A worker that sends no heartbeat for this long is taken for dead: the attempt is retried.
     heartbeat_timeout_s: float = 30.0
+    #: The fleet's ledger workflow (fleet-wide running limit and budget), or None for none.
+    ledger_id: str | None = None
 
 
 @dataclasses.dataclass
@@ -55,11 +58,39 @@ class LoopctlTask:
     def __init__(self) -> None:
         self.attempt = 0
         self.failures: dict[str, int] = {}
+        self.grant: Grant | None = None
+        self.spent = Usage("")
+
+    @workflow.signal
+    def granted(self, grant: Grant) -> None:
+        self.grant = grant
+
+    @workflow.signal
+    def held(self, reason: str) -> None:
+        if self.grant is None:
+            self._memo(f"held: {reason}")
 
     @workflow.run
     async def run(self, task: TaskInput) -> TaskOutcome:
-        spec = task.spec
+        self.spent.workflow_id = workflow.info().workflow_id
         self._memo("queued")
+        if task.ledger_id is None:
+            self.grant = Grant()
+            return await self._run(task)
+        ledger = workflow.get_external_workflow_handle(task.ledger_id)
+        limits = task.spec.settings.get("limits", {})
+        await ledger.signal(
+            "request",
+            Request(self.spent.workflow_id, limits.get("max_cost_usd"), limits.get("max_tokens")),
+        )
+        try:
+            await workflow.wait_condition(lambda: self.grant is not None)
+            return await self._run(task)
+        finally:
+            await ledger.signal("release", self.spent)
+
+    async def _run(self, task: TaskInput) -> TaskOutcome:
+        spec = task.spec
         try:
             sha = await workflow.execute_activity(
                 "loopctl-fleet.resolve_base",
@@ -92,15 +123,21 @@ class LoopctlTask:
         wall_clock = (
             task.spec.settings.get("limits", {}).get("wall_clock_s") or DEFAULT_WALL_CLOCK_S
         )
-        return await workflow.execute_activity(
+        grant = self.grant or Grant()
+        result = await workflow.execute_activity(
             "loopctl-fleet.run_loop",
-            LoopInput(task.spec, sha, self.attempt),
+            LoopInput(task.spec, sha, self.attempt, grant.cap_usd, grant.cap_tokens),
             result_type=LoopResult,
             start_to_close_timeout=timedelta(seconds=float(wall_clock) + 900),
             heartbeat_timeout=timedelta(seconds=task.heartbeat_timeout_s),
             retry_policy=_infrastructure_retry(task.spec),
             cancellation_type=workflow.ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
         )
+        for name in ("cost_usd", "tokens"):
+            more = getattr(result, name)
+            if more is not None:
+                setattr(self.spent, name, (getattr(self.spent, name) or 0) + more)
+        return result
 
     async def _again(self, spec: TaskSpec, result: LoopResult) -> bool:
         """Whether the class's policy allows another attempt; waits out its backoff if so."""
