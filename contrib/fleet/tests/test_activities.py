@@ -4,14 +4,13 @@ fresh tree, its progress heartbeated, its result one pushed commit; cancelled, n
 from __future__ import annotations
 
 import asyncio
-import os
 import shlex
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import run_git
+from conftest import alive, marked, run_git
 from temporalio.exceptions import ApplicationError, CancelledError
 from temporalio.testing import ActivityEnvironment
 
@@ -123,28 +122,5 @@ def test_a_cancelled_attempt_returns_once_the_loop_and_its_agent_are_gone(
     with pytest.raises((asyncio.CancelledError, CancelledError)):
         asyncio.run(main())
     pid = int(marker.read_text())
-    assert not _alive(pid)
-    assert not [p for p in _all_pids() if _task_of(p) == "t1"]  # nothing with the task's mark
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_bytes().rpartition(b")")[2].split()[0]
-    except OSError:
-        return False
-    return state not in (b"Z", b"X")
-
-
-def _all_pids() -> list[int]:
-    return [int(p) for p in os.listdir("/proc") if p.isdigit()]
-
-
-def _task_of(pid: int) -> str | None:
-    try:
-        environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
-    except OSError:
-        return None
-    for item in environ:
-        if item.startswith(b"LOOPCTL_FLEET_TASK="):
-            return item.partition(b"=")[2].decode()
-    return None
+    assert not alive(pid)
+    assert marked("t1") == []  # nothing with the task's mark

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import run_git
+from conftest import alive, marked, run_git
 from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 
@@ -69,27 +69,6 @@ def start_worker(address: str, tmp_path: Path, name: str) -> subprocess.Popen[by
         assert time.monotonic() < deadline, f"worker {name} never became ready"
         time.sleep(0.02)
     return process
-
-
-def alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_bytes().rpartition(b")")[2].split()[0]
-    except OSError:
-        return False
-    return state not in (b"Z", b"X")
-
-
-def marked(task: str) -> list[int]:
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                environ = Path(f"/proc/{entry}/environ").read_bytes().split(b"\0")
-            except OSError:
-                continue
-            if f"LOOPCTL_FLEET_TASK={task}".encode() in environ and alive(int(entry)):
-                found.append(int(entry))
-    return found
 
 
 def test_twenty_tasks_on_two_workers_and_one_killed_mid_task(tmp_path: Path, bare: Path) -> None:

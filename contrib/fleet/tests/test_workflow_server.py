@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 
 import pytest
 from conftest import run_git
-from temporalio.client import Client
+from temporalio.client import Client, WorkflowFailureError
 from temporalio.testing import WorkflowEnvironment
 
 from loopctl_fleet.classes import RetryPolicy
@@ -141,3 +141,32 @@ def test_no_secret_of_the_worker_reaches_the_history_and_the_loop_never_sees_tem
     assert "TEMPORAL_API_KEY" not in agent_env
     assert "TEAM_TOKEN=" not in agent_env
     assert secrets["ANTHROPIC_API_KEY"] in agent_env  # the agent still gets its own key
+
+
+def test_a_cancelled_task_ends_once_its_loop_and_agent_are_gone(tmp_path: Path, bare: Path) -> None:
+    marker = tmp_path / "agent.pid"
+    spec = task(bare, f"echo $$ > {marker}; setsid sleep 300 & exec sleep 300")
+
+    async def body(client: Client, queue: str) -> tuple[str, dict[str, Any]]:
+        handle = await client.start_workflow(
+            LoopctlTask.run,
+            TaskInput(spec, heartbeat_timeout_s=5),
+            id="loopctl-task-c",
+            task_queue=queue,
+        )
+        while not marker.exists():
+            await asyncio.sleep(0.02)
+        await handle.cancel()
+        with pytest.raises(WorkflowFailureError):
+            await handle.result()
+        description = await handle.describe()
+        return description.status.name, await description.memo()
+
+    status, memo = with_fleet(tmp_path, body)
+    assert status == "CANCELED"
+    assert memo["state"] == "cancelled"
+    pid = int(marker.read_text())
+    assert (
+        not Path(f"/proc/{pid}").exists()
+        or b"Z" in Path(f"/proc/{pid}/stat").read_bytes().rpartition(b")")[2][:3]
+    )
