@@ -124,7 +124,7 @@ class LoopctlTask:
             task.spec.settings.get("limits", {}).get("wall_clock_s") or DEFAULT_WALL_CLOCK_S
         )
         grant = self.grant or Grant()
-        result = await workflow.execute_activity(
+        result: LoopResult = await workflow.execute_activity(
             "loopctl-fleet.run_loop",
             LoopInput(task.spec, sha, self.attempt, grant.cap_usd, grant.cap_tokens),
             result_type=LoopResult,
@@ -133,10 +133,10 @@ class LoopctlTask:
             retry_policy=_infrastructure_retry(task.spec),
             cancellation_type=workflow.ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
         )
-        for name in ("cost_usd", "tokens"):
-            more = getattr(result, name)
-            if more is not None:
-                setattr(self.spent, name, (getattr(self.spent, name) or 0) + more)
+        if result.cost_usd is not None:
+            self.spent.cost_usd = (self.spent.cost_usd or 0.0) + result.cost_usd
+        if result.tokens is not None:
+            self.spent.tokens = (self.spent.tokens or 0) + result.tokens
         return result
 
     async def _again(self, spec: TaskSpec, result: LoopResult) -> bool:
