@@ -21,7 +21,8 @@ class FailureClass(str, enum.Enum):
 
     #: The worker, its disk or its network failed: any other worker may succeed.
     INFRASTRUCTURE = "infrastructure"
-    #: The agent CLI crashed or failed its turn (``agent_error``).
+    #: The agent CLI crashed, failed its turn, or is not on this worker (``agent_error``):
+    #: another attempt, on whichever worker is free, may succeed.
     AGENT_CRASH = "agent_crash"
     #: The config or the command line was refused (exit 2).
     CONFIG = "config"
@@ -39,8 +40,6 @@ class FailureClass(str, enum.Enum):
     PLUGIN = "plugin"
     #: The repository cannot be cloned or the base ref does not exist.
     REPOSITORY = "repository"
-    #: The worker has no agent CLI the task names.
-    AGENT_MISSING = "agent_missing"
 
 
 #: Each stop status a loop can end with (but ``complete`` and ``interrupted``, which are not
