@@ -3,16 +3,10 @@ and a worker's home directory. Every loop runs without the user's plugins or fai
 
 from __future__ import annotations
 
-import os
-import subprocess
 from pathlib import Path
 
 import pytest
-
-
-def run_git(*args: str, cwd: Path) -> str:
-    done = subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True)
-    return done.stdout
+from fleet_testkit import run_git
 
 
 @pytest.fixture(autouse=True)
@@ -38,28 +32,3 @@ def bare(tmp_path: Path) -> Path:
     bare = tmp_path / "remote.git"
     run_git("clone", "-q", "--bare", str(work), str(bare), cwd=tmp_path)
     return bare
-
-
-def alive(pid: int) -> bool:
-    """True while ``pid`` runs (a zombie, waiting for its parent to reap it, does not)."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_bytes().rpartition(b")")[2].split()[0]
-    except OSError:
-        return False
-    return state not in (b"Z", b"X")
-
-
-def marked(task: str) -> list[int]:
-    """Live processes started for ``task`` (the activity marks the loop's environment, and
-    every descendant inherits it)."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            environ = Path(f"/proc/{entry}/environ").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if f"LOOPCTL_FLEET_TASK={task}".encode() in environ and alive(int(entry)):
-            found.append(int(entry))
-    return found

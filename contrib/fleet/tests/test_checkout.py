@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import run_git
+from fleet_testkit import run_git
 
 from loopctl_fleet.checkout import (
     GitError,

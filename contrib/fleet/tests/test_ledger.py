@@ -9,8 +9,8 @@ import shlex
 from pathlib import Path
 
 import pytest
+from fleet_testkit import with_fleet
 from temporalio.client import Client, WorkflowHandle
-from test_workflow_server import with_fleet
 
 from loopctl_fleet.ledger import FleetLedger, LedgerState, Limits
 from loopctl_fleet.taskfile import TaskSpec

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import alive, marked, run_git
+from fleet_testkit import alive, marked, run_git
 from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 

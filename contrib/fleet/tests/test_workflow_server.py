@@ -5,45 +5,19 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import datetime
 import shlex
-import uuid
-from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
-from conftest import run_git
+from fleet_testkit import alive, marked, run_git, with_fleet
 from temporalio.client import Client, WorkflowFailureError
-from temporalio.testing import WorkflowEnvironment
 
 from loopctl_fleet.classes import RetryPolicy
-from loopctl_fleet.server import temporal_binary
 from loopctl_fleet.taskfile import TaskSpec
-from loopctl_fleet.worker import make_worker
 from loopctl_fleet.workflows import LoopctlTask, TaskInput, TaskOutcome
 
 pytestmark = pytest.mark.temporal
-T = TypeVar("T")
-
-
-def with_fleet(tmp_path: Path, body: Callable[[Client, str], Awaitable[T]], **worker: Any) -> T:
-    """Run ``body(client, task_queue)`` against a fresh dev server with one worker."""
-
-    async def main() -> T:
-        env = await WorkflowEnvironment.start_local(
-            dev_server_existing_path=str(temporal_binary()),
-            dev_server_startup_timeout=datetime.timedelta(seconds=60),
-        )
-        async with env:
-            queue = f"loopctl-test-{uuid.uuid4().hex[:8]}"
-            options = {"slots": 2, "grace_s": 5, "heartbeat_s": 0.2, **worker}
-            async with make_worker(
-                env.client, task_queue=queue, home=tmp_path / "home", identity="w1", **options
-            ):
-                return await body(env.client, queue)
-
-    return asyncio.run(main())
 
 
 def task(bare: Path, agent: str, **settings: Any) -> TaskSpec:
@@ -166,7 +140,5 @@ def test_a_cancelled_task_ends_once_its_loop_and_agent_are_gone(tmp_path: Path, 
     assert status == "CANCELED"
     assert memo["state"] == "cancelled"
     pid = int(marker.read_text())
-    assert (
-        not Path(f"/proc/{pid}").exists()
-        or b"Z" in Path(f"/proc/{pid}/stat").read_bytes().rpartition(b")")[2][:3]
-    )
+    assert not alive(pid)
+    assert marked(spec.id) == []
