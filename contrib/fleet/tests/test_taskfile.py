@@ -57,8 +57,6 @@ max_iterations = 10
 repo = "git@example.com:org/app.git"
 base = "v1.2"
 goal = "Make the build pass"
-[task.fleet]
-pr = true
 [task.fleet.retry]
 agent_crash = { max_attempts = 2, initial_interval_s = 1 }
 stuck = "never"
@@ -77,7 +75,6 @@ stuck = "never"
     assert first.branch == "loopctl/issue-1"
     assert second.repo == "git@example.com:org/app.git"
     assert second.base == "v1.2"
-    assert second.pr is True
     assert second.retry["agent_crash"].max_attempts == 2
     assert second.retry["agent_crash"].initial_interval_s == 1
     assert second.retry["stuck"].max_attempts == 1
@@ -100,7 +97,7 @@ goal = "x"
 [task.limits]
 max_iteration = 3
 [task.fleet]
-prr = true
+retyr = {}
 [task.fleet.retry.agent_crsh]
 max_attempts = 2
 
@@ -125,7 +122,7 @@ backof = 2
         "tasks.toml: defaults.id: belongs in each [[task]]",
         "tasks.toml: task[0].id: 'Bad Id' is not a task id",
         "tasks.toml: task[0]: limits: unknown key 'max_iteration' (did you mean 'max_iterations'?)",
-        "tasks.toml: task[0].fleet.prr: unknown key (did you mean 'pr'?)",
+        "tasks.toml: task[0].fleet.retyr: unknown key (did you mean 'retry'?)",
         "tasks.toml: task[0].fleet.retry.agent_crsh: no failure class is named so (did you mean 'agent_crash'?)",
         "tasks.toml: task[1]: give the task a goal or a goal_file (one of them)",
         "tasks.toml: task[3].fleet.retry.agent_crash.max_attempts: expected a whole number of at least 1",
