@@ -12,6 +12,7 @@ from loopctl_fleet.checkout import (
     add_worktree,
     commit_result,
     existing_result,
+    mirror_with,
     push_result,
     remove_worktree,
     resolve,
@@ -90,3 +91,20 @@ def test_a_repository_that_is_not_there_is_a_repository_failure(tmp_path: Path) 
         update_mirror(tmp_path / "cache", str(tmp_path / "missing.git"))
     assert caught.value.failure_class is FailureClass.REPOSITORY
     assert not list((tmp_path / "cache" / "mirrors").glob("*.git"))  # nothing half-made kept
+
+
+def test_a_mirror_that_has_the_commit_is_not_fetched_again(tmp_path: Path, bare: Path) -> None:
+    cache = tmp_path / "cache"
+    mirror = update_mirror(cache, str(bare))
+    sha = resolve(mirror, str(bare), "main")
+    fetched = mirror / "FETCH_HEAD"
+    before = fetched.stat().st_mtime_ns if fetched.exists() else None
+    assert mirror_with(cache, str(bare), sha) == mirror
+    assert (fetched.stat().st_mtime_ns if fetched.exists() else None) == before
+    # a commit it lacks (pushed since, from elsewhere) is fetched
+    elsewhere = tmp_path / "elsewhere"
+    run_git("clone", "-q", str(bare), str(elsewhere), cwd=tmp_path)
+    newer = commit_result(elsewhere, "newer", {})
+    run_git("push", "-q", "origin", "HEAD:refs/heads/newer", cwd=elsewhere)
+    assert mirror_with(cache, str(bare), newer) == mirror
+    assert resolve(mirror, str(bare), "newer") == newer

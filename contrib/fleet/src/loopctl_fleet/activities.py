@@ -105,7 +105,9 @@ class _Attempt:
     async def run(self) -> LoopResult:
         self.dir.mkdir(parents=True, exist_ok=True)
         try:
-            mirror = await asyncio.to_thread(checkout.update_mirror, self.acts.home, self.spec.repo)
+            mirror = await asyncio.to_thread(
+                checkout.mirror_with, self.acts.home, self.spec.repo, self.inp.sha
+            )
             await asyncio.to_thread(checkout.add_worktree, mirror, self.inp.sha, self.tree)
         except checkout.GitError as exc:
             raise fault(str(exc), exc.failure_class) from None

@@ -115,6 +115,19 @@ def update_mirror(cache: Path, repo: str) -> Path:
     return mirror
 
 
+def mirror_with(cache: Path, repo: str, sha: str) -> Path:
+    """The worker's mirror of ``repo``, fetched only if it lacks commit ``sha`` (the base an
+    earlier step pinned: usually fetched moments ago by this worker)."""
+    mirror = mirror_path(cache, repo)
+    if (mirror / "HEAD").exists():
+        try:
+            git(["cat-file", "-e", f"{sha}^{{commit}}"], cwd=mirror, what="")
+            return mirror
+        except GitError:
+            pass
+    return update_mirror(cache, repo)
+
+
 def resolve(mirror: Path, repo: str, base: str) -> str:
     """The commit ``base`` (a branch, tag or commit) names in the mirror of ``repo``."""
     try:
