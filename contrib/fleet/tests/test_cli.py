@@ -95,13 +95,14 @@ def test_tasks_from_flags_nest_the_limits(tmp_path: Path, monkeypatch: pytest.Mo
     assert task.settings == {"limits": {"max_iterations": 3}, "agent_cmd": "true"}
 
 
-def test_help_and_check_do_not_import_temporalio(tmp_path: Path) -> None:
+def test_plugins_list_help_and_check_do_not_import_temporalio(tmp_path: Path) -> None:
     tasks = tmp_path / "tasks.toml"
     tasks.write_text('[[task]]\nid = "a"\nrepo = "r"\ngoal = "g"\n')
     code = (
         "import sys\n"
         "from loopctl.cli.app import main\n"
-        f"for args in (['fleet', '--help'], ['fleet', 'check', {str(tasks)!r}]):\n"
+        "for args in (['plugins', 'list'], ['fleet', '--help'],\n"
+        f"             ['fleet', 'check', {str(tasks)!r}]):\n"
         "    assert main(args) == 0, args\n"
         "assert 'temporalio' not in sys.modules, 'temporalio imported'\n"
     )
@@ -235,3 +236,37 @@ def test_port_free() -> None:
         taken.listen()
         assert not service.port_free(taken.getsockname()[1])
     assert service.port_free(free_port())
+
+
+# --- rendering -------------------------------------------------------------------------------
+
+
+def test_rows_render_plain_and_rich_with_terminal_control_removed() -> None:
+    from rich.console import Console
+
+    from loopctl_fleet.status import TaskRow, plain_table, rich_table
+
+    rows = [
+        TaskRow("t1", "complete", 2, 1200, 0.5, "loopctl/t1", "the tests pass"),
+        TaskRow("t2", "failed: auth", reason="bad key \x1b[31mred\x1b[0m\nsecond line"),
+    ]
+    text = plain_table(rows).splitlines()
+    assert text[0].split() == ["TASK", "STATE", "ITERATION", "TOKENS", "COST", "BRANCH", "REASON"]
+    assert text[1].split() == [
+        "t1",
+        "complete",
+        "2",
+        "1200",
+        "$0.50",
+        "loopctl/t1",
+        "the",
+        "tests",
+        "pass",
+    ]
+    assert "\x1b" not in text[2]
+    assert text[2].endswith("bad key red")  # the reason's first line only
+    console = Console(record=True, width=120, color_system=None)
+    console.print(rich_table(rows))
+    shown = console.export_text()
+    assert "loopctl/t1" in shown
+    assert "failed: auth" in shown
