@@ -270,3 +270,54 @@ def test_rows_render_plain_and_rich_with_terminal_control_removed() -> None:
     shown = console.export_text()
     assert "loopctl/t1" in shown
     assert "failed: auth" in shown
+
+
+# --- [plugins.fleet] ------------------------------------------------------------------------
+
+
+def test_the_config_section_comes_after_flags_and_environment(
+    no_temporal_env: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from loopctl_fleet.config import FleetConfig
+
+    no_temporal_env.setenv("CFG_KEY", "from-config-var")
+    config = FleetConfig(address="cfg-host:7233", namespace="cfg-ns", api_key_env="CFG_KEY")
+    kwargs = connect_kwargs(ConnectOptions(config=config))
+    assert (kwargs["target_host"], kwargs["namespace"]) == ("cfg-host:7233", "cfg-ns")
+    assert (kwargs["api_key"], kwargs["tls"]) == ("from-config-var", True)
+    no_temporal_env.setenv("TEMPORAL_ADDRESS", "env-host:7233")
+    assert connect_kwargs(ConnectOptions(config=config))["target_host"] == "env-host:7233"
+    flags = connect_kwargs(ConnectOptions(address="flag-host:1", config=config))
+    assert flags["target_host"] == "flag-host:1"
+    with pytest.raises(ConnectError, match=r"plugins\.fleet\.tls_cert and .*tls_key go together"):
+        connect_kwargs(ConnectOptions(config=FleetConfig(tls_cert="c.pem")))
+
+
+def test_commands_read_the_projects_config_section(tmp_path: Path) -> None:
+    port = free_port()
+    (tmp_path / "loopctl.toml").write_text(
+        f'[plugins.fleet]\nfleet = "team"\naddress = "127.0.0.1:{port}"\n'
+    )
+    env = {"TEMPORAL_CONFIG_FILE": str(tmp_path / "none.toml"), "TEMPORAL_ADDRESS": ""}
+    done = subprocess.run(
+        [sys.executable, "-m", "loopctl", "fleet", "status"],
+        capture_output=True, text=True, cwd=tmp_path,
+        env={**os.environ, "LOOPCTL_PLUGINS": "fleet", **env},
+    )  # fmt: skip
+    assert done.returncode == 1
+    assert f"no Temporal server at 127.0.0.1:{port}" in done.stderr
+    down = subprocess.run(
+        [sys.executable, "-m", "loopctl", "fleet", "down"],
+        capture_output=True, text=True, cwd=tmp_path,
+        env={**os.environ, "LOOPCTL_PLUGINS": "fleet", "XDG_STATE_HOME": str(tmp_path)},
+    )  # fmt: skip
+    assert down.stdout == "Fleet 'team' is not running here.\n"
+    (tmp_path / "loopctl.toml").write_text('[plugins.fleet]\nadress = "x"\n')
+    typo = subprocess.run(
+        [sys.executable, "-m", "loopctl", "fleet", "status"],
+        capture_output=True, text=True, cwd=tmp_path,
+        env={**os.environ, "LOOPCTL_PLUGINS": "fleet"},
+    )  # fmt: skip
+    assert typo.returncode == 2
+    assert "plugins.fleet" in typo.stderr
+    assert "adress" in typo.stderr

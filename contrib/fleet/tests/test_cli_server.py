@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import signal
 import socket
 import subprocess
 import sys
@@ -218,3 +219,26 @@ def test_unknown_tasks_are_one_line(shared: Fleet) -> None:
         done = shared.run(command, "nope")
         assert done.returncode == 1
         assert done.stderr == "loopctl: error: no task 'nope' in fleet 'default'\n"
+
+
+def test_up_in_the_foreground_stops_both_on_sigterm(tmp_path: Path) -> None:
+    fleet = Fleet(tmp_path)
+    argv = [sys.executable, "-m", "loopctl", "fleet", "up", "--foreground",
+            "--port", str(fleet.port), "--ui-port", str(fleet.ui_port)]  # fmt: skip
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True, env=fleet.env, cwd=tmp_path)
+    try:
+        assert proc.stdout is not None
+        lines = [proc.stdout.readline() for _ in range(4)]  # what `up` prints once both are ready
+        assert lines[-1].startswith("Web UI: http://127.0.0.1:")
+        records = fleet.records()
+        assert all(service.alive(record) for record in records)
+        proc.send_signal(signal.SIGTERM)
+        rest = proc.communicate(timeout=120)[0]
+        assert proc.returncode == 0
+        assert "Stopped the worker" in rest
+        assert not any(service.alive(record) for record in records)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        fleet.cleanup()

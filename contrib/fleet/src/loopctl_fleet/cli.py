@@ -25,6 +25,7 @@ import typer
 if TYPE_CHECKING:
     from temporalio.client import Client
 
+    from loopctl_fleet.config import FleetConfig
     from loopctl_fleet.connect import ConnectOptions
     from loopctl_fleet.taskfile import TaskSpec
 
@@ -171,19 +172,40 @@ TASK_FLAGS = (
 )  # fmt: skip
 
 FleetOption = Annotated[
-    str,
+    Optional[str],
     typer.Option(
-        "--fleet", envvar="LOOPCTL_FLEET", help="The fleet (its task queue is loopctl-FLEET).",
-        metavar="NAME",
+        "--fleet", envvar="LOOPCTL_FLEET", metavar="NAME", show_default=False,
+        help="The fleet: its task queue is loopctl-NAME (default: [plugins.fleet] fleet, else default).",
     ),
 ]  # fmt: skip
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")]
 
 
-def connect_options(values: dict[str, Any], **more: Any) -> ConnectOptions:
+def connect_options(
+    values: dict[str, Any], config: Optional[FleetConfig] = None, **more: Any
+) -> ConnectOptions:
     from loopctl_fleet.connect import ConnectOptions
 
-    return ConnectOptions(**values, **more)
+    return ConnectOptions(**values, config=config, **more)
+
+
+def project_config() -> FleetConfig:
+    """``[plugins.fleet]`` of the project in the working directory (defaults without one)."""
+    from loopctl import ConfigError, load_project
+    from loopctl_fleet.config import NAME, FleetConfig
+
+    try:
+        return load_project(Path.cwd()).plugin_config(NAME, FleetConfig)
+    except ConfigError as exc:
+        for line in str(exc).splitlines():
+            error(line)
+        raise typer.Exit(EXIT_USAGE) from None
+
+
+def fleet_settings(fleet: Optional[str]) -> tuple[str, FleetConfig]:
+    """The fleet's name (the flag's, else the config's, else "default") and the config."""
+    config = project_config()
+    return fleet or config.fleet or "default", config
 
 
 class Refused(Exception):
@@ -289,7 +311,7 @@ def submit(
     task_file: Annotated[
         Optional[Path], typer.Argument(metavar="[TASKS.toml]", help="A task file; or the flags.")
     ] = None,
-    fleet: FleetOption = "default",
+    fleet: FleetOption = None,
     heartbeat_timeout: Annotated[
         float,
         typer.Option(
@@ -310,11 +332,12 @@ def submit(
     if task_file is None and not given:
         raise fail("nothing to submit: give a task file, or --repo, --goal and more", EXIT_USAGE)
     tasks = read_tasks(task_file) if task_file is not None else tasks_from_flags(values)
+    name, config = fleet_settings(fleet)
 
     async def body(client: Client) -> int:
         code = 0
         for spec in tasks:
-            line, ok = await submit_task(client, fleet, spec, heartbeat_timeout)
+            line, ok = await submit_task(client, name, spec, heartbeat_timeout)
             if ok:
                 say(line)
             else:
@@ -322,7 +345,7 @@ def submit(
                 code = EXIT_USAGE
         return code
 
-    finish(with_client(connect_options(connection), body))
+    finish(with_client(connect_options(connection, config), body))
 
 
 async def submit_task(
@@ -376,7 +399,7 @@ def task_memo(spec: TaskSpec) -> dict[str, Any]:
 @with_flags(CONNECTION, into="connection")
 def status(
     task: Annotated[Optional[str], typer.Argument(metavar="[TASK]", help="One task only.")] = None,
-    fleet: FleetOption = "default",
+    fleet: FleetOption = None,
     json_output: JsonOption = False,
     every_run: Annotated[
         bool, typer.Option("--all", help="Every run of each task (`retry` makes new ones).")
@@ -384,21 +407,24 @@ def status(
     connection: Optional[dict[str, Any]] = None,
 ) -> None:
     """Every task of the fleet: state, iteration, tokens, cost, result branch, reason."""
+    fleet_name, config = fleet_settings(fleet)
     from loopctl_fleet.status import list_rows, plain_table, rich_table
 
     async def body(client: Client) -> Any:
-        return await list_rows(client, fleet, task=task, every_run=every_run)
+        return await list_rows(client, fleet_name, task=task, every_run=every_run)
 
-    rows = with_client(connect_options(connection or {}), body)
+    rows = with_client(connect_options(connection or {}, config), body)
     if task is not None and not rows:
-        error(f"no task {task!r} in fleet {fleet!r}")
+        error(f"no task {task!r} in fleet {fleet_name!r}")
         finish(EXIT_FAILED)
     if json_output:
         from loopctl.terminal import json_for_terminal
 
         typer.echo(json_for_terminal([row.as_json() for row in rows], indent=2, default=str))
     elif not rows:
-        say(f"No tasks in fleet {fleet!r} yet: `loopctl fleet submit tasks.toml` hands it some.")
+        say(
+            f"No tasks in fleet {fleet_name!r} yet: `loopctl fleet submit tasks.toml` hands it some."
+        )
     elif is_terminal():
         from rich.console import Console
 
@@ -414,24 +440,25 @@ def status(
 @with_flags(CONNECTION, into="connection")
 def logs(
     task: Annotated[str, typer.Argument(metavar="TASK")],
-    fleet: FleetOption = "default",
+    fleet: FleetOption = None,
     follow: Annotated[
         bool, typer.Option("--follow", "-f", help="Keep printing progress until the task ends.")
     ] = False,
     connection: Optional[dict[str, Any]] = None,
 ) -> None:
     """A task's progress while it runs; how it ended, and where its logs are, once it has."""
+    fleet_name, config = fleet_settings(fleet)
 
     async def body(client: Client) -> None:
         from temporalio.client import WorkflowExecutionStatus
 
         from loopctl_fleet.status import row_of
 
-        handle = client.get_workflow_handle(_workflow_id(fleet, task))
+        handle = client.get_workflow_handle(_workflow_id(fleet_name, task))
         shown_last = None
         while True:
-            description = await _describe(handle, fleet, task)
-            row = await row_of(client, fleet, description)
+            description = await _describe(handle, fleet_name, task)
+            row = await row_of(client, fleet_name, description)
             if description.status != WorkflowExecutionStatus.RUNNING:
                 for line in await _ending(client, handle, row):
                     say(line)
@@ -444,7 +471,7 @@ def logs(
                 return
             await asyncio.sleep(1.0)  # a poll: heartbeats are read, not pushed
 
-    with_client(connect_options(connection or {}), body)
+    with_client(connect_options(connection or {}, config), body)
     finish(0)
 
 
@@ -498,30 +525,31 @@ async def _ending(client: Client, handle: Any, row: Any) -> list[str]:
 @with_flags(CONNECTION, into="connection")
 def cancel(
     task: Annotated[str, typer.Argument(metavar="TASK")],
-    fleet: FleetOption = "default",
+    fleet: FleetOption = None,
     connection: Optional[dict[str, Any]] = None,
 ) -> None:
     """Cancel a task; returns once its loop and everything the loop started are gone."""
+    fleet_name, config = fleet_settings(fleet)
 
     async def body(client: Client) -> str:
         from temporalio.client import WorkflowExecutionStatus, WorkflowFailureError
 
         from loopctl_fleet.status import row_of
 
-        handle = client.get_workflow_handle(_workflow_id(fleet, task))
-        description = await _describe(handle, fleet, task)
+        handle = client.get_workflow_handle(_workflow_id(fleet_name, task))
+        description = await _describe(handle, fleet_name, task)
         if description.status != WorkflowExecutionStatus.RUNNING:
-            row = await row_of(client, fleet, description)
+            row = await row_of(client, fleet_name, description)
             return f"{task}: already ended ({row.state})"
         await handle.cancel()
         try:  # the workflow ends once the loop's activity confirms its tree is gone
             await handle.result()
         except WorkflowFailureError:
             pass
-        row = await row_of(client, fleet, await handle.describe())
+        row = await row_of(client, fleet_name, await handle.describe())
         return f"{task}: {row.state}"
 
-    say(with_client(connect_options(connection or {}), body))
+    say(with_client(connect_options(connection or {}, config), body))
     finish(0)
 
 
@@ -529,10 +557,11 @@ def cancel(
 @with_flags(CONNECTION, into="connection")
 def retry(
     task: Annotated[str, typer.Argument(metavar="TASK")],
-    fleet: FleetOption = "default",
+    fleet: FleetOption = None,
     connection: Optional[dict[str, Any]] = None,
 ) -> None:
     """Run an ended task again (a new run under the same id, from its first submit's spec)."""
+    fleet_name, config = fleet_settings(fleet)
 
     async def body(client: Client) -> str:
         from temporalio.client import WorkflowExecutionStatus
@@ -542,9 +571,9 @@ def retry(
         from loopctl_fleet.status import row_of
         from loopctl_fleet.workflows import LoopctlTask, TaskInput
 
-        handle = client.get_workflow_handle(_workflow_id(fleet, task))
-        description = await _describe(handle, fleet, task)
-        row = await row_of(client, fleet, description)
+        handle = client.get_workflow_handle(_workflow_id(fleet_name, task))
+        description = await _describe(handle, fleet_name, task)
+        row = await row_of(client, fleet_name, description)
         if description.status == WorkflowExecutionStatus.RUNNING:
             raise Refused(f"{task} is still {row.state}: `loopctl fleet cancel {task}` first")
         if row.state == "complete":
@@ -556,31 +585,31 @@ def retry(
         await client.start_workflow(
             LoopctlTask.run,
             task_input,
-            id=_workflow_id(fleet, task),
-            task_queue=task_queue(fleet),
+            id=_workflow_id(fleet_name, task),
+            task_queue=task_queue(fleet_name),
             memo={**memo, "state": "queued"},
             id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,
         )
         return f"{task}: submitted again (it was {row.state})"
 
-    say(with_client(connect_options(connection or {}), body))
+    say(with_client(connect_options(connection or {}, config), body))
     finish(0)
 
 
-def _workflow_id(fleet: str, task: str) -> str:
+def _workflow_id(fleet_name: str, task: str) -> str:
     from loopctl_fleet.status import workflow_id
 
-    return workflow_id(fleet, task)
+    return workflow_id(fleet_name, task)
 
 
-async def _describe(handle: Any, fleet: str, task: str) -> Any:
+async def _describe(handle: Any, fleet_name: str, task: str) -> Any:
     from temporalio.service import RPCError, RPCStatusCode
 
     try:
         return await handle.describe()
     except RPCError as exc:
         if exc.status == RPCStatusCode.NOT_FOUND:
-            raise Refused(f"no task {task!r} in fleet {fleet!r}") from None
+            raise Refused(f"no task {task!r} in fleet {fleet_name!r}") from None
         raise
 
 
@@ -588,10 +617,11 @@ async def _describe(handle: Any, fleet: str, task: str) -> Any:
 
 
 NameOption = Annotated[
-    str,
+    Optional[str],
     typer.Option(
-        "--name", "--fleet", envvar="LOOPCTL_FLEET", metavar="NAME",
-        help="The fleet (its state is in $XDG_STATE_HOME/loopctl-fleet/NAME).",
+        "--name", "--fleet", envvar="LOOPCTL_FLEET", metavar="NAME", show_default=False,
+        help="The fleet; its state is in $XDG_STATE_HOME/loopctl-fleet/NAME "
+        "(default: [plugins.fleet] fleet, else default).",
     ),
 ]  # fmt: skip
 
@@ -601,10 +631,13 @@ NameOption = Annotated[
     epilog=examples("loopctl fleet up", "loopctl fleet up --port 7300 --ui-port 8300 --slots 2"),
 )
 def up(
-    name: NameOption = "default",
+    name: NameOption = None,
     port: Annotated[int, typer.Option("--port", metavar="PORT", help="The server's gRPC port.")] = 7233,
     ui_port: Annotated[int, typer.Option("--ui-port", metavar="PORT", help="The Web UI's port.")] = 8233,
-    slots: Annotated[int, typer.Option("--slots", metavar="N", help="Loops the worker runs at once.")] = 4,
+    slots: Annotated[
+        Optional[int],
+        typer.Option("--slots", metavar="N", min=1, help="Loops the worker runs at once (default 4)."),
+    ] = None,
     foreground: Annotated[
         bool, typer.Option("--foreground", help="Stay in the foreground; Ctrl-C stops both.")
     ] = False,
@@ -613,8 +646,9 @@ def up(
     from loopctl_fleet import service
     from loopctl_fleet.server import ServerError
 
+    fleet_name, config = fleet_settings(name)
     try:
-        fleet = service.up(name, port=port, ui_port=ui_port, slots=slots)
+        fleet = service.up(fleet_name, port=port, ui_port=ui_port, slots=slots or config.slots)
     except ServerError as exc:
         error(str(exc))
         finish(EXIT_FAILED)
@@ -629,7 +663,7 @@ def up(
     )
     say(f"Web UI: {fleet.ui}")
     if foreground:
-        _stay_up(name, fleet.state_dir)
+        _stay_up(fleet_name, fleet.state_dir)
     finish(0)
 
 
@@ -653,12 +687,13 @@ def _stay_up(name: str, home: Path) -> None:
 
 
 @app.command("down", epilog=examples("loopctl fleet down"))
-def down(name: NameOption = "default") -> None:
+def down(name: NameOption = None) -> None:
     """Stop the fleet's worker, then its server (each waited for); the database stays."""
     from loopctl_fleet import service
 
-    if not service.down(name, say=say):
-        say(f"Fleet {name!r} is not running here.")
+    fleet_name = fleet_settings(name)[0]
+    if not service.down(fleet_name, say=say):
+        say(f"Fleet {fleet_name!r} is not running here.")
 
 
 @app.command(
@@ -672,8 +707,11 @@ def down(name: NameOption = "default") -> None:
 )
 @with_flags(CONNECTION, into="connection")
 def worker(
-    fleet: FleetOption = "default",
-    slots: Annotated[int, typer.Option("--slots", metavar="N", help="Loops run at once.")] = 4,
+    fleet: FleetOption = None,
+    slots: Annotated[
+        Optional[int],
+        typer.Option("--slots", metavar="N", min=1, help="Loops run at once (default 4)."),
+    ] = None,
     identity: Annotated[
         Optional[str],
         typer.Option("--identity", metavar="NAME", help="How the server names this worker."),
@@ -696,9 +734,14 @@ def worker(
     from loopctl_fleet import service
     from loopctl_fleet.worker import default_identity, make_worker
 
-    name = identity or default_identity(fleet)
-    options = connect_options(connection or {}, identity=name, use_env=not no_env_config)
-    where = home or service.fleet_dir(fleet) / "worker"
+    if no_env_config:  # the worker `fleet up` starts: its flags say everything
+        fleet_name, config = fleet or "default", None
+    else:
+        fleet_name, config = fleet_settings(fleet)
+    slots = slots or (config.slots if config is not None else 4)
+    name = identity or default_identity(fleet_name)
+    options = connect_options(connection or {}, config, identity=name, use_env=not no_env_config)
+    where = home or service.fleet_dir(fleet_name) / "worker"
 
     async def body(client: Client) -> None:
         import signal
@@ -708,7 +751,7 @@ def worker(
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stopping.set)
         running = make_worker(
-            client, task_queue=service.task_queue(fleet), home=where, identity=name,
+            client, task_queue=service.task_queue(fleet_name), home=where, identity=name,
             slots=slots, grace_s=grace, heartbeat_s=heartbeat,
         )  # fmt: skip
         async with running:
@@ -716,7 +759,7 @@ def worker(
                 service.write_record(
                     ready_file, {"identity": name, "slots": slots, "pid": os.getpid()}
                 )
-            say(f"Worker {name}: {slots} slots on task queue {service.task_queue(fleet)}")
+            say(f"Worker {name}: {slots} slots on task queue {service.task_queue(fleet_name)}")
             await stopping.wait()
         say(f"Worker {name} stopped.")
 
