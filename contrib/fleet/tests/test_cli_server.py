@@ -18,7 +18,6 @@ from typing import Any
 
 import pytest
 from conftest import run_git
-from test_activities import _all_pids, _task_of
 
 from loopctl_fleet import service
 
@@ -42,6 +41,22 @@ def make_bare(where: Path) -> Path:
     run_git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "base", cwd=work)
     run_git("clone", "-q", "--bare", str(work), str(where / "remote.git"), cwd=where)
     return where / "remote.git"
+
+
+def marked(task: str) -> list[int]:
+    """The live processes whose environment carries the worker's mark for ``task``."""
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{name}/stat").read_bytes().rpartition(b")")[2].split()
+            environ = Path(f"/proc/{name}/environ").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if stat[0] not in (b"Z", b"X") and f"LOOPCTL_FLEET_TASK={task}".encode() in environ:
+            found.append(int(name))
+    return found
 
 
 class Fleet:
@@ -196,7 +211,7 @@ def test_cancel_returns_once_the_loop_is_gone(shared: Fleet) -> None:
         time.sleep(0.05)
     assert "t-sleep: running (attempt 1 on " in shared.ok("logs", "t-sleep")
     assert shared.ok("cancel", "t-sleep") == "t-sleep: cancelled\n"
-    assert not [pid for pid in _all_pids() if _task_of(pid) == "t-sleep"]
+    assert not marked("t-sleep")
     [row] = shared.status("t-sleep")
     assert row["state"] == "cancelled"
     assert shared.ok("cancel", "t-sleep") == "t-sleep: already ended (cancelled)\n"
@@ -219,6 +234,11 @@ def test_unknown_tasks_are_one_line(shared: Fleet) -> None:
         done = shared.run(command, "nope")
         assert done.returncode == 1
         assert done.stderr == "loopctl: error: no task 'nope' in fleet 'default'\n"
+    quoted = shared.run("status", "it's")  # never spliced into the server's list query
+    assert quoted.returncode == 1
+    assert quoted.stderr == (
+        "loopctl: error: no task \"it's\" in fleet 'default' (not a task id)\n"
+    )
 
 
 def test_up_in_the_foreground_stops_both_on_sigterm(tmp_path: Path) -> None:

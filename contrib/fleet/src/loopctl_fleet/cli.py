@@ -411,6 +411,8 @@ def status(
     from loopctl_fleet.status import list_rows, plain_table, rich_table
 
     async def body(client: Client) -> Any:
+        if task is not None:
+            _workflow_id(fleet_name, task)  # a task id, so the query stays one
         return await list_rows(client, fleet_name, task=task, every_run=every_run)
 
     rows = with_client(connect_options(connection or {}, config), body)
@@ -418,9 +420,10 @@ def status(
         error(f"no task {task!r} in fleet {fleet_name!r}")
         finish(EXIT_FAILED)
     if json_output:
-        from loopctl.terminal import json_for_terminal
+        import json
 
-        typer.echo(json_for_terminal([row.as_json() for row in rows], indent=2, default=str))
+        # json.dumps writes control characters as \u escapes: nothing reaches the terminal raw
+        typer.echo(json.dumps([row.as_json() for row in rows], indent=2, default=str))
     elif not rows:
         say(
             f"No tasks in fleet {fleet_name!r} yet: `loopctl fleet submit tasks.toml` hands it some."
@@ -598,7 +601,10 @@ def retry(
 
 def _workflow_id(fleet_name: str, task: str) -> str:
     from loopctl_fleet.status import workflow_id
+    from loopctl_fleet.taskfile import ID_PATTERN
 
+    if not ID_PATTERN.fullmatch(task):
+        raise Refused(f"no task {task!r} in fleet {fleet_name!r} (not a task id)")
     return workflow_id(fleet_name, task)
 
 
