@@ -156,6 +156,8 @@ def test_up_submit_status_logs_down(tmp_path: Path) -> None:
         ended = fleet.ok("logs", "t-fix", "--follow")  # returns once the task has ended
         assert "t-fix: complete after 1 attempt(s)" in ended
         assert "Branch: loopctl/t-fix (commit " in ended
+        ended_twice = fleet.submit("t-fix", "echo fixed > f.txt")  # an ended task: the same
+        assert ended_twice.stdout == "t-fix: already submitted\n"
         [row] = fleet.status()
         assert (row["task"], row["state"], row["branch"]) == ("t-fix", "complete", "loopctl/t-fix")
         assert row["iteration"] == 1
