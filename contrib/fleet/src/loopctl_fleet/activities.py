@@ -82,7 +82,10 @@ class FleetActivities:
         if earlier is not None:  # an attempt that died after its push: the task is done
             return LoopResult("complete", 0, "the result was already pushed", branch=spec.branch,
                               commit=earlier, worker=self.worker, attempt=inp.attempt, reused=True)  # fmt: skip
-        attempt_dir = self.home / "runs" / spec.id / f"{inp.attempt}-{activity.info().attempt}"
+        info = activity.info()  # the run too: `fleet retry` starts a new run of the same id
+        attempt_dir = (
+            self.home / "runs" / spec.id / f"{info.workflow_run_id}-{inp.attempt}-{info.attempt}"
+        )
         run = _Attempt(self, inp, attempt_dir, progress)
         return await run.run()
 
