@@ -124,3 +124,12 @@ def test_a_cancelled_attempt_returns_once_the_loop_and_its_agent_are_gone(
     pid = int(marker.read_text())
     assert not alive(pid)
     assert marked("t1") == []  # nothing with the task's mark
+
+
+def test_a_loop_that_never_starts_says_why(tmp_path: Path, bare: Path) -> None:
+    acts = FleetActivities(tmp_path / "home", "w1", heartbeat_s=0.05)
+    task = spec(bare, limits={"max_iterations": "many"})  # the worker's loopctl refuses it
+    result = asyncio.run(ActivityEnvironment().run(acts.run_loop, LoopInput(task, base_sha(bare))))
+    assert result.exit_code == 2
+    assert result.failure_class == "config"
+    assert "max_iterations" in result.reason

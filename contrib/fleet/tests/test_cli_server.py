@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import run_git
+from fleet_testkit import marked, run_git
 
 from loopctl_fleet import service
 
@@ -41,22 +41,6 @@ def make_bare(where: Path) -> Path:
     run_git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "base", cwd=work)
     run_git("clone", "-q", "--bare", str(work), str(where / "remote.git"), cwd=where)
     return where / "remote.git"
-
-
-def marked(task: str) -> list[int]:
-    """The live processes whose environment carries the worker's mark for ``task``."""
-    found = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            stat = Path(f"/proc/{name}/stat").read_bytes().rpartition(b")")[2].split()
-            environ = Path(f"/proc/{name}/environ").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if stat[0] not in (b"Z", b"X") and f"LOOPCTL_FLEET_TASK={task}".encode() in environ:
-            found.append(int(name))
-    return found
 
 
 class Fleet:
@@ -264,3 +248,21 @@ def test_up_in_the_foreground_stops_both_on_sigterm(tmp_path: Path) -> None:
             proc.kill()
             proc.wait()
         fleet.cleanup()
+
+
+def test_fleet_limits_hold_new_loops_and_status_says_why(shared: Fleet) -> None:
+    paused = shared.ok("limits", "--max-running", "0")
+    assert "0 running of at most 0" in paused
+    done = shared.submit("t-held", "echo fixed > f.txt")
+    assert done.returncode == 0, done.stderr
+    deadline = time.monotonic() + 120
+    while not shared.status("t-held")[0]["state"].startswith("held"):
+        assert time.monotonic() < deadline, "the task never said it was held"
+        time.sleep(0.1)
+    [row] = shared.status("t-held")
+    assert row["state"] == "held: the fleet runs 0 of at most 0 loops"
+    assert "no new loop starts: the fleet runs 0 of at most 0 loops" in shared.ok("status")
+    assert json.loads(shared.ok("limits", "--json"))["max_running"] == 0
+    shared.ok("limits", "--unlimited")
+    ended = shared.ok("logs", "t-held", "--follow")
+    assert "t-held: complete" in ended

@@ -12,7 +12,7 @@ import pytest
 from fleet_testkit import with_fleet
 from temporalio.client import Client, WorkflowHandle
 
-from loopctl_fleet.ledger import FleetLedger, LedgerState, Limits
+from loopctl_fleet.ledger import FleetLedger, LedgerState, Limits, describe_memo
 from loopctl_fleet.taskfile import TaskSpec
 from loopctl_fleet.workflows import LoopctlTask, TaskInput, TaskOutcome
 
@@ -110,9 +110,22 @@ def test_a_spent_token_budget_holds_new_tasks_until_it_is_raised(
         second = await start_task(client, queue, specs[1])
         memo = await held_or_closed(second)
         assert str(memo.get("state")).startswith("held: fleet token budget spent"), memo
-        await ledger.execute_update(FleetLedger.set_limits, Limits(budget_tokens=100_000))
+        await ledger.signal(FleetLedger.set_limits, Limits(budget_tokens=100_000))
         assert (await second.result()).state == "complete"
         state = await ledger.query(FleetLedger.current)
         assert state.spent_tokens >= 3000
 
     with_fleet(tmp_path, body)
+
+
+def test_the_ledgers_line_says_what_holds_the_fleet() -> None:
+    memo = {
+        "running": 2, "waiting": 3, "max_running": 2, "budget_usd": 10.0, "spent_usd": 4.5,
+        "budget_tokens": None, "spent_tokens": 12345, "unknown_usage": 1,
+        "held": "the fleet runs 2 of at most 2 loops",
+    }  # fmt: skip
+    assert describe_memo(memo) == (
+        "2 running of at most 2; 3 waiting; $4.50 of $10.00 spent; 12,345 tokens; "
+        "usage unknown for 1 task(s) — no new loop starts: the fleet runs 2 of at most 2 loops"
+    )
+    assert describe_memo({"running": 0}) == "0 running"

@@ -202,7 +202,7 @@ class _Attempt:
         result = LoopResult(
             status=status or f"exit {code}",
             exit_code=code,
-            reason=str(end.get("message") or end.get("reason") or ""),
+            reason=str(end.get("message") or end.get("reason") or self._stderr_tail()),
             failure_class=cls.value if cls else None,
             iterations=int(end.get("iterations") or self.progress.iteration),
             tokens=self.progress.tokens,
@@ -216,6 +216,17 @@ class _Attempt:
             result.commit = await self._commit(result)
             result.branch = self.spec.branch
         return result
+
+    def _stderr_tail(self) -> str:
+        """The last line the loop wrote to stderr: why a loop that never started stopped."""
+        from loopctl import redact
+
+        try:
+            text = (self.dir / "loop.stderr").read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return ""
+        lines = [line.strip() for line in text.splitlines() if line.strip()]
+        return redact(lines[-1][:2000]) if lines else ""
 
     async def _commit(self, result: LoopResult) -> str:
         trailers = {

@@ -335,9 +335,13 @@ def submit(
     name, config = fleet_settings(fleet)
 
     async def body(client: Client) -> int:
+        from loopctl_fleet.ledger import ensure_ledger
+        from loopctl_fleet.service import task_queue
+
+        ledger = await ensure_ledger(client, name, task_queue(name))
         code = 0
         for spec in tasks:
-            line, ok = await submit_task(client, name, spec, heartbeat_timeout)
+            line, ok = await submit_task(client, name, spec, heartbeat_timeout, ledger)
             if ok:
                 say(line)
             else:
@@ -349,7 +353,11 @@ def submit(
 
 
 async def submit_task(
-    client: Client, fleet: str, spec: TaskSpec, heartbeat_timeout: float = 30.0
+    client: Client,
+    fleet: str,
+    spec: TaskSpec,
+    heartbeat_timeout: float = 30.0,
+    ledger: str | None = None,
 ) -> tuple[str, bool]:
     """Start ``spec``'s workflow; one line saying what happened, and whether that is fine."""
     from temporalio.common import WorkflowIDReusePolicy
@@ -363,7 +371,7 @@ async def submit_task(
     try:
         await client.start_workflow(
             LoopctlTask.run,
-            TaskInput(spec, heartbeat_timeout_s=heartbeat_timeout),
+            TaskInput(spec, heartbeat_timeout_s=heartbeat_timeout, ledger_id=ledger),
             id=wf_id,
             task_queue=task_queue(fleet),
             memo=task_memo(spec),
@@ -413,9 +421,10 @@ def status(
     async def body(client: Client) -> Any:
         if task is not None:
             _workflow_id(fleet_name, task)  # a task id, so the query stays one
-        return await list_rows(client, fleet_name, task=task, every_run=every_run)
+        rows = await list_rows(client, fleet_name, task=task, every_run=every_run)
+        return rows, await ledger_memo(client, fleet_name)
 
-    rows = with_client(connect_options(connection or {}, config), body)
+    rows, ledger = with_client(connect_options(connection or {}, config), body)
     if task is not None and not rows:
         error(f"no task {task!r} in fleet {fleet_name!r}")
         finish(EXIT_FAILED)
@@ -434,6 +443,10 @@ def status(
         Console().print(rich_table(rows))
     else:
         say(plain_table(rows))
+    if ledger and not json_output and task is None:
+        from loopctl_fleet.ledger import describe_memo
+
+        say(f"Fleet {fleet_name!r}: {describe_memo(ledger)}")
     finish(0)
 
 
@@ -556,6 +569,73 @@ def cancel(
     finish(0)
 
 
+@app.command(
+    "limits",
+    epilog=examples(
+        "loopctl fleet limits",
+        "loopctl fleet limits --max-running 6 --budget-usd 50",
+        "loopctl fleet limits --max-running 0      # pause: no new loop starts",
+        "loopctl fleet limits --unlimited",
+    ),
+)
+@with_flags(CONNECTION, into="connection")
+def limits(
+    fleet: FleetOption = None,
+    max_running: Annotated[
+        Optional[int],
+        typer.Option("--max-running", metavar="N", min=0, help="Loops running at once, fleet-wide (0 pauses the fleet)."),
+    ] = None,
+    budget_usd: Annotated[
+        Optional[float],
+        typer.Option("--budget-usd", metavar="USD", min=0, help="What the whole fleet may spend."),
+    ] = None,
+    budget_tokens: Annotated[
+        Optional[int],
+        typer.Option("--budget-tokens", metavar="TOKENS", min=0, help="Tokens the whole fleet may use."),
+    ] = None,
+    unlimited: Annotated[bool, typer.Option("--unlimited", help="Remove every limit.")] = False,
+    json_output: JsonOption = False,
+    connection: Optional[dict[str, Any]] = None,
+) -> None:  # fmt: skip
+    """Show or change the fleet-wide limits: loops running at once, and the budget.
+
+    Worker slots limit one worker; these limit the fleet. A spent budget stops new loops from
+    starting (running ones are capped at what was left when they started); `fleet status` says so.
+    """
+    import dataclasses
+
+    fleet_name, config = fleet_settings(fleet)
+    changes = {"max_running": max_running, "budget_usd": budget_usd, "budget_tokens": budget_tokens}
+    given = {key: value for key, value in changes.items() if value is not None}
+
+    async def body(client: Client) -> dict[str, Any]:
+        from loopctl_fleet.ledger import FleetLedger, Limits, ensure_ledger
+        from loopctl_fleet.service import task_queue
+
+        handle = client.get_workflow_handle(
+            await ensure_ledger(client, fleet_name, task_queue(fleet_name))
+        )
+        memo: dict[str, Any] = dict(await (await handle.describe()).memo())
+        if given or unlimited:
+            merged: dict[str, Any] = {} if unlimited else {k: memo.get(k) for k in changes}
+            merged.update(given)
+            wanted = Limits(*(merged.get(key) for key in changes))
+            await handle.signal(FleetLedger.set_limits, wanted)
+            memo.update(dataclasses.asdict(wanted))
+        return memo
+
+    memo = with_client(connect_options(connection or {}, config), body)
+    if json_output:
+        import json
+
+        typer.echo(json.dumps(memo, indent=2, default=str))
+    else:
+        from loopctl_fleet.ledger import describe_memo
+
+        say(f"Fleet {fleet_name!r}: {describe_memo(memo)}")
+    finish(0)
+
+
 @app.command("retry", epilog=examples("loopctl fleet retry issue-12"))
 @with_flags(CONNECTION, into="connection")
 def retry(
@@ -597,6 +677,18 @@ def retry(
 
     say(with_client(connect_options(connection or {}, config), body))
     finish(0)
+
+
+async def ledger_memo(client: Client, fleet: str) -> dict[str, Any]:
+    """The fleet ledger's figures, or {} when it has none yet."""
+    from temporalio.service import RPCError
+
+    from loopctl_fleet.ledger import ledger_id
+
+    try:
+        return dict(await (await client.get_workflow_handle(ledger_id(fleet)).describe()).memo())
+    except RPCError:
+        return {}
 
 
 def _workflow_id(fleet_name: str, task: str) -> str:

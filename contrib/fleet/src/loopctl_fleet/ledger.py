@@ -7,7 +7,7 @@ A task asks the ledger before its first attempt (signal ``request``) and waits f
 ``max_tokens``, cut to what the fleet has left, so a running loop cannot spend past the budget by
 more than its last iteration. When the task ends it signals ``release`` with what it spent. A
 request the ledger cannot grant waits, and the task's memo says why (``held: fleet budget spent
-($10.00 of $10.00)``); raising the limits (update ``set_limits``) grants it. A task that is
+($10.00 of $10.00)``); raising the limits (signal ``set_limits``) grants it. A task that is
 terminated never releases: every minute the ledger asks an activity which holders have closed,
 and frees their slots.
 """
@@ -16,9 +16,14 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+from collections.abc import Mapping
 from datetime import timedelta
+from typing import TYPE_CHECKING, Any
 
 from temporalio import activity, workflow
+
+if TYPE_CHECKING:
+    from temporalio.client import Client
 
 LEDGER_NAME = "LoopctlFleetLedger"
 SWEEP_EVERY = timedelta(seconds=60)
@@ -107,24 +112,21 @@ class FleetLedger:
         self.state.spent_tokens += usage.tokens or 0
         self._grant_waiting()
 
-    @workflow.update
-    def set_limits(self, limits: Limits) -> LedgerState:
+    @workflow.signal
+    def set_limits(self, limits: Limits) -> None:
+        """New limits (a signal: kept by the server until a worker runs the ledger)."""
         self.state.limits = limits
         self._grant_waiting()
-        return self.state
-
-    @set_limits.validator
-    def _check_limits(self, limits: Limits) -> None:
-        for name in ("max_running", "budget_usd", "budget_tokens"):
-            value = getattr(limits, name)
-            if value is not None and value < 0:
-                raise ValueError(f"{name} must be at least 0, got {value}")
 
     @workflow.query
     def current(self) -> LedgerState:
         return self.state
 
     def _grant_waiting(self) -> None:
+        self._grant_what_can_start()
+        workflow.upsert_memo(memo_of(self.state, self.held_because()))
+
+    def _grant_what_can_start(self) -> None:
         while self.state.waiting:
             reason = self.held_because()
             first = self.state.waiting[0]
@@ -185,6 +187,64 @@ class FleetLedger:
         )
         for workflow_id in closed:
             self.release(Usage(workflow_id))
+
+
+def ledger_id(fleet: str) -> str:
+    """The ledger workflow's id for ``fleet``."""
+    return f"loopctl-fleet-{fleet}-ledger"
+
+
+def memo_of(state: LedgerState, held: str) -> dict[str, object]:
+    """The ledger's figures as its memo (``fleet status`` reads it with no worker running)."""
+    limits = state.limits
+    return {
+        "running": len(state.holders),
+        "waiting": len(state.waiting),
+        "max_running": limits.max_running,
+        "budget_usd": limits.budget_usd,
+        "budget_tokens": limits.budget_tokens,
+        "spent_usd": round(state.spent_usd, 6),
+        "spent_tokens": state.spent_tokens,
+        "unknown_usage": state.unknown_usage,
+        "held": held,
+    }
+
+
+def describe_memo(memo: Mapping[str, Any]) -> str:
+    """The ledger's memo in one line for people."""
+    running, most = memo.get("running", 0), memo.get("max_running")
+    parts = [f"{running} running" + (f" of at most {most}" if most is not None else "")]
+    waiting = memo.get("waiting", 0)
+    if waiting:
+        parts.append(f"{waiting} waiting")
+    spent, budget = float(memo.get("spent_usd") or 0), memo.get("budget_usd")
+    if budget is not None:
+        parts.append(f"${spent:.2f} of ${float(budget):.2f} spent")
+    elif spent:
+        parts.append(f"${spent:.2f} spent")
+    tokens, token_budget = memo.get("spent_tokens") or 0, memo.get("budget_tokens")
+    if token_budget is not None:
+        parts.append(f"{tokens:,} of {token_budget:,} tokens")
+    elif tokens:
+        parts.append(f"{tokens:,} tokens")
+    if memo.get("unknown_usage"):
+        parts.append(f"usage unknown for {memo['unknown_usage']} task(s)")
+    held = memo.get("held")
+    return "; ".join(parts) + (f" — no new loop starts: {held}" if held and waiting else "")
+
+
+async def ensure_ledger(client: Client, fleet: str, task_queue: str) -> str:
+    """Start ``fleet``'s ledger unless it runs; its id."""
+    from temporalio.common import WorkflowIDConflictPolicy
+
+    await client.start_workflow(
+        FleetLedger.run,
+        LedgerState(),
+        id=ledger_id(fleet),
+        task_queue=task_queue,
+        id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
+    )
+    return ledger_id(fleet)
 
 
 async def _signal(

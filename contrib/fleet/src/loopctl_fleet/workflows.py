@@ -102,7 +102,9 @@ class LoopctlTask:
             while True:
                 result = await self._attempt(task, sha)
                 if result.failure_class is None:
-                    return self._end(TaskOutcome("complete", attempts=self.attempt, result=result))
+                    return self._end(
+                        TaskOutcome("complete", None, result.reason, self.attempt, result)
+                    )
                 if not await self._again(spec, result):
                     state = "gave up" if result.failure_class in _GAVE_UP else "failed"
                     return self._end(
