@@ -117,7 +117,9 @@ def test_paths() -> list[str]:
 def tests(session: nox.Session) -> None:
     """Run the whole test suite (core, plugins, contrib, cross-package) on this Python."""
     session.install(*wheels(session, *all_distributions()), *TEST_DEPS, *PRICES_DEPS)
-    session.run("pytest", "-n", "2", "-m", "not e2e and not venv", *test_paths(), *session.posargs)
+    # the fleet's tests that start a Temporal dev server run once, in `isolation`
+    marks = "not e2e and not venv and not temporal"
+    session.run("pytest", "-n", "2", "-m", marks, *test_paths(), *session.posargs)
 
 
 #: How many times `nox -s load` runs the timing-sensitive tests, each time under the CPU hog.

@@ -28,7 +28,7 @@ pytestmark = [pytest.mark.venv, pytest.mark.slow]
 #: The published names: core, the first-party plugins (through core's `all` extra), contrib.
 CORE = "loopctl-core"
 FIRST_PARTY = ["context-errors", "context-monitor", "failure-classifier", "goal-guard"]
-CONTRIB = ["example-classifier", "github", "otel"]
+CONTRIB = ["example-classifier", "fleet", "github", "otel"]
 REQUESTED = [f"{CORE}[all]", *(f"loopctl-{name}" for name in CONTRIB)]
 
 

@@ -243,3 +243,26 @@ def test_loopctl_model_offers_the_classes_it_defines_on_first_use():
     assert repr(loopctl.model.PromptSection("t", "x")).startswith("PromptSection(")
     with pytest.raises(AttributeError, match="no attribute 'Nope'"):
         loopctl.model.Nope  # noqa: B018 - the lookup is what is tested
+
+
+def test_check_settings_checks_as_run_does_and_reads_nothing_else(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "loopctl.toml").write_text("[limits]\nmax_iterations = 'not read'\n")
+    monkeypatch.setenv("LOOPCTL_MAX_ITERATIONS", "not read either")
+    loopctl.check_settings({"test_cmd": "pytest -q", "limits": {"max_iterations": 4}}, where="t")
+    with pytest.raises(loopctl.ConfigError) as caught:
+        loopctl.check_settings(
+            {"limits": {"max_iteration": 4, "max_restarts": "x"}, "max_cost_usd": 1},
+            where="tasks.toml: task[2]",
+        )
+    lines = str(caught.value).splitlines()
+    assert all(line.startswith("tasks.toml: task[2]: ") for line in lines), lines
+    assert any("max_iteration" in line and "did you mean" in line for line in lines)
+    assert any("max_restarts" in line for line in lines)
+    assert any("it belongs in [limits]" in line for line in lines)
+
+
+def test_check_settings_checks_a_plugin_section_against_its_class(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(loopctl.ConfigError, match=r"^w: plugins\.goal-guard: unknown key 'bogus'"):
+        loopctl.check_settings({"plugins": {"goal-guard": {"bogus": 1}}}, where="w")

@@ -42,7 +42,8 @@ if TYPE_CHECKING:
         TurnResult,
         Usage,
     )
-    from loopctl.project import Project, SavedRun, load_project
+    from loopctl.procgroup import ending_descendants
+    from loopctl.project import Project, SavedRun, check_settings, load_project
     from loopctl.redaction import Redactor, redact
     from loopctl.scan import ScanMatch, Scanner, ScanRule, strip_ansi
     from loopctl.stash import Stash, StashKey
@@ -72,6 +73,8 @@ _LAZY = {
     "Project": "loopctl.project",
     "SavedRun": "loopctl.project",
     "load_project": "loopctl.project",
+    "check_settings": "loopctl.project",
+    "ending_descendants": "loopctl.procgroup",
     "JsonlAppender": "loopctl.state",
     "LoopState": "loopctl.state",
     "StateError": "loopctl.state",
@@ -199,6 +202,8 @@ __all__ = [
     "hookspec",
     "is_infrastructure_failure",
     "load_project",
+    "check_settings",
+    "ending_descendants",
     "made_progress",
     "normalize_line",
     "parse_test_output",

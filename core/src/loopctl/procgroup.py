@@ -16,7 +16,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -335,19 +335,51 @@ def end_escaped(session: int | None, grace_s: float) -> list[int]:
         return []
     marker = f"{SUPERVISOR_ENV}={supervisor_token()}".encode()
     sessions = set() if session is None else {session}
-    signalled: dict[int, float] = {}
-    reaped: list[int] = []
-    give_up = time.monotonic() + max(grace_s, 0.0) + GONE_AFTER_KILL_S
-    while True:
+
+    def escaped(signalled: dict[int, float]) -> list[tuple[int, bool]]:
         children = _foreign_children()
         for pid, zombie, sid in children:
             if not zombie and sid not in sessions and _carries(pid, marker):
                 sessions.add(sid)
-        escaped = [(p, z) for p, z, sid in children if sid in sessions or p in signalled]
-        if not escaped:
+        return [(p, z) for p, z, sid in children if sid in sessions or p in signalled]
+
+    return _end_and_reap(escaped, grace_s)
+
+
+def end_children(grace_s: float) -> list[int]:
+    """End and reap every child of this process: SIGTERM (to the group a child leads, else to
+    the child), SIGKILL after ``grace_s``. In a subreaper (:func:`set_subreaper`) the children's
+    own descendants come to it as their parents die and are ended in turn, so nothing this
+    process started, however deep or whichever session it moved to, is left. Returns the pids
+    reaped."""
+    me = os.getpid()
+
+    def children(signalled: dict[int, float]) -> list[tuple[int, bool]]:
+        found = []
+        for pid in _child_pids():
+            stat = _stat(pid)
+            if stat is not None and stat[1] == me:
+                found.append((pid, stat[0] in (b"Z", b"X", b"x")))
+        return found
+
+    return _end_and_reap(children, grace_s)
+
+
+def _end_and_reap(
+    select: Callable[[dict[int, float]], list[tuple[int, bool]]], grace_s: float
+) -> list[int]:
+    """Signal and reap the children ``select`` names (``(pid, is_zombie)``; it is given the
+    pids signalled so far, with when) until it names none, or the grace and
+    :data:`GONE_AFTER_KILL_S` have passed."""
+    signalled: dict[int, float] = {}
+    reaped: list[int] = []
+    give_up = time.monotonic() + max(grace_s, 0.0) + GONE_AFTER_KILL_S
+    while True:
+        chosen = select(signalled)
+        if not chosen:
             return reaped
         now = time.monotonic()
-        for pid, zombie in escaped:
+        for pid, zombie in chosen:
             if not zombie:
                 first = signalled.setdefault(pid, now)
                 if first == now:
@@ -371,3 +403,27 @@ def _signal_escaped(pid: int, signum: int) -> None:
             return
     with contextlib.suppress(OSError):
         os.kill(pid, signum)
+
+
+@contextmanager
+def ending_descendants(grace_s: float) -> Iterator[bool]:
+    """Own every process started inside the block, and all their descendants, whichever group
+    or session they move to: on Linux this process becomes a child subreaper, so a descendant
+    whose parent dies comes to it; leaving the block ends and reaps every child still there
+    (:func:`end_children`: SIGTERM, SIGKILL after ``grace_s``). Yields True where descendants
+    are caught so; False where the platform has no subreaper (only the direct children, and
+    the groups they lead, are ended then).
+
+    For a process that stands between a scheduler and a loop (``loopctl fleet``'s guard): once
+    it leaves the block, nothing the loop started is left running, even if the loop itself was
+    killed with SIGKILL.
+
+    .. versionadded:: 0.3
+    """
+    previous = set_subreaper(True)
+    try:
+        yield previous is not None
+    finally:
+        end_children(grace_s)
+        if previous is False:
+            set_subreaper(False)

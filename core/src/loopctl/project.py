@@ -243,3 +243,19 @@ class SavedRun:
 
 
 __all__ = ["Project", "SavedRun", "load_project"]
+
+
+def check_settings(settings: dict[str, Any], *, where: str) -> None:
+    """Check ``settings``, laid out like ``loopctl.toml``, as ``loopctl run`` checks a config
+    file: every key known, every value of its type, and each ``[plugins.NAME]`` section against
+    the installed plugin's config class. Nothing else is read: no config file, no ``LOOPCTL_*``
+    variable. For a tool that hands settings to a loop that runs elsewhere (``loopctl fleet
+    submit``) and wants the mistakes now. Raises :class:`loopctl.ConfigError`, one line per
+    problem, each starting with ``where`` (``tasks.toml: task[3]: limits.max_iterations: …``).
+
+    .. versionadded:: 0.3
+    """
+    from loopctl.pluginhost import build_host, validate_plugin_sections
+
+    loaded = load_config(Path.cwd(), env={}, recorded=settings, recorded_in=where)
+    validate_plugin_sections(loaded, build_host(loaded))

@@ -161,8 +161,8 @@ class LoadedConfig:
             return "environment variable " + origin.removeprefix("env "), ""
         if origin == "command line":
             return origin, ""
-        if self.file is None:
-            return "configuration", ""
+        if self.file is None:  # settings recorded by a run, or handed over whole
+            return (origin if origin not in (None, "default") else "configuration"), ""
         prefix = PYPROJECT_PREFIX if self.file.name == PYPROJECT_FILE_NAME else ""
         if origin is not None and origin != "default":
             return origin, prefix

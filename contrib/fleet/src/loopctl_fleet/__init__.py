@@ -1,0 +1,1 @@
+"""loopctl-fleet: many loopctl loops at once, on Temporal (``loopctl fleet …``)."""

@@ -1,0 +1,273 @@
+"""The worker's side of a task: Temporal activities that check out, run the loop, and commit.
+
+``run_loop`` runs ``loopctl run --json`` in a fresh tree under the guard
+(:mod:`loopctl_fleet.guard`), heartbeats its progress from the loop's events (the iteration,
+the phase, tokens and cost), and returns how the loop ended; a completed loop's changes become
+one commit on ``loopctl/<task id>``. Heartbeats are sent on a clock, not on events: an agent
+turn may say nothing for half an hour, and a missed heartbeat is how the server learns that a
+worker died. Cancellation arrives with a heartbeat's answer: the guard then ends the loop and
+everything it started, and the activity returns only once they are gone.
+
+Failures that are the worker's (git, a full disk, a worker shutting down) raise an
+``ApplicationError`` whose type is the failure class, so Temporal's retry policy sends the task
+to another worker; a loop that ran and ended without meeting its goal is a result, and the
+workflow decides by its class whether to try again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import signal
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from loopctl_fleet import checkout
+from loopctl_fleet.classes import FailureClass, class_of
+from loopctl_fleet.model import LoopInput, LoopResult, Progress
+from loopctl_fleet.taskfile import TaskSpec, deep_merge
+
+#: The loop must never see the Temporal connection's settings (an API key among them).
+WITHHELD = ("TEMPORAL_*",)
+CONFIG_FILE = "loopctl.toml"
+PYPROJECT = "pyproject.toml"
+
+
+def fault(message: str, failure_class: FailureClass) -> ApplicationError:
+    """An error of the worker's side; only ``infrastructure`` is worth another worker."""
+    from loopctl import redact
+
+    return ApplicationError(
+        redact(message),
+        type=failure_class.value,
+        non_retryable=failure_class is not FailureClass.INFRASTRUCTURE,
+    )
+
+
+class FleetActivities:
+    """The activities of one worker: where it keeps its files, who it is, how long a loop has
+    to end once told to."""
+
+    def __init__(
+        self, home: Path, worker: str, *, grace_s: float = 10.0, heartbeat_s: float = 5.0
+    ) -> None:
+        self.home = home
+        self.worker = worker
+        self.grace_s = grace_s
+        self.heartbeat_s = heartbeat_s
+
+    @activity.defn(name="loopctl-fleet.resolve_base")
+    async def resolve_base(self, spec: TaskSpec) -> str:
+        """The commit the task's base names now (pinned by the workflow for every attempt)."""
+        try:
+            mirror = await asyncio.to_thread(checkout.update_mirror, self.home, spec.repo)
+            return await asyncio.to_thread(checkout.resolve, mirror, spec.repo, spec.base)
+        except checkout.GitError as exc:
+            raise fault(str(exc), exc.failure_class) from None
+
+    @activity.defn(name="loopctl-fleet.run_loop")
+    async def run_loop(self, inp: LoopInput) -> LoopResult:
+        spec = inp.spec
+        progress = Progress(attempt=inp.attempt, worker=self.worker)
+        try:
+            earlier = await asyncio.to_thread(checkout.existing_result, spec.repo, spec.id)
+        except checkout.GitError as exc:
+            raise fault(str(exc), exc.failure_class) from None
+        if earlier is not None:  # an attempt that died after its push: the task is done
+            return LoopResult("complete", 0, "the result was already pushed", branch=spec.branch,
+                              commit=earlier, worker=self.worker, attempt=inp.attempt, reused=True)  # fmt: skip
+        info = activity.info()  # the run too: `fleet retry` starts a new run of the same id
+        attempt_dir = (
+            self.home / "runs" / spec.id / f"{info.workflow_run_id}-{inp.attempt}-{info.attempt}"
+        )
+        run = _Attempt(self, inp, attempt_dir, progress)
+        return await run.run()
+
+
+class _Attempt:
+    """One attempt on this worker: its tree, its loop, its heartbeats."""
+
+    def __init__(
+        self, acts: FleetActivities, inp: LoopInput, attempt_dir: Path, progress: Progress
+    ) -> None:
+        self.acts = acts
+        self.inp = inp
+        self.spec = inp.spec
+        self.dir = attempt_dir
+        self.tree = attempt_dir / "tree"
+        self.state = attempt_dir / "state"
+        self.progress = progress
+        self.loop_end: dict[str, Any] | None = None
+
+    async def run(self) -> LoopResult:
+        self.dir.mkdir(parents=True, exist_ok=True)
+        try:
+            mirror = await asyncio.to_thread(
+                checkout.mirror_with, self.acts.home, self.spec.repo, self.inp.sha
+            )
+            await asyncio.to_thread(checkout.add_worktree, mirror, self.inp.sha, self.tree)
+        except checkout.GitError as exc:
+            raise fault(str(exc), exc.failure_class) from None
+        try:
+            self._write_inputs()
+            code = await self._run_guarded()
+            return await self._result(code)
+        finally:
+            await asyncio.to_thread(checkout.remove_worktree, mirror, self.tree)
+
+    def _write_inputs(self) -> None:
+        import tomli_w
+
+        settings = _merged_settings(self.tree, self.spec.settings, self.inp)
+        (self.dir / CONFIG_FILE).write_text(tomli_w.dumps(settings), encoding="utf-8")
+        (self.dir / "goal.md").write_text(self.spec.goal, encoding="utf-8")
+
+    def _argv(self) -> list[str]:
+        return [
+            sys.executable, "-m", "loopctl_fleet.guard", "--grace", f"{self.acts.grace_s:g}", "--",
+            sys.executable, "-m", "loopctl", "run", "--json", "--plain",
+            "--config", str(self.dir / CONFIG_FILE), "--state-dir", str(self.state),
+            "--goal-file", str(self.dir / "goal.md"),
+        ]  # fmt: skip
+
+    async def _run_guarded(self) -> int:
+        from loopctl import child_environment
+
+        marks = {"LOOPCTL_FLEET_TASK": self.spec.id, "LOOPCTL_FLEET_WORKER": self.acts.worker}
+        env = child_environment(marks, withhold=WITHHELD)
+        with (self.dir / "loop.stderr").open("wb") as stderr:
+            guard = await asyncio.create_subprocess_exec(
+                *self._argv(),
+                cwd=self.tree,
+                env=env,
+                stdin=asyncio.subprocess.PIPE,  # the lifeline: never written, closed when we die
+                stdout=asyncio.subprocess.PIPE,
+                stderr=stderr,
+                start_new_session=True,
+            )
+        beating = asyncio.create_task(self._heartbeat())
+        try:
+            await self._follow(guard)
+            return await guard.wait()
+        except asyncio.CancelledError:
+            await self._end(guard)
+            if activity.is_worker_shutdown():
+                raise fault(
+                    "the worker shut down during the loop", FailureClass.INFRASTRUCTURE
+                ) from None
+            raise
+        finally:
+            beating.cancel()
+
+    async def _end(self, guard: asyncio.subprocess.Process) -> None:
+        """Tell the guard to end the loop; wait until it has (it kills after its grace)."""
+        self.progress.phase = "ending"
+        with contextlib.suppress(ProcessLookupError):
+            guard.send_signal(signal.SIGTERM)
+        await asyncio.shield(guard.wait())
+
+    async def _heartbeat(self) -> None:
+        while True:
+            activity.heartbeat(self.progress)
+            await asyncio.sleep(self.acts.heartbeat_s)
+
+    async def _follow(self, guard: asyncio.subprocess.Process) -> None:
+        assert guard.stdout is not None
+        async for line in guard.stdout:
+            with contextlib.suppress(ValueError):
+                self._on_event(json.loads(line))
+
+    def _on_event(self, event: Mapping[str, Any]) -> None:
+        kind = event.get("type")
+        if kind == "iteration.start":
+            self.progress.iteration = int(event.get("iteration") or 0)
+        elif kind in ("agent.start", "tests.start"):
+            self.progress.phase = "agent" if kind == "agent.start" else "tests"
+        elif kind == "agent.end":
+            self.progress.tokens = _add(self.progress.tokens, event.get("tokens"))
+            self.progress.cost_usd = _add(self.progress.cost_usd, event.get("cost_usd"))
+        elif kind == "loop.end":
+            self.loop_end = dict(event)
+
+    async def _result(self, code: int) -> LoopResult:
+        end = self.loop_end or {}
+        status = str(end.get("status") or "")
+        cls = class_of(status or None, code)
+        result = LoopResult(
+            status=status or f"exit {code}",
+            exit_code=code,
+            reason=str(end.get("message") or end.get("reason") or self._stderr_tail()),
+            failure_class=cls.value if cls else None,
+            iterations=int(end.get("iterations") or self.progress.iteration),
+            tokens=self.progress.tokens,
+            cost_usd=self.progress.cost_usd,
+            worker=self.acts.worker,
+            attempt=self.inp.attempt,
+            logs=str(self.dir),
+        )
+        if cls is None:
+            self.progress.phase = "committing"
+            result.commit = await self._commit(result)
+            result.branch = self.spec.branch
+        return result
+
+    def _stderr_tail(self) -> str:
+        """The last line the loop wrote to stderr: why a loop that never started stopped."""
+        from loopctl import redact
+
+        try:
+            text = (self.dir / "loop.stderr").read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return ""
+        lines = [line.strip() for line in text.splitlines() if line.strip()]
+        return redact(lines[-1][:2000]) if lines else ""
+
+    async def _commit(self, result: LoopResult) -> str:
+        trailers = {
+            checkout.TASK_TRAILER: self.spec.id,
+            "Loopctl-Attempt": str(self.inp.attempt),
+            "Loopctl-Worker": self.acts.worker,
+            "Loopctl-Iterations": str(result.iterations),
+        }
+        title = self.spec.goal.strip().splitlines()[0][:72]
+        try:
+            made = await asyncio.to_thread(checkout.commit_result, self.tree, title, trailers)
+            await asyncio.to_thread(checkout.push_result, self.tree, self.spec.repo, self.spec.id)
+        except checkout.GitError as exc:
+            raise fault(str(exc), exc.failure_class) from None
+        return made
+
+
+def _merged_settings(tree: Path, settings: Mapping[str, Any], inp: LoopInput) -> dict[str, Any]:
+    """The repository's own loopctl settings, the task's over them, the fleet's caps over both."""
+    merged = deep_merge(_repository_settings(tree), settings)
+    limits = merged.setdefault("limits", {})
+    for key, cap in (("max_cost_usd", inp.cap_usd), ("max_tokens", inp.cap_tokens)):
+        if cap is not None:
+            limits[key] = min(limits.get(key, cap), cap)
+    return merged
+
+
+def _repository_settings(tree: Path) -> dict[str, Any]:
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover
+        import tomli as tomllib
+    if (tree / CONFIG_FILE).is_file():
+        return tomllib.loads((tree / CONFIG_FILE).read_text(encoding="utf-8"))
+    if (tree / PYPROJECT).is_file():
+        data = tomllib.loads((tree / PYPROJECT).read_text(encoding="utf-8"))
+        return dict(data.get("tool", {}).get("loopctl", {}))
+    return {}
+
+
+def _add(total: Any, more: Any) -> Any:
+    if more is None:
+        return total
+    return more if total is None else total + more

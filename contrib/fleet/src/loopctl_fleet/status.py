@@ -1,0 +1,190 @@
+"""``loopctl fleet status`` and ``logs``: the fleet's tasks as rows, read from the server alone.
+
+Every task is one workflow ``loopctl-task-<fleet>-<id>`` on the task queue ``loopctl-<fleet>``.
+The server lists them with their memo (the state, figures, branch and reason the workflow keeps
+there as it goes), so no worker has to answer; a running task's live progress (iteration, phase,
+tokens, cost, worker) is the last heartbeat of its loop's activity, read with ``describe()``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from temporalio.client import Client, WorkflowExecution, WorkflowHandle
+
+WORKFLOW_PREFIX = "loopctl-task-"
+COLUMNS = ("task", "state", "iteration", "tokens", "cost", "branch", "reason")
+#: Memo states that mean the workflow still runs; a closed workflow's own status wins over them.
+_OPEN_STATES = ("queued", "running")
+
+
+def workflow_id(fleet: str, task: str) -> str:
+    return f"{WORKFLOW_PREFIX}{fleet}-{task}"
+
+
+def task_query(fleet: str) -> str:
+    return f"WorkflowType = 'LoopctlTask' AND TaskQueue = 'loopctl-{fleet}'"
+
+
+@dataclasses.dataclass
+class TaskRow:
+    """One task (one run of its workflow) as ``fleet status`` shows it."""
+
+    task: str
+    state: str
+    iteration: int | None = None
+    tokens: int | None = None
+    cost_usd: float | None = None
+    branch: str | None = None
+    reason: str = ""
+    attempts: int = 0
+    worker: str | None = None
+    phase: str | None = None
+    failure_class: str | None = None
+    goal: str = ""
+    repo: str = ""
+    workflow_id: str = ""
+    run_id: str = ""
+    started: str | None = None
+    closed: str | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+async def list_rows(
+    client: Client, fleet: str, *, task: str | None = None, every_run: bool = False
+) -> list[TaskRow]:
+    """The fleet's tasks, oldest first: each task's latest run, or ``every_run``."""
+    query = task_query(fleet)
+    if task is not None:
+        query += f" AND WorkflowId = '{workflow_id(fleet, task)}'"
+    executions = [execution async for execution in client.list_workflows(query)]
+    executions.sort(key=lambda e: (e.start_time, e.id))
+    if not every_run:
+        latest = {e.id: e for e in executions}  # sorted by start: the last one wins
+        executions = sorted(latest.values(), key=lambda e: (e.start_time, e.id))
+    rows = []
+    for execution in executions:
+        row = await row_of(client, fleet, execution)
+        rows.append(row)
+    return rows
+
+
+async def row_of(client: Client, fleet: str, execution: WorkflowExecution) -> TaskRow:
+    from temporalio.client import WorkflowExecutionStatus as Status
+
+    memo = await execution.memo()
+    prefix = workflow_id(fleet, "")
+    row = TaskRow(
+        task=execution.id.removeprefix(prefix),
+        state=str(memo.get("state") or "queued"),
+        iteration=memo.get("iterations"),
+        tokens=memo.get("tokens"),
+        cost_usd=memo.get("cost_usd"),
+        branch=memo.get("branch"),
+        reason=str(memo.get("reason") or ""),
+        attempts=int(memo.get("attempts") or 0),
+        failure_class=memo.get("failure_class"),
+        goal=str(memo.get("goal") or ""),
+        repo=str(memo.get("repo") or ""),
+        workflow_id=execution.id,
+        run_id=execution.run_id,
+        started=_iso(execution.start_time),
+        closed=_iso(execution.close_time),
+    )
+    if execution.status == Status.RUNNING:
+        handle = client.get_workflow_handle(execution.id, run_id=execution.run_id)
+        await _add_progress(client, handle, row)
+    elif row.state in _OPEN_STATES or row.state.startswith("retrying"):
+        name = execution.status.name if execution.status is not None else ""
+        row.state = _CLOSED_NAMES.get(name, "ended")  # the workflow ended without saying how
+    if row.state in ("gave up", "failed") and row.failure_class:
+        row.state = f"{row.state}: {row.failure_class}"
+    return row
+
+
+_CLOSED_NAMES = {
+    "COMPLETED": "complete",
+    "FAILED": "failed",
+    "CANCELED": "cancelled",
+    "TERMINATED": "terminated",
+    "TIMED_OUT": "timed out",
+    "CONTINUED_AS_NEW": "continued",
+}
+
+
+async def _add_progress(client: Client, handle: WorkflowHandle[Any, Any], row: TaskRow) -> None:
+    """The live figures of a running task: its loop activity's last heartbeat."""
+    description = await handle.describe()
+    for pending in description.raw_description.pending_activities:
+        if not pending.activity_type.name.endswith("run_loop"):
+            continue
+        details: list[Any] = []
+        if pending.heartbeat_details.payloads:
+            details = await client.data_converter.decode(pending.heartbeat_details.payloads)
+        progress = details[0] if details and isinstance(details[0], dict) else {}
+        row.worker = progress.get("worker") or pending.last_worker_identity or None
+        row.iteration = progress.get("iteration", row.iteration)
+        row.tokens = progress.get("tokens", row.tokens)
+        row.cost_usd = progress.get("cost_usd", row.cost_usd)
+        row.phase = progress.get("phase")
+        if row.state == "running":
+            attempt = progress.get("attempt") or row.attempts or 1
+            where = f"on {row.worker}" if row.worker else "waiting for a worker"
+            row.state = f"running (attempt {attempt} {where})"
+        return
+
+
+def _iso(when: Any) -> str | None:
+    return when.isoformat() if when is not None else None
+
+
+# --- rendering -------------------------------------------------------------------------------
+
+
+def cells(row: TaskRow) -> list[str]:
+    """The row's columns as text (``-`` for what is not known)."""
+    from loopctl import redact, sanitize
+
+    def text(value: Any) -> str:
+        return "-" if value in (None, "") else sanitize(redact(str(value)))
+
+    cost = None if row.cost_usd is None else f"${row.cost_usd:.2f}"
+    reason = row.reason.strip().splitlines()[0][:80] if row.reason.strip() else ""
+    return [
+        text(row.task),
+        text(row.state),
+        text(row.iteration),
+        text(row.tokens),
+        text(cost),
+        text(row.branch),
+        text(reason),
+    ]
+
+
+def plain_table(rows: list[TaskRow]) -> str:
+    """The rows as aligned plain text, a header first (for pipes and files)."""
+    table = [[c.upper() for c in COLUMNS], *(cells(row) for row in rows)]
+    widths = [max(len(line[i]) for line in table) for i in range(len(COLUMNS))]
+    return "\n".join(
+        "  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip()
+        for line in table
+    )
+
+
+def rich_table(rows: list[TaskRow]) -> Any:
+    from rich.table import Table
+
+    table = Table(box=None, header_style="bold")
+    for column in COLUMNS:
+        table.add_column(column, overflow="fold", justify="right" if column in _NUMBERS else "left")
+    for row in rows:
+        table.add_row(*cells(row), style=_STYLES.get(row.state.split(":")[0].split(" (")[0]))
+    return table
+
+
+_NUMBERS = ("iteration", "tokens", "cost")
+_STYLES = {"complete": "green", "failed": "red", "gave up": "yellow", "cancelled": "dim"}

