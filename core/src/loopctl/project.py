@@ -255,6 +255,7 @@ def check_settings(settings: dict[str, Any], *, where: str) -> None:
 
     .. versionadded:: 0.3
     """
+    from loopctl.config import load_config
     from loopctl.pluginhost import build_host, validate_plugin_sections
 
     loaded = load_config(Path.cwd(), env={}, recorded=settings, recorded_in=where)
