@@ -236,3 +236,12 @@ def test_any_parsed_file_gives_tasks_or_a_task_file_error(data: dict) -> None:
     assert problems or tasks
     assert all(p.startswith("tasks.toml: ") for p in problems)
     assert all(ID_PATTERN.fullmatch(t.id) for t in tasks)
+
+
+def test_pr_is_a_boolean_of_the_fleet_table(tmp_path: Path) -> None:
+    [task] = read_task_file(
+        write(tmp_path, '[[task]]\nrepo = "/r"\ngoal = "g"\n[task.fleet]\npr = true\n')
+    )
+    assert task.pr is True
+    found = problems(tmp_path, '[[task]]\nrepo = "/r"\ngoal = "g"\n[task.fleet]\npr = "yes"\n')
+    assert found == ["tasks.toml: task[0].fleet.pr: expected true or false, got text"]

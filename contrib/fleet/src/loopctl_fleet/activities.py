@@ -215,7 +215,21 @@ class _Attempt:
             self.progress.phase = "committing"
             result.commit = await self._commit(result)
             result.branch = self.spec.branch
+            if self.spec.pr:
+                await self._pull_request(result)
         return result
+
+    async def _pull_request(self, result: LoopResult) -> None:
+        from loopctl_fleet.pullrequest import PullRequestError, open_pull_request
+
+        body = (
+            f"{self.spec.goal.strip()}\n\n---\nloopctl fleet: task `{self.spec.id}`, "
+            f"{result.iterations} iteration(s), attempt {self.inp.attempt} on {self.acts.worker}."
+        )
+        try:
+            result.pull_request = await asyncio.to_thread(open_pull_request, self.spec, body)
+        except PullRequestError as exc:
+            result.pull_request_error = str(exc)
 
     def _stderr_tail(self) -> str:
         """The last line the loop wrote to stderr: why a loop that never started stopped."""

@@ -169,6 +169,7 @@ TASK_FLAGS = (
     Flag("goal", ("--goal",), str, "What the agent should achieve.", "TEXT", "goal"),
     Flag("goal_file", ("--goal-file",), Path, "Read the goal from this file (now: the text travels).", "FILE", "goal_file"),
     Flag("id", ("--id",), str, "The task's id (default: from the goal); its branch is loopctl/ID.", "ID", "id"),
+    Flag("pr", ("--pr",), bool, "Open a GitHub pull request of the result branch ($GITHUB_TOKEN on the worker).", None, "fleet.pr"),
 )  # fmt: skip
 
 FleetOption = Annotated[
@@ -529,6 +530,8 @@ async def _ending(client: Client, handle: Any, row: Any) -> list[str]:
     if row.branch:
         commit = f" (commit {result.commit[:12]})" if result is not None and result.commit else ""
         lines.append(f"Branch: {row.branch}{commit}")
+    if result is not None and (result.pull_request or result.pull_request_error):
+        lines.append(f"Pull request: {result.pull_request or result.pull_request_error}")
     if result is not None and result.logs:
         lines.append(f"Logs: on worker {result.worker}, in {result.logs} (loop.stderr, state/)")
     return lines

@@ -56,3 +56,6 @@ class LoopResult:
     logs: str = ""
     #: True when an earlier attempt had already pushed the result (nothing ran).
     reused: bool = False
+    #: The pull request opened for the branch (``[task.fleet] pr``), or why none was.
+    pull_request: str = ""
+    pull_request_error: str = ""

@@ -47,7 +47,7 @@ else:  # pragma: no cover - exercised on 3.10 only
 ID_PATTERN = re.compile(r"[a-z0-9][a-z0-9._-]{0,62}")
 #: Keys of a task that are the fleet's own; every other key is a loopctl.toml key.
 TASK_KEYS = ("id", "repo", "base", "goal", "goal_file", "fleet")
-FLEET_KEYS = ("retry",)
+FLEET_KEYS = ("pr", "retry")
 RETRY_KEYS = tuple(f.name for f in dataclasses.fields(RetryPolicy))
 DEFAULT_BASE = "HEAD"
 MAX_GOAL_BYTES = 64 * 1024
@@ -74,6 +74,8 @@ class TaskSpec:
     settings: dict[str, Any] = dataclasses.field(default_factory=dict)
     #: Per failure class (its name), how often and how soon the task is tried again.
     retry: dict[str, RetryPolicy] = dataclasses.field(default_factory=dict)
+    #: Open a GitHub pull request of the result branch (:mod:`loopctl_fleet.pullrequest`).
+    pr: bool = False
 
     @property
     def branch(self) -> str:
@@ -152,7 +154,7 @@ class _Reader:
         base = self.text(merged.get("base", DEFAULT_BASE), f"{where}.base")
         goal = self.goal(own, where)
         fleet = self.table(merged.get("fleet", {}), f"{where}.fleet")
-        retry = self.fleet_options(fleet, f"{where}.fleet")
+        pr, retry = self.fleet_options(fleet, f"{where}.fleet")
         settings = {k: v for k, v in merged.items() if k not in TASK_KEYS}
         task_id = self.task_id(own.get("id"), f"{where}.id")
         # a repository URL with credentials in it was named above: say it once
@@ -160,7 +162,9 @@ class _Reader:
         self.settings(settings, where)
         if len(self.problems) > before or repo is None or goal is None:
             return None
-        return TaskSpec(task_id or default_id(goal, repo, base), repo, base, goal, settings, retry)
+        return TaskSpec(
+            task_id or default_id(goal, repo, base), repo, base, goal, settings, retry, pr
+        )
 
     def task_id(self, value: object, where: str) -> str | None:
         if value is None or (isinstance(value, str) and ID_PATTERN.fullmatch(value)):
@@ -219,11 +223,16 @@ class _Reader:
             self.problem(where, f"{path} is not UTF-8 text")
         return ""
 
-    def fleet_options(self, fleet: dict[str, Any], where: str) -> dict[str, RetryPolicy]:
+    def fleet_options(
+        self, fleet: dict[str, Any], where: str
+    ) -> tuple[bool, dict[str, RetryPolicy]]:
         for key in sorted(set(fleet) - set(FLEET_KEYS)):
             self.problem(f"{where}.{key}", f"unknown key{_did_you_mean(key, FLEET_KEYS)}")
+        pr = fleet.get("pr", False)
+        if not isinstance(pr, bool):
+            self.problem(f"{where}.pr", f"expected true or false, got {_type_name(pr)}")
         retry = self.table(fleet.get("retry", {}), f"{where}.retry")
-        return retry_policies(retry, f"{where}.retry", self.problem)
+        return pr is True, retry_policies(retry, f"{where}.retry", self.problem)
 
     def secrets(self, data: Mapping[str, Any], where: str) -> None:
         for path, value in _strings(data):

@@ -160,6 +160,7 @@ class LoopctlTask:
             reason=outcome.reason,
             branch=result.branch if result else None,
             commit=result.commit if result else None,
+            pull_request=(result.pull_request or result.pull_request_error) if result else None,
             iterations=result.iterations if result else None,
             tokens=result.tokens if result else None,
             cost_usd=result.cost_usd if result else None,
