@@ -625,6 +625,7 @@ def limits(
             wanted = Limits(*(merged.get(key) for key in changes))
             await handle.signal(FleetLedger.set_limits, wanted)
             memo.update(dataclasses.asdict(wanted))
+            memo["held"] = ""  # what held tasks, the ledger decides again under the new limits
         return memo
 
     memo = with_client(connect_options(connection or {}, config), body)
