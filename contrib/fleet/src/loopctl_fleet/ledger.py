@@ -74,13 +74,16 @@ class LedgerState:
 
 @workflow.defn(name=LEDGER_NAME)
 class FleetLedger:
-    def __init__(self) -> None:
-        self.state = LedgerState()
+    # The input is taken in __init__ (workflow.init), not in run: a signal that arrives with the
+    # start (the first tasks' requests) is handled before run begins, and must meet the limits
+    # it was started with, not a default state that run would then overwrite.
+    @workflow.init
+    def __init__(self, state: LedgerState) -> None:
+        self.state = state
         self._signals: set[asyncio.Task[None]] = set()
 
     @workflow.run
     async def run(self, state: LedgerState) -> None:
-        self.state = state
         self._grant_waiting()
         while True:
             try:
