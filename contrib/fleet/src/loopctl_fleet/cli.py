@@ -749,11 +749,21 @@ def up(
     from loopctl_fleet.server import ServerError
 
     fleet_name, config = fleet_settings(name)
+    if foreground:  # before anything is printed: a SIGTERM after "Web UI:" must stop both
+        _stop_on_sigterm()
     try:
         fleet = service.up(fleet_name, port=port, ui_port=ui_port, slots=slots or config.slots)
     except ServerError as exc:
         error(str(exc))
         finish(EXIT_FAILED)
+    if not foreground:
+        _announce(fleet)
+        finish(0)
+    _stay_up(fleet, lambda: _announce(fleet))
+    finish(0)
+
+
+def _announce(fleet: Any) -> None:
     again = " (already running)"
     say(
         f"Fleet {fleet.name!r}: Temporal server at {fleet.address}{again if fleet.reused_server else ''}"
@@ -764,28 +774,34 @@ def up(
         f" (log: {fleet.state_dir / 'worker.log'})"
     )
     say(f"Web UI: {fleet.ui}")
-    if foreground:
-        _stay_up(fleet_name, fleet.state_dir)
-    finish(0)
 
 
-def _stay_up(name: str, home: Path) -> None:
+def _stop_on_sigterm() -> None:
     import signal
-    import time
-
-    from loopctl_fleet import service
 
     def stop(signum: int, frame: Any) -> None:
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, stop)
+
+
+def _stay_up(fleet: Any, announce: Callable[[], None]) -> None:
+    """Announce the fleet, then watch it until Ctrl-C or SIGTERM (or one of the two ends) and
+    stop both: a signal at any moment after ``up`` started them, the announcement included,
+    ends in ``down``."""
+    import time
+
+    from loopctl_fleet import service
+
+    home = fleet.state_dir
     try:
+        announce()
         while all(service.running(home / f) for f in (service.SERVER_FILE, service.WORKER_FILE)):
             time.sleep(0.5)  # a watch over processes that are not our children
         error("the server or the worker ended; stopping the fleet")
     except KeyboardInterrupt:
         pass
-    service.down(name, say=say)
+    service.down(fleet.name, say=say)
 
 
 @app.command("down", epilog=examples("loopctl fleet down"))
