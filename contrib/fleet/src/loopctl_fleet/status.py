@@ -25,7 +25,9 @@ def workflow_id(fleet: str, task: str) -> str:
 
 
 def task_query(fleet: str) -> str:
-    return f"WorkflowType = 'LoopctlTask' AND TaskQueue = 'loopctl-{fleet}'"
+    from loopctl_fleet.service import task_queue
+
+    return f"WorkflowType = 'LoopctlTask' AND TaskQueue = '{task_queue(fleet)}'"
 
 
 @dataclasses.dataclass
