@@ -1,0 +1,401 @@
+"""Where the failure memory keeps its rows: the storage interface and its location.
+
+:class:`~loopctl_context_errors.memory.FailureMemory` decides everything a user sees (the
+signature and words of a failure, which words are rare, how candidates are scored and ranked,
+what is redacted); a :class:`Store` only keeps rows and fetches them. Two backends implement it:
+SQLite with FTS5 (:mod:`loopctl_context_errors.store_sqlite`, a file per user, the default) and
+Postgres (:mod:`loopctl_context_errors.store_postgres`, one database a team shares). Because the
+ranking is computed here from integers both backends return alike (row ids, document
+frequencies, the number of rows), the same query over the same rows ranks the same failures in
+the same order on both.
+
+A store raises only :class:`StoreError` subclasses, each with a one-line message that never
+holds a password (:meth:`MemoryLocation.scrub`) and a status the memory reports
+(``missing``, ``timeout``, ``locked``, ``unavailable``, ``newer``, ``outdated``, ``error``).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import Any, NamedTuple, Protocol
+from urllib.parse import unquote, urlsplit
+
+import attrs
+
+#: The schema this loopctl writes. A store of a newer version is neither read nor written.
+SCHEMA_VERSION = 2
+#: Value of ``run_id`` for a failure no run recorded (imports, benchmarks).
+NO_RUN = ""
+#: URL schemes that name a Postgres memory.
+POSTGRES_SCHEMES = ("postgresql", "postgres")
+
+
+# --- errors -----------------------------------------------------------------------------------
+
+
+class StoreError(Exception):
+    """The store could not do what was asked; ``str(error)`` is one line, free of secrets."""
+
+    #: The memory's status for this error (``QueryOutcome.status``).
+    status = "error"
+
+    def __init__(self, message: str, *, reason: str = "") -> None:
+        super().__init__(message)
+        #: A short code for events (``auth``, ``refused``, ``gone``, ``bad-url`` …), no free text.
+        self.reason = reason or self.status
+
+
+class StoreMissing(StoreError):
+    """Nothing stored yet (no file, no schema): reads find nothing; a write creates it."""
+
+    status = "missing"
+
+
+class StoreTimeout(StoreError):
+    """The operation's deadline passed."""
+
+    status = "timeout"
+
+
+class StoreBusy(StoreError):
+    """Another writer held the store for longer than the deadline allowed."""
+
+    status = "locked"
+
+
+class StoreUnavailable(StoreError):
+    """The store cannot be reached or used: refused, wrong password, gone, a malformed URL,
+    no driver. ``reason`` says which."""
+
+    status = "unavailable"
+
+
+class StoreNewer(StoreError):
+    """The store's schema is newer than this loopctl knows: nothing is read or written."""
+
+    status = "newer"
+
+
+class StoreOutdated(StoreError):
+    """The store's schema is older and this backend does not migrate it by itself
+    (a shared Postgres: ``loopctl memory migrate``)."""
+
+    status = "outdated"
+
+
+# --- where the store is -------------------------------------------------------------------------
+
+
+@attrs.frozen
+class MemoryLocation:
+    """A store's address: a SQLite file or a Postgres URL.
+
+    ``display`` is what users see (a path, or ``postgresql://user@host:port/db`` without a
+    password); the connection string and the password are kept out of ``repr``.
+    """
+
+    kind: str  # "sqlite" | "postgres"
+    display: str
+    path: Path | None = None
+    conninfo: str = attrs.field(default="", repr=False)
+    password: str = attrs.field(default="", repr=False)
+
+    def __str__(self) -> str:
+        return self.display
+
+    def scrub(self, text: str) -> str:
+        """``text`` with this location's password (raw and percent-decoded) masked."""
+        for secret in {self.password, unquote(self.password)}:
+            if secret:
+                text = text.replace(secret, "[REDACTED]")
+        return text
+
+
+def is_url(value: str) -> bool:
+    """Whether ``value`` names a Postgres memory rather than a file."""
+    return value.strip().lower().split("://", 1)[0] in POSTGRES_SCHEMES and "://" in value
+
+
+_PORT = re.compile(r"\d{1,5}")
+
+
+def parse_location(value: str) -> MemoryLocation:
+    """The location ``value`` names: a ``postgresql://`` URL, else a file path.
+
+    Raises :class:`StoreUnavailable` (reason ``bad-url``) for a URL that is not one, with a
+    message that shows no part of it but its scheme and host.
+    """
+    value = value.strip()
+    if not is_url(value):
+        path = Path(os.path.expanduser(value))
+        return MemoryLocation(kind="sqlite", display=str(path), path=path)
+    return _postgres_location(value)
+
+
+def _bad_url(why: str, host: str = "") -> StoreUnavailable:
+    shown = f"postgresql://{host}/…" if host else "the postgresql:// URL"
+    return StoreUnavailable(f"{shown} is not a valid URL ({why})", reason="bad-url")
+
+
+def _postgres_location(value: str) -> MemoryLocation:
+    scheme, _, rest = value.partition("://")
+    authority = rest.split("/", 1)[0].split("?", 1)[0]
+    if authority.count("@") > 1:
+        return _raise(_bad_url("percent-encode @ in the user name or password as %40"))
+    try:
+        parts = urlsplit(value)
+        host = parts.hostname or ""
+        port = parts.port
+    except ValueError as exc:
+        why = "a port must be a number" if "port" in str(exc).lower() else "malformed host"
+        return _raise(_bad_url(why))
+    if parts.fragment:
+        return _raise(_bad_url("it has a #fragment", host))
+    user = unquote(parts.username or "")
+    password = parts.password or ""
+    for pair in filter(None, parts.query.split("&")):
+        key, _, given = pair.partition("=")
+        if key == "password":
+            password = given
+    database = parts.path.lstrip("/")
+    netloc = (f"{user}@" if user else "") + _host_part(parts)
+    display = f"{scheme.lower()}://{netloc}/{database}"
+    query = "&".join(
+        pair for pair in parts.query.split("&") if pair and not pair.startswith("password=")
+    )
+    if query:
+        display += "?" + query
+    del port  # checked above: urlsplit raises on a port that is not a number
+    return MemoryLocation(
+        kind="postgres", display=display, conninfo=value, password=unquote(password)
+    )
+
+
+def _host_part(parts: Any) -> str:
+    host = parts.hostname or ""
+    if ":" in host:  # IPv6
+        host = f"[{host}]"
+    return host + (f":{parts.port}" if parts.port is not None else "")
+
+
+def _raise(error: StoreError) -> MemoryLocation:
+    raise error
+
+
+# --- what the memory hands a store and gets back -----------------------------------------------
+
+
+@attrs.frozen
+class NewFailure:
+    """A failure to record. Text is already redacted and truncated by the memory."""
+
+    signature: str
+    category: str
+    rule: str
+    stage: str
+    project: str
+    project_id: str
+    project_path: str
+    run_id: str
+    #: The decisive lines as JSON (a list of strings).
+    decisive_json: str
+    #: The failure's distinct words (:func:`~loopctl_context_errors.memory.tokens_of`).
+    terms: tuple[str, ...]
+    now: float
+
+
+@attrs.frozen
+class StoredFailure:
+    """A whole stored row, as ``memory copy`` moves it and ``bulk_insert`` writes it."""
+
+    uid: str
+    signature: str
+    category: str
+    rule: str
+    stage: str
+    project: str
+    project_id: str
+    project_path: str
+    run_id: str
+    decisive_json: str
+    terms: tuple[str, ...]
+    created_at: float
+    last_seen: float
+    occurrences: int = 1
+    resolved_at: float | None = None
+    fix_files_json: str = "[]"
+    fix_suggestion: str = ""
+    fix_summary: str = ""
+    #: The source's id; kept by a copy into an empty store.
+    id: int | None = None
+
+
+class Candidate(NamedTuple):
+    """A row the postings found, with just the columns re-ranking needs."""
+
+    id: int
+    signature: str
+    category: str
+    resolved_at: float | None
+    last_seen: float
+    #: The row's words, space-separated.
+    tokens: str
+    project_id: str
+
+
+class StoredRow(NamedTuple):
+    """The columns of a row that :class:`~loopctl_context_errors.memory.FailureRecord` shows."""
+
+    id: int
+    signature: str
+    category: str
+    rule: str
+    stage: str
+    project: str
+    project_id: str
+    decisive_json: str
+    created_at: float
+    occurrences: int
+    last_seen: float
+    resolved_at: float | None
+    fix_files_json: str
+    fix_suggestion: str
+    fix_summary: str
+
+
+@attrs.frozen
+class FixTarget:
+    """Which row a fix belongs to: by id, or by signature and the run that recorded it."""
+
+    id: int | None = None
+    signature: str = ""
+    run_id: str = ""
+
+
+@attrs.frozen
+class Fix:
+    resolved_at: float
+    files_json: str
+    suggestion: str
+    summary: str
+
+
+@attrs.frozen
+class PruneCriteria:
+    """Rows to delete: all conditions given must hold."""
+
+    #: Rows last seen before this time (seconds since the epoch).
+    last_seen_before: float | None = None
+    #: Only rows of this project (its display name or its identity).
+    project: str | None = None
+    #: Keep the newest this many rows (by last seen).
+    keep: int | None = None
+
+
+@attrs.frozen
+class SchemaState:
+    """A store's schema version against this loopctl's (None: no store yet)."""
+
+    version: int | None
+    current: int = SCHEMA_VERSION
+
+
+@attrs.frozen
+class MigrationReport:
+    from_version: int | None
+    to_version: int
+    rows: int = 0
+    dry_run: bool = False
+
+
+class Store(Protocol):
+    """What a backend does. ``deadline`` is a :func:`time.monotonic` time; an operation still
+    running then raises :class:`StoreTimeout`. Writes that change rows also keep the number of
+    rows and each word's document frequency right, in the same transaction, so that a query
+    reads them consistent with the rows."""
+
+    location: MemoryLocation
+
+    def schema(self, deadline: float) -> SchemaState: ...
+
+    def migrate(self, deadline: float, *, dry_run: bool = False) -> MigrationReport: ...
+
+    def add_failure(self, row: NewFailure, deadline: float) -> int:
+        """Insert ``row``, or when this run already stored its signature count it once more
+        (``occurrences + 1``, ``last_seen``); the row's id. Creates the store if need be."""
+        ...
+
+    def add_many(self, rows: Iterable[StoredFailure], deadline: float) -> int:
+        """Insert rows whose ``uid`` is not stored yet; how many were inserted."""
+        ...
+
+    def set_fix(self, target: FixTarget, fix: Fix, deadline: float) -> bool: ...
+
+    def bump_suggestions(self, rows: Sequence[tuple[str, int, float]], deadline: float) -> None:
+        """``(key, effective 0/1, now)`` each: one judged showing more of each key."""
+        ...
+
+    def suggestion_stats(self, keys: Sequence[str], deadline: float) -> dict[str, tuple[int, int]]:
+        ...
+
+    def exact(self, signature: str, exclude_run: str, deadline: float) -> list[StoredRow]:
+        """Rows with ``signature`` not recorded by ``exclude_run``: fixed first, then the latest
+        seen, then the highest id (at most 50)."""
+        ...
+
+    def term_stats(self, terms: Sequence[str], deadline: float) -> tuple[int, dict[str, int]]:
+        """The number of stored rows, and each known term's document frequency (one snapshot)."""
+        ...
+
+    def postings(self, terms: Sequence[str], newest: int, deadline: float) -> list[int]:
+        """The ids of the newest ``newest`` rows holding any of ``terms``, highest first."""
+        ...
+
+    def candidates(
+        self, ids: Sequence[int], exclude_run: str, deadline: float
+    ) -> list[Candidate]: ...
+
+    def rows(self, ids: Sequence[int], deadline: float) -> list[StoredRow]: ...
+
+    def recent(self, limit: int, deadline: float) -> list[StoredRow]: ...
+
+    def stats(self, deadline: float) -> dict[str, Any]: ...
+
+    def delete(self, where: PruneCriteria, *, dry_run: bool, deadline: float) -> int: ...
+
+    def id_span(self, deadline: float) -> int:
+        """``max(id) - min(id) + 1`` (0 when empty): a cheap bound on the number of rows."""
+        ...
+
+    def iter_failures(self, batch: int = 5000) -> Iterator[StoredFailure]: ...
+
+    def close(self) -> None: ...
+
+
+__all__ = [
+    "NO_RUN",
+    "SCHEMA_VERSION",
+    "Candidate",
+    "Fix",
+    "FixTarget",
+    "MemoryLocation",
+    "MigrationReport",
+    "NewFailure",
+    "PruneCriteria",
+    "SchemaState",
+    "Store",
+    "StoreBusy",
+    "StoreError",
+    "StoreMissing",
+    "StoreNewer",
+    "StoreOutdated",
+    "StoreTimeout",
+    "StoreUnavailable",
+    "StoredFailure",
+    "StoredRow",
+    "is_url",
+    "parse_location",
+]
