@@ -69,6 +69,18 @@ def _unavailable(reason: str) -> None:
     pytest.skip(reason)
 
 
+def require_psycopg() -> None:
+    """At the top of a test module, before importing the Postgres store: skip the module
+    without psycopg (the plugin works without it), fail it when Postgres is required."""
+    try:
+        import psycopg  # noqa: F401
+    except ImportError:
+        reason = "psycopg is not installed: pip install 'loopctl-context-errors[postgres]'"
+        if os.environ.get(ENV_REQUIRE) == "1":
+            raise RuntimeError(f"{reason} (and {ENV_REQUIRE}=1)") from None
+        pytest.skip(reason, allow_module_level=True)
+
+
 def _binaries() -> Path | None:
     found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"), key=_version_key)
     return Path(found[-1]).parent if found else None
@@ -244,6 +256,46 @@ def _close_store_connections() -> None:
     store_postgres.close_all()
 
 
+def database_of(url: str) -> str:
+    return urlsplit(url).path.lstrip("/")
+
+
+def dump(server: PgServer, url: str) -> dict[str, list[tuple[Any, ...]]]:
+    """Every table of the database at ``url``, all rows, in a stable order."""
+    from psycopg import sql
+
+    with server.admin(database_of(url)) as conn:
+        tables = [
+            str(row[0])
+            for row in conn.execute(
+                "SELECT table_name FROM information_schema.tables "
+                "WHERE table_schema = 'public' ORDER BY 1"
+            )
+        ]
+        return {
+            table: conn.execute(
+                sql.SQL("SELECT * FROM {} ORDER BY 1, 2").format(sql.Identifier(table))
+            ).fetchall()
+            for table in tables
+        }
+
+
+def recount(server: PgServer, url: str) -> tuple[int, int, dict[str, int], dict[str, int]]:
+    """(n_failures kept, rows counted, token_df kept, df recounted from the rows)."""
+    with server.admin(database_of(url)) as conn:
+        kept_n = conn.execute(
+            "SELECT value::bigint FROM loopctl_memory_meta WHERE key = 'n_failures'"
+        ).fetchone()
+        rows = conn.execute("SELECT count(*) FROM loopctl_failures").fetchone()
+        kept_df = dict(conn.execute("SELECT term, df FROM loopctl_token_df").fetchall())
+        counted = dict(
+            conn.execute(
+                "SELECT t, count(*) FROM loopctl_failures, unnest(terms) AS t GROUP BY t"
+            ).fetchall()
+        )
+    return int(kept_n[0]), int(rows[0]), kept_df, counted
+
+
 def wait_until(predicate: Any, timeout: float = 30.0, interval: float = 0.02) -> Any:
     """``predicate()`` once it is truthy; AssertionError when it is not within ``timeout``."""
     deadline = time.monotonic() + timeout
@@ -256,4 +308,14 @@ def wait_until(predicate: Any, timeout: float = 30.0, interval: float = 0.02) ->
         time.sleep(interval)
 
 
-__all__ = ["PgServer", "database", "pg_server", "pg_url", "wait_until"]
+__all__ = [
+    "PgServer",
+    "database",
+    "database_of",
+    "dump",
+    "pg_server",
+    "pg_url",
+    "recount",
+    "require_psycopg",
+    "wait_until",
+]
