@@ -363,8 +363,10 @@ class PostgresStore:
         conn = self._connection(deadline)
         try:
             ms = max(1, int(_remaining(deadline, self.location) * 1000))
+            # a lock wait ends a little sooner, so that waiting on a writer reads as "busy"
             begin = (
-                f"BEGIN {mode}; SET LOCAL statement_timeout = {ms}; SET LOCAL lock_timeout = {ms}"
+                f"BEGIN {mode}; SET LOCAL statement_timeout = {ms}; "
+                f"SET LOCAL lock_timeout = {max(1, ms * 9 // 10)}"
             )
             if lock:
                 begin += f"; SELECT pg_advisory_xact_lock(hashtext('{lock}'))"
