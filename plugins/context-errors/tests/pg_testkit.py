@@ -296,6 +296,35 @@ def recount(server: PgServer, url: str) -> tuple[int, int, dict[str, int], dict[
     return int(kept_n[0]), int(rows[0]), kept_df, counted
 
 
+def concurrent_writer(url: str, index: int, count: int) -> list[str]:
+    """One of many processes at once: ``count`` failures (words in a shuffled order shared
+    with the others), each followed by a query's reads; the errors met, as lines."""
+    import random
+
+    from loopctl_context_errors.store import NewFailure, StoreError, parse_location
+    from loopctl_context_errors.store_postgres import PostgresStore
+
+    store = PostgresStore(parse_location(url), timeout_s=5)
+    rng = random.Random(index)
+    vocabulary = [f"word{i}" for i in range(30)]
+    errors: list[str] = []
+    for n in range(count):
+        terms = tuple(rng.sample(vocabulary, 8))
+        row = NewFailure(
+            signature=f"sig-{index}-{n}", category="TEST_FAILURE", rule="", stage="tests",
+            project="shop", project_id="git:x/shop", project_path="", run_id=f"run-{index}",
+            decisive_json="[]", terms=terms, now=time.time(),
+        )  # fmt: skip
+        try:
+            store.add_failure(row, time.monotonic() + 5)
+            store.term_stats(terms, time.monotonic() + 5)
+            store.postings(terms[:3], 100, time.monotonic() + 5)
+        except StoreError as exc:
+            errors.append(f"{type(exc).__name__} ({exc.reason}): {exc}")
+    store.close()
+    return errors
+
+
 def wait_until(predicate: Any, timeout: float = 30.0, interval: float = 0.02) -> Any:
     """``predicate()`` once it is truthy; AssertionError when it is not within ``timeout``."""
     deadline = time.monotonic() + timeout
@@ -310,6 +339,7 @@ def wait_until(predicate: Any, timeout: float = 30.0, interval: float = 0.02) ->
 
 __all__ = [
     "PgServer",
+    "concurrent_writer",
     "database",
     "database_of",
     "dump",
