@@ -159,6 +159,11 @@ WITH ins AS (
 SELECT id FROM ins
 """
 
+#: Every term's newest rows in one round trip: one plan for all terms, a GIN bitmap per term.
+#: Measured at 100K rows against a UNION of per-term subqueries planned with their values (the
+#: planner then often scans the primary key backwards): with the memory's rare words (df within
+#: RARE_BUDGET) this is p95 2.9 ms against 8.2 ms. A common word costs its df in rows read
+#: (8 ms for a word in 40% of 100K rows); the memory asks for one only when it is the rarest.
 _POSTINGS = """
 SELECT DISTINCT p.id FROM unnest(%(terms)s::text[]) AS t(term)
 CROSS JOIN LATERAL (
