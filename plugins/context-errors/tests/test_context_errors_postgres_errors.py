@@ -207,3 +207,10 @@ def test_each_thread_has_its_own_connection(pg_server: PgServer, pg_url: str) ->
     thread.join()
     assert errors == []
     assert len(_backend_pids(pg_server, database_of(pg_url))) == 2
+
+
+def test_libpq_repeating_a_bad_password_is_not_shown() -> None:
+    # libpq's message is `invalid percent-encoded token: "<the password>"`
+    password = "pw-%zzS3cret"
+    error = error_of(f"postgresql://loop:{password}@127.0.0.1:5432/mem", password)
+    assert (type(error), error.reason) == (StoreUnavailable, "bad-url")
