@@ -10,7 +10,8 @@ unless ``LOOPCTL_REQUIRE_POSTGRES=1``, when they fail.
 ``pg_url`` gives each test its own database, owned by a role with a password, as a
 ``postgresql://role:password@127.0.0.1:port/db`` URL (so a test can give a wrong password).
 
-Use: ``from pg_testkit import pg_server, pg_url  # noqa: F401`` in a test module.
+Use: ``from pg_testkit import pg_server, pg_url`` in a test module, and name them once at
+module level (``FIXTURES = (pg_server, pg_url)``) so that pytest finds them and ruff sees them used.
 """
 
 from __future__ import annotations
@@ -36,6 +37,8 @@ import pytest
 ENV_URL = "LOOPCTL_TEST_POSTGRES_URL"
 ENV_REQUIRE = "LOOPCTL_REQUIRE_POSTGRES"
 NO_BINARIES = "no PostgreSQL server binaries: apt install postgresql"
+#: Where Debian puts each installed version's server binaries (the newest is used).
+BINARIES_GLOB = "/usr/lib/postgresql/*/bin/initdb"
 
 
 @attrs.frozen
@@ -73,7 +76,7 @@ def require_psycopg() -> None:
     """At the top of a test module, before importing the Postgres store: skip the module
     without psycopg (the plugin works without it), fail it when Postgres is required."""
     try:
-        import psycopg  # noqa: F401
+        import psycopg  # noqa: F401 - only whether it imports
     except ImportError:
         reason = "psycopg is not installed: pip install 'loopctl-context-errors[postgres]'"
         if os.environ.get(ENV_REQUIRE) == "1":
@@ -82,7 +85,7 @@ def require_psycopg() -> None:
 
 
 def _binaries() -> Path | None:
-    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"), key=_version_key)
+    found = sorted(glob.glob(BINARIES_GLOB), key=_version_key)
     return Path(found[-1]).parent if found else None
 
 
@@ -91,7 +94,7 @@ def _version_key(path: str) -> tuple[int, ...]:
     return tuple(int(part) for part in version.split(".") if part.isdigit())
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
@@ -132,7 +135,7 @@ class _Cluster:
         if initdb.returncode != 0:
             raise RuntimeError(f"initdb failed: {initdb.stderr.strip()}")
         for _attempt in range(5):
-            self.port = _free_port()
+            self.port = free_port()
             options = (
                 f"-k {self.root} -p {self.port} -c listen_addresses=127.0.0.1 -c fsync=off "
                 "-c synchronous_commit=off -c full_page_writes=off -c max_connections=200"
@@ -152,7 +155,9 @@ class _Cluster:
         shutil.rmtree(self.root, ignore_errors=True)
 
 
-def _start_cluster() -> tuple[_Cluster | None, str]:
+def start_cluster() -> tuple[_Cluster, str]:
+    """A throwaway cluster from Debian's binaries and its superuser URL; skips (or fails, when
+    Postgres is required) where there are none."""
     bindir = _binaries()
     if bindir is None:
         _unavailable(NO_BINARIES)
@@ -197,13 +202,13 @@ def _drop_role(server: PgServer) -> None:
 @pytest.fixture(scope="session")
 def pg_server() -> Iterator[PgServer]:
     try:
-        import psycopg  # noqa: F401
+        import psycopg  # noqa: F401 - only whether it imports
     except ImportError:
         _unavailable("psycopg is not installed: pip install 'loopctl-context-errors[postgres]'")
     cluster: _Cluster | None = None
     admin_url = os.environ.get(ENV_URL, "")
     if not admin_url:
-        cluster, admin_url = _start_cluster()
+        cluster, admin_url = start_cluster()
     try:
         parts = urlsplit(admin_url)
         role, password = _make_role(admin_url)
@@ -343,9 +348,11 @@ __all__ = [
     "database",
     "database_of",
     "dump",
+    "free_port",
     "pg_server",
     "pg_url",
     "recount",
     "require_psycopg",
+    "start_cluster",
     "wait_until",
 ]

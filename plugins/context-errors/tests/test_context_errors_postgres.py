@@ -23,7 +23,7 @@ from pg_testkit import (
 FIXTURES = (pg_server, pg_url)
 require_psycopg()
 
-from loopctl_context_errors.store import (  # noqa: E402
+from loopctl_context_errors.store import (  # noqa: E402 - after require_psycopg()
     SCHEMA_VERSION,
     Fix,
     FixTarget,
@@ -36,7 +36,7 @@ from loopctl_context_errors.store import (  # noqa: E402
     StoreOutdated,
     parse_location,
 )
-from loopctl_context_errors.store_postgres import PostgresStore  # noqa: E402
+from loopctl_context_errors.store_postgres import PostgresStore  # noqa: E402 - after require_psycopg()
 
 
 def soon() -> float:

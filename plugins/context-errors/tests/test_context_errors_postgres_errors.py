@@ -13,8 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pg_testkit import (
     PgServer,
-    _free_port,
     database_of,
+    free_port,
     pg_server,
     pg_url,
     require_psycopg,
@@ -25,7 +25,7 @@ from pg_testkit import (
 FIXTURES = (pg_server, pg_url)
 require_psycopg()
 
-from loopctl_context_errors.store import (  # noqa: E402
+from loopctl_context_errors.store import (  # noqa: E402 - after require_psycopg()
     NewFailure,
     StoreBusy,
     StoreError,
@@ -33,7 +33,7 @@ from loopctl_context_errors.store import (  # noqa: E402
     StoreUnavailable,
     parse_location,
 )
-from loopctl_context_errors.store_postgres import WRITE_LOCK, PostgresStore  # noqa: E402
+from loopctl_context_errors.store_postgres import WRITE_LOCK, PostgresStore  # noqa: E402 - after require_psycopg()
 
 SECRET = "pw-Zq9s3cr3t"
 
@@ -84,7 +84,7 @@ def test_an_unknown_user_is_auth_too(pg_server: PgServer, pg_url: str) -> None:
 
 
 def test_nothing_listening_is_refused() -> None:
-    error = error_of(f"postgresql://loop:{SECRET}@127.0.0.1:{_free_port()}/mem")
+    error = error_of(f"postgresql://loop:{SECRET}@127.0.0.1:{free_port()}/mem")
     assert (type(error), error.reason) == (StoreUnavailable, "refused")
 
 
@@ -119,7 +119,7 @@ def test_a_malformed_url_is_bad_url(url: str) -> None:
 def test_no_error_shows_the_password(secret: str, broken: str, in_query: bool) -> None:
     password = f"pw-{secret}"
     encoded = quote(password, safe="")
-    port = _free_port()
+    port = free_port()
     if in_query:
         query = f"?password={encoded}" + broken.replace("?", "&")
         url = f"postgresql://loop@127.0.0.1:{port}/mem{query}"
