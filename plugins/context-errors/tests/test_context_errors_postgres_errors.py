@@ -4,6 +4,7 @@ the next call connects again."""
 
 from __future__ import annotations
 
+import secrets
 import threading
 import time
 from urllib.parse import quote
@@ -29,11 +30,12 @@ from loopctl_context_errors.store import (  # noqa: E402 - after require_psycopg
     NewFailure,
     StoreBusy,
     StoreError,
+    StoreNewer,
     StoreTimeout,
     StoreUnavailable,
     parse_location,
 )
-from loopctl_context_errors.store_postgres import WRITE_LOCK, PostgresStore  # noqa: E402 - after require_psycopg()
+from loopctl_context_errors.store_postgres import WRITE_LOCK, PostgresStore, close_all  # noqa: E402 - after require_psycopg()
 
 SECRET = "pw-Zq9s3cr3t"
 
@@ -214,3 +216,31 @@ def test_libpq_repeating_a_bad_password_is_not_shown() -> None:
     password = "pw-%zzS3cret"
     error = error_of(f"postgresql://loop:{password}@127.0.0.1:5432/mem", password)
     assert (type(error), error.reason) == (StoreUnavailable, "bad-url")
+
+
+def test_a_role_that_may_not_create_the_tables_is_told_so(pg_server: PgServer) -> None:
+    name = f"loopctl_t_noperm_{secrets.token_hex(4)}"
+    with pg_server.admin() as conn:  # a database the test role does not own
+        conn.execute(f"CREATE DATABASE {name}")
+    try:
+        with pg_server.admin() as conn:
+            conn.execute(f"GRANT CONNECT ON DATABASE {name} TO {pg_server.role}")
+        store = PostgresStore(parse_location(pg_server.url(name)), timeout_s=5)
+        with pytest.raises(StoreUnavailable) as raised:
+            store.add_failure(failure(), soon())
+        assert raised.value.reason == "permission"
+        assert store.schema(soon()).version is None
+    finally:
+        close_all()
+        with pg_server.admin() as conn:
+            conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+def test_an_unreadable_schema_version_is_never_written(pg_server: PgServer, pg_url: str) -> None:
+    store = PostgresStore(parse_location(pg_url), timeout_s=5)
+    store.add_failure(failure(), soon())
+    with pg_server.admin(database_of(pg_url)) as conn:
+        conn.execute("UPDATE loopctl_memory_meta SET value = 'v3' WHERE key = 'schema_version'")
+    fresh = PostgresStore(parse_location(pg_url), timeout_s=5)
+    with pytest.raises(StoreNewer, match="schema version unreadable"):
+        fresh.add_failure(failure("run-2"), soon())

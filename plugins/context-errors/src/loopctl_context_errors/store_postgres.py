@@ -122,6 +122,8 @@ INSERT INTO loopctl_memory_meta (key, value) VALUES
 ON CONFLICT (key) DO NOTHING;
 """
 
+#: A version that cannot be read counts as newer than any: neither read nor written.
+_UNREADABLE_VERSION = 10**9
 #: Steps from an older schema version to the next. Postgres stores start at version 2.
 _MIGRATIONS: dict[int, str] = {}
 
@@ -311,6 +313,9 @@ def query_error(location: MemoryLocation, exc: psycopg.Error, broken: bool) -> S
     if isinstance(exc, _RETRYABLE):
         line = f"{location.display}: busy (another writer held it too long)"
         return StoreBusy(_shown(location, line), reason="locked")
+    if isinstance(exc, pg_errors.InsufficientPrivilege):
+        line = f"{location.display}: permission denied (the role needs CREATE the first time)"
+        return StoreUnavailable(_shown(location, line), reason="permission")
     text = str(exc).lower()
     if broken or isinstance(exc, pg_errors.AdminShutdown) or "server closed" in text:
         line = f"{location.display}: the server closed the connection"
@@ -417,7 +422,10 @@ class PostgresStore:
         row = conn.execute(
             "SELECT value FROM loopctl_memory_meta WHERE key = 'schema_version'"
         ).fetchone()
-        return int(row[0]) if row is not None else None
+        try:
+            return int(row[0]) if row is not None else None
+        except ValueError:  # not ours, or damaged: never write to it
+            return _UNREADABLE_VERSION
 
     def _ready(self, conn: psycopg.Connection[Any], *, create: bool) -> None:
         """Raise unless the store is at this loopctl's version; with ``create``, make an absent
@@ -435,8 +443,9 @@ class PostgresStore:
         if version is None:
             raise StoreMissing(f"{shown}: no failure memory stored yet", reason="missing")
         if version > SCHEMA_VERSION:
+            found = "unreadable" if version == _UNREADABLE_VERSION else str(version)
             line = (
-                f"{shown}: schema version {version} is newer than this loopctl's "
+                f"{shown}: schema version {found} is newer than this loopctl's "
                 f"{SCHEMA_VERSION}: upgrade loopctl"
             )
             raise StoreNewer(_shown(self.location, line), reason="newer")
