@@ -9,6 +9,8 @@ import time
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from pg_testkit import (
     PgServer,
     database_of,
@@ -332,3 +334,43 @@ def test_copy_into_a_store_with_rows_gives_new_ids_and_merges(
     assert store.add_many([*rows, stored("x3")], soon()) == 1
     assert_counts_right(pg_server, pg_url)
     assert store.term_stats(["alpha"], soon()) == (4, {"alpha": 3})
+
+
+OPERATIONS = st.lists(
+    st.one_of(
+        st.tuples(
+            st.just("add"),
+            st.sampled_from(["", "r1", "r2"]),
+            st.sampled_from(["s1", "s2", "s3"]),
+            st.sets(st.sampled_from(["a", "b", "c", "d_e", "Ω"]), max_size=4),
+        ),
+        st.tuples(st.just("delete"), st.sampled_from([0, 1, 3]), st.booleans(), st.none()),
+    ),
+    max_size=12,
+)
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(operations=OPERATIONS)
+def test_any_writes_keep_df_and_n_equal_to_a_recount(
+    store: PostgresStore, pg_server: PgServer, pg_url: str, operations: list[tuple[Any, ...]]
+) -> None:
+    store.migrate(soon())
+    with pg_server.admin(database_of(pg_url)) as conn:  # each example starts empty
+        conn.execute(
+            "TRUNCATE loopctl_failures, loopctl_token_df; "
+            "UPDATE loopctl_memory_meta SET value = '0' WHERE key = 'n_failures'"
+        )
+    for n, (kind, first, second, terms) in enumerate(operations):
+        if kind == "add":
+            store.add_failure(
+                failure(run_id=first, signature=second, terms=tuple(terms), now=float(n)), soon()
+            )
+        else:
+            where = PruneCriteria(keep=first, project="shop" if second else None)
+            store.delete(where, dry_run=False, deadline=soon())
+    assert_counts_right(pg_server, pg_url)
+    kept_n, _rows, kept_df, _counted = recount(pg_server, pg_url)
+    assert store.term_stats(sorted(kept_df), soon()) == (kept_n, kept_df)

@@ -761,6 +761,8 @@ class PostgresStore:
             after = int(rows[-1][0])
 
     def close(self) -> None:
+        """Close the calling thread's connection (another thread's may be in use: those close
+        with :func:`close_all`, or when the process ends)."""
         conn = _CONNECTIONS.get(_key(self.location))
         if conn is not None:
             self._drop(conn)
