@@ -21,6 +21,10 @@ nox.options.error_on_missing_interpreters = False
 
 SUPPORTED = ("3.10", "3.11", "3.12", "3.13")
 TEST_DEPS = ["pytest>=7.4", "hypothesis>=6.90", "pytest-xdist>=3.5", "jsonschema>=4.18"]
+#: context-errors' `postgres` extra, for its Postgres store's tests (they skip without it, or fail
+#: when LOOPCTL_REQUIRE_POSTGRES=1, as .ci/run sets). Not in TEST_DEPS: `isolation` proves the
+#: plugin works without it.
+POSTGRES_DEPS = ["psycopg[binary]>=3.2"]
 #: core's `prices` extra, so the tests of the genai-prices path run (they skip without it).
 PRICES_DEPS = ["genai-prices>=0.2.3; python_version >= '3.11'"]
 
@@ -116,7 +120,9 @@ def test_paths() -> list[str]:
 @nox.session(python=INSTALLED_PYTHONS or None)
 def tests(session: nox.Session) -> None:
     """Run the whole test suite (core, plugins, contrib, cross-package) on this Python."""
-    session.install(*wheels(session, *all_distributions()), *TEST_DEPS, *PRICES_DEPS)
+    session.install(
+        *wheels(session, *all_distributions()), *TEST_DEPS, *PRICES_DEPS, *POSTGRES_DEPS
+    )
     # the fleet's tests that start a Temporal dev server run once, in `isolation`
     marks = "not e2e and not venv and not temporal"
     session.run("pytest", "-n", "2", "-m", marks, *test_paths(), *session.posargs)
@@ -138,7 +144,7 @@ def _cores() -> int:
 def load(session: nox.Session) -> None:
     """The tests marked `timing` (they race processes, signals or clocks), 3 times under a CPU hog
     that keeps every core busy: a suite green only on a quiet machine fails here."""
-    session.install(*wheels(session, *all_distributions()), *TEST_DEPS)
+    session.install(*wheels(session, *all_distributions()), *TEST_DEPS, *POSTGRES_DEPS)
     hog = "while True:\n    pass\n"
     hogs = [
         subprocess.Popen([sys.executable, "-c", hog], stdin=subprocess.DEVNULL)
@@ -186,7 +192,9 @@ def packaging(session: nox.Session) -> None:
 def types(session: nox.Session) -> None:
     """mypy: strict on core, checked on plugins and contrib."""
     # tomli: checked as 3.10
-    session.install("mypy>=1.10", "tomli", *wheels(session, *all_distributions()), *TEST_DEPS)
+    session.install(
+        "mypy>=1.10", "tomli", *wheels(session, *all_distributions()), *TEST_DEPS, *POSTGRES_DEPS
+    )
     session.run("mypy")
     for dist in distributions("plugins") + distributions("contrib"):
         src = dist / "src"
@@ -225,6 +233,8 @@ def isolation(session: nox.Session) -> None:
             "no:cacheprovider",
             str(dist / "tests"),
             external=True,
+            # without the plugins' extras (psycopg), what needs them skips
+            env={"LOOPCTL_REQUIRE_POSTGRES": ""},
         )
     # `loopctl plugins new` output, installed into a fresh venv with core, passes its tests
     session.install(*wheels(session, "./core"), *TEST_DEPS)
@@ -291,7 +301,9 @@ def e2e(session: nox.Session) -> None:
             E2E_AIDER,
             external=True,
         )
-    session.install(*wheels(session, *all_distributions()), *TEST_DEPS, *PRICES_DEPS)
+    session.install(
+        *wheels(session, *all_distributions()), *TEST_DEPS, *PRICES_DEPS, *POSTGRES_DEPS
+    )
     session.run(
         "pytest",
         "-m",

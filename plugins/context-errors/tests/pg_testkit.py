@@ -1,0 +1,360 @@
+"""A PostgreSQL server for the Postgres failure-memory tests.
+
+``pg_server`` (session scope, one per xdist worker) is the server at
+``LOOPCTL_TEST_POSTGRES_URL`` (a superuser URL; CI starts one) or else a throwaway cluster
+started from Debian's binaries (``/usr/lib/postgresql/*/bin``): initdb without fsync, a private
+socket directory, loopback on a free port, run as the ``postgres`` user through ``runuser``
+when the tests run as root; stopped at the end of the session. Without either the tests skip,
+unless ``LOOPCTL_REQUIRE_POSTGRES=1``, when they fail.
+
+``pg_url`` gives each test its own database, owned by a role with a password, as a
+``postgresql://role:password@127.0.0.1:port/db`` URL (so a test can give a wrong password).
+
+Use: ``from pg_testkit import pg_server, pg_url`` in a test module, and name them once at
+module level (``FIXTURES = (pg_server, pg_url)``) so that pytest finds them and ruff sees them used.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import pwd
+import secrets
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import attrs
+import pytest
+
+ENV_URL = "LOOPCTL_TEST_POSTGRES_URL"
+ENV_REQUIRE = "LOOPCTL_REQUIRE_POSTGRES"
+NO_BINARIES = "no PostgreSQL server binaries: apt install postgresql"
+#: Where Debian puts each installed version's server binaries (the newest is used).
+BINARIES_GLOB = "/usr/lib/postgresql/*/bin/initdb"
+
+
+@attrs.frozen
+class PgServer:
+    """A running server: a superuser URL, and the password every test role gets."""
+
+    admin_url: str
+    host: str
+    port: int
+    role: str
+    role_password: str
+
+    def url(self, database: str, *, password: str | None = None, user: str | None = None) -> str:
+        given = self.role_password if password is None else password
+        return f"postgresql://{user or self.role}:{given}@{self.host}:{self.port}/{database}"
+
+    def admin(self, database: str = "") -> Any:
+        """An autocommit superuser connection (to ``database``, else the admin URL's)."""
+        import psycopg
+
+        url = self.admin_url
+        if database:
+            parts = urlsplit(url)
+            url = urlunsplit(parts._replace(path=f"/{database}"))
+        return psycopg.connect(url, autocommit=True, connect_timeout=10)
+
+
+def _unavailable(reason: str) -> None:
+    if os.environ.get(ENV_REQUIRE) == "1":
+        pytest.fail(f"{reason} (and {ENV_REQUIRE}=1)", pytrace=False)
+    pytest.skip(reason)
+
+
+def require_psycopg() -> None:
+    """At the top of a test module, before importing the Postgres store: skip the module
+    without psycopg (the plugin works without it), fail it when Postgres is required."""
+    try:
+        import psycopg  # noqa: F401 - only whether it imports
+    except ImportError:
+        reason = "psycopg is not installed: pip install 'loopctl-context-errors[postgres]'"
+        if os.environ.get(ENV_REQUIRE) == "1":
+            raise RuntimeError(f"{reason} (and {ENV_REQUIRE}=1)") from None
+        pytest.skip(reason, allow_module_level=True)
+
+
+def _binaries() -> Path | None:
+    found = sorted(glob.glob(BINARIES_GLOB), key=_version_key)
+    return Path(found[-1]).parent if found else None
+
+
+def _version_key(path: str) -> tuple[int, ...]:
+    version = Path(path).parent.parent.name
+    return tuple(int(part) for part in version.split(".") if part.isdigit())
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class _Cluster:
+    """A throwaway cluster in a private directory."""
+
+    def __init__(self, bindir: Path) -> None:
+        self.bindir = bindir
+        self.as_postgres = os.geteuid() == 0
+        self.root = Path(tempfile.mkdtemp(prefix="loopctl-pg."))
+        self.password = secrets.token_hex(12)
+        self.port = 0
+
+    def _run(self, *argv: str) -> subprocess.CompletedProcess[str]:
+        command = [str(self.bindir / argv[0]), *argv[1:]]
+        if self.as_postgres:
+            command = ["runuser", "-u", "postgres", "--", *command]
+        return subprocess.run(command, capture_output=True, text=True, timeout=120)
+
+    def _own(self, path: Path) -> None:
+        if self.as_postgres:
+            shutil.chown(path, "postgres", "postgres")
+
+    def start(self) -> str:
+        self._own(self.root)
+        pwfile = self.root / "pw"
+        pwfile.write_text(self.password + "\n")
+        pwfile.chmod(0o600)
+        self._own(pwfile)
+        data = self.root / "data"
+        initdb = self._run(
+            "initdb", "-D", str(data), "-U", "postgres", "-E", "UTF8", "--locale=C.UTF-8",
+            "--no-sync", "--auth-local=trust", "--auth-host=scram-sha-256",
+            f"--pwfile={pwfile}",
+        )  # fmt: skip
+        if initdb.returncode != 0:
+            raise RuntimeError(f"initdb failed: {initdb.stderr.strip()}")
+        for _attempt in range(5):
+            self.port = free_port()
+            options = (
+                f"-k {self.root} -p {self.port} -c listen_addresses=127.0.0.1 -c fsync=off "
+                "-c synchronous_commit=off -c full_page_writes=off -c max_connections=200"
+            )
+            started = self._run(
+                "pg_ctl", "-D", str(data), "-l", str(self.root / "log"), "-w", "-t", "60",
+                "-o", options, "start",
+            )  # fmt: skip
+            if started.returncode == 0:
+                return f"postgresql://postgres:{self.password}@127.0.0.1:{self.port}/postgres"
+        log = (self.root / "log").read_text(errors="replace")[-2000:]
+        raise RuntimeError(f"pg_ctl start failed: {started.stderr.strip()}\n{log}")
+
+    def stop(self) -> None:
+        if (self.root / "data" / "postmaster.pid").exists():
+            self._run("pg_ctl", "-D", str(self.root / "data"), "-m", "immediate", "-w", "stop")
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+def start_cluster() -> tuple[_Cluster, str]:
+    """A throwaway cluster from Debian's binaries and its superuser URL; skips (or fails, when
+    Postgres is required) where there are none."""
+    bindir = _binaries()
+    if bindir is None:
+        _unavailable(NO_BINARIES)
+        raise AssertionError("unreachable")
+    if os.geteuid() == 0:
+        try:
+            pwd.getpwnam("postgres")
+        except KeyError:
+            _unavailable("running as root and there is no `postgres` user to run the server")
+        if shutil.which("runuser") is None:
+            _unavailable("running as root and there is no `runuser` to run the server")
+    cluster = _Cluster(bindir)
+    try:
+        return cluster, cluster.start()
+    except Exception:
+        cluster.stop()
+        raise
+
+
+def _make_role(admin_url: str) -> tuple[str, str]:
+    import psycopg
+    from psycopg import sql
+
+    role = f"loopctl_t_{secrets.token_hex(4)}"
+    password = f"pw-{secrets.token_hex(8)}"
+    with psycopg.connect(admin_url, autocommit=True, connect_timeout=10) as conn:
+        conn.execute(
+            sql.SQL("CREATE ROLE {} LOGIN PASSWORD {}").format(
+                sql.Identifier(role), sql.Literal(password)
+            )
+        )
+    return role, password
+
+
+def _drop_role(server: PgServer) -> None:
+    from psycopg import sql
+
+    with server.admin() as conn:
+        conn.execute(sql.SQL("DROP ROLE IF EXISTS {}").format(sql.Identifier(server.role)))
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[PgServer]:
+    try:
+        import psycopg  # noqa: F401 - only whether it imports
+    except ImportError:
+        _unavailable("psycopg is not installed: pip install 'loopctl-context-errors[postgres]'")
+    cluster: _Cluster | None = None
+    admin_url = os.environ.get(ENV_URL, "")
+    if not admin_url:
+        cluster, admin_url = start_cluster()
+    try:
+        parts = urlsplit(admin_url)
+        role, password = _make_role(admin_url)
+        server = PgServer(
+            admin_url=admin_url,
+            host=parts.hostname or "127.0.0.1",
+            port=parts.port or 5432,
+            role=role,
+            role_password=password,
+        )
+        yield server
+        _drop_role(server)
+    finally:
+        if cluster is not None:
+            cluster.stop()
+
+
+@contextmanager
+def database(server: PgServer) -> Iterator[str]:
+    """A fresh database owned by the test role, dropped (with its connections) afterwards."""
+    from psycopg import sql
+
+    name = f"loopctl_t_{secrets.token_hex(6)}"
+    with server.admin() as conn:
+        # FILE_COPY (PostgreSQL 15+) makes an empty database in 150 ms instead of 250 ms
+        faster = " STRATEGY FILE_COPY" if conn.info.server_version >= 150000 else ""
+        conn.execute(
+            sql.SQL("CREATE DATABASE {} OWNER {} TEMPLATE template0" + faster).format(
+                sql.Identifier(name), sql.Identifier(server.role)
+            )
+        )
+    try:
+        yield name
+    finally:
+        _close_store_connections()
+        with server.admin() as conn:
+            conn.execute(
+                sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
+            )
+
+
+@pytest.fixture
+def pg_url(pg_server: PgServer) -> Iterator[str]:
+    """A URL (role and password) to a database of this test's own."""
+    with database(pg_server) as name:
+        yield pg_server.url(name)
+
+
+def _close_store_connections() -> None:
+    from loopctl_context_errors import store_postgres
+
+    store_postgres.close_all()
+
+
+def database_of(url: str) -> str:
+    return urlsplit(url).path.lstrip("/")
+
+
+def dump(server: PgServer, url: str) -> dict[str, list[tuple[Any, ...]]]:
+    """Every table of the database at ``url``, all rows, in a stable order."""
+    from psycopg import sql
+
+    with server.admin(database_of(url)) as conn:
+        tables = [
+            str(row[0])
+            for row in conn.execute(
+                "SELECT table_name FROM information_schema.tables "
+                "WHERE table_schema = 'public' ORDER BY 1"
+            )
+        ]
+        return {
+            table: conn.execute(
+                sql.SQL("SELECT * FROM {} ORDER BY 1, 2").format(sql.Identifier(table))
+            ).fetchall()
+            for table in tables
+        }
+
+
+def recount(server: PgServer, url: str) -> tuple[int, int, dict[str, int], dict[str, int]]:
+    """(n_failures kept, rows counted, token_df kept, df recounted from the rows)."""
+    with server.admin(database_of(url)) as conn:
+        kept_n = conn.execute(
+            "SELECT value::bigint FROM loopctl_memory_meta WHERE key = 'n_failures'"
+        ).fetchone()
+        rows = conn.execute("SELECT count(*) FROM loopctl_failures").fetchone()
+        kept_df = dict(conn.execute("SELECT term, df FROM loopctl_token_df").fetchall())
+        counted = dict(
+            conn.execute(
+                "SELECT t, count(*) FROM loopctl_failures, unnest(terms) AS t GROUP BY t"
+            ).fetchall()
+        )
+    return int(kept_n[0]), int(rows[0]), kept_df, counted
+
+
+def concurrent_writer(url: str, index: int, count: int) -> list[str]:
+    """One of many processes at once: ``count`` failures (words in a shuffled order shared
+    with the others), each followed by a query's reads; the errors met, as lines."""
+    import random
+
+    from loopctl_context_errors.store import NewFailure, StoreError, parse_location
+    from loopctl_context_errors.store_postgres import PostgresStore
+
+    store = PostgresStore(parse_location(url), timeout_s=5)
+    rng = random.Random(index)
+    vocabulary = [f"word{i}" for i in range(30)]
+    errors: list[str] = []
+    for n in range(count):
+        terms = tuple(rng.sample(vocabulary, 8))
+        row = NewFailure(
+            signature=f"sig-{index}-{n}", category="TEST_FAILURE", rule="", stage="tests",
+            project="shop", project_id="git:x/shop", project_path="", run_id=f"run-{index}",
+            decisive_json="[]", terms=terms, now=time.time(),
+        )  # fmt: skip
+        try:
+            store.add_failure(row, time.monotonic() + 5)
+            store.term_stats(terms, time.monotonic() + 5)
+            store.postings(terms[:3], 100, time.monotonic() + 5)
+        except StoreError as exc:
+            errors.append(f"{type(exc).__name__} ({exc.reason}): {exc}")
+    store.close()
+    return errors
+
+
+def wait_until(predicate: Any, timeout: float = 30.0, interval: float = 0.02) -> Any:
+    """``predicate()`` once it is truthy; AssertionError when it is not within ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not true within {timeout} s: {predicate}")
+        time.sleep(interval)
+
+
+__all__ = [
+    "PgServer",
+    "concurrent_writer",
+    "database",
+    "database_of",
+    "dump",
+    "free_port",
+    "pg_server",
+    "pg_url",
+    "recount",
+    "require_psycopg",
+    "start_cluster",
+    "wait_until",
+]
