@@ -338,8 +338,9 @@ class Store(Protocol):
         """``(key, effective 0/1, now)`` each: one judged showing more of each key."""
         ...
 
-    def suggestion_stats(self, keys: Sequence[str], deadline: float) -> dict[str, tuple[int, int]]:
-        ...
+    def suggestion_stats(
+        self, keys: Sequence[str], deadline: float
+    ) -> dict[str, tuple[int, int]]: ...
 
     def exact(self, signature: str, exclude_run: str, deadline: float) -> list[StoredRow]:
         """Rows with ``signature`` not recorded by ``exclude_run``: fixed first, then the latest
