@@ -175,8 +175,17 @@ REPORT_CLASSES = {
     "loopctl_context_errors.config.ContextErrorsConfig",
     *(
         f"loopctl_context_errors.memory.{n}"
-        for n in ("FailureRecord", "QueryOutcome", "SimilarFailure", "_Open")
+        for n in ("FailureRecord", "QueryOutcome", "SimilarFailure")
     ),
+    # the storage interface's row types (store.py) and the SQLite backend's connection
+    *(
+        f"loopctl_context_errors.store.{n}"
+        for n in (
+            "Fix", "FixTarget", "MemoryLocation", "MigrationReport", "NewFailure",
+            "PruneCriteria", "SchemaState", "StoredFailure",
+        )
+    ),  # fmt: skip
+    "loopctl_context_errors.store_sqlite._Open",
     "loopctl_context_errors.report.ErrorReport",
     "loopctl_context_errors.suggest.Suggestion",
 }

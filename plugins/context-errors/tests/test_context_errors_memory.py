@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 import loopctl_context_errors
 from loopctl_context_errors import memory as memory_module
+from loopctl_context_errors import store_sqlite
 from loopctl_context_errors.memory import (
     ENV_MEMORY,
     FailureMemory,
@@ -25,6 +26,7 @@ from loopctl_context_errors.memory import (
     resolve_memory_path,
     signature_of,
 )
+from loopctl_context_errors.store import Candidate
 
 FILE_ERROR = [
     "FileNotFoundError: [Errno 2] No such file or directory: '/srv/app/config/settings.json'"
@@ -271,9 +273,9 @@ def test_store_and_query_accept_any_text(tmp_path_factory: pytest.TempPathFactor
 
 def _candidate(
     id_: int, signature: str, tokens: str, *, category: str = "FILE_ACCESS",
-    resolved_at: float | None = None, last_seen: float = 0.0,
-) -> memory_module._Candidate:  # fmt: skip
-    return memory_module._Candidate(id_, signature, category, resolved_at, last_seen, tokens)
+    resolved_at: float | None = None, last_seen: float = 0.0, project_id: str = "",
+) -> Candidate:  # fmt: skip
+    return Candidate(id_, signature, category, resolved_at, last_seen, tokens, project_id)
 
 
 def test_similarity_is_word_overlap_with_bonuses_capped_below_exact() -> None:
@@ -297,8 +299,9 @@ def test_ranking_keeps_the_best_of_each_signature_up_to_the_number_wanted() -> N
         _candidate(5, "c", "alpha delta epsilon zeta"),
     ]
     ranked = memory_module._ranked(candidates, query, None)
-    # best score first, the latest seen first among equals; too little overlap is left out
-    assert [c.id for _, c in ranked] == [1, 3, 4, 2]
+    # best score first, the latest seen first among equals, then the highest id (the same
+    # order on every backend); too little overlap is left out
+    assert [c.id for _, c in ranked] == [3, 1, 4, 2]
     winners = memory_module._best_distinct(ranked, {"same-as-query"}, 2)
     assert [row_id for _, row_id in winners] == [3, 4]
     assert memory_module._best_distinct(ranked, set(), 0) == []
@@ -317,9 +320,11 @@ def test_a_query_costs_the_same_however_many_stored_rows_share_its_words(
         return time.monotonic()
 
     monkeypatch.setattr(memory_module, "RANKED_ROWS", 50)
-    monkeypatch.setattr(memory_module, "_PROGRESS_STEPS", 10)
+    monkeypatch.setattr(store_sqlite, "_PROGRESS_STEPS", 10)
     monkeypatch.setattr(
-        memory_module, "time", type("T", (), {"monotonic": monotonic, "time": time.time})
+        store_sqlite,
+        "time",
+        type("T", (), {"monotonic": monotonic, "time": time.time, "sleep": time.sleep}),
     )
 
     def cost(rows: int) -> int:
@@ -364,16 +369,16 @@ def test_a_write_refused_at_once_is_tried_again_within_the_timeout(
 ) -> None:
     memory = _store(tmp_path / "f.sqlite3")
     assert memory.record_failure(decisive=["KeyError: 'a'"], category="KEY_ERROR")
-    real_open = memory_module._open
+    real_open = store_sqlite._open
     wrapped: list[_RefusesAtOnce] = []
 
     def refusing_open(path: Path, *, create: bool, timeout: float) -> Any:
         entry = real_open(path, create=create, timeout=timeout)
         if not wrapped:
             wrapped.append(_RefusesAtOnce(entry.conn, times=3))
-        return memory_module._Open(wrapped[0], schema_ok=entry.schema_ok)  # type: ignore[arg-type]
+        return store_sqlite._Open(wrapped[0], schema_ok=entry.schema_ok)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(memory_module, "_open", refusing_open)
+    monkeypatch.setattr(store_sqlite, "_open", refusing_open)
     assert memory.record_failure(decisive=["KeyError: 'b'"], category="KEY_ERROR")
     assert wrapped[0].refused == 3
     # refused for longer than the timeout: given up, as before (never raises)
