@@ -181,10 +181,16 @@ REPORT_CLASSES = {
     *(
         f"loopctl_context_errors.store.{n}"
         for n in (
-            "Fix", "FixTarget", "MemoryLocation", "MigrationReport", "NewFailure",
-            "PruneCriteria", "SchemaState", "StoredFailure",
+            "Fix",
+            "FixTarget",
+            "MemoryLocation",
+            "MigrationReport",
+            "NewFailure",
+            "PruneCriteria",
+            "SchemaState",
+            "StoredFailure",
         )
-    ),  # fmt: skip
+    ),
     "loopctl_context_errors.store_sqlite._Open",
     "loopctl_context_errors.report.ErrorReport",
     "loopctl_context_errors.suggest.Suggestion",

@@ -784,14 +784,11 @@ def _similar(
     found: dict[bool, list[SimilarFailure]] = {True: [], False: []}
     if not rare:
         return found
-    weights = [(term, _idf(total, df[term])) for term in rare]
-    window = store.postings(rare, RANKED_ROWS, deadline)
-    candidates = store.candidates(window, exclude_run, deadline)
+    groups = _top_candidates(store, _scored_window(store, rare, total, df, deadline),
+                             exclude_run, project_id, deadline)  # fmt: skip
     winners: list[tuple[bool, float, int]] = []
     for same in (True, False):
-        group = [c for c in candidates if _is_same(project_id, c.project_id) == same]
-        best = _top_scored(group, weights)
-        ranked = _ranked(best, query_tokens, category)
+        ranked = _ranked(groups[same], query_tokens, category)
         winners += [
             (same, score, row_id) for score, row_id in _best_distinct(ranked, {signature}, limit)
         ]
@@ -804,17 +801,44 @@ def _similar(
     return found
 
 
-def _top_scored(
-    candidates: Sequence[Candidate], weights: Sequence[tuple[str, float]]
-) -> list[Candidate]:
-    """The :data:`CANDIDATES` best by the IDF of the rare words they hold, the newest first
-    among equals."""
+def _scored_window(
+    store: Store, rare: Sequence[str], total: int, df: Mapping[str, int], deadline: float
+) -> list[int]:
+    """The ids of the newest :data:`RANKED_ROWS` rows holding a rare word, best first: by the
+    summed IDF of the rare words each holds (BM25 with b = 0; each word is in a row once), the
+    newest first among equals."""
+    score: dict[int, float] = {}
+    for term in rare:  # the same order, so the same float sums, on every backend
+        weight = _idf(total, df[term])
+        for row_id in store.postings([term], RANKED_ROWS, deadline):
+            score[row_id] = score.get(row_id, 0.0) + weight
+    window = sorted(score, reverse=True)[:RANKED_ROWS]
+    return sorted(window, key=lambda row_id: (-score[row_id], -row_id))
 
-    def score(candidate: Candidate) -> float:
-        words = set(candidate.tokens.split())
-        return sum(weight for term, weight in weights if term in words)
 
-    return sorted(candidates, key=lambda c: (-score(c), -int(c.id)))[:CANDIDATES]
+def _top_candidates(
+    store: Store, ranked_ids: Sequence[int], exclude_run: str, project_id: str, deadline: float
+) -> dict[bool, list[Candidate]]:
+    """The first :data:`CANDIDATES` of ``ranked_ids`` in each project group (this project's,
+    the others'), fetched in order until both groups are full."""
+    groups: dict[bool, list[Candidate]] = {True: [], False: []}
+    step = CANDIDATES * (2 if project_id else 1)
+    for start in range(0, len(ranked_ids), step):
+        batch = ranked_ids[start : start + step]
+        fetched = {c.id: c for c in store.candidates(batch, exclude_run, deadline)}
+        for row_id in batch:
+            candidate = fetched.get(row_id)
+            if candidate is None:
+                continue
+            group = groups[_is_same(project_id, candidate.project_id)]
+            if len(group) < CANDIDATES:
+                group.append(candidate)
+        if all(
+            len(groups[same]) >= CANDIDATES for same in ((True, False) if project_id else (True,))
+        ):
+            break
+        step = 100
+    return groups
 
 
 def _similarity(query_tokens: set[str], candidate: Candidate, category: str | None) -> float | None:
