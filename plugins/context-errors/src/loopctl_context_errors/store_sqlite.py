@@ -554,17 +554,32 @@ class SQLiteStore:
         df: Counter[str] = Counter()
         with self._write(deadline) as conn:
             keep_ids = conn.execute("SELECT 1 FROM failures LIMIT 1").fetchone() is None
-            sql = f"INSERT OR IGNORE INTO failures ({_FULL_COLUMNS}) VALUES ({_marks(19)})"
-            for item in rows:
-                values = _full_values(item)
-                if not keep_ids:
-                    values = (None, *values[1:])
-                if conn.execute(sql, values).rowcount > 0:
-                    inserted += 1
-                    df.update(set(item.terms))
+            for batch in _batched(rows, 5000):
+                values = [_full_values(item, keep_id=keep_ids) for item in batch]
+                added = self._insert_batch(conn, values)
+                inserted += sum(added)
+                for item, was_added in zip(batch, added, strict=True):
+                    if was_added:
+                        df.update(set(item.terms))
             self._add_terms(conn, df)
             self._add_rows(conn, inserted)
         return inserted
+
+    @staticmethod
+    def _insert_batch(conn: sqlite3.Connection, values: list[tuple[Any, ...]]) -> list[bool]:
+        """Insert rows (those whose uid or run is stored already are left out); which were
+        inserted. All at once when none is left out (the usual case), else one by one."""
+        sql = f"INSERT OR IGNORE INTO failures ({_FULL_COLUMNS}) VALUES ({_marks(19)})"
+        count = "SELECT count(*) FROM failures"
+        before = int(conn.execute(count).fetchone()[0])
+        conn.execute("SAVEPOINT batch")
+        conn.executemany(sql, values)
+        if int(conn.execute(count).fetchone()[0]) - before == len(values):
+            conn.execute("RELEASE batch")
+            return [True] * len(values)
+        conn.execute("ROLLBACK TO batch")
+        conn.execute("RELEASE batch")
+        return [conn.execute(sql, row).rowcount > 0 for row in values]
 
     def set_fix(self, target: FixTarget, fix: Fix, deadline: float) -> bool:
         keys: tuple[object, ...]
@@ -750,9 +765,20 @@ class SQLiteStore:
         _forget(self.path)
 
 
-def _full_values(item: StoredFailure) -> tuple[Any, ...]:
+def _batched(rows: Iterable[_T], size: int) -> Iterator[list[_T]]:
+    batch: list[_T] = []
+    for row in rows:
+        batch.append(row)
+        if len(batch) >= size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def _full_values(item: StoredFailure, *, keep_id: bool) -> tuple[Any, ...]:
     return (
-        item.id,
+        item.id if keep_id else None,
         item.uid,
         item.signature,
         item.category,
