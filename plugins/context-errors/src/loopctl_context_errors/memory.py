@@ -231,6 +231,12 @@ class SimilarFailure:
     #: Whether it was recorded by the project asking (or the query named no project).
     same_project: bool = True
 
+    def place(self) -> str:
+        """``in NAME`` for a failure of the project asking, ``(another project: NAME)`` for
+        another project's."""
+        name = self.record.project or "?"
+        return f"in {name}" if self.same_project else f"(another project: {name})"
+
     def to_json(self) -> dict[str, Any]:
         return {
             "match": self.match,
@@ -362,12 +368,20 @@ class FailureMemory:
         self._broken: StoreError | None = None
         try:
             self.location = _location_of(where)
-        except StoreError as exc:
+        except StoreError as exc:  # a malformed URL: shown by its message, which hides it
             self._broken = exc
-            self.location = MemoryLocation(kind="postgres", display=str(exc).split(" is not")[0])
+            self.location = MemoryLocation(kind="postgres", display="the postgresql:// URL")
         #: The file of a SQLite memory (None for Postgres).
         self.path: Path | None = self.location.path
         self._store: Store | None = None
+
+    @classmethod
+    def unusable(cls, error: StoreError, *, timeout_s: float = DEFAULT_TIMEOUT_S) -> FailureMemory:
+        """A memory whose every call answers as ``error`` says (a malformed URL)."""
+        memory = cls(MemoryLocation(kind="postgres", display="the postgresql:// URL"),
+                     timeout_s=timeout_s)  # fmt: skip
+        memory._broken = error
+        return memory
 
     @property
     def display(self) -> str:
