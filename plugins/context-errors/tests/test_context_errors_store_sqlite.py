@@ -273,3 +273,75 @@ def test_word_counts_always_equal_a_recount(
             assert (total_n, df) == (total, counted)
     finally:
         store.close()
+
+
+# --- where the memory is, and a memory that cannot be used --------------------------------------
+
+
+def test_location_precedence_env_then_url_then_path_then_default(tmp_path: Path) -> None:
+    from loopctl_context_errors.memory import ENV_MEMORY, resolve_memory_location
+
+    env = {"XDG_DATA_HOME": str(tmp_path / "xdg")}
+    url = "postgresql://loop:pw@db:5432/mem"
+    default = resolve_memory_location("", "", env)
+    assert default is not None
+    assert default.path == tmp_path / "xdg" / "loopctl" / "failures.sqlite3"
+    by_path = resolve_memory_location(str(tmp_path / "f.db"), "", env)
+    assert by_path is not None
+    assert by_path.path == tmp_path / "f.db"
+    by_url = resolve_memory_location(str(tmp_path / "f.db"), url, env)
+    assert by_url is not None
+    assert (by_url.kind, by_url.display) == ("postgres", "postgresql://loop@db:5432/mem")
+    env[ENV_MEMORY] = str(tmp_path / "env.db")
+    by_env = resolve_memory_location(str(tmp_path / "f.db"), url, env)
+    assert by_env is not None
+    assert by_env.path == tmp_path / "env.db"
+    env[ENV_MEMORY] = "off"
+    assert resolve_memory_location("", url, env) is None
+
+
+def test_no_driver_is_unavailable_with_one_line_saying_what_to_install(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "loopctl_context_errors.store_postgres", None)
+    memory = FailureMemory("postgresql://loop:pw-sEcret@db:5432/mem")
+    outcome = memory.query_similar(["KeyError: 'x_y'"])
+    assert (outcome.status, outcome.reason) == ("unavailable", "no-driver")
+    assert outcome.message == (
+        "the failure memory at postgresql://loop@db:5432/mem needs psycopg: "
+        "pip install 'loopctl-context-errors[postgres]'"
+    )
+    assert memory.record_failure(decisive=["KeyError: 'x_y'"], category="KEY_ERROR") is None
+
+
+def test_an_unavailable_store_is_not_tried_again_during_the_cool_down(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from loopctl_context_errors import memory as memory_module
+    from loopctl_context_errors.store import StoreUnavailable
+
+    tries: list[str] = []
+
+    class Refused:
+        def __getattr__(self, name: str) -> object:
+            def refuse(*args: object, **kwargs: object) -> object:
+                tries.append(name)
+                raise StoreUnavailable("postgresql://loop@db/mem: connection refused",
+                                       reason="refused")  # fmt: skip
+
+            return refuse
+
+    monkeypatch.setattr(memory_module, "open_store", lambda location, timeout_s: Refused())
+    memory = FailureMemory("postgresql://loop@db/mem")
+    assert memory.query_similar(["KeyError: 'x_y'"]).reason == "refused"
+    assert memory.record_failure(decisive=["KeyError: 'x_y'"], category="KEY_ERROR") is None
+    assert memory.suggestion_stats(["k"]) == {}
+    again = FailureMemory("postgresql://loop@db/mem")  # the same location: cooling down too
+    assert again.query_similar(["KeyError: 'x_y'"]).status == "unavailable"
+    assert len(tries) == 1
+    monkeypatch.setattr(memory_module, "COOL_DOWN_S", 0.0)
+    close_all()  # forgets the cool-down
+    assert memory.query_similar(["KeyError: 'x_y'"]).status == "unavailable"
+    assert len(tries) == 2

@@ -48,6 +48,8 @@ from loopctl_context_errors.store import (
     StoredRow,
     StoreError,
     StoreMissing,
+    StoreNewer,
+    StoreOutdated,
     StoreUnavailable,
     parse_location,
 )
@@ -612,6 +614,27 @@ class FailureMemory:
             outcome.status, outcome.reason = "error", "error"
             outcome.message = f"{self.location.display}: {type(exc).__name__}"
         return outcome
+
+    def check_writable(self) -> None:
+        """Raise :class:`~.store.StoreNewer` for a store of a newer schema, and
+        :class:`~.store.StoreOutdated` for an older Postgres (which only ``loopctl memory
+        migrate`` brings up to date); other errors as the store raises them."""
+        deadline = self._deadline()
+        state = self._run(lambda store: store.schema(deadline))
+        if state.version is None or state.version == state.current:
+            return
+        if state.version > state.current:
+            raise StoreNewer(
+                f"{self.display}: schema version {state.version} is newer than this loopctl's "
+                f"{state.current}: upgrade loopctl",
+                reason="newer",
+            )
+        if self.location.kind != "sqlite":  # a SQLite file is migrated on first use
+            raise StoreOutdated(
+                f"{self.display}: schema version {state.version} is older than this loopctl's "
+                f"{state.current}: run `loopctl memory migrate --memory {self.display}`",
+                reason="outdated",
+            )
 
     def stats(self) -> dict[str, Any]:
         """Counts for ``loopctl memory stats``. Raises :class:`~.store.StoreError`."""
