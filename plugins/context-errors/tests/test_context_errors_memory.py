@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import sqlite3
 import subprocess
 import sys
@@ -213,43 +214,63 @@ def test_suggestion_effectiveness_counts(tmp_path: Path) -> None:
 
 WRITER = textwrap.dedent(
     """
-    import sys
-    from pathlib import Path
+    import json, sys
     from loopctl_context_errors.memory import FailureMemory
 
-    path, worker, count = Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
-    memory = FailureMemory(path, timeout_s=20)
-    stored = 0
+    where, worker, count = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+    memory = FailureMemory(where, timeout_s=30)
+    stored, statuses = 0, set()
     for i in range(count):
         line = f"AssertionError: worker_{worker} case_{i} expected 3 got 4"
-        if memory.record_failure(decisive=[line], category="ASSERTION_FAILURE", run_id=f"w{worker}"):
+        if memory.record_failure(decisive=[line], category="ASSERTION_FAILURE",
+                                 run_id=f"w{worker}", project_id=f"path:/w{worker % 3}"):
             stored += 1
-        memory.query_similar([line])
-    print(stored)
+        other = f"AssertionError: worker_{(worker + 1) % 20} case_{i} expected 3 got 4"
+        statuses.add(memory.query_similar([other], project_id="path:/w0").status)
+    print(json.dumps([stored, sorted(statuses)]))
     """
 )
 
+try:  # the Postgres backend's test server, where that backend is built
+    from pg_testkit import pg_server, pg_url  # type: ignore[import-not-found]  # noqa: F401
 
-def test_several_processes_write_at_once(tmp_path: Path) -> None:
-    path = tmp_path / "shared" / "failures.sqlite3"
-    workers, count = 4, 40
+    BACKENDS = ["sqlite", "postgres"]
+except ImportError:
+    BACKENDS = ["sqlite"]
+
+
+@pytest.fixture(params=BACKENDS)
+def memory_location(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """Where a test's shared memory is: a SQLite file, or a Postgres database (its URL)."""
+    if request.param == "postgres":
+        return str(request.getfixturevalue("pg_url"))
+    return str(tmp_path / "shared" / "failures.sqlite3")
+
+
+def test_several_processes_write_and_query_at_once(memory_location: str) -> None:
+    """20 loops (processes) each record 10 failures, querying between: no record is lost, and
+    no query sees anything but ok or missing (no lock, no serialization error)."""
+    workers, count = 20, 10
     processes = [
         subprocess.Popen(
-            [sys.executable, "-c", WRITER, str(path), str(w), str(count)],
+            [sys.executable, "-c", WRITER, memory_location, str(w), str(count)],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
         )
         for w in range(workers)
     ]
-    results = [p.communicate(timeout=120) for p in processes]
+    results = [p.communicate(timeout=300) for p in processes]
     assert all(p.returncode == 0 for p in processes), [err for _, err in results]
-    assert sum(int(out) for out, _ in results) == workers * count
-    memory = FailureMemory(path)
+    answers = [json.loads(out) for out, _ in results]
+    assert sum(stored for stored, _ in answers) == workers * count
+    assert set().union(*(set(statuses) for _, statuses in answers)) <= {"ok", "missing"}
+    memory = FailureMemory(memory_location)
     assert memory.stats()["failures"] == workers * count
-    with contextlib.closing(sqlite3.connect(path)) as conn:
-        conn.execute("INSERT INTO failures_fts(failures_fts) VALUES('integrity-check')")
-        assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    if not memory_location.startswith("postgres"):
+        with contextlib.closing(sqlite3.connect(memory_location)) as conn:
+            conn.execute("INSERT INTO failures_fts(failures_fts) VALUES('integrity-check')")
+            assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     found = memory.query_similar(["AssertionError: worker_2 case_7 expected 3 got 4"])
     assert found.results
     assert found.results[0].match == "exact"
