@@ -80,7 +80,7 @@ def _store_failed(memory: Any, doing: str, exc: Exception) -> typer.Exit:
 
     if isinstance(exc, StoreError):
         message = " ".join(str(exc).split())
-        if not message.startswith(memory.display):
+        if memory.display not in message:
             message = f"{memory.display}: {message}"
     else:
         message = f"{memory.display}: {type(exc).__name__}"

@@ -173,7 +173,7 @@ def _warn_once(loop: Loop, memory: FailureMemory | None, outcome: QueryOutcome) 
         return
     loop.stash[WARNED] = True
     message = outcome.message or outcome.status
-    if not message.startswith(memory.display):
+    if memory.display not in message and outcome.reason != "bad-url":
         message = f"{memory.display}: {message}"
     loop.emit(
         events.MEMORY_UNAVAILABLE,
