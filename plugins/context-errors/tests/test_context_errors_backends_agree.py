@@ -80,3 +80,34 @@ def test_sqlite_and_postgres_rank_the_same_failures_in_the_same_order(
         assert scores[0] == scores[1]
         compared += bool(ids[0])
     assert compared > 100  # most queries found something to compare
+
+
+def test_the_cli_copies_into_postgres_and_searches_both_alike(tmp_path: Path, pg_url: str) -> None:
+    from test_context_errors_cli import loopctl
+    from test_context_errors_store_sqlite import _v1_file
+
+    from loopctl_context_errors.store import parse_location
+
+    old = tmp_path / "old.sqlite3"
+    _v1_file(old)  # a schema-1 file: migrated on the way
+    location = parse_location(pg_url)
+    done = loopctl("memory", "copy", "--memory", str(old), "--to", pg_url, "--json", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {
+        "from": str(old), "to": location.display, "read": 3, "inserted": 3,
+    }  # fmt: skip
+    again = loopctl("memory", "copy", "--memory", str(old), "--to", pg_url, cwd=tmp_path)
+    assert "copied 0 failure(s) of 3" in again.stdout
+    stats = json.loads(loopctl("memory", "stats", "--json", "--memory", pg_url,
+                               cwd=tmp_path).stdout)  # fmt: skip
+    assert (stats["backend"], stats["location"], stats["failures"]) == (
+        "postgres", location.display, 3,
+    )  # fmt: skip
+    ids = [
+        json.loads(loopctl("memory", "search", "KeyError", "cart_job_17", "--json", "--memory",
+                           where, cwd=tmp_path).stdout)["ids"]
+        for where in (str(old), pg_url)
+    ]  # fmt: skip
+    assert ids[0] == ids[1] != []
+    for output in (done, again):
+        assert location.password not in output.stdout + output.stderr
