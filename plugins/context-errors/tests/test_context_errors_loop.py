@@ -234,6 +234,8 @@ def test_memory_off_by_config_and_by_environment(
     [
         ("postgresql://loop:{pw}@[::1/mem", "bad-url"),  # malformed: never reaches a server
         ("postgresql://loop:{pw}@db@example/mem", "bad-url"),
+        # nothing listens on port 1: refused (or no-driver where psycopg is not installed)
+        ("postgresql://loop:{pw}@127.0.0.1:1/mem", "refused|no-driver"),
     ],
 )
 def test_an_unusable_memory_warns_once_and_the_loop_goes_on(
@@ -247,9 +249,8 @@ def test_an_unusable_memory_warns_once_and_the_loop_goes_on(
     assert result.status == "complete"
     generated = result.events_of(CONTEXT_GENERATED)
     assert len(generated) == 2
-    assert {(e["memory_status"], e["memory_reason"]) for e in generated} == {
-        ("unavailable", reason)
-    }
+    assert {e["memory_status"] for e in generated} == {"unavailable"}
+    assert {e["memory_reason"] for e in generated} <= set(reason.split("|"))
     warnings = result.events_of(MEMORY_UNAVAILABLE)
     assert len(warnings) == 1  # once a run, not once a failure
     assert warnings[0]["summary"].startswith("warning: failure memory ")
