@@ -175,7 +175,7 @@ def test_memory_errors_are_one_line_without_the_password(tmp_path: Path) -> None
 
     with sqlite3.connect(newer) as conn:
         conn.execute("PRAGMA user_version = 3")
-    for command in (("stats",), ("prune", "--keep", "0"), ("migrate",)):
+    for command in (("stats",), ("prune", "--keep", "0"), ("migrate",), ("search", "x_1")):
         done = loopctl("memory", *command, "--memory", str(newer), cwd=tmp_path)
         assert done.returncode == 1, (command, done.stderr)
         assert len(done.stderr.strip().splitlines()) == 1

@@ -59,6 +59,8 @@ def _fail(message: str) -> typer.Exit:
     return typer.Exit(EXIT_USAGE)
 
 
+#: Statuses of a memory that cannot be used at all (not just slow or busy this time).
+UNUSABLE = frozenset({"unavailable", "newer", "outdated"})
 OFF = "the failure memory is off (LOOPCTL_FAILURE_MEMORY or the project's settings say so)"
 
 
@@ -257,7 +259,12 @@ def memory_search(
                 "results": [item.to_json() for item in outcome.results],
             }
         )
+        if outcome.status in UNUSABLE:
+            raise typer.Exit(EXIT_STORE)
         return
+    if outcome.status in UNUSABLE:
+        print_error(f"cannot search the failure memory: {outcome.message or outcome.status}")
+        raise typer.Exit(EXIT_STORE)
     if outcome.status not in ("ok", "missing"):
         print(f"(the failure memory is {outcome.status}: {outcome.message})")
     if not outcome.results:
