@@ -231,7 +231,8 @@ WRITER = textwrap.dedent(
     """
 )
 
-try:  # the Postgres backend's test server, where that backend is built
+try:  # the Postgres backend's test server, where that backend is built; its fixtures are used
+    # by name (pytest finds them in this module), so they look unused to the linters
     from pg_testkit import pg_server, pg_url  # type: ignore[import-not-found]  # noqa: F401
 
     BACKENDS = ["sqlite", "postgres"]

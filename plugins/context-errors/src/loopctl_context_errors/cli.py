@@ -201,7 +201,7 @@ def memory_stats(
     memory = _memory(memory_path)
     try:
         stats = memory.stats()
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:  # noqa: BLE001 - any failure is one line and exit 1, never a traceback
         raise _store_failed(memory, "read", exc) from None
     if as_json:
         _print_json(stats)
@@ -306,7 +306,7 @@ def memory_prune(
         count = memory.prune(
             older_than_days=older_than, keep=keep, project=project, dry_run=dry_run
         )
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:  # noqa: BLE001 - any failure is one line and exit 1, never a traceback
         raise _store_failed(memory, "prune", exc) from None
     if as_json:
         _print_json(
@@ -339,7 +339,7 @@ def memory_migrate(
     memory = _memory(memory_path)
     try:
         report = memory.migrate(dry_run=dry_run)
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:  # noqa: BLE001 - any failure is one line and exit 1, never a traceback
         raise _store_failed(memory, "migrate", exc) from None
     if as_json:
         _print_json(
@@ -380,11 +380,11 @@ def memory_copy(
         raise _fail("--to: that is the memory being copied")
     try:
         target.check_writable()  # a newer schema, or a shared one not migrated: refused
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:  # noqa: BLE001 - any failure is one line and exit 1, never a traceback
         raise _store_failed(target, "copy into", exc) from None
     try:
         read, inserted = source.copy_to(target)
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:  # noqa: BLE001 - any failure is one line and exit 1, never a traceback
         raise _store_failed(target, "copy into", exc) from None
     if as_json:
         _print_json(

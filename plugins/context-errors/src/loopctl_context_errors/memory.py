@@ -503,7 +503,7 @@ class FailureMemory:
         deadline = self._deadline()
         try:
             return bool(self._run(lambda store: store.set_fix(target, fix, deadline)))
-        except Exception:  # noqa: BLE001
+        except Exception:  # noqa: BLE001 - the memory never raises to the loop
             return False
 
     def record_suggestion_outcome(self, keys: Iterable[str], *, effective: bool) -> bool:
@@ -515,7 +515,7 @@ class FailureMemory:
         try:
             self._run(lambda store: store.bump_suggestions(rows, deadline))
             return True
-        except Exception:  # noqa: BLE001
+        except Exception:  # noqa: BLE001 - the memory never raises to the loop
             return False
 
     def bulk_insert(self, rows: Iterable[Mapping[str, Any]]) -> int:
@@ -599,7 +599,7 @@ class FailureMemory:
         deadline = self._deadline()
         try:
             return self._run(lambda store: store.suggestion_stats(wanted, deadline))
-        except Exception:  # noqa: BLE001
+        except Exception:  # noqa: BLE001 - the memory never raises to the loop
             return {}
 
     def status(self) -> QueryOutcome:
@@ -610,7 +610,7 @@ class FailureMemory:
         except StoreError as exc:
             outcome.status, outcome.reason = exc.status, exc.reason
             outcome.message = _one_line(self.location, exc)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:  # noqa: BLE001 - the memory never raises to the loop
             outcome.status, outcome.reason = "error", "error"
             outcome.message = f"{self.location.display}: {type(exc).__name__}"
         return outcome
