@@ -345,3 +345,27 @@ def test_an_unavailable_store_is_not_tried_again_during_the_cool_down(
     close_all()  # forgets the cool-down
     assert memory.query_similar(["KeyError: 'x_y'"]).status == "unavailable"
     assert len(tries) == 2
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=40),
+    st.sampled_from(["postgresql://", "postgres://", "POSTGRESQL://", "", "file://", "/tmp/"]),
+    st.text(alphabet="@:/[]?#&=%.", max_size=6),
+)
+def test_memory_url_setting_is_accepted_or_refused_without_its_password(
+    body: str, scheme: str, punctuation: str
+) -> None:
+    from loopctl import InvalidFields
+    from loopctl_context_errors.config import ContextErrorsConfig
+
+    password = "pw-S3cr3tQ"
+    value = f"{scheme}loop:{password}@{punctuation}{body}"
+    shown = ""
+    try:
+        shown = repr(ContextErrorsConfig(memory_url=value))
+    except InvalidFields as exc:
+        shown = str(exc)
+        assert shown.startswith("memory_url")
+        assert len(shown.strip().splitlines()) == 1
+    assert password not in shown
