@@ -17,8 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import loopctl_context_errors
-from loopctl_context_errors import memory as memory_module
-from loopctl_context_errors import store_sqlite
+from loopctl_context_errors import ranking, store_sqlite
 from loopctl_context_errors.memory import (
     ENV_MEMORY,
     FailureMemory,
@@ -303,12 +302,12 @@ def _candidate(
 def test_similarity_is_word_overlap_with_bonuses_capped_below_exact() -> None:
     query = {"filenotfounderror", "errno", "settings", "json"}
     half = _candidate(1, "s1", "filenotfounderror errno other words")
-    assert memory_module._similarity(query, half, None) == pytest.approx(2 / 6)
-    assert memory_module._similarity(query, half, "FILE_ACCESS") == pytest.approx(2 / 6 + 0.1)
+    assert ranking._similarity(query, half, None) == pytest.approx(2 / 6)
+    assert ranking._similarity(query, half, "FILE_ACCESS") == pytest.approx(2 / 6 + 0.1)
     fixed = _candidate(2, "s2", "filenotfounderror errno settings json", resolved_at=1.0)
-    assert memory_module._similarity(query, fixed, "FILE_ACCESS") == 0.99
+    assert ranking._similarity(query, fixed, "FILE_ACCESS") == 0.99
     unrelated = _candidate(3, "s3", "keyerror price")
-    assert memory_module._similarity(query, unrelated, None) is None
+    assert ranking._similarity(query, unrelated, None) is None
 
 
 def test_ranking_keeps_the_best_of_each_signature_up_to_the_number_wanted() -> None:
@@ -320,13 +319,13 @@ def test_ranking_keeps_the_best_of_each_signature_up_to_the_number_wanted() -> N
         _candidate(4, "b", "alpha beta", last_seen=2.0),
         _candidate(5, "c", "alpha delta epsilon zeta"),
     ]
-    ranked = memory_module._ranked(candidates, query, None)
+    ranked = ranking._ranked(candidates, query, None)
     # best score first, the latest seen first among equals, then the highest id (the same
     # order on every backend); too little overlap is left out
     assert [c.id for _, c in ranked] == [3, 1, 4, 2]
-    winners = memory_module._best_distinct(ranked, {"same-as-query"}, 2)
+    winners = ranking._best_distinct(ranked, {"same-as-query"}, 2)
     assert [row_id for _, row_id in winners] == [3, 4]
-    assert memory_module._best_distinct(ranked, set(), 0) == []
+    assert ranking._best_distinct(ranked, set(), 0) == []
 
 
 def test_a_query_costs_the_same_however_many_stored_rows_share_its_words(
@@ -341,7 +340,7 @@ def test_a_query_costs_the_same_however_many_stored_rows_share_its_words(
         steps[0] += 1
         return time.monotonic()
 
-    monkeypatch.setattr(memory_module, "RANKED_ROWS", 50)
+    monkeypatch.setattr(ranking, "RANKED_ROWS", 50)
     monkeypatch.setattr(store_sqlite, "_PROGRESS_STEPS", 10)
     monkeypatch.setattr(
         store_sqlite,
