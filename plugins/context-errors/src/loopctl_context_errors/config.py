@@ -72,7 +72,9 @@ def _url_problem(value: str) -> str:
     try:
         parse_location(value)
     except StoreError as exc:
-        return str(exc)
+        from loopctl_context_errors.memory import one_line
+
+        return one_line(str(exc))
     return ""
 
 

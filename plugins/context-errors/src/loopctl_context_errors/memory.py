@@ -30,7 +30,7 @@ from typing import Any, TypeVar
 
 import attrs
 
-from loopctl import normalize_line, redact
+from loopctl import normalize_line, redact, sanitize
 from loopctl_context_errors import ranking
 from loopctl_context_errors.store import (
     NO_RUN,
@@ -721,10 +721,15 @@ def _similar_failure(hit: ranking.Hit) -> SimilarFailure:
     )
 
 
+def one_line(text: str) -> str:
+    """``text`` as one line a terminal shows as it is: every run of whitespace (line breaks of
+    any kind included) one space, control characters removed."""
+    return sanitize(" ".join(str(text).split()))
+
+
 def _one_line(location: MemoryLocation, error: BaseException) -> str:
     """A store error's message as one line, with no password and nothing redact() hides."""
-    text = " ".join(str(error).split()) or type(error).__name__
-    return redact(location.scrub(text))[:300]
+    return redact(location.scrub(one_line(str(error)) or type(error).__name__))[:300]
 
 
 __all__ = [

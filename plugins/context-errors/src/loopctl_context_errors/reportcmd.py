@@ -114,7 +114,9 @@ def open_memory(
                 return None
             location = resolve_memory_location(config.memory_path, config.memory_url)
     except StoreError as exc:
-        raise InputError(str(exc)) from None
+        from loopctl_context_errors.memory import one_line
+
+        raise InputError(one_line(str(exc))) from None
     return None if location is None else FailureMemory(location, timeout_s=timeout_s)
 
 
