@@ -100,8 +100,12 @@ def test_similar_stats_search_prune(tmp_path: Path, log_file: Path, private_memo
     assert stats["failures"] == 1
     assert stats["fixed"] == 1
     assert stats["path"] == str(private_memory)
+    assert (stats["backend"], stats["location"], stats["schema_version"]) == (
+        "sqlite", str(private_memory), 2,
+    )  # fmt: skip
     done = loopctl("memory", "stats", cwd=tmp_path)
     assert "failures: 1" in done.stdout
+    assert f"Failure memory: {private_memory} (sqlite, schema 2)" in done.stdout
 
     done = loopctl("memory", "search", "No", "module", "named", "yaml_tools", "--json",
                    cwd=tmp_path)  # fmt: skip
@@ -109,7 +113,8 @@ def test_similar_stats_search_prune(tmp_path: Path, log_file: Path, private_memo
 
     done = loopctl("memory", "prune", "--keep", "0", "--dry-run", "--json", cwd=tmp_path)
     assert json.loads(done.stdout) == {
-        "path": str(private_memory), "deleted": 0, "matched": 1, "dry_run": True,
+        "path": str(private_memory), "location": str(private_memory), "deleted": 0,
+        "matched": 1, "dry_run": True,
     }  # fmt: skip
     done = loopctl("memory", "prune", "--keep", "0", cwd=tmp_path)
     assert "deleted 1" in done.stdout
@@ -124,6 +129,76 @@ def test_memory_flag_and_off(tmp_path: Path, log_file: Path) -> None:
     done = loopctl("memory", "stats", "--memory", "off", cwd=tmp_path)
     assert done.returncode == 2
     assert "off" in done.stderr
+
+
+def test_migrate_and_copy(tmp_path: Path) -> None:
+    from test_context_errors_store_sqlite import _v1_file
+
+    old, new = tmp_path / "old.sqlite3", tmp_path / "new.sqlite3"
+    _v1_file(old)
+    done = loopctl("memory", "migrate", "--memory", str(old), "--dry-run", "--json", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {
+        "location": str(old), "from_version": 1, "to_version": 2, "rows": 3, "dry_run": True,
+    }  # fmt: skip
+    done = loopctl("memory", "migrate", "--memory", str(old), cwd=tmp_path)
+    assert done.stdout.strip() == f"{old}: migrated schema 1 → 2 (3 failure(s))"
+    done = loopctl("memory", "migrate", "--memory", str(old), cwd=tmp_path)
+    assert done.stdout.strip() == f"{old}: already at schema 2"
+    done = loopctl("memory", "copy", "--memory", str(old), "--to", str(new), "--json",
+                   cwd=tmp_path)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {"from": str(old), "to": str(new), "read": 3, "inserted": 3}
+    done = loopctl("memory", "copy", "--memory", str(old), "--to", str(new), cwd=tmp_path)
+    assert done.stdout.strip() == (
+        f"copied 0 failure(s) of 3 from {old} to {new} (3 already there)"
+    )  # copying again adds nothing
+    searches = [
+        json.loads(loopctl("memory", "search", "KeyError", "cart_job_17", "--json", "--memory",
+                           str(path), cwd=tmp_path).stdout)["ids"]
+        for path in (old, new)
+    ]  # fmt: skip
+    assert searches[0] == searches[1] != []  # the same ids, in the same order
+
+
+def test_memory_errors_are_one_line_without_the_password(tmp_path: Path) -> None:
+    password = "pw-Zx81-secret"
+    done = loopctl("memory", "stats", "--memory", f"postgresql://loop:{password}@[::1/mem",
+                   cwd=tmp_path)  # fmt: skip
+    assert done.returncode == 2
+    assert done.stderr.startswith("loopctl: error: --memory: ")
+    assert len(done.stderr.strip().splitlines()) == 1
+    assert password not in done.stderr + done.stdout
+    newer = tmp_path / "newer.sqlite3"
+    FailureMemory(newer).record_failure(decisive=["ValueError: x_1"], category="UNKNOWN")
+    import sqlite3
+
+    with sqlite3.connect(newer) as conn:
+        conn.execute("PRAGMA user_version = 3")
+    for command in (("stats",), ("prune", "--keep", "0"), ("migrate",), ("search", "x_1")):
+        done = loopctl("memory", *command, "--memory", str(newer), cwd=tmp_path)
+        assert done.returncode == 1, (command, done.stderr)
+        assert len(done.stderr.strip().splitlines()) == 1
+        assert "schema version 3 is newer" in done.stderr
+    done = loopctl("memory", "copy", "--to", str(newer), "--memory", str(tmp_path / "x.db"),
+                   cwd=tmp_path)  # fmt: skip
+    assert done.returncode == 1
+    assert "cannot copy into the failure memory" in done.stderr
+
+
+def test_config_show_never_shows_the_memory_urls_password(tmp_path: Path) -> None:
+    password = "pw-Qm42-secret"
+    (tmp_path / "loopctl.toml").write_text(
+        "[plugins.context-errors]\n"
+        f'memory_url = "postgresql://loop:{password}@db.example:5432/mem"\n',
+        encoding="utf-8",
+    )
+    for extra in ((), ("--json",)):
+        done = loopctl("config", "show", *extra, cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+        assert "memory_url" in done.stdout
+        assert "db.example" in done.stdout
+        assert password not in done.stdout + done.stderr
 
 
 def test_rules_lists_the_precedence(tmp_path: Path) -> None:
@@ -175,8 +250,24 @@ REPORT_CLASSES = {
     "loopctl_context_errors.config.ContextErrorsConfig",
     *(
         f"loopctl_context_errors.memory.{n}"
-        for n in ("FailureRecord", "QueryOutcome", "SimilarFailure", "_Open")
+        for n in ("FailureRecord", "QueryOutcome", "SimilarFailure")
     ),
+    # the storage interface's row types (store.py) and the SQLite backend's connection
+    *(
+        f"loopctl_context_errors.store.{n}"
+        for n in (
+            "Fix",
+            "FixTarget",
+            "MemoryLocation",
+            "MigrationReport",
+            "NewFailure",
+            "PruneCriteria",
+            "SchemaState",
+            "StoredFailure",
+        )
+    ),
+    "loopctl_context_errors.store_sqlite._Open",
+    "loopctl_context_errors.project_id.ProjectIdentity",  # same-project hits first
     "loopctl_context_errors.report.ErrorReport",
     "loopctl_context_errors.suggest.Suggestion",
 }

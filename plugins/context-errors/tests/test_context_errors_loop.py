@@ -5,6 +5,8 @@ from __future__ import annotations
 import contextlib
 import json
 import sqlite3
+import subprocess
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +19,7 @@ from loopctl_context_errors.categories import Rule
 from loopctl_context_errors.events import (
     CONTEXT_GENERATED,
     EVENT_TYPES,
+    MEMORY_UNAVAILABLE,
     SUGGESTION_RECORDED,
     SUGGESTION_RESOLVED,
     validate,
@@ -42,6 +45,20 @@ def _calc_project(path: Path, *, mul_broken: bool = False):  # type: ignore[no-u
     )
     project.write("test_calc.py", CALC_TEST)
     project.commit("calc")
+    # its own identity in the memory (two projects made alike in the same second would share
+    # their root commit)
+    subprocess.run(
+        [
+            "git",
+            "-C",
+            str(path),
+            "remote",
+            "add",
+            "origin",
+            f"https://example.com/acme/{path.name}",
+        ],
+        check=True,
+    )
     return project
 
 
@@ -117,12 +134,15 @@ def test_failure_then_fix_reports_resolves_and_remembers(
                       plugins=PLUGINS)  # fmt: skip
     report = (second.state_dir / "context-error-tests.md").read_text(encoding="utf-8")
     assert "[exact 1.00]" in report
-    assert "in shop" in report
+    assert "(another project: shop)" in report  # labelled: not this project's failure
     assert "calc.py" in report
     prompt = (second.state_dir / "logs" / "iteration-0002.prompt.md").read_text(encoding="utf-8")
     assert "fixed by changing calc.py" in prompt
+    assert "(another project: shop)" in prompt
     actions = second.events_of(SUGGESTION_RECORDED)[0]["actions"]
-    assert actions[0].startswith("A matching failure in shop was fixed by changing calc.py")
+    assert actions[0].startswith(
+        "A matching failure (another project: shop) was fixed by changing calc.py"
+    )
 
 
 def test_effective_only_when_the_tests_it_was_about_pass(tmp_path: Path) -> None:
@@ -207,6 +227,40 @@ def test_memory_off_by_config_and_by_environment(
     result = run_loop(project, "fix", turns=[[{"say": "x"}], [FIX_ADD]], plugins=PLUGINS)
     assert result.events_of(CONTEXT_GENERATED)[0]["memory_status"] == "disabled"
     assert not private_memory.exists()
+
+
+@pytest.mark.parametrize(
+    ("value", "reason"),
+    [
+        ("postgresql://loop:{pw}@[::1/mem", "bad-url"),  # malformed: never reaches a server
+        ("postgresql://loop:{pw}@db@example/mem", "bad-url"),
+        # nothing listens on port 1: refused (or no-driver where psycopg is not installed)
+        ("postgresql://loop:{pw}@127.0.0.1:1/mem", "refused|no-driver"),
+    ],
+)
+def test_an_unusable_memory_warns_once_and_the_loop_goes_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, value: str, reason: str
+) -> None:
+    password = "pw-" + uuid.uuid4().hex
+    monkeypatch.setenv("LOOPCTL_FAILURE_MEMORY", value.format(pw=password))
+    project = _calc_project(tmp_path / "p")
+    result = run_loop(project, "fix", plugins=PLUGINS,
+                      turns=[[{"say": "x"}], [{"say": "y"}], [FIX_ADD]])  # fmt: skip
+    assert result.status == "complete"
+    generated = result.events_of(CONTEXT_GENERATED)
+    assert len(generated) == 2
+    assert {e["memory_status"] for e in generated} == {"unavailable"}
+    assert {e["memory_reason"] for e in generated} <= set(reason.split("|"))
+    warnings = result.events_of(MEMORY_UNAVAILABLE)
+    assert len(warnings) == 1  # once a run, not once a failure
+    assert warnings[0]["summary"].startswith("warning: failure memory ")
+    assert warnings[0]["summary"].endswith("(going on without memory)")
+    assert validate(warnings[0]) == []
+    report = (result.state_dir / "context-error-tests.md").read_text(encoding="utf-8")
+    assert "None: the failure memory is unavailable." in report
+    for path in result.state_dir.rglob("*"):
+        if path.is_file():
+            assert password not in path.read_text(encoding="utf-8", errors="replace"), path
 
 
 def test_config_errors_name_the_key(tmp_path: Path) -> None:

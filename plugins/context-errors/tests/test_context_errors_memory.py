@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import sqlite3
 import subprocess
 import sys
@@ -16,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import loopctl_context_errors
-from loopctl_context_errors import memory as memory_module
+from loopctl_context_errors import ranking, store_sqlite
 from loopctl_context_errors.memory import (
     ENV_MEMORY,
     FailureMemory,
@@ -25,6 +26,7 @@ from loopctl_context_errors.memory import (
     resolve_memory_path,
     signature_of,
 )
+from loopctl_context_errors.store import Candidate
 
 FILE_ERROR = [
     "FileNotFoundError: [Errno 2] No such file or directory: '/srv/app/config/settings.json'"
@@ -211,43 +213,64 @@ def test_suggestion_effectiveness_counts(tmp_path: Path) -> None:
 
 WRITER = textwrap.dedent(
     """
-    import sys
-    from pathlib import Path
+    import json, sys
     from loopctl_context_errors.memory import FailureMemory
 
-    path, worker, count = Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
-    memory = FailureMemory(path, timeout_s=20)
-    stored = 0
+    where, worker, count = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+    memory = FailureMemory(where, timeout_s=30)
+    stored, statuses = 0, set()
     for i in range(count):
         line = f"AssertionError: worker_{worker} case_{i} expected 3 got 4"
-        if memory.record_failure(decisive=[line], category="ASSERTION_FAILURE", run_id=f"w{worker}"):
+        if memory.record_failure(decisive=[line], category="ASSERTION_FAILURE",
+                                 run_id=f"w{worker}", project_id=f"path:/w{worker % 3}"):
             stored += 1
-        memory.query_similar([line])
-    print(stored)
+        other = f"AssertionError: worker_{(worker + 1) % 20} case_{i} expected 3 got 4"
+        statuses.add(memory.query_similar([other], project_id="path:/w0").status)
+    print(json.dumps([stored, sorted(statuses)]))
     """
 )
 
+try:  # the Postgres backend's test server, where that backend is built; its fixtures are used
+    # by name (pytest finds them in this module), so they look unused to the linters
+    from pg_testkit import pg_server, pg_url  # type: ignore[import-not-found]  # noqa: F401
 
-def test_several_processes_write_at_once(tmp_path: Path) -> None:
-    path = tmp_path / "shared" / "failures.sqlite3"
-    workers, count = 4, 40
+    BACKENDS = ["sqlite", "postgres"]
+except ImportError:
+    BACKENDS = ["sqlite"]
+
+
+@pytest.fixture(params=BACKENDS)
+def memory_location(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """Where a test's shared memory is: a SQLite file, or a Postgres database (its URL)."""
+    if request.param == "postgres":
+        return str(request.getfixturevalue("pg_url"))
+    return str(tmp_path / "shared" / "failures.sqlite3")
+
+
+def test_several_processes_write_and_query_at_once(memory_location: str) -> None:
+    """20 loops (processes) each record 10 failures, querying between: no record is lost, and
+    no query sees anything but ok or missing (no lock, no serialization error)."""
+    workers, count = 20, 10
     processes = [
         subprocess.Popen(
-            [sys.executable, "-c", WRITER, str(path), str(w), str(count)],
+            [sys.executable, "-c", WRITER, memory_location, str(w), str(count)],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
         )
         for w in range(workers)
     ]
-    results = [p.communicate(timeout=120) for p in processes]
+    results = [p.communicate(timeout=300) for p in processes]
     assert all(p.returncode == 0 for p in processes), [err for _, err in results]
-    assert sum(int(out) for out, _ in results) == workers * count
-    memory = FailureMemory(path)
+    answers = [json.loads(out) for out, _ in results]
+    assert sum(stored for stored, _ in answers) == workers * count
+    assert set().union(*(set(statuses) for _, statuses in answers)) <= {"ok", "missing"}
+    memory = FailureMemory(memory_location)
     assert memory.stats()["failures"] == workers * count
-    with contextlib.closing(sqlite3.connect(path)) as conn:
-        conn.execute("INSERT INTO failures_fts(failures_fts) VALUES('integrity-check')")
-        assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    if not memory_location.startswith("postgres"):
+        with contextlib.closing(sqlite3.connect(memory_location)) as conn:
+            conn.execute("INSERT INTO failures_fts(failures_fts) VALUES('integrity-check')")
+            assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     found = memory.query_similar(["AssertionError: worker_2 case_7 expected 3 got 4"])
     assert found.results
     assert found.results[0].match == "exact"
@@ -271,20 +294,20 @@ def test_store_and_query_accept_any_text(tmp_path_factory: pytest.TempPathFactor
 
 def _candidate(
     id_: int, signature: str, tokens: str, *, category: str = "FILE_ACCESS",
-    resolved_at: float | None = None, last_seen: float = 0.0,
-) -> memory_module._Candidate:  # fmt: skip
-    return memory_module._Candidate(id_, signature, category, resolved_at, last_seen, tokens)
+    resolved_at: float | None = None, last_seen: float = 0.0, project_id: str = "",
+) -> Candidate:  # fmt: skip
+    return Candidate(id_, signature, category, resolved_at, last_seen, tokens, project_id)
 
 
 def test_similarity_is_word_overlap_with_bonuses_capped_below_exact() -> None:
     query = {"filenotfounderror", "errno", "settings", "json"}
     half = _candidate(1, "s1", "filenotfounderror errno other words")
-    assert memory_module._similarity(query, half, None) == pytest.approx(2 / 6)
-    assert memory_module._similarity(query, half, "FILE_ACCESS") == pytest.approx(2 / 6 + 0.1)
+    assert ranking._similarity(query, half, None) == pytest.approx(2 / 6)
+    assert ranking._similarity(query, half, "FILE_ACCESS") == pytest.approx(2 / 6 + 0.1)
     fixed = _candidate(2, "s2", "filenotfounderror errno settings json", resolved_at=1.0)
-    assert memory_module._similarity(query, fixed, "FILE_ACCESS") == 0.99
+    assert ranking._similarity(query, fixed, "FILE_ACCESS") == 0.99
     unrelated = _candidate(3, "s3", "keyerror price")
-    assert memory_module._similarity(query, unrelated, None) is None
+    assert ranking._similarity(query, unrelated, None) is None
 
 
 def test_ranking_keeps_the_best_of_each_signature_up_to_the_number_wanted() -> None:
@@ -296,12 +319,13 @@ def test_ranking_keeps_the_best_of_each_signature_up_to_the_number_wanted() -> N
         _candidate(4, "b", "alpha beta", last_seen=2.0),
         _candidate(5, "c", "alpha delta epsilon zeta"),
     ]
-    ranked = memory_module._ranked(candidates, query, None)
-    # best score first, the latest seen first among equals; too little overlap is left out
-    assert [c.id for _, c in ranked] == [1, 3, 4, 2]
-    winners = memory_module._best_distinct(ranked, {"same-as-query"}, 2)
+    ranked = ranking._ranked(candidates, query, None)
+    # best score first, the latest seen first among equals, then the highest id (the same
+    # order on every backend); too little overlap is left out
+    assert [c.id for _, c in ranked] == [3, 1, 4, 2]
+    winners = ranking._best_distinct(ranked, {"same-as-query"}, 2)
     assert [row_id for _, row_id in winners] == [3, 4]
-    assert memory_module._best_distinct(ranked, set(), 0) == []
+    assert ranking._best_distinct(ranked, set(), 0) == []
 
 
 def test_a_query_costs_the_same_however_many_stored_rows_share_its_words(
@@ -316,10 +340,12 @@ def test_a_query_costs_the_same_however_many_stored_rows_share_its_words(
         steps[0] += 1
         return time.monotonic()
 
-    monkeypatch.setattr(memory_module, "RANKED_ROWS", 50)
-    monkeypatch.setattr(memory_module, "_PROGRESS_STEPS", 10)
+    monkeypatch.setattr(ranking, "RANKED_ROWS", 50)
+    monkeypatch.setattr(store_sqlite, "_PROGRESS_STEPS", 10)
     monkeypatch.setattr(
-        memory_module, "time", type("T", (), {"monotonic": monotonic, "time": time.time})
+        store_sqlite,
+        "time",
+        type("T", (), {"monotonic": monotonic, "time": time.time, "sleep": time.sleep}),
     )
 
     def cost(rows: int) -> int:
@@ -364,16 +390,16 @@ def test_a_write_refused_at_once_is_tried_again_within_the_timeout(
 ) -> None:
     memory = _store(tmp_path / "f.sqlite3")
     assert memory.record_failure(decisive=["KeyError: 'a'"], category="KEY_ERROR")
-    real_open = memory_module._open
+    real_open = store_sqlite._open
     wrapped: list[_RefusesAtOnce] = []
 
     def refusing_open(path: Path, *, create: bool, timeout: float) -> Any:
         entry = real_open(path, create=create, timeout=timeout)
         if not wrapped:
             wrapped.append(_RefusesAtOnce(entry.conn, times=3))
-        return memory_module._Open(wrapped[0], schema_ok=entry.schema_ok)  # type: ignore[arg-type]
+        return store_sqlite._Open(wrapped[0], schema_ok=entry.schema_ok)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(memory_module, "_open", refusing_open)
+    monkeypatch.setattr(store_sqlite, "_open", refusing_open)
     assert memory.record_failure(decisive=["KeyError: 'b'"], category="KEY_ERROR")
     assert wrapped[0].refused == 3
     # refused for longer than the timeout: given up, as before (never raises)

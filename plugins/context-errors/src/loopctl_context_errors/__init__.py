@@ -44,6 +44,7 @@ _EXPORTS = {
     "CONTEXT_GENERATED": "events",
     "SUGGESTION_RECORDED": "events",
     "SUGGESTION_RESOLVED": "events",
+    "MEMORY_UNAVAILABLE": "events",
     "EVENT_TYPES": "events",
 }
 
@@ -62,14 +63,14 @@ def query_similar_failures(
     """The seed's ``query_similar_failures``: similar stored failures, [] when the memory is
     missing, locked or slow. Never raises."""
     from loopctl_context_errors.categories import categorize
-    from loopctl_context_errors.memory import FailureMemory, resolve_memory_path
+    from loopctl_context_errors.memory import FailureMemory, resolve_memory_location
 
     try:
         if memory is None:
-            path = resolve_memory_path()
-            if path is None:
+            location = resolve_memory_location()
+            if location is None:
                 return []
-            memory = FailureMemory(path, timeout_s=timeout_s)
+            memory = FailureMemory(location, timeout_s=timeout_s)
         found = categorize(error_text)
         outcome = memory.query_similar(found.decisive_lines, limit=max_results, timeout_s=timeout_s)
         return list(outcome.results)

@@ -3,8 +3,10 @@
 ``errors report`` categorizes any error output (a file, or ``-`` for stdin) and prints the
 four-section report as terminal text, GitHub markdown or JSON; ``errors similar`` lists similar
 past failures; ``errors rules`` shows the rules in precedence order. ``memory stats|search|prune``
-look after the failure memory. Errors meant for the user are one ``loopctl: error: …`` line and
-exit code 2.
+look after the failure memory, ``memory migrate`` brings it to this loopctl's schema and ``memory
+copy`` copies it into another (a SQLite file into a team's Postgres). Errors meant for the user
+are one ``loopctl: error: …`` line: exit code 2 for a usage error, 1 when the memory cannot be
+used.
 
 ``errors report`` is a :class:`loopctl.CliCommand`, run without typer
 (:mod:`loopctl_context_errors.reportcmd`, which has the helpers all these commands share); the
@@ -20,16 +22,18 @@ from typing import Annotated, Any, Optional
 import typer
 
 from loopctl_context_errors.reportcmd import (
+    EXIT_STORE,
     EXIT_USAGE,
     MEMORY_HELP,
     SOURCE_HELP,
     InputError,
+    open_memory,
     print_error,
     read_input,
 )
 from loopctl_context_errors.reportcmd import load_project as _project
-from loopctl_context_errors.reportcmd import open_memory as _memory
 from loopctl_context_errors.reportcmd import print_json as _print_json
+from loopctl_context_errors.reportcmd import project_id_of as _project_id
 from loopctl_context_errors.reportcmd import rules as _rules
 from loopctl_context_errors.reportcmd import say as _say
 
@@ -40,7 +44,7 @@ errors_app = typer.Typer(
     no_args_is_help=True,
 )
 memory_app = typer.Typer(
-    help="The failure memory shared by every project: stats, search, prune.",
+    help="The failure memory shared by every project: stats, search, prune, migrate, copy.",
     no_args_is_help=True,
 )
 
@@ -55,6 +59,38 @@ def _fail(message: str) -> typer.Exit:
     return typer.Exit(EXIT_USAGE)
 
 
+#: Statuses of a memory that cannot be used at all (not just slow or busy this time).
+UNUSABLE = frozenset({"unavailable", "newer", "outdated"})
+OFF = "the failure memory is off (LOOPCTL_FAILURE_MEMORY or the project's settings say so)"
+
+
+def _memory(value: str | None, *, project: Any = None) -> Any:
+    """The memory ``--memory`` (or the environment and project) names; exits 2 when it is off
+    or the URL is not one."""
+    try:
+        memory = open_memory(value, project=project)
+    except InputError as exc:
+        raise _fail(f"--memory: {exc}" if value else str(exc)) from None
+    if memory is None:
+        raise _fail(OFF)
+    return memory
+
+
+def _store_failed(memory: Any, doing: str, exc: Exception) -> typer.Exit:
+    """One line for a memory that could not be used (exit 1); never the store's raw text."""
+    from loopctl_context_errors.memory import one_line
+    from loopctl_context_errors.store import StoreError
+
+    if isinstance(exc, StoreError):
+        message = one_line(str(exc))
+        if memory.display not in message:
+            message = f"{memory.display}: {message}"
+    else:
+        message = f"{memory.display}: {type(exc).__name__}"
+    print_error(f"cannot {doing} the failure memory: {memory.location.scrub(message)}")
+    return typer.Exit(EXIT_STORE)
+
+
 def _read_input(source: str) -> str:
     try:
         return read_input(source)
@@ -63,7 +99,7 @@ def _read_input(source: str) -> str:
 
 
 SourceArg = Annotated[str, typer.Argument(help=SOURCE_HELP)]
-MemoryOpt = Annotated[Optional[str], typer.Option("--memory", metavar="FILE", help=MEMORY_HELP)]
+MemoryOpt = Annotated[Optional[str], typer.Option("--memory", metavar="FILE|URL", help=MEMORY_HELP)]
 
 
 def examples(*lines: str) -> str:
@@ -85,17 +121,22 @@ def errors_similar(
     project = _project()
     found = categorize(text, rules=_rules(project))
     memory = _memory(memory_path, project=project)
-    if memory is None:
-        raise _fail("the failure memory is off (LOOPCTL_FAILURE_MEMORY or memory_path says so)")
-    outcome = memory.query_similar(found.decisive_lines, limit=limit, category=found.category.value)
+    outcome = memory.query_similar(
+        found.decisive_lines,
+        limit=limit,
+        category=found.category.value,
+        project_id=_project_id(project),
+    )
     if as_json:
         _print_json(
             {
                 "category": found.category.value,
                 "rule": found.rule_name,
                 "memory": {
-                    "path": str(memory.path),
+                    "location": memory.display,
+                    **({"path": str(memory.path)} if memory.path is not None else {}),
                     "status": outcome.status,
+                    **({"reason": outcome.reason} if outcome.reason else {}),
                     "duration_ms": outcome.duration_ms,
                 },
                 "similar_failures": [item.to_json() for item in outcome.results],
@@ -103,8 +144,11 @@ def errors_similar(
         )
         return
     print(
-        f"{found.category.value} (rule {found.rule_name}); memory {memory.path}: {outcome.status}"
+        f"{found.category.value} (rule {found.rule_name}); memory {memory.display}: "
+        f"{outcome.status}"
     )
+    if outcome.message:
+        print(f"({outcome.message})")
     if not outcome.results:
         print("No similar failures.")
     for item in outcome.results:
@@ -117,7 +161,7 @@ def errors_similar(
         )
         head = record.decisive[-1] if record.decisive else ""
         _say(
-            f"- [{item.match} {item.score:.2f}] #{record.id} {record.category} {record.project}: "
+            f"- [{item.match} {item.score:.2f}] #{record.id} {record.category} {item.place()}: "
             f"{head[:160]} ({fix})"
         )
 
@@ -156,17 +200,21 @@ def memory_stats(
 ) -> None:
     """How many failures the memory holds, by category and project, and how many were fixed."""
     memory = _memory(memory_path)
-    if memory is None:
-        raise _fail("the failure memory is off (LOOPCTL_FAILURE_MEMORY or memory_path says so)")
     try:
         stats = memory.stats()
-    except Exception as exc:  # noqa: BLE001
-        raise _fail(f"{memory.path}: cannot read the failure memory: {exc}") from None
+    except Exception as exc:  # noqa: BLE001 - any failure is one line and exit 1, never a traceback
+        raise _store_failed(memory, "read", exc) from None
     if as_json:
         _print_json(stats)
         return
-    print(f"Failure memory: {stats['path']}")
-    if not stats.get("exists"):
+    version = stats.get("schema_version")
+    print(
+        f"Failure memory: {stats.get('location', memory.display)} "
+        f"({stats.get('backend', memory.location.kind)}"
+        + (f", schema {version}" if version is not None else "")
+        + ")"
+    )
+    if not stats.get("exists", stats.get("failures")):
         print("  (empty: nothing recorded yet)")
         return
     print(
@@ -195,22 +243,31 @@ def memory_search(
 ) -> None:
     """Stored failures like the given error text (exact signature, then rare words)."""
     text = _read_input("-") if query == ["-"] else " ".join(query)
-    memory = _memory(memory_path)
-    if memory is None:
-        raise _fail("the failure memory is off (LOOPCTL_FAILURE_MEMORY or memory_path says so)")
+    project = _project()
+    memory = _memory(memory_path, project=project)
     lines = [line for line in text.splitlines() if line.strip()] or [text]
-    outcome = memory.query_similar(lines, limit=limit)
+    outcome = memory.query_similar(lines, limit=limit, project_id=_project_id(project))
     if as_json:
         _print_json(
             {
+                "location": memory.display,
                 "status": outcome.status,
+                **(
+                    {"reason": outcome.reason, "message": outcome.message} if outcome.reason else {}
+                ),
                 "duration_ms": outcome.duration_ms,
+                "ids": [item.record.id for item in outcome.results],
                 "results": [item.to_json() for item in outcome.results],
             }
         )
+        if outcome.status in UNUSABLE:
+            raise typer.Exit(EXIT_STORE)
         return
+    if outcome.status in UNUSABLE:
+        print_error(f"cannot search the failure memory: {outcome.message or outcome.status}")
+        raise typer.Exit(EXIT_STORE)
     if outcome.status not in ("ok", "missing"):
-        print(f"(the failure memory is {outcome.status})")
+        print(f"(the failure memory is {outcome.status}: {outcome.message})")
     if not outcome.results:
         print("No matching failures.")
     for item in outcome.results:
@@ -219,7 +276,7 @@ def memory_search(
         fixed = "fixed" if record.fixed else "open"
         _say(
             f"#{record.id} [{item.match} {item.score:.2f}] {record.category} "
-            f"{record.project} {fixed}: {head[:160]}"
+            f"{item.place()} {fixed}: {head[:160]}"
         )
 
 
@@ -246,18 +303,17 @@ def memory_prune(
     if older_than is not None and older_than < 0:
         raise _fail("--older-than: must be 0 or more days")
     memory = _memory(memory_path)
-    if memory is None:
-        raise _fail("the failure memory is off (LOOPCTL_FAILURE_MEMORY or memory_path says so)")
     try:
         count = memory.prune(
             older_than_days=older_than, keep=keep, project=project, dry_run=dry_run
         )
-    except Exception as exc:  # noqa: BLE001
-        raise _fail(f"{memory.path}: cannot prune the failure memory: {exc}") from None
+    except Exception as exc:  # noqa: BLE001 - any failure is one line and exit 1, never a traceback
+        raise _store_failed(memory, "prune", exc) from None
     if as_json:
         _print_json(
             {
-                "path": str(memory.path),
+                **({"path": str(memory.path)} if memory.path is not None else {}),
+                "location": memory.display,
                 "deleted": 0 if dry_run else count,
                 "matched": count,
                 "dry_run": dry_run,
@@ -265,7 +321,81 @@ def memory_prune(
         )
         return
     verb = "would delete" if dry_run else "deleted"
-    print(f"{verb} {count} failure(s) from {memory.path}")
+    print(f"{verb} {count} failure(s) from {memory.display}")
+
+
+@memory_app.command(
+    "migrate",
+    epilog=examples(
+        "loopctl memory migrate --dry-run", "loopctl memory migrate --memory postgresql://db/mem"
+    ),
+)
+def memory_migrate(
+    memory_path: MemoryOpt = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Say what would change.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help=JSON_HELP)] = False,
+) -> None:
+    """Bring the memory to this loopctl's schema (a SQLite file is migrated on first use too;
+    a shared Postgres only by this command)."""
+    memory = _memory(memory_path)
+    try:
+        report = memory.migrate(dry_run=dry_run)
+    except Exception as exc:  # noqa: BLE001 - any failure is one line and exit 1, never a traceback
+        raise _store_failed(memory, "migrate", exc) from None
+    if as_json:
+        _print_json(
+            {
+                "location": memory.display,
+                "from_version": report.from_version,
+                "to_version": report.to_version,
+                "rows": report.rows,
+                "dry_run": report.dry_run,
+            }
+        )
+        return
+    if report.from_version is None:
+        print(f"{memory.display}: nothing stored yet (schema {report.to_version} on first use)")
+    elif report.from_version == report.to_version:
+        print(f"{memory.display}: already at schema {report.to_version}")
+    else:
+        verb = "would migrate" if dry_run else "migrated"
+        print(
+            f"{memory.display}: {verb} schema {report.from_version} → {report.to_version} "
+            f"({report.rows} failure(s))"
+        )
+
+
+@memory_app.command(
+    "copy", epilog=examples("loopctl memory copy --to postgresql://loop@db.example/mem")
+)
+def memory_copy(
+    to: Annotated[str, typer.Option("--to", metavar="FILE|URL", help="The memory to copy into.")],
+    memory_path: MemoryOpt = None,
+    as_json: Annotated[bool, typer.Option("--json", help=JSON_HELP)] = False,
+) -> None:
+    """Copy every failure into another memory (a SQLite file into a team's Postgres). Failures
+    the target holds already are skipped, so copying again adds nothing."""
+    source = _memory(memory_path)
+    target = _memory(to)
+    if source.display == target.display:
+        raise _fail("--to: that is the memory being copied")
+    try:
+        target.check_writable()  # a newer schema, or a shared one not migrated: refused
+    except Exception as exc:  # noqa: BLE001 - any failure is one line and exit 1, never a traceback
+        raise _store_failed(target, "copy into", exc) from None
+    try:
+        read, inserted = source.copy_to(target)
+    except Exception as exc:  # noqa: BLE001 - any failure is one line and exit 1, never a traceback
+        raise _store_failed(target, "copy into", exc) from None
+    if as_json:
+        _print_json(
+            {"from": source.display, "to": target.display, "read": read, "inserted": inserted}
+        )
+        return
+    print(
+        f"copied {inserted} failure(s) of {read} from {source.display} to {target.display}"
+        + (f" ({read - inserted} already there)" if read - inserted else "")
+    )
 
 
 __all__ = ["errors_app", "memory_app", "register"]

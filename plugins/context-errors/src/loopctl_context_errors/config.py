@@ -14,6 +14,9 @@ class ContextErrorsConfig:
     #: Where the memory lives; "" means LOOPCTL_FAILURE_MEMORY or the XDG default, "off" turns
     #: it off. The environment variable, when set, wins over this key.
     memory_path: str = ""
+    #: A Postgres memory a team shares (``postgresql://user@host/db``; keep the password in
+    #: PGPASSWORD or ~/.pgpass). Wins over ``memory_path``; LOOPCTL_FAILURE_MEMORY wins over it.
+    memory_url: str = attrs.field(default="", repr=False)
     #: Hard limit on one memory query, seconds (the seed's 5 s).
     memory_timeout_s: float = 5.0
     #: Stored failures kept at most (the oldest go first, at the end of a run).
@@ -26,8 +29,12 @@ class ContextErrorsConfig:
     prompt_budget_chars: int = 1500
     #: Priority of that section (the goal is 100, the last test run 70).
     prompt_priority: int = 60
-    #: The project's name in the memory; "" means the working directory's name.
+    #: The project's name shown beside its failures; "" means the repository's (else the
+    #: working directory's) name.
     project: str = ""
+    #: The project's identity in the memory; "" means its remote, else its root commit, else
+    #: its path (set it for a monorepo's services, or a repository that moved).
+    project_id: str = ""
     #: The issue the run works on (``#42`` or a URL), shown in reports.
     issue: str = ""
 
@@ -43,12 +50,32 @@ class ContextErrorsConfig:
             problems.append((("prompt_budget_chars",), "must be at least 200"))
         if not 0 <= self.prompt_priority <= 100:
             problems.append((("prompt_priority",), "must be between 0 and 100"))
+        url_problem = _url_problem(self.memory_url)
+        if url_problem:
+            problems.append((("memory_url",), url_problem))
         if problems:
             # imported here: the config package's errors would cost the start-up of `loopctl
             # errors report` even when there is nothing to report
             from loopctl import InvalidFields
 
             raise InvalidFields(problems)
+
+
+def _url_problem(value: str) -> str:
+    """Why ``value`` is not a usable ``memory_url`` ("" when it is, or is empty)."""
+    if not value.strip():
+        return ""
+    from loopctl_context_errors.store import StoreError, is_url, parse_location
+
+    if not is_url(value):
+        return "must be a postgresql:// URL (a file goes in memory_path)"
+    try:
+        parse_location(value)
+    except StoreError as exc:
+        from loopctl_context_errors.memory import one_line
+
+        return one_line(str(exc))
+    return ""
 
 
 __all__ = ["ContextErrorsConfig"]

@@ -56,6 +56,8 @@ class ErrorReport:
     similar: list[SimilarFailure] = attrs.Factory(list)
     memory_status: str = "disabled"
     memory_ms: float = 0.0
+    #: Why the memory did not answer (a code: ``auth``, ``refused`` …), "" when it did.
+    memory_reason: str = ""
     iteration: int | None = None
     goal: str = ""
     issue: str = ""
@@ -85,7 +87,11 @@ class ErrorReport:
             "signature": self.signature,
             "failing_tests": list(self.failing_tests),
             "similar_failures": [item.to_json() for item in self.similar],
-            "memory": {"status": self.memory_status, "duration_ms": self.memory_ms},
+            "memory": {
+                "status": self.memory_status,
+                "duration_ms": self.memory_ms,
+                **({"reason": self.memory_reason} if self.memory_reason else {}),
+            },
             "suggested_actions": [s.to_json() for s in self.suggestions],
             "generated_at": round(self.generated_at, 3),
         }
@@ -115,6 +121,7 @@ def build_report(
     categorization: Categorization | None = None,
     similar: QueryOutcome | None = None,
     excerpt_lines: int = LOG_EXCERPT_LINES,
+    project_id: str = "",
 ) -> ErrorReport:
     """Categorize ``text``, ask the memory, suggest, and assemble a redacted report.
 
@@ -138,6 +145,7 @@ def build_report(
                 limit=max_similar,
                 category=found.category.value,
                 exclude_run=exclude_run,
+                project_id=project_id,
             )
     stats = {}
     if memory is not None and outcome.status == "ok":
@@ -162,6 +170,7 @@ def build_report(
         similar=list(outcome.results),
         memory_status=outcome.status,
         memory_ms=outcome.duration_ms,
+        memory_reason=outcome.reason,
         iteration=iteration,
         goal=redact(goal),
         issue=redact(str(issue or "")),
@@ -175,13 +184,21 @@ def build_report(
 # --- plain text and the terminal --------------------------------------------------------------
 
 
+#: How the "None: the failure memory is …" line says a status.
+MEMORY_STATES = {
+    "disabled": "off",
+    "newer": "unavailable (its schema is newer than this loopctl's: upgrade loopctl)",
+    "outdated": "unavailable (its schema is older: run `loopctl memory migrate`)",
+}
+
+
 def _similar_lines(report: ErrorReport) -> list[str]:
     if not report.similar:
         if report.memory_status in ("ok", "missing"):
             return ["None found."]
-        if report.memory_status == "disabled":
-            return ["None: the failure memory is off."]
-        return [f"None: the failure memory is {report.memory_status}."]
+        return [
+            f"None: the failure memory is {MEMORY_STATES.get(report.memory_status, report.memory_status)}."
+        ]
     lines = []
     for item in report.similar:
         record = item.record
@@ -194,7 +211,7 @@ def _similar_lines(report: ErrorReport) -> list[str]:
         )
         seen = f", seen {record.occurrences}x" if record.occurrences > 1 else ""
         lines.append(
-            f"[{item.match} {item.score:.2f}] {record.category} in {record.project or '?'} "
+            f"[{item.match} {item.score:.2f}] {record.category} {item.place()} "
             f"({record.stage}, {when}{seen}): {head[:200]} — {fix}"
         )
     return lines

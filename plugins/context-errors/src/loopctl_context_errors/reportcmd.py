@@ -20,10 +20,12 @@ if TYPE_CHECKING:
     from loopctl_context_errors.memory import FailureMemory
 
 EXIT_USAGE = 2
+#: The failure memory could not be used (unreachable, newer, locked, damaged …).
+EXIT_STORE = 1
 FORMATS = ("terminal", "github", "json")
 MEMORY_HELP = (
-    "The failure memory file (default: LOOPCTL_FAILURE_MEMORY, the project's memory_path "
-    "setting, or $XDG_DATA_HOME/loopctl/failures.sqlite3)."
+    "The failure memory: a SQLite file or a postgresql:// URL (default: LOOPCTL_FAILURE_MEMORY, "
+    "the project's memory_url or memory_path setting, or $XDG_DATA_HOME/loopctl/failures.sqlite3)."
 )
 SOURCE_HELP = "The error output: a file, or - for standard input."
 
@@ -75,31 +77,56 @@ def load_project() -> Any:
         return None
 
 
-def configured_memory_path(project: Any) -> str:
-    """The ``memory_path`` setting of ``project``, if any."""
-    if project is None:
-        return ""
-    try:
-        from loopctl_context_errors.config import ContextErrorsConfig
+def plugin_settings(project: Any) -> Any:
+    """The plugin's settings in ``project`` (the defaults when there are none, or they are
+    broken: a broken project config must not break these commands)."""
+    from loopctl_context_errors.config import ContextErrorsConfig
 
-        config = project.plugin_config("context-errors", ContextErrorsConfig)
-    except Exception:  # noqa: BLE001 - a broken project config must not break these commands
-        return ""
+    if project is not None:
+        try:
+            return project.plugin_config("context-errors", ContextErrorsConfig)
+        except Exception:  # noqa: BLE001 - see above
+            pass
+    return ContextErrorsConfig()
+
+
+def configured_memory_path(project: Any) -> str:
+    """The ``memory_path`` setting of ``project``, if any ("off" when the memory is off)."""
+    config = plugin_settings(project)
     return "off" if not config.memory else config.memory_path
 
 
 def open_memory(
-    path: str | None, *, timeout_s: float = 5.0, project: Any = None
+    value: str | None, *, timeout_s: float = 5.0, project: Any = None
 ) -> FailureMemory | None:
-    """The failure memory at ``path``, else the one the project (loaded if not given) names."""
-    from loopctl_context_errors.memory import FailureMemory, resolve_memory_path
+    """The failure memory ``value`` names (a file or a URL, from ``--memory``), else the one
+    the environment and the project (loaded if not given) name; None when it is off. Raises
+    InputError for a URL that is not one."""
+    from loopctl_context_errors.memory import FailureMemory, resolve_memory_location
+    from loopctl_context_errors.store import StoreError
 
-    if path:
-        resolved = resolve_memory_path(path, env={})
-    else:
-        project = project if project is not None else load_project()
-        resolved = resolve_memory_path(configured_memory_path(project))
-    return None if resolved is None else FailureMemory(resolved, timeout_s=timeout_s)
+    try:
+        if value:
+            location = resolve_memory_location(value, env={})
+        else:
+            config = plugin_settings(project if project is not None else load_project())
+            if not config.memory:
+                return None
+            location = resolve_memory_location(config.memory_path, config.memory_url)
+    except StoreError as exc:
+        from loopctl_context_errors.memory import one_line
+
+        raise InputError(one_line(str(exc))) from None
+    return None if location is None else FailureMemory(location, timeout_s=timeout_s)
+
+
+def project_id_of(project: Any) -> str:
+    """The identity of the project in the working directory (its ``project_id`` setting, else
+    its remote, root commit or path)."""
+    from loopctl_context_errors.project_id import project_identity
+
+    config = plugin_settings(project)
+    return project_identity(Path.cwd(), config.project_id, config.project).id
 
 
 def rules(project: Any = None) -> Any:
@@ -140,7 +167,7 @@ REPORT = CliCommand(
         CliOption("iteration", "--iteration", type=int, help="The iteration number."),
         CliOption("goal", "--goal", default="", help="The goal, shown in the report."),
         CliOption("issue", "--issue", default="", help="The issue (#42 or a URL)."),
-        CliOption("memory_path", "--memory", metavar="FILE", help=MEMORY_HELP),
+        CliOption("memory_path", "--memory", metavar="FILE|URL", help=MEMORY_HELP),
         CliOption("no_memory", "--no-memory", flag=True, help="Do not consult the failure memory."),
     ],
     epilog=(
@@ -178,7 +205,11 @@ def errors_report(
         print_error(str(exc))
         return EXIT_USAGE
     project = load_project()
-    memory = None if no_memory else open_memory(memory_path, project=project)
+    try:
+        memory = None if no_memory else open_memory(memory_path, project=project)
+    except InputError as exc:
+        print_error(f"--memory: {exc}" if memory_path else str(exc))
+        return EXIT_USAGE
     report = build_report(
         text,
         stage=stage,
@@ -187,6 +218,7 @@ def errors_report(
         issue=issue,
         memory=memory,
         rules=rules(project),
+        project_id=project_id_of(project) if memory is not None else "",
     )
     if output_format == "json":
         print_json(render_json(report))

@@ -28,10 +28,12 @@ from loopctl_context_errors.memory import (
     ENV_MEMORY,
     FailureMemory,
     QueryOutcome,
-    resolve_memory_path,
+    resolve_memory_location,
     signature_of,
 )
+from loopctl_context_errors.project_id import ProjectIdentity, project_identity
 from loopctl_context_errors.report import ErrorReport, build_report, render_markdown
+from loopctl_context_errors.store import StoreError
 
 if TYPE_CHECKING:
     from loopctl import IterationRecord, Loop, LoopOutcome, PromptSection, TestRun
@@ -84,10 +86,17 @@ def run_id(loop: Loop) -> str:
 
 
 def memory_for(config: ContextErrorsConfig) -> FailureMemory | None:
+    """The memory ``config`` and the environment name (None: off). A malformed URL gives a
+    memory that answers ``unavailable``: the loop goes on without it."""
     if not config.memory:
         return None
-    path = resolve_memory_path(config.memory_path)
-    return None if path is None else FailureMemory(path, timeout_s=config.memory_timeout_s)
+    try:
+        location = resolve_memory_location(config.memory_path, config.memory_url)
+    except StoreError as exc:
+        return FailureMemory.unusable(exc, timeout_s=config.memory_timeout_s)
+    if location is None:
+        return None
+    return FailureMemory(location, timeout_s=config.memory_timeout_s)
 
 
 #: The run's memory, with what it was made from (config and environment).
@@ -100,6 +109,7 @@ def _memory(loop: Loop, config: ContextErrorsConfig) -> FailureMemory | None:
     key = (
         config.memory,
         config.memory_path,
+        config.memory_url,
         config.memory_timeout_s,
         *(os.environ.get(name) for name in (ENV_MEMORY, "XDG_DATA_HOME", "HOME")),
     )
@@ -137,8 +147,41 @@ def _ruleset(extra: tuple[Rule, ...]) -> RuleSet:
     return RuleSet.with_extra(extra)
 
 
-def _project(loop: Loop, config: ContextErrorsConfig) -> str:
-    return config.project or Path(loop.workdir).name
+#: The run's project identity, with the settings it was made from.
+PROJECT = StashKey[tuple[tuple[str, str], ProjectIdentity]]()
+
+
+def _project(loop: Loop, config: ContextErrorsConfig) -> ProjectIdentity:
+    """The project's identity in the memory and its display name, computed once per run."""
+    key = (config.project_id, config.project)
+    kept = loop.stash.get(PROJECT)
+    if kept is None or kept[0] != key:
+        kept = (key, project_identity(Path(loop.workdir), config.project_id, config.project))
+        loop.stash[PROJECT] = kept
+    return kept[1]
+
+
+#: Set once the run was told the memory cannot be used (one warning line a run).
+WARNED = StashKey[bool]()
+#: The statuses that earn the warning: the memory cannot be used at all, not just this time.
+WARN_STATUSES = frozenset({"unavailable", "newer", "outdated"})
+
+
+def _warn_once(loop: Loop, memory: FailureMemory | None, outcome: QueryOutcome) -> None:
+    """The first time in a run the memory cannot be used: one line saying so."""
+    if memory is None or outcome.status not in WARN_STATUSES or loop.stash.get(WARNED):
+        return
+    loop.stash[WARNED] = True
+    message = outcome.message or outcome.status
+    if memory.display not in message and outcome.reason != "bad-url":
+        message = f"{memory.display}: {message}"
+    loop.emit(
+        events.MEMORY_UNAVAILABLE,
+        memory_status=outcome.status,
+        memory_reason=outcome.reason[:40],
+        location=redact(memory.display)[:500],
+        summary=redact(f"warning: failure memory {message} (going on without memory)")[:1000],
+    )
 
 
 def _changed_since(loop: Loop, iteration: int | None, record: IterationRecord) -> list[str]:
@@ -274,7 +317,11 @@ def _similar(
     if cached is not None and signature:
         return cached
     outcome = memory.query_similar(
-        found.decisive_lines, limit=limit, category=found.category.value, exclude_run=rid
+        found.decisive_lines,
+        limit=limit,
+        category=found.category.value,
+        exclude_run=rid,
+        project_id=_project(loop, settings(loop)).id,
     )
     if outcome.status in ("ok", "missing"):
         if len(answers) >= SIMILAR_CACHE_SIZE:
@@ -324,6 +371,7 @@ def handle_failure(loop: Loop, record: IterationRecord, test_run: TestRun | None
         text, decisive_lines=decisive, rules=rules_for(loop), runner=runner
     )
     signature, _ = signature_of(found.decisive_lines)
+    similar = _similar(loop, memory, found, rid, config.max_similar)
     report = build_report(
         text,
         stage=stage,
@@ -335,7 +383,7 @@ def handle_failure(loop: Loop, record: IterationRecord, test_run: TestRun | None
         max_similar=config.max_similar,
         exclude_run=rid,
         categorization=found,
-        similar=_similar(loop, memory, found, rid, config.max_similar),
+        similar=similar,
         excerpt_lines=REPORT_EXCERPT_LINES,
     )
     path: Path | None = None
@@ -352,11 +400,13 @@ def handle_failure(loop: Loop, record: IterationRecord, test_run: TestRun | None
                 category=category,
                 rule=rule,
                 stage=stage,
-                project=project,
+                project=project.name,
+                project_id=project.id,
                 project_path=project_path,
                 run_id=rid,
             )
         )
+    _warn_once(loop, memory, similar)
     loop.emit(
         events.CONTEXT_GENERATED,
         stage=report.stage[:100],
@@ -370,6 +420,7 @@ def handle_failure(loop: Loop, record: IterationRecord, test_run: TestRun | None
         fixed_similar_count=sum(1 for s in report.similar if s.record.fixed),
         actions_count=len(report.suggestions),
         memory_status=report.memory_status,
+        **({"memory_reason": report.memory_reason[:40]} if report.memory_reason else {}),
         memory_ms=report.memory_ms,
         report_path=str(path) if path is not None else None,
         duration_ms=round((time.perf_counter() - started) * 1000, 3),
@@ -445,7 +496,7 @@ def _prompt_summary(report: ErrorReport, suggestion_id: str, path: Path | None) 
             if record.fixed
             else "not fixed yet"
         )
-        where = f" in {record.project}" if record.project else ""
+        where = f" {item.place()}" if record.project or not item.same_project else ""
         similar.append(redact(f"{item.match}{where}: {head[:160]} — {fix}")[:400])
     return {
         "iteration": report.iteration,

@@ -289,7 +289,7 @@ def generate_suggested_actions(
         if not record.fixed or len([s for s in picked if s.source == "memory"]) >= 2:
             continue
         files = ", ".join(record.fix_files[:4]) or "the code"
-        where = f" in {record.project}" if record.project else ""
+        where = f" {item.place()}" if record.project or not item.same_project else ""
         text = f"A {'matching' if item.match == 'exact' else 'similar'} failure{where} was fixed by changing {files}"
         if record.fix_suggestion:
             text += f' (the suggestion shown then: "{record.fix_suggestion[:300]}")'
