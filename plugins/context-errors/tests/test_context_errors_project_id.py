@@ -102,7 +102,8 @@ def test_a_local_remote_is_its_real_path(tmp_path: Path) -> None:
 
 
 _word = st.from_regex(r"[A-Za-z0-9][A-Za-z0-9_-]{0,12}", fullmatch=True)
-_secret = st.from_regex(r"[A-Za-z0-9]{8,20}", fullmatch=True)
+#: Credentials drawn from letters the other parts never hold, so finding one is a leak.
+_secret = st.from_regex(r"[!~*$]{8,20}", fullmatch=True)
 
 
 @given(
@@ -127,5 +128,5 @@ def test_spellings_agree_and_drop_credentials(
     for url in spellings:
         found = normalize_remote(url)
         assert found == plain, url
-        assert secret not in found.replace(owner, "").replace(repo, "").replace(host, "")
+        assert secret not in found
     assert plain.startswith(host + "/")
