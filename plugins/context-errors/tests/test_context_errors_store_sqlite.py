@@ -358,14 +358,23 @@ def test_memory_url_setting_is_accepted_or_refused_without_its_password(
 ) -> None:
     from loopctl import InvalidFields
     from loopctl_context_errors.config import ContextErrorsConfig
+    from loopctl_context_errors.memory import one_line
+    from loopctl_context_errors.store import StoreError, is_url, parse_location
 
     password = "pw-S3cr3tQ"
     value = f"{scheme}loop:{password}@{punctuation}{body}"
-    shown = ""
     try:
         shown = repr(ContextErrorsConfig(memory_url=value))
-    except InvalidFields as exc:
+    except InvalidFields as exc:  # not a postgresql:// URL at all: the setting is wrong
+        assert not is_url(value)
         shown = str(exc)
         assert shown.startswith("memory_url")
         assert len(shown.strip().splitlines()) == 1
+    else:  # a URL, malformed or not: the run goes on, without memory if it cannot be used
+        assert is_url(value) or not value.strip()
+        try:
+            shown += str(parse_location(value))
+        except StoreError as exc:
+            shown += one_line(str(exc))
+            assert len(one_line(str(exc)).splitlines()) == 1
     assert password not in shown
