@@ -376,5 +376,5 @@ def test_memory_url_setting_is_accepted_or_refused_without_its_password(
             shown += str(parse_location(value))
         except StoreError as exc:
             shown += one_line(str(exc))
-            assert len(one_line(str(exc)).splitlines()) == 1
+    assert len(shown.splitlines()) <= 1
     assert password not in shown
