@@ -21,7 +21,7 @@ import re
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple, Protocol
-from urllib.parse import unquote, urlsplit
+from urllib.parse import quote, unquote, urlsplit
 
 import attrs
 
@@ -136,7 +136,7 @@ def parse_location(value: str) -> MemoryLocation:
 
 
 def _bad_url(why: str, host: str = "") -> StoreUnavailable:
-    shown = f"postgresql://{host}/…" if host else "the postgresql:// URL"
+    shown = f"postgresql://{_printable(host)}/…" if host else "the postgresql:// URL"
     return StoreUnavailable(f"{shown} is not a valid URL ({why})", reason="bad-url")
 
 
@@ -170,8 +170,14 @@ def _postgres_location(value: str) -> MemoryLocation:
         display += "?" + query
     del port  # checked above: urlsplit raises on a port that is not a number
     return MemoryLocation(
-        kind="postgres", display=display, conninfo=value, password=unquote(password)
+        kind="postgres", display=_printable(display), conninfo=value, password=unquote(password)
     )
+
+
+def _printable(text: str) -> str:
+    """``text`` with spaces and unprintable characters percent-encoded: a location is shown on
+    one line, as typed characters."""
+    return "".join(c if c.isprintable() and not c.isspace() else quote(c) for c in text)
 
 
 def _host_part(parts: Any) -> str:
