@@ -62,8 +62,13 @@ def test_sqlite_and_postgres_rank_the_same_failures_in_the_same_order(
             }
         )
     assert sqlite.bulk_insert(rows) == len(rows)
+    sqlite.record_suggestion_outcome(["rule:a", "rule:b"], effective=True)
+    sqlite.record_suggestion_outcome(["rule:a"], effective=False)
     postgres = FailureMemory(pg_url)
-    assert sqlite.copy_to(postgres) == (len(rows), len(rows))
+    assert sqlite.copy_to(postgres) == (len(rows), len(rows), 2, 2)
+    assert sqlite.copy_to(postgres) == (len(rows), 0, 2, 0)  # nothing counted twice
+    judged = {"rule:a": (2, 1), "rule:b": (1, 1)}
+    assert postgres.suggestion_stats(judged) == sqlite.suggestion_stats(judged) == judged
     compared = 0
     for i in range(120):
         category, lines = sets[rng.randrange(len(sets))]
@@ -95,6 +100,7 @@ def test_the_cli_copies_into_postgres_and_searches_both_alike(tmp_path: Path, pg
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == {
         "from": str(old), "to": location.display, "read": 3, "inserted": 3,
+        "suggestions_read": 0, "suggestions_added": 0,
     }  # fmt: skip
     again = loopctl("memory", "copy", "--memory", str(old), "--to", pg_url, cwd=tmp_path)
     assert "copied 0 failure(s) of 3" in again.stdout

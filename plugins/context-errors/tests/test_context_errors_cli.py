@@ -148,7 +148,10 @@ def test_migrate_and_copy(tmp_path: Path) -> None:
     done = loopctl("memory", "copy", "--memory", str(old), "--to", str(new), "--json",
                    cwd=tmp_path)  # fmt: skip
     assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout) == {"from": str(old), "to": str(new), "read": 3, "inserted": 3}
+    assert json.loads(done.stdout) == {
+        "from": str(old), "to": str(new), "read": 3, "inserted": 3,
+        "suggestions_read": 0, "suggestions_added": 0,
+    }  # fmt: skip
     done = loopctl("memory", "copy", "--memory", str(old), "--to", str(new), cwd=tmp_path)
     assert done.stdout.strip() == (
         f"copied 0 failure(s) of 3 from {old} to {new} (3 already there)"

@@ -384,17 +384,21 @@ def memory_copy(
     except Exception as exc:  # noqa: BLE001 - any failure is one line and exit 1, never a traceback
         raise _store_failed(target, "copy into", exc) from None
     try:
-        read, inserted = source.copy_to(target)
+        copied = source.copy_to(target)
     except Exception as exc:  # noqa: BLE001 - any failure is one line and exit 1, never a traceback
         raise _store_failed(target, "copy into", exc) from None
     if as_json:
-        _print_json(
-            {"from": source.display, "to": target.display, "read": read, "inserted": inserted}
-        )
+        _print_json({"from": source.display, "to": target.display, **copied._asdict()})
         return
+    read, inserted = copied.read, copied.inserted
     print(
         f"copied {inserted} failure(s) of {read} from {source.display} to {target.display}"
         + (f" ({read - inserted} already there)" if read - inserted else "")
+        + (
+            f"; {copied.suggestions_added} judged suggestion(s) of {copied.suggestions_read}"
+            if copied.suggestions_read
+            else ""
+        )
     )
 
 

@@ -26,7 +26,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 import attrs
 
@@ -692,9 +692,9 @@ class FailureMemory:
             return []
         return [_record(row) for row in rows]
 
-    def copy_to(self, target: FailureMemory, *, batch: int = 5000) -> tuple[int, int]:
-        """Copy every row into ``target`` (rows it holds already, by uid, are skipped):
-        ``(read, inserted)``. Raises :class:`~.store.StoreError`."""
+    def copy_to(self, target: FailureMemory, *, batch: int = 5000) -> CopyCount:
+        """Copy every row into ``target`` (rows it holds already, by uid, are skipped), then
+        the judged suggestions it has not judged yet. Raises :class:`~.store.StoreError`."""
         source = self._run(lambda store: store)
         read = inserted = 0
         pending: list[StoredFailure] = []
@@ -712,7 +712,19 @@ class FailureMemory:
                 inserted += flush()
         if pending:
             inserted += flush()
-        return read, inserted
+        judged = source.suggestion_rows(self._deadline(3600))
+        deadline = target._deadline(3600)
+        added = target._run(lambda store: store.add_suggestion_rows(judged, deadline))
+        return CopyCount(read, inserted, len(judged), added)
+
+
+class CopyCount(NamedTuple):
+    """What :meth:`FailureMemory.copy_to` read and wrote."""
+
+    read: int
+    inserted: int
+    suggestions_read: int = 0
+    suggestions_added: int = 0
 
 
 def _similar_failure(hit: ranking.Hit) -> SimilarFailure:

@@ -348,6 +348,17 @@ class Store(Protocol):
         self, keys: Sequence[str], deadline: float
     ) -> dict[str, tuple[int, int]]: ...
 
+    def suggestion_rows(self, deadline: float) -> list[tuple[str, int, int, float]]:
+        """Every judged suggestion key: ``(key, shown, effective, updated_at)``, by key."""
+        ...
+
+    def add_suggestion_rows(
+        self, rows: Sequence[tuple[str, int, int, float]], deadline: float
+    ) -> int:
+        """Keep the counts of the keys this store has not judged yet (a key it has keeps its
+        own: copying again counts nothing twice); how many keys were added."""
+        ...
+
     def exact(self, signature: str, exclude_run: str, deadline: float) -> list[StoredRow]:
         """Rows with ``signature`` not recorded by ``exclude_run``: fixed first, then the latest
         seen, then the highest id (at most 50)."""

@@ -655,6 +655,30 @@ class PostgresStore:
             return {}
         return {str(k): (int(s), int(e)) for k, s, e in rows}
 
+    def suggestion_rows(self, deadline: float) -> list[tuple[str, int, int, float]]:
+        with self._reading(deadline) as conn:
+            rows = conn.execute(
+                "SELECT key, shown, effective, updated_at FROM loopctl_suggestion_stats "
+                "ORDER BY key"
+            ).fetchall()
+        return [(str(k), int(s), int(e), float(u)) for k, s, e, u in rows]
+
+    def add_suggestion_rows(
+        self, rows: Sequence[tuple[str, int, int, float]], deadline: float
+    ) -> int:
+        ordered = sorted((_text(k), int(s), int(e), float(u)) for k, s, e, u in rows)
+        if not ordered:
+            return 0
+        self._ensure(deadline)
+        with self._transaction(deadline) as conn:
+            cursor = conn.execute(
+                "INSERT INTO loopctl_suggestion_stats (key, shown, effective, updated_at) "
+                "SELECT * FROM unnest(%s::text[], %s::bigint[], %s::bigint[], %s::float8[]) "
+                "ORDER BY 1 ON CONFLICT (key) DO NOTHING",
+                tuple(list(column) for column in zip(*ordered, strict=True)),
+            )
+            return max(0, cursor.rowcount)
+
     def exact(self, signature: str, exclude_run: str, deadline: float) -> list[StoredRow]:
         with self._reading(deadline) as conn:
             rows = conn.execute(

@@ -646,6 +646,25 @@ class SQLiteStore:
                     found[str(key)] = (int(shown), int(effective))
         return found
 
+    def suggestion_rows(self, deadline: float) -> list[tuple[str, int, int, float]]:
+        with self._connect(create=False, deadline=deadline) as conn:
+            rows = conn.execute(
+                "SELECT key, shown, effective, updated_at FROM suggestion_stats ORDER BY key"
+            ).fetchall()
+        return [(str(k), int(s), int(e), float(u)) for k, s, e, u in rows]
+
+    def add_suggestion_rows(
+        self, rows: Sequence[tuple[str, int, int, float]], deadline: float
+    ) -> int:
+        with self._write(deadline) as conn:
+            before = conn.total_changes
+            conn.executemany(
+                "INSERT INTO suggestion_stats (key, shown, effective, updated_at) "
+                "VALUES (?, ?, ?, ?) ON CONFLICT(key) DO NOTHING",
+                sorted(rows),
+            )
+            return conn.total_changes - before
+
     def exact(self, signature: str, exclude_run: str, deadline: float) -> list[StoredRow]:
         with self._connect(create=False, deadline=deadline) as conn:
             rows = conn.execute(
