@@ -147,6 +147,29 @@ def test_a_schema_1_file_is_migrated_on_first_use(tmp_path: Path) -> None:
     assert store.add_many(list(store.iter_failures()), time.monotonic() + 5) == 0
 
 
+def test_old_failures_of_a_folder_still_there_stay_its_own(tmp_path: Path) -> None:
+    """Schema 1 knew a project by its folder: a row whose folder is still a repository gets
+    that repository's identity, so after the upgrade its failures are not another project's."""
+    from loopctl.testing import make_project
+
+    project = make_project(tmp_path / "toy")
+    project.git("remote", "add", "origin", "git@github.com:acme/toy.git")
+    path = tmp_path / "old.sqlite3"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with contextlib.closing(sqlite3.connect(path, isolation_level=None)) as conn:
+        conn.executescript(V1_SCHEMA)
+        conn.execute(
+            "INSERT INTO failures (signature, category, project, project_path, run_id, decisive, "
+            "tokens, created_at, last_seen) VALUES ('s', 'KEY_ERROR', 'toy', ?, 'r', '[]', "
+            "'keyerror', 1, 1)",
+            (str(project.path),),
+        )
+    FailureMemory(path).migrate()
+    with contextlib.closing(sqlite3.connect(path)) as conn:
+        (found,) = conn.execute("SELECT project_id FROM failures").fetchone()
+    assert found == "git:github.com/acme/toy"
+
+
 def test_migrate_dry_run_reports_and_changes_nothing(tmp_path: Path) -> None:
     path = tmp_path / "old.sqlite3"
     _v1_file(path)

@@ -15,6 +15,7 @@ of schema 1 is migrated the first time it is opened, in one transaction.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import os
 import sqlite3
@@ -27,6 +28,7 @@ from typing import Any, TypeVar
 
 import attrs
 
+from loopctl_context_errors.project_id import project_identity
 from loopctl_context_errors.store import (
     SCHEMA_VERSION,
     Candidate,
@@ -246,6 +248,15 @@ def _fts_phrase(term: str) -> str:
     return '"' + term.replace('"', '""') + '"'
 
 
+def legacy_project_id(project_path: str, project: str) -> str:
+    """The identity of a row schema 1 stored by folder: the folder's identity today (its
+    remote, else its root commit) when it is still there, so that its old failures count as
+    its own; else ``path:<folder>``, or ``name:<project>`` for a row with no folder."""
+    if project_path and os.path.isdir(project_path):
+        return project_identity(Path(project_path)).id
+    return f"path:{project_path}" if project_path else f"name:{project}"
+
+
 def legacy_uid(path: str, row_id: int, created_at: float) -> str:
     """The ``uid`` of a row a schema-1 file held: stable, so a second copy adds nothing."""
     return hashlib.sha1(f"{path}\n{row_id}\n{created_at!r}".encode()).hexdigest()[:16]
@@ -426,9 +437,11 @@ class SQLiteStore:
             "loopctl_legacy_uid", 2, lambda i, c: legacy_uid(source, int(i), float(c))
         )
         conn.execute("UPDATE failures SET uid = loopctl_legacy_uid(id, created_at)")
+        conn.create_function(
+            "loopctl_project_id", 2, functools.lru_cache(maxsize=None)(legacy_project_id)
+        )
         conn.execute(
-            "UPDATE failures SET project_id = CASE WHEN project_path <> '' "
-            "THEN 'path:' || project_path ELSE 'name:' || project END, "
+            "UPDATE failures SET project_id = loopctl_project_id(project_path, project), "
             "run_id = CASE WHEN run_id = char(0) THEN '' ELSE run_id END"
         )
         # one row per (signature, run): older duplicates (none in practice) lose their run
