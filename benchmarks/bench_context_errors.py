@@ -60,6 +60,7 @@ from _common import Figure, print_table
 from loopctl_context_errors.categories import categorize
 from loopctl_context_errors.memory import FailureMemory, one_line, signature_of, tokens_of
 from loopctl_context_errors.report import build_report, render_github
+from loopctl_context_errors.store import StoreError, parse_location
 
 ROOT = Path(__file__).resolve().parent.parent
 TESTS = ROOT / "plugins" / "context-errors" / "tests"
@@ -286,6 +287,13 @@ def _on_postgres(url: str, path: Path, queries: Sequence[list[str]],
     return PostgresRun(copy_s, read, inserted, queried, records, lost)
 
 
+class NoRun(NamedTuple):
+    """Why there are no Postgres figures: no server (skipped), or one that failed us."""
+
+    reason: str
+    failed: bool = False
+
+
 def _raise_exit(signum: int, _frame: FrameType | None) -> None:
     raise SystemExit(128 + signum)
 
@@ -306,35 +314,36 @@ def _terminated_cleanly() -> Iterator[None]:
 
 def _postgres(
     path: Path, queries: Sequence[list[str]], failures: list[tuple[str, list[str]]]
-) -> PostgresRun | str:
+) -> PostgresRun | NoRun:
     """The Postgres measurements, or why there are none. The server (and the benchmark's
     database and role on it) is gone when this returns, whatever happened."""
     try:
         import psycopg  # noqa: F401 - only whether it imports
     except ImportError:
-        return "psycopg is not installed: pip install 'loopctl-context-errors[postgres]'"
+        return NoRun("psycopg is not installed: pip install 'loopctl-context-errors[postgres]'")
     if str(TESTS) not in sys.path:
         sys.path.append(str(TESTS))
     try:
         import pg_testkit  # type: ignore[import-not-found]
     except ImportError as exc:  # it needs pytest (for its fixtures)
-        return f"the Postgres test kit cannot be imported: {exc}"
+        return NoRun(f"the Postgres test kit cannot be imported: {exc}")
     with _terminated_cleanly(), ExitStack() as stack:
         try:
             server = stack.enter_context(pg_testkit.running_server())
         except pg_testkit.PgUnavailable as exc:
-            return str(exc)
+            return NoRun(str(exc))
         except Exception as exc:  # noqa: BLE001 - initdb, pg_ctl or the role failed: say so
-            return _why_not(exc)
+            return NoRun(_why_not(exc))
         database = stack.enter_context(pg_testkit.database(server))
-        return _on_postgres(server.url(database), path, queries, failures)
+        try:
+            return _on_postgres(server.url(database), path, queries, failures)
+        except StoreError as exc:  # a figure that fails, not a benchmark that stops
+            return NoRun(f"the store failed: {one_line(str(exc))[:200]}", failed=True)
     raise AssertionError("unreachable")
 
 
 def _why_not(exc: Exception) -> str:
     """A server that could not be started, in one line, without the superuser's password."""
-    from loopctl_context_errors.store import parse_location
-
     text = one_line(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
     admin = os.environ.get("LOOPCTL_TEST_POSTGRES_URL", "")
     if admin:
@@ -346,16 +355,18 @@ def _why_not(exc: Exception) -> str:
 
 
 def _postgres_figures(
-    run: PostgresRun | str, sqlite: Queried, sqlite_records: list[float]
+    run: PostgresRun | NoRun, sqlite: Queried, sqlite_records: list[float]
 ) -> list[Figure]:
-    """The Postgres rows (``skipped`` with the reason when there was no server)."""
+    """The Postgres rows (``skipped`` with the reason when there was no server, ``FAILED``
+    when it could not be used)."""
     names = (
         ("memory query p95 at 100k failures (postgres)", "ms", "<= 50 ms"),
         ("record p95 (postgres)", "ms", "<= 5 ms"),
         ("copy 100k failures to postgres", "s", ""),
     )
-    if isinstance(run, str):
-        return [Figure(name, math.nan, unit, target, None, f"skipped: {run}")
+    if isinstance(run, NoRun):
+        ok, said = (False, "FAILED") if run.failed else (None, "skipped")
+        return [Figure(name, math.nan, unit, target, ok, f"{said}: {run.reason}")
                 for name, unit, target in names]  # fmt: skip
     p95, base = _p95(run.queried.samples), _p95(sqlite.samples)
     same = sum(ours == theirs for ours, theirs in zip(run.queried.top, sqlite.top, strict=True))
