@@ -12,6 +12,9 @@ unless ``LOOPCTL_REQUIRE_POSTGRES=1``, when they fail.
 
 Use: ``from pg_testkit import pg_server, pg_url`` in a test module, and name them once at
 module level (``FIXTURES = (pg_server, pg_url)``) so that pytest finds them and ruff sees them used.
+
+Outside pytest (the benchmark): ``with running_server() as server:`` gives the same server, and
+raises :class:`PgUnavailable` (with the reason) where there is none to be had.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -37,6 +40,7 @@ import pytest
 ENV_URL = "LOOPCTL_TEST_POSTGRES_URL"
 ENV_REQUIRE = "LOOPCTL_REQUIRE_POSTGRES"
 NO_BINARIES = "no PostgreSQL server binaries: apt install postgresql"
+NO_PSYCOPG = "psycopg is not installed: pip install 'loopctl-context-errors[postgres]'"
 #: Where Debian puts each installed version's server binaries (the newest is used).
 BINARIES_GLOB = "/usr/lib/postgresql/*/bin/initdb"
 
@@ -66,6 +70,10 @@ class PgServer:
         return psycopg.connect(url, autocommit=True, connect_timeout=10)
 
 
+class PgUnavailable(Exception):
+    """No PostgreSQL server can be had here; the message says why (a test skips with it)."""
+
+
 def _unavailable(reason: str) -> None:
     if os.environ.get(ENV_REQUIRE) == "1":
         pytest.fail(f"{reason} (and {ENV_REQUIRE}=1)", pytrace=False)
@@ -78,10 +86,9 @@ def require_psycopg() -> None:
     try:
         import psycopg  # noqa: F401 - only whether it imports
     except ImportError:
-        reason = "psycopg is not installed: pip install 'loopctl-context-errors[postgres]'"
         if os.environ.get(ENV_REQUIRE) == "1":
-            raise RuntimeError(f"{reason} (and {ENV_REQUIRE}=1)") from None
-        pytest.skip(reason, allow_module_level=True)
+            raise RuntimeError(f"{NO_PSYCOPG} (and {ENV_REQUIRE}=1)") from None
+        pytest.skip(NO_PSYCOPG, allow_module_level=True)
 
 
 def _binaries() -> Path | None:
@@ -155,26 +162,38 @@ class _Cluster:
         shutil.rmtree(self.root, ignore_errors=True)
 
 
-def start_cluster() -> tuple[_Cluster, str]:
-    """A throwaway cluster from Debian's binaries and its superuser URL; skips (or fails, when
-    Postgres is required) where there are none."""
+def throwaway_cluster() -> tuple[_Cluster, str]:
+    """A throwaway cluster from Debian's binaries and its superuser URL. Raises
+    :class:`PgUnavailable` where there are none (or, as root, no way to run them), and
+    RuntimeError when they fail; nothing is left running then."""
     bindir = _binaries()
     if bindir is None:
-        _unavailable(NO_BINARIES)
-        raise AssertionError("unreachable")
+        raise PgUnavailable(NO_BINARIES)
     if os.geteuid() == 0:
         try:
             pwd.getpwnam("postgres")
         except KeyError:
-            _unavailable("running as root and there is no `postgres` user to run the server")
+            raise PgUnavailable(
+                "running as root and there is no `postgres` user to run the server"
+            ) from None
         if shutil.which("runuser") is None:
-            _unavailable("running as root and there is no `runuser` to run the server")
+            raise PgUnavailable("running as root and there is no `runuser` to run the server")
     cluster = _Cluster(bindir)
     try:
         return cluster, cluster.start()
     except Exception:
         cluster.stop()
         raise
+
+
+def start_cluster() -> tuple[_Cluster, str]:
+    """:func:`throwaway_cluster`, which skips (or fails, when Postgres is required) where
+    there are no binaries."""
+    try:
+        return throwaway_cluster()
+    except PgUnavailable as exc:
+        _unavailable(str(exc))
+        raise AssertionError("unreachable") from None
 
 
 def _make_role(admin_url: str) -> tuple[str, str]:
@@ -199,16 +218,19 @@ def _drop_role(server: PgServer) -> None:
         conn.execute(sql.SQL("DROP ROLE IF EXISTS {}").format(sql.Identifier(server.role)))
 
 
-@pytest.fixture(scope="session")
-def pg_server() -> Iterator[PgServer]:
+@contextmanager
+def running_server() -> Iterator[PgServer]:
+    """The server at ``LOOPCTL_TEST_POSTGRES_URL``, else a throwaway cluster, with a role of
+    its own; afterwards the role is dropped and the cluster stopped (whatever happened).
+    Raises :class:`PgUnavailable` without psycopg or binaries."""
     try:
         import psycopg  # noqa: F401 - only whether it imports
     except ImportError:
-        _unavailable("psycopg is not installed: pip install 'loopctl-context-errors[postgres]'")
+        raise PgUnavailable(NO_PSYCOPG) from None
     cluster: _Cluster | None = None
     admin_url = os.environ.get(ENV_URL, "")
     if not admin_url:
-        cluster, admin_url = start_cluster()
+        cluster, admin_url = throwaway_cluster()
     try:
         parts = urlsplit(admin_url)
         role, password = _make_role(admin_url)
@@ -224,6 +246,17 @@ def pg_server() -> Iterator[PgServer]:
     finally:
         if cluster is not None:
             cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[PgServer]:
+    with ExitStack() as stack:
+        try:
+            server = stack.enter_context(running_server())
+        except PgUnavailable as exc:
+            _unavailable(str(exc))
+            raise AssertionError("unreachable") from None
+        yield server
 
 
 @contextmanager
@@ -346,6 +379,7 @@ def wait_until(predicate: Any, timeout: float = 30.0, interval: float = 0.02) ->
 
 __all__ = [
     "PgServer",
+    "PgUnavailable",
     "concurrent_writer",
     "database",
     "database_of",
@@ -355,6 +389,8 @@ __all__ = [
     "pg_url",
     "recount",
     "require_psycopg",
+    "running_server",
     "start_cluster",
+    "throwaway_cluster",
     "wait_until",
 ]

@@ -36,3 +36,17 @@ def test_the_newest_installed_version_is_used(
         (bindir / "initdb").touch()
     monkeypatch.setattr(pg_testkit, "BINARIES_GLOB", f"{tmp_path}/*/bin/initdb")
     assert pg_testkit._binaries() == tmp_path / "15" / "bin"
+
+
+def test_outside_pytest_no_binaries_is_an_exception_with_the_reason(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The benchmark's way in: no skip, no failure, but PgUnavailable saying why."""
+    monkeypatch.setattr(pg_testkit, "BINARIES_GLOB", f"{tmp_path}/nothing/*/bin/initdb")
+    monkeypatch.delenv(pg_testkit.ENV_URL, raising=False)
+    monkeypatch.setenv(pg_testkit.ENV_REQUIRE, "1")  # not consulted outside pytest's fixtures
+    unavailable = pytest.raises(
+        pg_testkit.PgUnavailable, match=r"apt install postgresql|psycopg is not installed"
+    )
+    with unavailable, pg_testkit.running_server():
+        raise AssertionError("no server without binaries")
