@@ -117,3 +117,17 @@ def test_the_cli_copies_into_postgres_and_searches_both_alike(tmp_path: Path, pg
     assert ids[0] == ids[1] != []
     for output in (done, again):
         assert location.password not in output.stdout + output.stderr
+
+
+def test_a_copy_keeps_the_source_ids_batch_after_batch_gaps_included(
+    tmp_path: Path, pg_url: str
+) -> None:
+    source = FailureMemory(tmp_path / "source.sqlite3")
+    for i in range(12):
+        source.record_failure(decisive=[f"KeyError: 'key_{i}_{'x' * i}'"], category="KEY_ERROR",
+                              project=f"p{i % 3}", now=1_700_000_000.0 + i)  # fmt: skip
+    assert source.prune(project="p1") == 4  # ids 2, 5, 8, 11 go: gaps
+    kept = sorted(r.id for r in source.recent(100))
+    for target in (FailureMemory(pg_url), FailureMemory(tmp_path / "target.sqlite3")):
+        assert source.copy_to(target, batch=3).inserted == len(kept)
+        assert sorted(r.id for r in target.recent(100)) == kept

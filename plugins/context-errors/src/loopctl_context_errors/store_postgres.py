@@ -530,7 +530,8 @@ class PostgresStore:
 
     def add_many(self, rows: Iterable[StoredFailure], deadline: float) -> int:
         """Copy rows in (``memory copy``): staged with COPY, inserted unless their uid (or their
-        run's signature) is stored; the source ids are kept when this store is empty."""
+        run's signature) is stored; the source ids are kept when they all come after every
+        stored id (a copy into an empty store, batch after batch)."""
         self._ensure(deadline)
         with self._transaction(deadline, lock=WRITE_LOCK) as conn:
             conn.execute(_COPY_STAGE.encode())
@@ -538,8 +539,9 @@ class PostgresStore:
             if not staged:
                 return 0
             keep = conn.execute(
-                "SELECT NOT EXISTS (SELECT 1 FROM loopctl_failures) "
-                "AND bool_and(id IS NOT NULL) FROM loopctl_staging"
+                "SELECT bool_and(id IS NOT NULL) AND coalesce(min(id) > "
+                "(SELECT coalesce(max(id), 0) FROM loopctl_failures), false) "
+                "FROM loopctl_staging"
             ).fetchone()
             keep_ids = bool(keep and keep[0])
             sql = _COPY_INSERT.format(id="id, " if keep_ids else "", columns=_STORED_COLUMNS)

@@ -562,12 +562,15 @@ class SQLiteStore:
             return int(cursor.lastrowid or 0)
 
     def add_many(self, rows: Iterable[StoredFailure], deadline: float) -> int:
-        """Insert the rows whose uid is new; how many. Ids are kept into an empty store."""
+        """Insert the rows whose uid is new; how many. A batch keeps its ids when they all come
+        after every stored id (a copy into an empty store, batch after batch), so a copy
+        answers ``memory search`` with the source's ids."""
         inserted = 0
         df: Counter[str] = Counter()
         with self._write(deadline) as conn:
-            keep_ids = conn.execute("SELECT 1 FROM failures LIMIT 1").fetchone() is None
             for batch in _batched(rows, 5000):
+                (last,) = conn.execute("SELECT coalesce(max(id), 0) FROM failures").fetchone()
+                keep_ids = all(item.id is not None and item.id > last for item in batch)
                 values = [_full_values(item, keep_id=keep_ids) for item in batch]
                 added = self._insert_batch(conn, values)
                 inserted += sum(added)
