@@ -258,7 +258,9 @@ def bench(session: nox.Session) -> None:
     first-party plugins only: the issues' figures are for those. ``-- --write-docs`` also puts
     the table in docs/benchmarks.md."""
     plugins = [f"./{p.relative_to(ROOT)}" for p in distributions("plugins")]
-    session.install(*wheels(session, "./core", *plugins), "msgspec")
+    # psycopg and pytest: the failure memory's Postgres figures start a throwaway server with
+    # the context-errors tests' pg_testkit (they are printed as skipped without one)
+    session.install(*wheels(session, "./core", *plugins), "msgspec", "pytest", *POSTGRES_DEPS)
     session.run("python", "benchmarks/run.py", *session.posargs)
 
 
