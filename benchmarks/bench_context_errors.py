@@ -280,7 +280,7 @@ def _on_postgres(url: str, path: Path, queries: Sequence[list[str]],
     source, target = FailureMemory(path), FailureMemory(url)
     target.check_writable()
     start = time.perf_counter()
-    read, inserted = source.copy_to(target)
+    read, inserted, *_suggestions = source.copy_to(target)
     copy_s = time.perf_counter() - start
     queried = _timed_queries(target, queries)
     records, lost = _timed_records(target, failures)
