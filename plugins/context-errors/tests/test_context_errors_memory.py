@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from pg_testkit import pg_server, pg_url
 
 import loopctl_context_errors
 from loopctl_context_errors import ranking, store_sqlite
@@ -230,16 +231,12 @@ WRITER = textwrap.dedent(
     """
 )
 
-try:  # the Postgres backend's test server, where that backend is built; its fixtures are used
-    # by name (pytest finds them in this module), so they look unused to the linters
-    from pg_testkit import pg_server, pg_url  # type: ignore[import-not-found]  # noqa: F401
-
-    BACKENDS = ["sqlite", "postgres"]
-except ImportError:
-    BACKENDS = ["sqlite"]
+#: pytest finds fixtures by name in the module: the Postgres test server's (it skips, saying why,
+#: where there is none).
+FIXTURES = (pg_server, pg_url)
 
 
-@pytest.fixture(params=BACKENDS)
+@pytest.fixture(params=["sqlite", "postgres"])
 def memory_location(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """Where a test's shared memory is: a SQLite file, or a Postgres database (its URL)."""
     if request.param == "postgres":
