@@ -19,6 +19,7 @@ raises :class:`PgUnavailable` (with the reason) where there is none to be had.
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import os
 import pwd
@@ -27,6 +28,7 @@ import shutil
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
@@ -394,3 +396,49 @@ __all__ = [
     "throwaway_cluster",
     "wait_until",
 ]
+
+
+class Proxy:
+    """A TCP relay on 127.0.0.1 in front of the server; :meth:`cut` drops every connection and
+    stops listening, as a database host that went away does; :meth:`freeze` keeps the
+    connections open but passes nothing more, as a stopped or partitioned server does."""
+
+    def __init__(self, host: str, port: int) -> None:
+        self.target = (host, port)
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = int(self.listener.getsockname()[1])
+        self.sockets: list[socket.socket] = []
+        self.lock = threading.Lock()
+        self.frozen = threading.Event()
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            upstream = socket.create_connection(self.target)
+            with self.lock:
+                self.sockets += [client, upstream]
+            for a, b in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
+
+    def _pump(self, source: socket.socket, sink: socket.socket) -> None:
+        with contextlib.suppress(OSError):
+            while data := source.recv(65536):
+                if not self.frozen.is_set():
+                    sink.sendall(data)
+        with contextlib.suppress(OSError):
+            sink.shutdown(socket.SHUT_RDWR)
+
+    def freeze(self) -> None:
+        self.frozen.set()
+
+    def cut(self) -> None:
+        self.listener.close()
+        with self.lock:
+            for sock in self.sockets:
+                with contextlib.suppress(OSError):
+                    sock.shutdown(socket.SHUT_RDWR)
+                sock.close()

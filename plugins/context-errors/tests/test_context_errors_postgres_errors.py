@@ -141,9 +141,11 @@ def _backend_pids(pg_server: PgServer, database: str) -> list[int]:
     return [int(row[0]) for row in rows]
 
 
-def test_a_connection_the_server_ended_is_gone_then_reconnects(
+def test_a_kept_connection_the_server_ended_while_idle_is_replaced(
     pg_server: PgServer, pg_url: str
 ) -> None:
+    """A server restart, an idle timeout or a failover ends a kept connection between two
+    operations: the next one connects again instead of costing the run its memory."""
     store = PostgresStore(parse_location(pg_url), timeout_s=5)
     store.add_failure(failure("run-1"), soon())
     (pid,) = _backend_pids(pg_server, database_of(pg_url))
@@ -151,14 +153,35 @@ def test_a_connection_the_server_ended_is_gone_then_reconnects(
         conn.execute("SELECT pg_terminate_backend(%s)", (pid,))
     wait_until(lambda: pid not in _backend_pids(pg_server, database_of(pg_url)))
 
-    with pytest.raises(StoreUnavailable) as raised:
-        store.add_failure(failure("run-2"), soon())
-    assert raised.value.reason == "gone"
-    assert "\n" not in str(raised.value)
-
-    store.add_failure(failure("run-3"), soon())  # a new connection
+    store.add_failure(failure("run-2"), soon())  # on a new connection
     assert store.term_stats(["boom"], soon()) == (2, {"boom": 2})
     assert _backend_pids(pg_server, database_of(pg_url)) not in ([], [pid])
+
+
+def test_a_connection_ended_during_a_statement_is_gone(pg_server: PgServer, pg_url: str) -> None:
+    store = PostgresStore(parse_location(pg_url), timeout_s=5)
+    store.add_failure(failure("run-1"), soon())
+    (pid,) = _backend_pids(pg_server, database_of(pg_url))
+    with pg_server.admin(database_of(pg_url)) as holder:
+        holder.execute("BEGIN")
+        holder.execute("LOCK TABLE loopctl_failures IN ACCESS EXCLUSIVE MODE")
+        ended = threading.Thread(target=_terminate_when_waiting, args=(pg_server, pid))
+        ended.start()
+        with pytest.raises(StoreUnavailable) as raised:  # waiting on the lock when ended
+            store.postings(["boom"], 10, soon())
+        ended.join()
+        holder.execute("ROLLBACK")
+    assert raised.value.reason == "gone"
+    assert "\n" not in str(raised.value)
+    assert store.postings(["boom"], 10, soon()) == [1]  # and a new connection next time
+
+
+def _terminate_when_waiting(pg_server: PgServer, pid: int) -> None:
+    with pg_server.admin() as conn:
+        wait_until(lambda: conn.execute(
+            "SELECT wait_event_type = 'Lock' FROM pg_stat_activity WHERE pid = %s", (pid,)
+        ).fetchone()[0])  # fmt: skip
+        conn.execute("SELECT pg_terminate_backend(%s)", (pid,))
 
 
 def test_a_writer_held_past_the_deadline_is_busy_and_writes_nothing(
@@ -244,3 +267,18 @@ def test_an_unreadable_schema_version_is_never_written(pg_server: PgServer, pg_u
     fresh = PostgresStore(parse_location(pg_url), timeout_s=5)
     with pytest.raises(StoreNewer, match="schema version unreadable"):
         fresh.add_failure(failure("run-2"), soon())
+
+
+def test_a_database_made_newer_meanwhile_is_no_longer_written(
+    pg_server: PgServer, pg_url: str
+) -> None:
+    """A kept connection rechecks the schema version in every write's own transaction."""
+    store = PostgresStore(parse_location(pg_url), timeout_s=5)
+    store.add_failure(failure("run-1"), soon())
+    with pg_server.admin(database_of(pg_url)) as conn:
+        conn.execute("UPDATE loopctl_memory_meta SET value = '3' WHERE key = 'schema_version'")
+    with pytest.raises(StoreNewer):
+        store.add_failure(failure("run-2"), soon())
+    with pg_server.admin(database_of(pg_url)) as conn:
+        (count,) = conn.execute("SELECT count(*) FROM loopctl_failures").fetchone()
+    assert count == 1

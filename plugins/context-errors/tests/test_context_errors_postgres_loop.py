@@ -4,16 +4,13 @@ a database of a newer schema. Each costs the run its memory (one warning line, t
 
 from __future__ import annotations
 
-import contextlib
-import socket
-import threading
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from pg_testkit import PgServer, dump, pg_server, pg_url, require_psycopg
+from pg_testkit import PgServer, Proxy, dump, pg_server, pg_url, require_psycopg
 
 #: pytest finds fixtures by name in the module: these come from pg_testkit.
 FIXTURES = (pg_server, pg_url)
@@ -34,47 +31,6 @@ TWO_FAILURES = [
     [{"replace": "calc.py", "old": "a - b", "new": "a - missing_name"}],
     [{"replace": "calc.py", "old": "a - missing_name", "new": "a + b"}],
 ]
-
-
-class Proxy:
-    """A TCP relay on 127.0.0.1 in front of the server; :meth:`cut` drops every connection and
-    stops listening, as a database host that went away does."""
-
-    def __init__(self, host: str, port: int) -> None:
-        self.target = (host, port)
-        self.listener = socket.create_server(("127.0.0.1", 0))
-        self.port = int(self.listener.getsockname()[1])
-        self.sockets: list[socket.socket] = []
-        self.lock = threading.Lock()
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                client, _ = self.listener.accept()
-            except OSError:
-                return
-            upstream = socket.create_connection(self.target)
-            with self.lock:
-                self.sockets += [client, upstream]
-            for a, b in ((client, upstream), (upstream, client)):
-                threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
-
-    @staticmethod
-    def _pump(source: socket.socket, sink: socket.socket) -> None:
-        with contextlib.suppress(OSError):
-            while data := source.recv(65536):
-                sink.sendall(data)
-        with contextlib.suppress(OSError):
-            sink.shutdown(socket.SHUT_RDWR)
-
-    def cut(self) -> None:
-        self.listener.close()
-        with self.lock:
-            for sock in self.sockets:
-                with contextlib.suppress(OSError):
-                    sock.shutdown(socket.SHUT_RDWR)
-                sock.close()
 
 
 @pytest.fixture
@@ -134,12 +90,39 @@ def test_a_database_that_goes_away_mid_run_costs_the_memory_not_the_run(
     assert second["memory_status"] == "unavailable"
     assert second["memory_reason"] in ("gone", "refused", "connect")
     warning = _one_warning(result)
-    assert warning["summary"].startswith(
-        f"warning: failure memory postgresql://{pg_server.role}@127.0.0.1:{proxy.port}/"
-    )
+    assert warning["summary"].startswith("warning: failure memory ")
+    assert f"postgresql://{pg_server.role}@127.0.0.1:{proxy.port}/" in warning["summary"]
     report = (result.state_dir / "context-error-tests.md").read_text(encoding="utf-8")
     assert "None: the failure memory is unavailable." in report
     _assert_nowhere(pg_server.role_password, result)
+
+
+def test_a_server_that_stops_answering_is_given_up_on_at_the_deadline(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    pg_server: PgServer,
+    pg_url: str,
+    proxy: Proxy,
+) -> None:
+    """A stopped or partitioned server answers neither statement timeouts nor cancel requests:
+    the client gives up on it at the memory's deadline, so the loop goes on."""
+    monkeypatch.setenv("LOOPCTL_FAILURE_MEMORY", _through(pg_url, proxy, pg_server))
+
+    class FreezeAfterFirst:
+        @hookimpl
+        def before_iteration(self, loop: Any) -> None:
+            if loop.iteration == 2:
+                proxy.freeze()
+
+    project = _calc_project(tmp_path / "p")
+    result = run_loop(project, "fix", turns=TWO_FAILURES,
+                      plugins={**PLUGINS, "freeze": FreezeAfterFirst()},
+                      config={"plugins": {"context-errors": {"memory_timeout_s": 1}}})  # fmt: skip
+    assert result.status == "complete"
+    first, second = result.events_of(CONTEXT_GENERATED)
+    assert first["memory_status"] in ("ok", "missing")
+    assert (second["memory_status"], second["memory_reason"]) == ("unavailable", "timeout")
+    assert "did not answer in time" in _one_warning(result)["summary"]
 
 
 def test_a_wrong_password_is_one_line_and_changes_nothing(

@@ -64,6 +64,12 @@ SCHEMA_LOCK = "loopctl-failure-memory"
 WRITE_LOCK = "loopctl-failure-memory-write"
 #: A transaction left idle this long by a vanished client is ended by the server.
 IDLE_IN_TRANSACTION_MS = 10_000
+#: How long after an operation's deadline the client gives up on a server that stopped
+#: answering (the server's own statement timeout normally ends the statement first).
+WATCHDOG_GRACE_S = 0.5
+#: How long a connection's check of the schema version holds for reads (a write checks it in
+#: its own transaction, every time).
+VERSION_RECHECK_S = 2.0
 #: Rows a copy stages per COPY batch, and ``iter_failures``' default page.
 BATCH = 5000
 
@@ -223,6 +229,64 @@ _CONNECTIONS: dict[tuple[int, int, str], psycopg.Connection[Any]] = {}
 _CONNECTIONS_LOCK = threading.Lock()
 
 
+class _Watchdog:
+    """Ends a connection whose server stopped answering: past its time, the socket is shut
+    down, so the call waiting on it fails at once (a stopped or partitioned server answers
+    neither statement timeouts nor cancel requests). One thread serves the whole process."""
+
+    def __init__(self) -> None:
+        self._due: dict[int, tuple[float, psycopg.Connection[Any]]] = {}
+        self.fired: set[int] = set()
+        self._wake = threading.Condition()
+        self._thread: threading.Thread | None = None
+
+    def watch(self, conn: psycopg.Connection[Any], until: float) -> None:
+        """Shut ``conn`` down at ``until`` (monotonic) unless :meth:`forget` comes first."""
+        with self._wake:
+            self._due[id(conn)] = (until, conn)
+            self.fired.discard(id(conn))
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._run, daemon=True,
+                                                name="loopctl-memory-watchdog")  # fmt: skip
+                self._thread.start()
+            self._wake.notify()
+
+    def forget(self, conn: psycopg.Connection[Any]) -> None:
+        with self._wake:
+            self._due.pop(id(conn), None)
+
+    def _run(self) -> None:
+        with self._wake:
+            while True:
+                now = time.monotonic()
+                for key, (until, conn) in list(self._due.items()):
+                    if until <= now:
+                        del self._due[key]
+                        self.fired.add(key)
+                        _shut(conn)
+                soonest = min((until for until, _ in self._due.values()), default=now + 60)
+                self._wake.wait(max(0.01, soonest - now))
+
+
+def _shut(conn: psycopg.Connection[Any]) -> None:
+    """Shut ``conn``'s socket down (the waiting call then fails; the connection is broken)."""
+    import socket
+
+    try:
+        dup = socket.socket(fileno=os.dup(conn.pgconn.socket))
+    except (OSError, psycopg.Error):
+        return
+    try:
+        dup.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass
+    finally:
+        dup.close()
+
+
+_WATCHDOG = _Watchdog()
+
+
 def _key(location: MemoryLocation) -> tuple[int, int, str]:
     return (os.getpid(), threading.get_ident(), location.conninfo)
 
@@ -333,16 +397,17 @@ class PostgresStore:
     def __init__(self, location: MemoryLocation, *, timeout_s: float) -> None:
         self.location = location
         self.timeout_s = timeout_s
-        #: The connection whose database was last seen at the current schema version.
-        self._checked: psycopg.Connection[Any] | None = None
+        #: When each connection (by id) last saw its database at the current schema version.
+        self._checked: dict[int, float] = {}
 
     # --- connections and transactions ---------------------------------------------------------
 
-    def _connection(self, deadline: float) -> psycopg.Connection[Any]:
+    def _connection(self, deadline: float) -> tuple[psycopg.Connection[Any], bool]:
+        """This thread's connection, and whether it was kept from an earlier operation."""
         key = _key(self.location)
         conn = _CONNECTIONS.get(key)
         if conn is not None and not conn.closed and not conn.broken:
-            return conn
+            return conn, True
         if conn is not None:
             self._drop(conn)
         remaining = _remaining(deadline, self.location)
@@ -353,46 +418,89 @@ class PostgresStore:
             raise connect_error(self.location, exc) from None
         with _CONNECTIONS_LOCK:
             _CONNECTIONS[key] = conn
-        return conn
+        return conn, False
 
     def _drop(self, conn: psycopg.Connection[Any]) -> None:
         with _CONNECTIONS_LOCK:
             key = _key(self.location)
             if _CONNECTIONS.get(key) is conn:
                 del _CONNECTIONS[key]
-        if self._checked is conn:
-            self._checked = None
+        self._checked.pop(id(conn), None)
         _quietly_close(conn)
 
     @contextmanager
     def _transaction(
-        self, deadline: float, *, mode: str = "", lock: str = ""
+        self, deadline: float, *, mode: str = "", lock: str = "", writes: bool = False
     ) -> Iterator[psycopg.Connection[Any]]:
         """A transaction whose statements and lock waits end by ``deadline``; with ``lock``,
-        holding that advisory lock. Errors come out as :class:`StoreError`."""
-        conn = self._connection(deadline)
+        holding that advisory lock; with ``writes``, on a store checked to be at this version
+        inside it. Errors come out as :class:`StoreError`; a server that stops answering is
+        given up on shortly after the deadline (:class:`_Watchdog`)."""
+        conn, reused = self._connection(deadline)
         try:
-            ms = max(1, int(_remaining(deadline, self.location) * 1000))
-            # a lock wait ends a little sooner, so that waiting on a writer reads as "busy"
-            begin = (
-                f"BEGIN {mode}; SET LOCAL statement_timeout = {ms}; "
-                f"SET LOCAL lock_timeout = {max(1, ms * 9 // 10)}"
-            )
-            if lock:
-                begin += f"; SELECT pg_advisory_xact_lock(hashtext('{lock}'))"
-            conn.execute(begin.encode())
+            conn = self._begin(conn, reused, deadline, mode, lock)
+            if writes:
+                self._ready(conn, create=False, fresh=True)
             yield conn
             conn.execute(b"COMMIT")
         except psycopg.Error as exc:
-            broken = conn.broken
-            if broken:
-                self._drop(conn)
-            else:
-                self._rollback(conn)
-            raise query_error(self.location, exc, broken) from None
+            raise self._failed(conn, exc) from None
         except BaseException:
             self._rollback(conn)
             raise
+        finally:
+            _WATCHDOG.forget(conn)
+
+    def _failed(self, conn: psycopg.Connection[Any], exc: psycopg.Error) -> StoreError:
+        """The error a failed statement on ``conn`` is, the connection dropped or rolled back."""
+        fired = id(conn) in _WATCHDOG.fired
+        broken = conn.broken or fired
+        if broken:
+            self._drop(conn)
+        else:
+            self._rollback(conn)
+        if fired:
+            line = f"{self.location.display}: the server did not answer in time"
+            return StoreUnavailable(_shown(self.location, line), reason="timeout")
+        return query_error(self.location, exc, broken)
+
+    def _begin(
+        self,
+        conn: psycopg.Connection[Any],
+        reused: bool,
+        deadline: float,
+        mode: str,
+        lock: str,
+    ) -> psycopg.Connection[Any]:
+        """Begin on ``conn``, watched until a little after ``deadline``. A kept connection the
+        server dropped while it was idle (a restart, an idle timeout, a failover) is replaced
+        by a new one, once."""
+        ms = max(1, int(_remaining(deadline, self.location) * 1000))
+        # a lock wait ends a little sooner, so that waiting on a writer reads as "busy"
+        begin = (
+            f"BEGIN {mode}; SET LOCAL statement_timeout = {ms}; "
+            f"SET LOCAL lock_timeout = {max(1, ms * 9 // 10)}"
+        )
+        if lock:
+            begin += f"; SELECT pg_advisory_xact_lock(hashtext('{lock}'))"
+        _WATCHDOG.watch(conn, deadline + WATCHDOG_GRACE_S)
+        try:
+            conn.execute(begin.encode())
+            return conn
+        except psycopg.OperationalError:
+            if not (reused and conn.broken) or id(conn) in _WATCHDOG.fired:
+                raise
+        _WATCHDOG.forget(conn)
+        self._drop(conn)
+        fresh, _ = self._connection(deadline)
+        _WATCHDOG.watch(fresh, deadline + WATCHDOG_GRACE_S)
+        try:
+            fresh.execute(begin.encode())
+        except psycopg.Error as exc:
+            error = self._failed(fresh, exc)
+            _WATCHDOG.forget(fresh)
+            raise error from None
+        return fresh
 
     def _rollback(self, conn: psycopg.Connection[Any]) -> None:
         try:
@@ -427,16 +535,18 @@ class PostgresStore:
         except ValueError:  # not ours, or damaged: never write to it
             return _UNREADABLE_VERSION
 
-    def _ready(self, conn: psycopg.Connection[Any], *, create: bool) -> None:
+    def _ready(self, conn: psycopg.Connection[Any], *, create: bool, fresh: bool = False) -> None:
         """Raise unless the store is at this loopctl's version; with ``create``, make an absent
-        schema first (in its own transaction, under the schema lock)."""
-        if self._checked is conn:
+        schema first (in its own transaction, under the schema lock). A read trusts a check
+        made in the last VERSION_RECHECK_S; ``fresh`` (a write) checks now."""
+        checked = self._checked.get(id(conn))
+        if not fresh and checked is not None and time.monotonic() - checked < VERSION_RECHECK_S:
             return
         version = self._version(conn)
         if version is None and create:
             version = self._create(conn)
         self._check(version)
-        self._checked = conn
+        self._checked[id(conn)] = time.monotonic()
 
     def _check(self, version: int | None) -> None:
         shown = self.location.display
@@ -479,7 +589,7 @@ class PostgresStore:
                 conn.execute(_SCHEMA.encode())
             else:
                 self._step_up(conn, found)
-        self._checked = None
+        self._checked.clear()
         return MigrationReport(found, SCHEMA_VERSION)
 
     def _step_up(self, conn: psycopg.Connection[Any], found: int) -> None:
@@ -514,7 +624,7 @@ class PostgresStore:
 
         def write() -> int:
             self._ensure(deadline)
-            with self._transaction(deadline, lock=WRITE_LOCK) as conn:
+            with self._transaction(deadline, lock=WRITE_LOCK, writes=True) as conn:
                 found = conn.execute(_ADD_FAILURE, params).fetchone()
             return int(found[0]) if found else 0
 
@@ -522,8 +632,8 @@ class PostgresStore:
 
     def _ensure(self, deadline: float) -> None:
         """The schema exists at this version (created if absent)."""
-        conn = self._connection(deadline)
-        if self._checked is conn:
+        conn, _ = self._connection(deadline)
+        if id(conn) in self._checked:
             return
         with self._transaction(deadline) as conn:
             self._ready(conn, create=True)
@@ -533,7 +643,7 @@ class PostgresStore:
         run's signature) is stored; the source ids are kept when they all come after every
         stored id (a copy into an empty store, batch after batch)."""
         self._ensure(deadline)
-        with self._transaction(deadline, lock=WRITE_LOCK) as conn:
+        with self._transaction(deadline, lock=WRITE_LOCK, writes=True) as conn:
             conn.execute(_COPY_STAGE.encode())
             staged = self._stage(conn, rows)
             if not staged:
@@ -571,7 +681,7 @@ class PostgresStore:
             where, keys = "signature = %s AND run_id = %s", (target.signature, target.run_id)
         with self._transaction(deadline) as conn:
             try:
-                self._ready(conn, create=False)
+                self._ready(conn, create=False, fresh=True)
             except StoreMissing:
                 return False
             cursor = conn.execute(
@@ -598,7 +708,7 @@ class PostgresStore:
             return
         keys = sorted(totals)
         self._ensure(deadline)
-        with self._transaction(deadline) as conn:
+        with self._transaction(deadline, writes=True) as conn:
             conn.execute(
                 "INSERT INTO loopctl_suggestion_stats (key, shown, effective, updated_at) "
                 "SELECT * FROM unnest(%s::text[], %s::bigint[], %s::bigint[], %s::float8[]) "
@@ -620,7 +730,7 @@ class PostgresStore:
         def write() -> int:
             with self._transaction(deadline, lock="" if dry_run else WRITE_LOCK) as conn:
                 try:
-                    self._ready(conn, create=False)
+                    self._ready(conn, create=False, fresh=True)
                 except StoreMissing:
                     return 0
                 if dry_run:
@@ -672,7 +782,7 @@ class PostgresStore:
         if not ordered:
             return 0
         self._ensure(deadline)
-        with self._transaction(deadline) as conn:
+        with self._transaction(deadline, writes=True) as conn:
             cursor = conn.execute(
                 "INSERT INTO loopctl_suggestion_stats (key, shown, effective, updated_at) "
                 "SELECT * FROM unnest(%s::text[], %s::bigint[], %s::bigint[], %s::float8[]) "
