@@ -401,3 +401,18 @@ def test_memory_url_setting_is_accepted_or_refused_without_its_password(
             shown += one_line(str(exc))
     assert len(shown.splitlines()) <= 1
     assert password not in shown
+
+
+def test_a_file_made_newer_meanwhile_is_no_longer_read_or_written(tmp_path: Path) -> None:
+    """A long-lived process (a fleet worker) keeps its connection: another loopctl's upgrade of
+    the file is seen by the next operation, read or write."""
+    path = tmp_path / "f.sqlite3"
+    memory = FailureMemory(path)
+    assert memory.record_failure(decisive=["KeyError: 'a_b'"], category="KEY_ERROR", run_id="r1")
+    assert memory.query_similar(["KeyError: 'a_b'"]).status == "ok"
+    with contextlib.closing(sqlite3.connect(path, isolation_level=None)) as conn:
+        conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    before = _dump(path)
+    assert memory.query_similar(["KeyError: 'a_b'"]).status == "newer"
+    assert memory.record_failure(decisive=["KeyError: 'c_d'"], category="KEY_ERROR") is None
+    assert _dump(path) == before

@@ -336,7 +336,9 @@ class SQLiteStore:
             entry = _open(self.path, create=create, timeout=remaining)
             conn = entry.conn
             try:
-                if not entry.schema_ok:
+                # PRAGMA user_version reads the file's header: a store another loopctl made
+                # newer meanwhile is seen at once, for a few microseconds an operation
+                if not entry.schema_ok or self._version(conn) != SCHEMA_VERSION:
                     self._ensure_schema(conn, create=create, deadline=deadline)
                     entry.schema_ok = True
                 remaining = deadline - time.monotonic()
@@ -360,6 +362,9 @@ class SQLiteStore:
         with self._connect(create=True, deadline=deadline) as conn:
             _begin_immediate(conn, deadline)
             try:
+                version = self._version(conn)  # under the write lock: no migration can race
+                if version > SCHEMA_VERSION:
+                    raise self._newer(version)
                 yield conn
             except BaseException:
                 if conn.in_transaction:  # an interrupt has already rolled it back
