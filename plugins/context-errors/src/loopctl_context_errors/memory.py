@@ -739,6 +739,15 @@ def one_line(text: str) -> str:
     return sanitize(" ".join(str(text).split()))
 
 
+def naming(location: MemoryLocation, message: str) -> str:
+    """``message``, after ``location: `` unless it names the location already (as shown, or as
+    :func:`loopctl.redact` showed it: a long user name can look like a token)."""
+    shown = location.display
+    if shown in message or redact(shown) in message:
+        return message
+    return f"{shown}: {message}"
+
+
 def _one_line(location: MemoryLocation, error: BaseException) -> str:
     """A store error's message as one line, with no password and nothing redact() hides."""
     return redact(location.scrub(one_line(str(error)) or type(error).__name__))[:300]
@@ -755,6 +764,7 @@ __all__ = [
     "SimilarFailure",
     "close_all",
     "default_memory_path",
+    "naming",
     "open_store",
     "resolve_memory_location",
     "resolve_memory_path",

@@ -89,29 +89,85 @@ class StoreOutdated(StoreError):
 # --- where the store is -------------------------------------------------------------------------
 
 
+#: Query keys whose values libpq reads as secrets (after percent-decoding the key): the password
+#: and the SSL key's passphrase. They are kept out of ``display`` and masked by ``scrub``.
+SECRET_KEYS = frozenset({"password", "sslpassword"})
+#: A secret shorter than this is not masked in free text: it would garble our own words (and
+#: show where it was). Our lines are built from ``display``, which never holds a secret.
+MIN_MASKED = 8
+#: Words of our own messages that are common passwords too (``postgres``, ``password``): never
+#: masked, like ``display``.
+OWN_WORDS = ("postgresql://", "postgres://", "[postgres]", "wrong password")
+_MASK = "[REDACTED]"
+
+
 @attrs.frozen
 class MemoryLocation:
     """A store's address: a SQLite file or a Postgres URL.
 
     ``display`` is what users see (a path, or ``postgresql://user@host:port/db`` without a
-    password); the connection string and the password are kept out of ``repr``.
+    password or any other secret); the connection string and the secrets are kept out of
+    ``repr``.
     """
 
     kind: str  # "sqlite" | "postgres"
     display: str
     path: Path | None = None
     conninfo: str = attrs.field(default="", repr=False)
+    #: The password (percent-decoded): the URL's, else its ``password`` query key's.
     password: str = attrs.field(default="", repr=False)
+    #: Every secret value the URL holds, as written and percent-decoded (``scrub`` masks them).
+    secrets: tuple[str, ...] = attrs.field(default=(), repr=False)
 
     def __str__(self) -> str:
         return self.display
 
     def scrub(self, text: str) -> str:
-        """``text`` with this location's password (raw and percent-decoded) masked."""
-        for secret in {self.password, unquote(self.password)}:
-            if secret:
-                text = text.replace(secret, "[REDACTED]")
-        return text
+        """``text`` with this location's secrets of :data:`MIN_MASKED` characters or more masked,
+        except inside the occurrences of ``display`` (which holds none) and of
+        :data:`OWN_WORDS`: a short or common password must not garble our own lines, nor show
+        itself by what it masked."""
+        secrets = {
+            form
+            for given in (self.password, *self.secrets)
+            for form in (given, unquote(given))
+            if len(form) >= MIN_MASKED
+        }
+        if not secrets:
+            return text
+        kept = [span for part in (self.display, *OWN_WORDS) for span in _occurrences(text, part)]
+        masked = [
+            span
+            for secret in secrets
+            for span in _occurrences(text, secret)
+            if not any(start <= span[0] and span[1] <= end for start, end in kept)
+        ]
+        return _masked(text, masked)
+
+
+def _occurrences(text: str, part: str) -> list[tuple[int, int]]:
+    """The spans of every occurrence of ``part`` in ``text``, overlapping ones included."""
+    spans: list[tuple[int, int]] = []
+    start = text.find(part) if part else -1
+    while start >= 0:
+        spans.append((start, start + len(part)))
+        start = text.find(part, start + 1)
+    return spans
+
+
+def _masked(text: str, spans: list[tuple[int, int]]) -> str:
+    """``text`` with each run of overlapping or adjacent ``spans`` replaced by one mark."""
+    runs: list[list[int]] = []
+    for start, end in sorted(spans):
+        if runs and start <= runs[-1][1]:
+            runs[-1][1] = max(runs[-1][1], end)
+        else:
+            runs.append([start, end])
+    out, done = [], 0
+    for start, end in runs:
+        out += [text[done:start], _MASK]
+        done = end
+    return "".join(out) + text[done:]
 
 
 def is_url(value: str) -> bool:
@@ -145,6 +201,8 @@ def _postgres_location(value: str) -> MemoryLocation:
     authority = rest.split("/", 1)[0].split("?", 1)[0]
     if authority.count("@") > 1:
         return _raise(_bad_url("percent-encode @ in the user name or password as %40"))
+    if any(c in value for c in "\t\r\n"):  # urlsplit drops them, libpq does not: ours would differ
+        return _raise(_bad_url("percent-encode tabs and line breaks"))
     try:
         parts = urlsplit(value)
         host = parts.hostname or ""
@@ -156,21 +214,27 @@ def _postgres_location(value: str) -> MemoryLocation:
         return _raise(_bad_url("it has a #fragment", host))
     user = unquote(parts.username or "")
     password = parts.password or ""
+    secrets = [password] if password else []
+    shown: list[str] = []
     for pair in filter(None, parts.query.split("&")):
         key, _, given = pair.partition("=")
-        if key == "password":
+        name = unquote(key).lower()  # libpq percent-decodes keys: %70assword is a password
+        if name not in SECRET_KEYS:
+            shown.append(pair)
+            continue
+        secrets.append(given)
+        if name == "password":
             password = given
     database = parts.path.lstrip("/")
     netloc = (f"{user}@" if user else "") + _host_part(parts)
-    display = f"{scheme.lower()}://{netloc}/{database}"
-    query = "&".join(
-        pair for pair in parts.query.split("&") if pair and not pair.startswith("password=")
-    )
-    if query:
-        display += "?" + query
+    display = f"{scheme.lower()}://{netloc}/{database}" + ("?" + "&".join(shown) if shown else "")
     del port  # checked above: urlsplit raises on a port that is not a number
     return MemoryLocation(
-        kind="postgres", display=_printable(display), conninfo=value, password=unquote(password)
+        kind="postgres",
+        display=_printable(display),
+        conninfo=value,
+        password=unquote(password),
+        secrets=tuple(secret for secret in secrets if secret),
     )
 
 
