@@ -55,6 +55,15 @@ def test_location_precedence(tmp_path: Path) -> None:
     assert resolve_memory_path("OFF", {}) is None
 
 
+@pytest.mark.parametrize(
+    "url", ["postgresql://loop:pw-Qx81@db:5432/mem", "postgresql://loop:pw@[::1/mem"]
+)
+def test_a_url_in_the_environment_is_no_memory_path(url: str) -> None:
+    # it used to be Path("postgresql://…"): a file nobody meant, next to the working directory
+    assert resolve_memory_path("", {ENV_MEMORY: url}) is None
+    assert resolve_memory_path(url, {}) is None
+
+
 def test_missing_store_answers_empty_and_creates_nothing(tmp_path: Path) -> None:
     memory = _store(tmp_path / "absent" / "f.sqlite3")
     outcome = memory.query_similar(FILE_ERROR)

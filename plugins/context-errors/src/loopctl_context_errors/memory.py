@@ -100,17 +100,14 @@ def default_memory_path(env: Mapping[str, str] | None = None) -> Path:
 
 
 def resolve_memory_path(configured: str = "", env: Mapping[str, str] | None = None) -> Path | None:
-    """Where the memory lives: ``LOOPCTL_FAILURE_MEMORY``, else ``configured`` (the plugin's
-    ``memory_path``), else the XDG default. None when either says ``off``."""
-    env = os.environ if env is None else env
-    for value in (env.get(ENV_MEMORY, ""), configured):
-        value = (value or "").strip()
-        if not value:
-            continue
-        if value.lower() in OFF_WORDS:
-            return None
-        return Path(os.path.expanduser(value))
-    return default_memory_path(env)
+    """The file the memory lives in (:func:`resolve_memory_location` with ``configured`` as the
+    ``memory_path`` setting). None when the memory is off, or is not a file (a
+    ``postgresql://`` URL, well-formed or not)."""
+    try:
+        location = resolve_memory_location(configured, "", env)
+    except StoreError:
+        return None
+    return None if location is None else location.path
 
 
 def resolve_memory_location(
