@@ -376,7 +376,7 @@ def test_an_unavailable_store_is_not_tried_again_during_the_cool_down(
     st.sampled_from(["postgresql://", "postgres://", "POSTGRESQL://", "", "file://", "/tmp/"]),
     st.text(alphabet="@:/[]?#&=%.", max_size=6),
     st.sampled_from(
-        ["loop:{}@", "?password={}", "?%70assword={}", "?sslpassword={}", "&%73slpassword={}"]
+        ["loop:{}@", "?password={}", "?%70assword={}", "?sslpassword={}", "?a=1&%73slpassword={}"]
     ),
 )
 def test_memory_url_setting_is_accepted_or_refused_without_its_password(

@@ -89,9 +89,10 @@ class StoreOutdated(StoreError):
 # --- where the store is -------------------------------------------------------------------------
 
 
-#: Query keys whose values libpq reads as secrets (after percent-decoding the key): the password
-#: and the SSL key's passphrase. They are kept out of ``display`` and masked by ``scrub``.
-SECRET_KEYS = frozenset({"password", "sslpassword"})
+#: A query setting that holds this word (percent-decoded, as libpq reads a key, any case) is a
+#: secret: ``password``, ``sslpassword`` (the SSL key's passphrase), or a malformed one libpq
+#: refuses. Its value is kept out of ``display`` and masked by ``scrub``.
+SECRET_KEY_WORD = "password"
 #: A secret shorter than this is not masked in free text: it would garble our own words (and
 #: show where it was). Our lines are built from ``display``, which never holds a secret.
 MIN_MASKED = 8
@@ -218,12 +219,11 @@ def _postgres_location(value: str) -> MemoryLocation:
     shown: list[str] = []
     for pair in filter(None, parts.query.split("&")):
         key, _, given = pair.partition("=")
-        name = unquote(key).lower()  # libpq percent-decodes keys: %70assword is a password
-        if name not in SECRET_KEYS:
+        if SECRET_KEY_WORD not in unquote(pair).lower():  # libpq reads %70assword as password
             shown.append(pair)
             continue
         secrets.append(given)
-        if name == "password":
+        if unquote(key).lower() == "password":
             password = given
     database = parts.path.lstrip("/")
     netloc = (f"{user}@" if user else "") + _host_part(parts)
