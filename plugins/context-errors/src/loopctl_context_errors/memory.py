@@ -671,11 +671,12 @@ class FailureMemory:
             return 0
 
     def enforce_cap(self, max_records: int) -> int:
-        """Drop the oldest failures once there are 10% more than ``max_records``. Never raises."""
+        """Drop the oldest failures once there are 10% more than ``max_records`` (counted, not
+        guessed from the ids: a Postgres upsert uses an id each time). Never raises."""
         try:
             deadline = self._deadline()
-            span = self._run(lambda store: store.id_span(deadline))
-            if span <= max_records * 1.1:
+            stored = self._run(lambda store: store.count(deadline))
+            if stored <= max_records * 1.1:
                 return 0
             return self.prune(keep=max_records)
         except Exception:  # noqa: BLE001 - housekeeping must never end a run badly

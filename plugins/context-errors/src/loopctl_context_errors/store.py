@@ -448,8 +448,8 @@ class Store(Protocol):
 
     def delete(self, where: PruneCriteria, *, dry_run: bool, deadline: float) -> int: ...
 
-    def id_span(self, deadline: float) -> int:
-        """``max(id) - min(id) + 1`` (0 when empty): a cheap bound on the number of rows."""
+    def count(self, deadline: float) -> int:
+        """The number of stored rows (the count kept with them: no scan); 0 for no store."""
         ...
 
     def iter_failures(self, batch: int = 5000) -> Iterator[StoredFailure]: ...

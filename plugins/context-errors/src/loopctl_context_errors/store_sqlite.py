@@ -762,10 +762,13 @@ class SQLiteStore:
             ).fetchall()
         return [_stored_row(row) for row in rows]
 
-    def id_span(self, deadline: float) -> int:
-        with self._connect(create=False, deadline=deadline) as conn:
-            row = conn.execute("SELECT max(id) - min(id) + 1 FROM failures").fetchone()
-        return 0 if row is None or row[0] is None else int(row[0])
+    def count(self, deadline: float) -> int:
+        try:
+            with self._connect(create=False, deadline=deadline) as conn:
+                row = conn.execute("SELECT n FROM memory_meta WHERE k = 'n_failures'").fetchone()
+        except StoreMissing:
+            return 0
+        return 0 if row is None else int(row[0])
 
     def stats(self, deadline: float) -> dict[str, Any]:
         base: dict[str, Any] = {
