@@ -50,6 +50,7 @@ from loopctl_context_errors.store import (
     StoreOutdated,
     StoreUnavailable,
     parse_location,
+    stats_of,
 )
 
 ENV_MEMORY = "LOOPCTL_FAILURE_MEMORY"
@@ -628,14 +629,7 @@ class FailureMemory:
         try:
             return self._run(lambda store: store.stats(deadline))
         except StoreMissing:
-            return {
-                "backend": self.location.kind,
-                "location": self.location.display,
-                **({"path": str(self.path)} if self.path is not None else {}),
-                "exists": False,
-                "schema_version": None,
-                "failures": 0,
-            }
+            return stats_of(self.location, None, None)
 
     def migrate(self, *, dry_run: bool = False) -> MigrationReport:
         """Bring the store to this loopctl's schema. Raises :class:`~.store.StoreError`."""

@@ -381,6 +381,57 @@ class MigrationReport:
     dry_run: bool = False
 
 
+class StatsRows(NamedTuple):
+    """What a store's ``memory stats`` queries found; :func:`stats_of` shapes it."""
+
+    #: ``(rows, fixed rows, occurrences, oldest created_at, newest last_seen)``.
+    totals: Sequence[Any]
+    #: ``(category, rows)``: most rows first, then by category (code point order).
+    by_category: Sequence[Sequence[Any]]
+    #: ``(project, project_id, rows)`` grouped by both: the 10 with the most rows, then by
+    #: project_id and project (code point order).
+    projects: Sequence[Sequence[Any]]
+    #: ``(judged keys, showings judged, effective showings)``.
+    suggestions: Sequence[Any]
+    size_bytes: int = 0
+
+
+def stats_of(
+    location: MemoryLocation, version: int | None, found: StatsRows | None
+) -> dict[str, Any]:
+    """``loopctl memory stats``: the same keys, shaped the same, from either store (``found``
+    None: no store there yet)."""
+    shown: dict[str, Any] = {
+        "backend": location.kind,
+        "location": location.display,
+        "path": None if location.path is None else str(location.path),
+        "exists": found is not None,
+        "schema_version": version,
+        "fts5": location.kind == "sqlite",  # SQLite's word index; Postgres keeps text[] + GIN
+    }
+    if found is None:
+        return {**shown, "failures": 0}
+    total, fixed, occurrences, oldest, newest = found.totals
+    keys, judged, effective = found.suggestions
+    return {
+        **shown,
+        "failures": int(total),
+        "occurrences": int(occurrences or 0),
+        "fixed": int(fixed),
+        "oldest": None if oldest is None else float(oldest),
+        "newest": None if newest is None else float(newest),
+        "by_category": {str(k): int(v) for k, v in found.by_category},
+        "top_projects": [
+            {"project": str(p), "project_id": str(i), "failures": int(n)}
+            for p, i, n in found.projects
+        ],
+        "suggestion_keys": int(keys),
+        "suggestions_judged": int(judged or 0),
+        "suggestions_effective": int(effective or 0),
+        "size_bytes": int(found.size_bytes or 0),
+    }
+
+
 class Store(Protocol):
     """What a backend does. ``deadline`` is a :func:`time.monotonic` time; an operation still
     running then raises :class:`StoreTimeout`. Writes that change rows also keep the number of
@@ -468,6 +519,7 @@ __all__ = [
     "NewFailure",
     "PruneCriteria",
     "SchemaState",
+    "StatsRows",
     "Store",
     "StoreBusy",
     "StoreError",
@@ -480,4 +532,5 @@ __all__ = [
     "StoredRow",
     "is_url",
     "parse_location",
+    "stats_of",
 ]
