@@ -550,7 +550,7 @@ class FailureMemory:
         timeout_s: float | None = None,
     ) -> QueryOutcome:
         """Stored failures like ``decisive``: exact signature first, then rare words; the
-        project ``project_id``'s before other projects'.
+        project ``project_id``'s before other projects' (compared redacted, as it is stored).
 
         Never raises; the outcome's ``status`` (and ``reason``, ``message``) say why it is
         empty when it is.
@@ -558,6 +558,7 @@ class FailureMemory:
         started = time.monotonic()
         deadline = self._deadline(timeout_s)
         outcome = QueryOutcome()
+        project_id = redact(project_id)
         try:
             signature, normalized = signature_of(decisive)
             words = set(tokens_of(normalized))
@@ -649,7 +650,7 @@ class FailureMemory:
             last_seen_before=None
             if older_than_days is None
             else time.time() - older_than_days * 86400,
-            project=project,
+            project=None if project is None else redact(project),  # as stored
             keep=keep,
         )
         deadline = self._deadline()
