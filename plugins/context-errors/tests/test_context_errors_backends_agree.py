@@ -131,3 +131,44 @@ def test_a_copy_keeps_the_source_ids_batch_after_batch_gaps_included(
     for target in (FailureMemory(pg_url), FailureMemory(tmp_path / "target.sqlite3")):
         assert source.copy_to(target, batch=3).inserted == len(kept)
         assert sorted(r.id for r in target.recent(100)) == kept
+
+
+def test_memory_stats_are_the_same_on_both_for_the_same_rows(tmp_path: Path, pg_url: str) -> None:
+    def row(i: int, project: str, project_id: str, category: str) -> dict[str, object]:
+        return {
+            "decisive": [f"AssertionError: case_{i} failed"],
+            "category": category,
+            "project": project,
+            "project_id": project_id,
+            "created_at": 1_700_000_000.0 + i,
+            "resolved_at": 1_700_000_500.0 if i % 3 == 0 else None,
+        }
+
+    # two projects named "api" (different repositories), a tie on counts, and more projects
+    # than the top 10 holds, so both the grouping and the order of ties are compared
+    rows = [row(i, "api", "git:example.com/acme/api", "TEST_FAILURE") for i in range(4)]
+    rows += [row(10 + i, "api", "git:example.com/other/api", "TYPE_ERROR") for i in range(4)]
+    rows += [row(20 + i, "web", "git:example.com/acme/web", "Z_LAST") for i in range(3)]
+    rows += [row(30 + i, f"p{i}", f"path:/srv/p{i}", "KEY_ERROR") for i in range(12)]
+    sqlite, postgres = FailureMemory(tmp_path / "f.sqlite3"), FailureMemory(pg_url)
+    assert sqlite.stats() == {**postgres.stats(), "backend": "sqlite", "location": sqlite.display,
+                              "path": str(sqlite.path), "fts5": True}  # fmt: skip
+    assert sqlite.bulk_insert(rows) == len(rows)
+    sqlite.record_suggestion_outcome(["rule:a", "rule:b"], effective=True)
+    sqlite.copy_to(postgres)
+    stats = [sqlite.stats(), postgres.stats()]
+    assert stats[0].keys() == stats[1].keys()
+    assert stats[0]["top_projects"][:3] == [
+        {"project": "api", "project_id": "git:example.com/acme/api", "failures": 4},
+        {"project": "api", "project_id": "git:example.com/other/api", "failures": 4},
+        {"project": "web", "project_id": "git:example.com/acme/web", "failures": 3},
+    ]
+    assert len(stats[0]["top_projects"]) == 10
+    assert (stats[0]["backend"], stats[1]["backend"]) == ("sqlite", "postgres")
+    assert (stats[0]["fts5"], stats[1]["fts5"]) == (True, False)
+    assert stats[1]["path"] is None
+    assert min(s["size_bytes"] for s in stats) > 0
+    different = {"backend", "location", "path", "fts5", "size_bytes"}
+    assert [{k: v for k, v in s.items() if k not in different} for s in stats] == [
+        {k: v for k, v in stats[0].items() if k not in different}
+    ] * 2

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -187,6 +188,30 @@ def test_memory_errors_are_one_line_without_the_password(tmp_path: Path) -> None
                    cwd=tmp_path)  # fmt: skip
     assert done.returncode == 1
     assert "cannot copy into the failure memory" in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("user", "secrets"),
+    [
+        ("postgres:postgres", ()),  # a common password, the user name's twin
+        ("loop:127", ("?%70assword=S3cretQQ77", "&sslpassword=K3yPass99")),  # a part of the host
+        ("ci_runner_2024_loopctl_x:pw", ()),  # a user name the redactor takes for a token
+    ],
+)
+def test_a_memory_that_cannot_be_reached_is_named_once_whole(
+    tmp_path: Path, user: str, secrets: tuple[str, ...]
+) -> None:
+    with socket.socket() as sock:  # a port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    url = f"postgresql://{user}@127.0.0.1:{port}/db" + "".join(secrets)
+    done = loopctl("memory", "stats", "--memory", url, cwd=tmp_path)
+    assert done.returncode == 1
+    assert done.stderr.startswith("loopctl: error: cannot read the failure memory: ")
+    assert done.stderr.count(f"@127.0.0.1:{port}/db") == 1, done.stderr
+    assert "postgresql://" in done.stderr
+    for secret in ("S3cretQQ77", "K3yPass99"):
+        assert secret not in done.stderr
 
 
 def test_config_show_never_shows_the_memory_urls_password(tmp_path: Path) -> None:

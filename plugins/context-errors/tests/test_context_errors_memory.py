@@ -55,6 +55,15 @@ def test_location_precedence(tmp_path: Path) -> None:
     assert resolve_memory_path("OFF", {}) is None
 
 
+@pytest.mark.parametrize(
+    "url", ["postgresql://loop:pw-Qx81@db:5432/mem", "postgresql://loop:pw@[::1/mem"]
+)
+def test_a_url_in_the_environment_is_no_memory_path(url: str) -> None:
+    # it used to be Path("postgresql://…"): a file nobody meant, next to the working directory
+    assert resolve_memory_path("", {ENV_MEMORY: url}) is None
+    assert resolve_memory_path(url, {}) is None
+
+
 def test_missing_store_answers_empty_and_creates_nothing(tmp_path: Path) -> None:
     memory = _store(tmp_path / "absent" / "f.sqlite3")
     outcome = memory.query_similar(FILE_ERROR)
@@ -403,3 +412,18 @@ def test_a_write_refused_at_once_is_tried_again_within_the_timeout(
     wrapped[0].times = 10**9
     quick = FailureMemory(memory.path, timeout_s=0.05)
     assert quick.record_failure(decisive=["KeyError: 'c'"], category="KEY_ERROR") is None
+
+
+def test_a_project_id_is_compared_redacted_as_it_is_stored(tmp_path: Path) -> None:
+    from loopctl import redact
+
+    memory = _store(tmp_path / "f.sqlite3")
+    project_id = "path:/srv/password=hunter2222/app"  # a path the redactor masks a part of
+    assert redact(project_id) != project_id
+    memory.record_failure(
+        decisive=FILE_ERROR, category="FILE_ACCESS", project="app", project_id=project_id
+    )
+    outcome = memory.query_similar(FILE_ERROR, project_id=project_id)
+    assert [(r.match, r.same_project) for r in outcome.results] == [("exact", True)]
+    assert outcome.results[0].record.project_id == redact(project_id)  # stored redacted
+    assert memory.prune(project=project_id, dry_run=True) == 1

@@ -109,7 +109,7 @@ def test_a_new_database_has_no_store_until_the_first_write(
     assert store.schema(soon()).version is None
     assert store.stats(soon())["exists"] is False
     assert store.recent(5, soon()) == []
-    assert store.id_span(soon()) == 0
+    assert store.count(soon()) == 0
     with pytest.raises(StoreMissing):
         store.term_stats(["boom"], soon())
     assert dump(pg_server, pg_url) == {}  # reading created nothing
@@ -165,7 +165,7 @@ def _every_operation(store: PostgresStore) -> list[tuple[str, Any]]:
         ("recent", lambda: store.recent(5, soon())),
         ("stats", lambda: store.stats(soon())),
         ("delete", lambda: store.delete(PruneCriteria(keep=0), dry_run=False, deadline=soon())),
-        ("id_span", lambda: store.id_span(soon())),
+        ("count", lambda: store.count(soon())),
     ]
 
 
@@ -261,9 +261,26 @@ def test_exact_candidates_rows_and_recent(store: PostgresStore) -> None:
     assert found[0].tokens == "assertionerror boom"
     assert found[0].project_id == "git:example.com/acme/shop"
     assert [r.id for r in store.recent(3, soon())] == [other, tie, newest]
-    assert store.id_span(soon()) == other - old + 1
+    assert store.count(soon()) == 5
     (row,) = store.rows([fixed], soon())
     assert (row.resolved_at, row.fix_files_json, row.fix_summary) == (9.0, '["f.py"]', "t")
+
+
+def test_the_cap_counts_rows_not_ids(store: PostgresStore, pg_url: str) -> None:
+    from loopctl_context_errors.memory import FailureMemory
+
+    for i in range(105):
+        store.add_failure(failure(signature=f"sig-{i}", now=float(i)), soon())
+    for i in range(20):  # the run sees its failure again: an upsert, which uses an id each time
+        store.add_failure(failure(signature="sig-0", now=200.0 + i), soon())
+    assert store.add_failure(failure(signature="sig-105"), soon()) == 106 + 20  # ids went by
+    assert store.count(soon()) == 106
+    memory = FailureMemory(pg_url)
+    assert memory.enforce_cap(100) == 0  # 106 rows: within the cap and its 10 % slack
+    for i in range(5):
+        store.add_failure(failure(signature=f"sig-more-{i}", now=300.0 + i), soon())
+    assert memory.enforce_cap(100) == 11  # 111 rows: trimmed to 100
+    assert store.count(soon()) == 100
 
 
 def test_suggestion_stats_add_up(store: PostgresStore) -> None:

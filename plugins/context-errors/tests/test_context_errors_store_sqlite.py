@@ -375,9 +375,12 @@ def test_an_unavailable_store_is_not_tried_again_during_the_cool_down(
     st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=40),
     st.sampled_from(["postgresql://", "postgres://", "POSTGRESQL://", "", "file://", "/tmp/"]),
     st.text(alphabet="@:/[]?#&=%.", max_size=6),
+    st.sampled_from(
+        ["loop:{}@", "?password={}", "?%70assword={}", "?sslpassword={}", "?a=1&%73slpassword={}"]
+    ),
 )
 def test_memory_url_setting_is_accepted_or_refused_without_its_password(
-    body: str, scheme: str, punctuation: str
+    body: str, scheme: str, punctuation: str, secret_in: str
 ) -> None:
     from loopctl import InvalidFields
     from loopctl_context_errors.config import ContextErrorsConfig
@@ -385,7 +388,11 @@ def test_memory_url_setting_is_accepted_or_refused_without_its_password(
     from loopctl_context_errors.store import StoreError, is_url, parse_location
 
     password = "pw-S3cr3tQ"
-    value = f"{scheme}loop:{password}@{punctuation}{body}"
+    held = secret_in.format(password)
+    if held.endswith("@"):  # in the user part
+        value = f"{scheme}{held}{punctuation}{body}"
+    else:  # a query key: libpq reads %70assword as password, sslpassword is a secret too
+        value = f"{scheme}loop@{punctuation}{body}{held}"
     try:
         shown = repr(ContextErrorsConfig(memory_url=value))
     except InvalidFields as exc:  # not a postgresql:// URL at all: the setting is wrong

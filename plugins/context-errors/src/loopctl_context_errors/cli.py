@@ -78,13 +78,11 @@ def _memory(value: str | None, *, project: Any = None) -> Any:
 
 def _store_failed(memory: Any, doing: str, exc: Exception) -> typer.Exit:
     """One line for a memory that could not be used (exit 1); never the store's raw text."""
-    from loopctl_context_errors.memory import one_line
+    from loopctl_context_errors.memory import naming, one_line
     from loopctl_context_errors.store import StoreError
 
     if isinstance(exc, StoreError):
-        message = one_line(str(exc))
-        if memory.display not in message:
-            message = f"{memory.display}: {message}"
+        message = naming(memory.location, one_line(str(exc)))
     else:
         message = f"{memory.display}: {type(exc).__name__}"
     print_error(f"cannot {doing} the failure memory: {memory.location.scrub(message)}")

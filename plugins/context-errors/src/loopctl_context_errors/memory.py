@@ -50,6 +50,7 @@ from loopctl_context_errors.store import (
     StoreOutdated,
     StoreUnavailable,
     parse_location,
+    stats_of,
 )
 
 ENV_MEMORY = "LOOPCTL_FAILURE_MEMORY"
@@ -100,17 +101,14 @@ def default_memory_path(env: Mapping[str, str] | None = None) -> Path:
 
 
 def resolve_memory_path(configured: str = "", env: Mapping[str, str] | None = None) -> Path | None:
-    """Where the memory lives: ``LOOPCTL_FAILURE_MEMORY``, else ``configured`` (the plugin's
-    ``memory_path``), else the XDG default. None when either says ``off``."""
-    env = os.environ if env is None else env
-    for value in (env.get(ENV_MEMORY, ""), configured):
-        value = (value or "").strip()
-        if not value:
-            continue
-        if value.lower() in OFF_WORDS:
-            return None
-        return Path(os.path.expanduser(value))
-    return default_memory_path(env)
+    """The file the memory lives in (:func:`resolve_memory_location` with ``configured`` as the
+    ``memory_path`` setting). None when the memory is off, or is not a file (a
+    ``postgresql://`` URL, well-formed or not)."""
+    try:
+        location = resolve_memory_location(configured, "", env)
+    except StoreError:
+        return None
+    return None if location is None else location.path
 
 
 def resolve_memory_location(
@@ -552,7 +550,7 @@ class FailureMemory:
         timeout_s: float | None = None,
     ) -> QueryOutcome:
         """Stored failures like ``decisive``: exact signature first, then rare words; the
-        project ``project_id``'s before other projects'.
+        project ``project_id``'s before other projects' (compared redacted, as it is stored).
 
         Never raises; the outcome's ``status`` (and ``reason``, ``message``) say why it is
         empty when it is.
@@ -560,6 +558,7 @@ class FailureMemory:
         started = time.monotonic()
         deadline = self._deadline(timeout_s)
         outcome = QueryOutcome()
+        project_id = redact(project_id)
         try:
             signature, normalized = signature_of(decisive)
             words = set(tokens_of(normalized))
@@ -631,14 +630,7 @@ class FailureMemory:
         try:
             return self._run(lambda store: store.stats(deadline))
         except StoreMissing:
-            return {
-                "backend": self.location.kind,
-                "location": self.location.display,
-                **({"path": str(self.path)} if self.path is not None else {}),
-                "exists": False,
-                "schema_version": None,
-                "failures": 0,
-            }
+            return stats_of(self.location, None, None)
 
     def migrate(self, *, dry_run: bool = False) -> MigrationReport:
         """Bring the store to this loopctl's schema. Raises :class:`~.store.StoreError`."""
@@ -658,7 +650,7 @@ class FailureMemory:
             last_seen_before=None
             if older_than_days is None
             else time.time() - older_than_days * 86400,
-            project=project,
+            project=None if project is None else redact(project),  # as stored
             keep=keep,
         )
         deadline = self._deadline()
@@ -674,11 +666,12 @@ class FailureMemory:
             return 0
 
     def enforce_cap(self, max_records: int) -> int:
-        """Drop the oldest failures once there are 10% more than ``max_records``. Never raises."""
+        """Drop the oldest failures once there are 10% more than ``max_records`` (counted, not
+        guessed from the ids: a Postgres upsert uses an id each time). Never raises."""
         try:
             deadline = self._deadline()
-            span = self._run(lambda store: store.id_span(deadline))
-            if span <= max_records * 1.1:
+            stored = self._run(lambda store: store.count(deadline))
+            if stored <= max_records * 1.1:
                 return 0
             return self.prune(keep=max_records)
         except Exception:  # noqa: BLE001 - housekeeping must never end a run badly
@@ -739,6 +732,15 @@ def one_line(text: str) -> str:
     return sanitize(" ".join(str(text).split()))
 
 
+def naming(location: MemoryLocation, message: str) -> str:
+    """``message``, after ``location: `` unless it names the location already (as shown, or as
+    :func:`loopctl.redact` showed it: a long user name can look like a token)."""
+    shown = location.display
+    if shown in message or redact(shown) in message:
+        return message
+    return f"{shown}: {message}"
+
+
 def _one_line(location: MemoryLocation, error: BaseException) -> str:
     """A store error's message as one line, with no password and nothing redact() hides."""
     return redact(location.scrub(one_line(str(error)) or type(error).__name__))[:300]
@@ -755,6 +757,7 @@ __all__ = [
     "SimilarFailure",
     "close_all",
     "default_memory_path",
+    "naming",
     "open_store",
     "resolve_memory_location",
     "resolve_memory_path",

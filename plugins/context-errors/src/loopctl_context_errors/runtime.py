@@ -28,6 +28,7 @@ from loopctl_context_errors.memory import (
     ENV_MEMORY,
     FailureMemory,
     QueryOutcome,
+    naming,
     resolve_memory_location,
     signature_of,
 )
@@ -173,8 +174,8 @@ def _warn_once(loop: Loop, memory: FailureMemory | None, outcome: QueryOutcome) 
         return
     loop.stash[WARNED] = True
     message = outcome.message or outcome.status
-    if memory.display not in message and outcome.reason != "bad-url":
-        message = f"{memory.display}: {message}"
+    if outcome.reason != "bad-url":  # a URL that does not parse is shown by its host alone
+        message = naming(memory.location, message)
     loop.emit(
         events.MEMORY_UNAVAILABLE,
         memory_status=outcome.status,

@@ -89,29 +89,86 @@ class StoreOutdated(StoreError):
 # --- where the store is -------------------------------------------------------------------------
 
 
+#: A query setting that holds this word (percent-decoded, as libpq reads a key, any case) is a
+#: secret: ``password``, ``sslpassword`` (the SSL key's passphrase), or a malformed one libpq
+#: refuses. Its value is kept out of ``display`` and masked by ``scrub``.
+SECRET_KEY_WORD = "password"
+#: A secret shorter than this is not masked in free text: it would garble our own words (and
+#: show where it was). Our lines are built from ``display``, which never holds a secret.
+MIN_MASKED = 8
+#: Words of our own messages that are common passwords too (``postgres``, ``password``): never
+#: masked, like ``display``.
+OWN_WORDS = ("postgresql://", "postgres://", "[postgres]", "wrong password")
+_MASK = "[REDACTED]"
+
+
 @attrs.frozen
 class MemoryLocation:
     """A store's address: a SQLite file or a Postgres URL.
 
     ``display`` is what users see (a path, or ``postgresql://user@host:port/db`` without a
-    password); the connection string and the password are kept out of ``repr``.
+    password or any other secret); the connection string and the secrets are kept out of
+    ``repr``.
     """
 
     kind: str  # "sqlite" | "postgres"
     display: str
     path: Path | None = None
     conninfo: str = attrs.field(default="", repr=False)
+    #: The password (percent-decoded): the URL's, else its ``password`` query key's.
     password: str = attrs.field(default="", repr=False)
+    #: Every secret value the URL holds, as written and percent-decoded (``scrub`` masks them).
+    secrets: tuple[str, ...] = attrs.field(default=(), repr=False)
 
     def __str__(self) -> str:
         return self.display
 
     def scrub(self, text: str) -> str:
-        """``text`` with this location's password (raw and percent-decoded) masked."""
-        for secret in {self.password, unquote(self.password)}:
-            if secret:
-                text = text.replace(secret, "[REDACTED]")
-        return text
+        """``text`` with this location's secrets of :data:`MIN_MASKED` characters or more masked,
+        except inside the occurrences of ``display`` (which holds none) and of
+        :data:`OWN_WORDS`: a short or common password must not garble our own lines, nor show
+        itself by what it masked."""
+        secrets = {
+            form
+            for given in (self.password, *self.secrets)
+            for form in (given, unquote(given))
+            if len(form) >= MIN_MASKED
+        }
+        if not secrets:
+            return text
+        kept = [span for part in (self.display, *OWN_WORDS) for span in _occurrences(text, part)]
+        masked = [
+            span
+            for secret in secrets
+            for span in _occurrences(text, secret)
+            if not any(start <= span[0] and span[1] <= end for start, end in kept)
+        ]
+        return _masked(text, masked)
+
+
+def _occurrences(text: str, part: str) -> list[tuple[int, int]]:
+    """The spans of every occurrence of ``part`` in ``text``, overlapping ones included."""
+    spans: list[tuple[int, int]] = []
+    start = text.find(part) if part else -1
+    while start >= 0:
+        spans.append((start, start + len(part)))
+        start = text.find(part, start + 1)
+    return spans
+
+
+def _masked(text: str, spans: list[tuple[int, int]]) -> str:
+    """``text`` with each run of overlapping or adjacent ``spans`` replaced by one mark."""
+    runs: list[list[int]] = []
+    for start, end in sorted(spans):
+        if runs and start <= runs[-1][1]:
+            runs[-1][1] = max(runs[-1][1], end)
+        else:
+            runs.append([start, end])
+    out, done = [], 0
+    for start, end in runs:
+        out += [text[done:start], _MASK]
+        done = end
+    return "".join(out) + text[done:]
 
 
 def is_url(value: str) -> bool:
@@ -145,6 +202,8 @@ def _postgres_location(value: str) -> MemoryLocation:
     authority = rest.split("/", 1)[0].split("?", 1)[0]
     if authority.count("@") > 1:
         return _raise(_bad_url("percent-encode @ in the user name or password as %40"))
+    if any(c in value for c in "\t\r\n"):  # urlsplit drops them, libpq does not: ours would differ
+        return _raise(_bad_url("percent-encode tabs and line breaks"))
     try:
         parts = urlsplit(value)
         host = parts.hostname or ""
@@ -156,21 +215,26 @@ def _postgres_location(value: str) -> MemoryLocation:
         return _raise(_bad_url("it has a #fragment", host))
     user = unquote(parts.username or "")
     password = parts.password or ""
+    secrets = [password] if password else []
+    shown: list[str] = []
     for pair in filter(None, parts.query.split("&")):
         key, _, given = pair.partition("=")
-        if key == "password":
+        if SECRET_KEY_WORD not in unquote(pair).lower():  # libpq reads %70assword as password
+            shown.append(pair)
+            continue
+        secrets.append(given)
+        if unquote(key).lower() == "password":
             password = given
     database = parts.path.lstrip("/")
     netloc = (f"{user}@" if user else "") + _host_part(parts)
-    display = f"{scheme.lower()}://{netloc}/{database}"
-    query = "&".join(
-        pair for pair in parts.query.split("&") if pair and not pair.startswith("password=")
-    )
-    if query:
-        display += "?" + query
+    display = f"{scheme.lower()}://{netloc}/{database}" + ("?" + "&".join(shown) if shown else "")
     del port  # checked above: urlsplit raises on a port that is not a number
     return MemoryLocation(
-        kind="postgres", display=_printable(display), conninfo=value, password=unquote(password)
+        kind="postgres",
+        display=_printable(display),
+        conninfo=value,
+        password=unquote(password),
+        secrets=tuple(secret for secret in secrets if secret),
     )
 
 
@@ -317,6 +381,57 @@ class MigrationReport:
     dry_run: bool = False
 
 
+class StatsRows(NamedTuple):
+    """What a store's ``memory stats`` queries found; :func:`stats_of` shapes it."""
+
+    #: ``(rows, fixed rows, occurrences, oldest created_at, newest last_seen)``.
+    totals: Sequence[Any]
+    #: ``(category, rows)``: most rows first, then by category (code point order).
+    by_category: Sequence[Sequence[Any]]
+    #: ``(project, project_id, rows)`` grouped by both: the 10 with the most rows, then by
+    #: project_id and project (code point order).
+    projects: Sequence[Sequence[Any]]
+    #: ``(judged keys, showings judged, effective showings)``.
+    suggestions: Sequence[Any]
+    size_bytes: int = 0
+
+
+def stats_of(
+    location: MemoryLocation, version: int | None, found: StatsRows | None
+) -> dict[str, Any]:
+    """``loopctl memory stats``: the same keys, shaped the same, from either store (``found``
+    None: no store there yet)."""
+    shown: dict[str, Any] = {
+        "backend": location.kind,
+        "location": location.display,
+        "path": None if location.path is None else str(location.path),
+        "exists": found is not None,
+        "schema_version": version,
+        "fts5": location.kind == "sqlite",  # SQLite's word index; Postgres keeps text[] + GIN
+    }
+    if found is None:
+        return {**shown, "failures": 0}
+    total, fixed, occurrences, oldest, newest = found.totals
+    keys, judged, effective = found.suggestions
+    return {
+        **shown,
+        "failures": int(total),
+        "occurrences": int(occurrences or 0),
+        "fixed": int(fixed),
+        "oldest": None if oldest is None else float(oldest),
+        "newest": None if newest is None else float(newest),
+        "by_category": {str(k): int(v) for k, v in found.by_category},
+        "top_projects": [
+            {"project": str(p), "project_id": str(i), "failures": int(n)}
+            for p, i, n in found.projects
+        ],
+        "suggestion_keys": int(keys),
+        "suggestions_judged": int(judged or 0),
+        "suggestions_effective": int(effective or 0),
+        "size_bytes": int(found.size_bytes or 0),
+    }
+
+
 class Store(Protocol):
     """What a backend does. ``deadline`` is a :func:`time.monotonic` time; an operation still
     running then raises :class:`StoreTimeout`. Writes that change rows also keep the number of
@@ -384,8 +499,8 @@ class Store(Protocol):
 
     def delete(self, where: PruneCriteria, *, dry_run: bool, deadline: float) -> int: ...
 
-    def id_span(self, deadline: float) -> int:
-        """``max(id) - min(id) + 1`` (0 when empty): a cheap bound on the number of rows."""
+    def count(self, deadline: float) -> int:
+        """The number of stored rows (the count kept with them: no scan); 0 for no store."""
         ...
 
     def iter_failures(self, batch: int = 5000) -> Iterator[StoredFailure]: ...
@@ -404,6 +519,7 @@ __all__ = [
     "NewFailure",
     "PruneCriteria",
     "SchemaState",
+    "StatsRows",
     "Store",
     "StoreBusy",
     "StoreError",
@@ -416,4 +532,5 @@ __all__ = [
     "StoredRow",
     "is_url",
     "parse_location",
+    "stats_of",
 ]

@@ -45,6 +45,7 @@ from .store import (
     NewFailure,
     PruneCriteria,
     SchemaState,
+    StatsRows,
     StoreBusy,
     StoredFailure,
     StoredRow,
@@ -54,6 +55,7 @@ from .store import (
     StoreOutdated,
     StoreTimeout,
     StoreUnavailable,
+    stats_of,
 )
 
 T = TypeVar("T")
@@ -860,24 +862,21 @@ class PostgresStore:
             return []
         return [StoredRow._make(row) for row in rows]
 
-    def id_span(self, deadline: float) -> int:
+    def count(self, deadline: float) -> int:
         try:
             with self._reading(deadline) as conn:
-                found = conn.execute(
-                    "SELECT coalesce(max(id) - min(id) + 1, 0) FROM loopctl_failures"
-                ).fetchone()
+                found = conn.execute(f"SELECT coalesce({_N_FAILURES}, 0)").fetchone()
         except StoreMissing:
             return 0
         return int(found[0]) if found else 0
 
     def stats(self, deadline: float) -> dict[str, Any]:
-        base: dict[str, Any] = {"backend": "postgres", "location": self.location.display}
         with self._transaction(deadline, mode="ISOLATION LEVEL REPEATABLE READ READ ONLY") as conn:
             version = self._version(conn)
             if version is None:
-                return {**base, "exists": False, "schema_version": None, "failures": 0}
+                return stats_of(self.location, None, None)
             self._check(version)
-            return {**base, "exists": True, "schema_version": version, **_counts(conn)}
+            return stats_of(self.location, version, _stats_rows(conn))
 
     def iter_failures(self, batch: int = BATCH) -> Iterator[StoredFailure]:
         """Every row in id order, a page at a time (no transaction held between pages)."""
@@ -994,40 +993,34 @@ def _prune_condition(where: PruneCriteria) -> tuple[str, dict[str, Any]]:
     return (" AND ".join(conditions) if conditions else "TRUE"), params
 
 
-def _counts(conn: psycopg.Connection[Any]) -> dict[str, Any]:
-    total, fixed, occurrences, oldest, newest = conn.execute(
-        "SELECT count(*), count(resolved_at), coalesce(sum(occurrences), 0), "
-        "min(created_at), max(last_seen) FROM loopctl_failures"
-    ).fetchone() or (0, 0, 0, None, None)
-    by_category = conn.execute(
-        "SELECT category, count(*) FROM loopctl_failures GROUP BY category "
-        "ORDER BY count(*) DESC, category"
-    ).fetchall()
-    projects = conn.execute(
-        "SELECT project, count(*) FROM loopctl_failures GROUP BY project "
-        "ORDER BY count(*) DESC, project LIMIT 10"
-    ).fetchall()
-    keys, judged, effective = conn.execute(
-        "SELECT count(*), coalesce(sum(shown), 0), coalesce(sum(effective), 0) "
-        "FROM loopctl_suggestion_stats"
-    ).fetchone() or (0, 0, 0)
+def _stats_rows(conn: psycopg.Connection[Any]) -> StatsRows:
+    """The same queries as SQLite's; text ordered by code point (COLLATE "C") as SQLite does."""
     size = conn.execute(
         "SELECT sum(pg_total_relation_size(to_regclass(t))) FROM unnest(%s::text[]) AS t",
         (list(_TABLES),),
     ).fetchone()
-    return {
-        "failures": int(total),
-        "occurrences": int(occurrences),
-        "fixed": int(fixed),
-        "oldest": oldest,
-        "newest": newest,
-        "by_category": {str(k): int(v) for k, v in by_category},
-        "top_projects": [{"project": str(p), "failures": int(n)} for p, n in projects],
-        "suggestion_keys": int(keys),
-        "suggestions_judged": int(judged),
-        "suggestions_effective": int(effective),
-        "size_bytes": int(size[0] or 0) if size else 0,
-    }
+    return StatsRows(
+        totals=conn.execute(
+            "SELECT count(*), count(resolved_at), coalesce(sum(occurrences), 0), "
+            "min(created_at), max(last_seen) FROM loopctl_failures"
+        ).fetchone()
+        or (0, 0, 0, None, None),
+        by_category=conn.execute(
+            "SELECT category, count(*) FROM loopctl_failures GROUP BY category "
+            'ORDER BY count(*) DESC, category COLLATE "C"'
+        ).fetchall(),
+        projects=conn.execute(
+            "SELECT project, project_id, count(*) FROM loopctl_failures "
+            "GROUP BY project_id, project "
+            'ORDER BY count(*) DESC, project_id COLLATE "C", project COLLATE "C" LIMIT 10'
+        ).fetchall(),
+        suggestions=conn.execute(
+            "SELECT count(*), coalesce(sum(shown), 0), coalesce(sum(effective), 0) "
+            "FROM loopctl_suggestion_stats"
+        ).fetchone()
+        or (0, 0, 0),
+        size_bytes=int(size[0] or 0) if size else 0,
+    )
 
 
 __all__ = ["PostgresStore", "close_all", "connect_error", "conninfo_for"]

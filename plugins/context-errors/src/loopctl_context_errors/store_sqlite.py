@@ -40,6 +40,7 @@ from loopctl_context_errors.store import (
     NewFailure,
     PruneCriteria,
     SchemaState,
+    StatsRows,
     StoreBusy,
     StoredFailure,
     StoredRow,
@@ -47,6 +48,7 @@ from loopctl_context_errors.store import (
     StoreMissing,
     StoreNewer,
     StoreTimeout,
+    stats_of,
 )
 
 #: Progress-handler granularity (SQLite virtual-machine instructions between deadline checks).
@@ -773,25 +775,22 @@ class SQLiteStore:
             ).fetchall()
         return [_stored_row(row) for row in rows]
 
-    def id_span(self, deadline: float) -> int:
-        with self._connect(create=False, deadline=deadline) as conn:
-            row = conn.execute("SELECT max(id) - min(id) + 1 FROM failures").fetchone()
-        return 0 if row is None or row[0] is None else int(row[0])
+    def count(self, deadline: float) -> int:
+        try:
+            with self._connect(create=False, deadline=deadline) as conn:
+                row = conn.execute("SELECT n FROM memory_meta WHERE k = 'n_failures'").fetchone()
+        except StoreMissing:
+            return 0
+        return 0 if row is None else int(row[0])
 
     def stats(self, deadline: float) -> dict[str, Any]:
-        base: dict[str, Any] = {
-            "backend": "sqlite",
-            "location": self.location.display,
-            "path": str(self.path),
-            "exists": self.path.exists(),
-        }
         if not self.path.exists():
-            return {**base, "schema_version": None, "failures": 0}
+            return stats_of(self.location, None, None)
         with self._connect(create=False, deadline=deadline) as conn:
-            counts = _counts(conn)
+            found = _stats_rows(conn)
             version = self._version(conn)
         size = sum(p.stat().st_size for p in (self.path, Path(f"{self.path}-wal")) if p.exists())
-        return {**base, "schema_version": version, **counts, "fts5": True, "size_bytes": size}
+        return stats_of(self.location, version, found._replace(size_bytes=size))
 
     def iter_failures(self, batch: int = 5000) -> Iterator[StoredFailure]:
         last = 0
@@ -878,36 +877,25 @@ def _stored_row(row: Sequence[Any]) -> StoredRow:
     )  # fmt: skip
 
 
-def _counts(conn: sqlite3.Connection) -> dict[str, Any]:
-    total, fixed, occurrences, oldest, newest = conn.execute(
-        "SELECT count(*), count(resolved_at), coalesce(sum(occurrences), 0), "
-        "min(created_at), max(last_seen) FROM failures"
-    ).fetchone()
-    by_category = conn.execute(
-        "SELECT category, count(*) FROM failures GROUP BY category ORDER BY count(*) DESC, category"
-    ).fetchall()
-    projects = conn.execute(
-        "SELECT project, project_id, count(*) FROM failures GROUP BY project_id, project "
-        "ORDER BY count(*) DESC, project_id LIMIT 10"
-    ).fetchall()
-    keys, judged, effective = conn.execute(
-        "SELECT count(*), coalesce(sum(shown), 0), coalesce(sum(effective), 0) "
-        "FROM suggestion_stats"
-    ).fetchone()
-    return {
-        "failures": int(total),
-        "occurrences": int(occurrences),
-        "fixed": int(fixed),
-        "oldest": oldest,
-        "newest": newest,
-        "by_category": {str(k): int(v) for k, v in by_category},
-        "top_projects": [
-            {"project": str(p), "project_id": str(i), "failures": int(n)} for p, i, n in projects
-        ],
-        "suggestion_keys": int(keys),
-        "suggestions_judged": int(judged),
-        "suggestions_effective": int(effective),
-    }
+def _stats_rows(conn: sqlite3.Connection) -> StatsRows:
+    return StatsRows(
+        totals=conn.execute(
+            "SELECT count(*), count(resolved_at), coalesce(sum(occurrences), 0), "
+            "min(created_at), max(last_seen) FROM failures"
+        ).fetchone(),
+        by_category=conn.execute(
+            "SELECT category, count(*) FROM failures GROUP BY category "
+            "ORDER BY count(*) DESC, category"
+        ).fetchall(),
+        projects=conn.execute(
+            "SELECT project, project_id, count(*) FROM failures GROUP BY project_id, project "
+            "ORDER BY count(*) DESC, project_id, project LIMIT 10"
+        ).fetchall(),
+        suggestions=conn.execute(
+            "SELECT count(*), coalesce(sum(shown), 0), coalesce(sum(effective), 0) "
+            "FROM suggestion_stats"
+        ).fetchone(),
+    )
 
 
 __all__ = ["SQLiteStore", "close_all", "legacy_uid", "new_uid"]
