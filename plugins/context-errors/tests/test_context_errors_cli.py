@@ -362,3 +362,20 @@ def test_the_memory_setting_of_the_plugins_section_is_read_and_a_wrong_one_ignor
     assert configured_memory_path(loopctl.load_project(tmp_path)) == "off"
     (tmp_path / "loopctl.toml").write_text("[plugins.context-errors]\nmemory_path = 3\n")
     assert configured_memory_path(loopctl.load_project(tmp_path)) == ""
+
+
+def test_a_memory_url_with_an_encoded_setting_name_is_refused_without_its_value(
+    tmp_path: Path,
+) -> None:
+    """libpq reads ``%70assword`` as ``password``; the redactor of ``config show`` reads it as
+    written: such a URL is a config error that names the key, never the value."""
+    secret = "S3cretQQ77zz"
+    (tmp_path / "loopctl.toml").write_text(
+        "[plugins.context-errors]\n"
+        f'memory_url = "postgresql://loop@db.example/mem?%70assword={secret}"\n',
+        encoding="utf-8",
+    )
+    done = loopctl("config", "show", cwd=tmp_path)
+    assert done.returncode != 0
+    assert "memory_url" in done.stderr
+    assert secret not in done.stdout + done.stderr

@@ -72,6 +72,11 @@ def _url_problem(value: str) -> str:
 
     if not is_url(value):
         return "must be a postgresql:// URL (a file goes in memory_path)"
+    query = value.partition("?")[2].partition("#")[0]
+    if any("%" in pair.partition("=")[0] for pair in query.split("&")):
+        # libpq decodes them (%70assword is a password), the redactor of `config show` and
+        # the state files reads them as written: refused, so that no secret shows
+        return "must name its query settings plainly (password=, not %70assword=)"
     return ""
 
 
