@@ -46,9 +46,9 @@ from loopctl_context_errors.store import (
     StoredRow,
     StoreError,
     StoreMissing,
-    StoreNewer,
     StoreOutdated,
     StoreUnavailable,
+    newer_store,
     parse_location,
     stats_of,
 )
@@ -612,11 +612,7 @@ class FailureMemory:
         if state.version is None or state.version == state.current:
             return
         if state.version > state.current:
-            raise StoreNewer(
-                f"{self.display}: schema version {state.version} is newer than this loopctl's "
-                f"{state.current}: upgrade loopctl",
-                reason="newer",
-            )
+            raise newer_store(self.display, state.version)
         if self.location.kind != "sqlite":  # a SQLite file is migrated on first use
             raise StoreOutdated(
                 f"{self.display}: schema version {state.version} is older than this loopctl's "

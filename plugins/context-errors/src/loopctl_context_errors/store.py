@@ -86,6 +86,15 @@ class StoreOutdated(StoreError):
     status = "outdated"
 
 
+def newer_store(display: str, version: int | str) -> StoreNewer:
+    """The one error for a store whose schema is newer than this loopctl knows."""
+    return StoreNewer(
+        f"{display}: schema version {version} is newer than this loopctl's {SCHEMA_VERSION}: "
+        "upgrade loopctl",
+        reason="newer",
+    )
+
+
 # --- where the store is -------------------------------------------------------------------------
 
 
@@ -531,6 +540,7 @@ __all__ = [
     "StoredFailure",
     "StoredRow",
     "is_url",
+    "newer_store",
     "parse_location",
     "stats_of",
 ]

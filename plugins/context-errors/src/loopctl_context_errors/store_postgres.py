@@ -51,10 +51,10 @@ from .store import (
     StoredRow,
     StoreError,
     StoreMissing,
-    StoreNewer,
     StoreOutdated,
     StoreTimeout,
     StoreUnavailable,
+    newer_store,
     stats_of,
 )
 
@@ -556,11 +556,7 @@ class PostgresStore:
             raise StoreMissing(f"{shown}: no failure memory stored yet", reason="missing")
         if version > SCHEMA_VERSION:
             found = "unreadable" if version == _UNREADABLE_VERSION else str(version)
-            line = (
-                f"{shown}: schema version {found} is newer than this loopctl's "
-                f"{SCHEMA_VERSION}: upgrade loopctl"
-            )
-            raise StoreNewer(_shown(self.location, line), reason="newer")
+            raise newer_store(shown, found)
         if version < SCHEMA_VERSION:
             line = f"{shown} is schema {version}; run `loopctl memory migrate`"
             raise StoreOutdated(_shown(self.location, line), reason="outdated")

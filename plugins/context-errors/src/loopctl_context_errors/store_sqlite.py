@@ -48,6 +48,7 @@ from loopctl_context_errors.store import (
     StoreMissing,
     StoreNewer,
     StoreTimeout,
+    newer_store,
     stats_of,
 )
 
@@ -409,11 +410,7 @@ class SQLiteStore:
             os.chmod(self.path, 0o600)
 
     def _newer(self, version: int) -> StoreNewer:
-        return StoreNewer(
-            f"{self.location.display}: schema version {version} is newer than this "
-            f"loopctl's {SCHEMA_VERSION}: upgrade loopctl",
-            reason="newer",
-        )
+        return newer_store(self.location.display, version)
 
     def _upgrade(self, conn: sqlite3.Connection, version: int) -> int:
         """Bring the schema from ``version`` to the current one inside the open transaction;
