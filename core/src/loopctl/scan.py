@@ -5,7 +5,8 @@ alternation is slower still: ``re`` tries every branch at every position). Each
 :class:`ScanRule` therefore names a few *literals*, substrings that every line its pattern
 matches must contain. A :class:`Scanner` runs a rule's pattern only on a line that holds one of
 its literals, and over a whole text it looks for the literals with ``str.find`` (a fast C
-search) and reads only the lines around the hits. Lines are cut to ``line_chars`` before any
+search; with many literals, one search of a pattern of them all instead) and reads only the
+lines around the hits. Lines are cut to ``line_chars`` before any
 literal or pattern looks at them, and the caps on candidate lines keep a noisy literal cheap.
 
 The prefilter only saves time: with ``prefilter=False`` a scanner runs every rule on every line
