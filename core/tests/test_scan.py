@@ -326,14 +326,14 @@ def test_a_one_pass_search_finds_the_lines_the_finds_find(
         finds._one_pass = False
         assert one_pass._one_pass
         limits = {"max_lines": max_lines, "per_literal": per_literal, "from_end": from_end}
-        original = scan.ONE_PASS_LINES
+        original = scan.ONE_PASS_LINES, scan.ONE_PASS_AFTER
         try:
-            scan.ONE_PASS_LINES = most
+            scan.ONE_PASS_LINES, scan.ONE_PASS_AFTER = most, 0
             assert _pairs(list(one_pass.search(text, **limits))) == _pairs(
                 list(finds.search(text, **limits))
             )
         finally:
-            scan.ONE_PASS_LINES = original
+            scan.ONE_PASS_LINES, scan.ONE_PASS_AFTER = original
     if max_lines is None and per_literal is None:
         slow = Scanner(ONE_PASS_RULES, prefilter=False)
         assert _pairs(list(Scanner(ONE_PASS_RULES).search(text))) == _pairs(list(slow.search(text)))
@@ -345,3 +345,14 @@ def test_a_scanner_with_few_literals_searches_literal_by_literal() -> None:
     newline = ScanRule("newline", "a\nb", ("a\nb",), "newline")
     assert not Scanner([*ONE_PASS_RULES, newline])._one_pass
     assert not Scanner(ONE_PASS_RULES, prefilter=False)._one_pass
+
+
+def test_a_one_pass_pattern_is_compiled_only_once_the_texts_searched_are_long() -> None:
+    scanner = Scanner(ONE_PASS_RULES)
+    assert list(scanner.search("an errno here\n" * 100)) != []
+    assert scanner._one_pass_str is None
+    text = "quiet\n" * (scan.ONE_PASS_AFTER // 6) + "an errno here\n"
+    found = list(scanner.search(text))
+    assert scanner._one_pass_str is not None
+    assert [m.offset for m in found] == [len(text) - len("an errno here\n")]
+    assert _pairs(found) == _pairs(list(Scanner(ONE_PASS_RULES, prefilter=False).search(text)))
