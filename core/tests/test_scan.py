@@ -289,3 +289,70 @@ def test_a_scanner_with_few_literals_builds_no_gate() -> None:
     for _ in range(scan.GATE_AFTER + 1):
         few.first("nothing here")
     assert few._gate is None
+
+
+#: Enough literals for a one-pass search (:data:`loopctl.scan.ONE_PASS_FROM`), overlapping and
+#: nested as the gate's are; lowercase, for a scanner that ignores case.
+ONE_PASS_WORDS = [w.lower() for w in GATE_WORDS] + [f"v{i}q" for i in range(scan.ONE_PASS_FROM)]
+ONE_PASS_RULES = [
+    ScanRule(f"r{i}", re.escape(word), (word,), word) for i, word in enumerate(ONE_PASS_WORDS)
+] + [ScanRule("both", r"err.*no", ("err", "no"), "both")]
+one_pass_texts = st.lists(
+    st.lists(
+        st.sampled_from([*ONE_PASS_WORDS[:12], "v3q", "V7Q", "e", "r", "n", " ", ".", "é", "\r"]),
+        max_size=12,
+    ).map("".join),
+    max_size=30,
+).map("\n".join)
+
+
+@FAST
+@given(
+    text=one_pass_texts,
+    max_lines=st.one_of(st.none(), st.integers(0, 8)),
+    per_literal=st.one_of(st.none(), st.integers(0, 4)),
+    from_end=st.booleans(),
+    most=st.integers(0, 40),
+)
+def test_a_one_pass_search_finds_the_lines_the_finds_find(
+    text: str, max_lines: int | None, per_literal: int | None, from_end: bool, most: int
+) -> None:
+    """With many literals a scanner finds the lines of a text that hold them in one pass: the
+    same lines, caps included, as one ``str.find`` per literal (in str and in bytes, and when
+    it falls back to the finds past its limit on lines)."""
+    for ignore_case in (False, True):
+        one_pass = Scanner(ONE_PASS_RULES, ignore_case=ignore_case)
+        finds = Scanner(ONE_PASS_RULES, ignore_case=ignore_case)
+        finds._one_pass = False
+        assert one_pass._one_pass
+        limits = {"max_lines": max_lines, "per_literal": per_literal, "from_end": from_end}
+        original = scan.ONE_PASS_LINES, scan.ONE_PASS_AFTER
+        try:
+            scan.ONE_PASS_LINES, scan.ONE_PASS_AFTER = most, 0
+            assert _pairs(list(one_pass.search(text, **limits))) == _pairs(
+                list(finds.search(text, **limits))
+            )
+        finally:
+            scan.ONE_PASS_LINES, scan.ONE_PASS_AFTER = original
+    if max_lines is None and per_literal is None:
+        slow = Scanner(ONE_PASS_RULES, prefilter=False)
+        assert _pairs(list(Scanner(ONE_PASS_RULES).search(text))) == _pairs(list(slow.search(text)))
+
+
+def test_a_scanner_with_few_literals_searches_literal_by_literal() -> None:
+    assert not Scanner(GATE_RULES)._one_pass
+    assert Scanner(ONE_PASS_RULES)._one_pass
+    newline = ScanRule("newline", "a\nb", ("a\nb",), "newline")
+    assert not Scanner([*ONE_PASS_RULES, newline])._one_pass
+    assert not Scanner(ONE_PASS_RULES, prefilter=False)._one_pass
+
+
+def test_a_one_pass_pattern_is_compiled_only_once_the_texts_searched_are_long() -> None:
+    scanner = Scanner(ONE_PASS_RULES)
+    assert list(scanner.search("an errno here\n" * 100)) != []
+    assert scanner._one_pass_str is None
+    text = "quiet\n" * (scan.ONE_PASS_AFTER // 6) + "an errno here\n"
+    found = list(scanner.search(text))
+    assert scanner._one_pass_str is not None
+    assert [m.offset for m in found] == [len(text) - len("an errno here\n")]
+    assert _pairs(found) == _pairs(list(Scanner(ONE_PASS_RULES, prefilter=False).search(text)))
