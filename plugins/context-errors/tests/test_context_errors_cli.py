@@ -175,9 +175,10 @@ def test_memory_errors_are_one_line_without_the_password(tmp_path: Path) -> None
     assert password not in done.stderr + done.stdout
     newer = tmp_path / "newer.sqlite3"
     FailureMemory(newer).record_failure(decisive=["ValueError: x_1"], category="UNKNOWN")
+    import contextlib
     import sqlite3
 
-    with sqlite3.connect(newer) as conn:
+    with contextlib.closing(sqlite3.connect(newer)) as conn:  # `with conn` would not close it
         conn.execute("PRAGMA user_version = 3")
     for command in (("stats",), ("prune", "--keep", "0"), ("migrate",), ("search", "x_1")):
         done = loopctl("memory", *command, "--memory", str(newer), cwd=tmp_path)
