@@ -6,6 +6,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -69,7 +70,10 @@ def test_a_repository_without_remote_is_its_root_commit_wherever_it_moves(tmp_pa
     assert after.name == "renamed"
 
 
-def test_a_plain_folder_is_its_real_path(tmp_path: Path) -> None:
+def test_a_plain_folder_is_its_real_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # git would find a repository around tmp_path (a CI checkout keeps its temporary files
+    # inside itself): the folder would rightly be that repository's
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))
     folder = tmp_path / "plain"
     folder.mkdir()
     link = tmp_path / "link"
