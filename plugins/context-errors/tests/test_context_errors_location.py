@@ -8,7 +8,7 @@ from __future__ import annotations
 from urllib.parse import quote
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from loopctl_context_errors.memory import FailureMemory, naming, one_line
@@ -48,6 +48,7 @@ def test_the_password_is_the_last_password_key_whatever_its_spelling() -> None:
 
 
 @settings(max_examples=200, deadline=None)
+@example(secret="000@?", form="user part", other="", encode=False)  # found in CI: an @ after ?
 @given(
     secret=st.text(st.characters(codec="utf-8", exclude_characters="\x00"), min_size=1),
     form=st.sampled_from(sorted(SECRET_FORMS)),

@@ -209,8 +209,10 @@ def _bad_url(why: str, host: str = "") -> StoreUnavailable:
 def _postgres_location(value: str) -> MemoryLocation:
     scheme, _, rest = value.partition("://")
     authority = rest.split("/", 1)[0].split("?", 1)[0]
-    if authority.count("@") > 1:
-        return _raise(_bad_url("percent-encode @ in the user name or password as %40"))
+    if authority.count("@") > 1 or "@" in rest[len(authority) :]:
+        # a second @, or one after a / or ? that ends the host part early: a user name or
+        # password holding @ / ? # unencoded, which parsers split differently (and would show)
+        return _raise(_bad_url("percent-encode @ / ? # in the user name or password"))
     if any(c in value for c in "\t\r\n"):  # urlsplit drops them, libpq does not: ours would differ
         return _raise(_bad_url("percent-encode tabs and line breaks"))
     try:
