@@ -59,7 +59,7 @@ def test_parse_location_never_shows_a_secret(
     secret: str, form: str, other: str, encode: bool
 ) -> None:
     secret = f"pw-{secret}"  # "pw-": a secret our own words cannot hold by chance
-    raw = "".join(quote(c) if c in "&#" or c.isspace() else c for c in secret)  # a value still
+    raw = "".join(quote(c) if c in "&#%" or c.isspace() else c for c in secret)  # a value still
     written = quote(secret, safe="") if encode else raw
     url = SECRET_FORMS[form].format(written) + other
     try:
