@@ -249,8 +249,13 @@ def test_a_test_command_left_running_by_a_killed_loop_is_ended_by_the_next_one(
     box.wait_for_event("tests.start", proc)
     box.poll(started.exists, "the test command to start")
     (sleeper,) = box.poll(lambda: _sleeping(box), "the slow test command's sleep")
-    kind, recorded = st.read_running(box.state_dir) or ("", [0, 0])
-    assert kind == "tests"  # recorded when it started, before the sleep the poll waited for
+    # recorded once the command has started: loopctl writes it right after the spawn returns,
+    # which on a loaded machine can be after the command's own first steps
+    kind, recorded = box.poll(
+        lambda: (found := st.read_running(box.state_dir)) and found[0] == "tests" and found,
+        "the test command's process group in running.json",
+    )
+    assert kind == "tests"
     assert recorded[0] == os.getpgid(sleeper)
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=10)
