@@ -288,3 +288,21 @@ def test_a_fresh_run_sets_the_earlier_run_aside_and_reports_only_itself(sandbox:
     warnings = [e["message"] for e in box.events() if e["type"] == "loop.warning"]
     assert any("previous-run-1" in message for message in warnings), warnings
 
+
+def test_a_fresh_run_s_report_counts_only_its_own_context_errors(sandbox: Any) -> None:
+    """The context-errors plugin's report section counts the failures and suggestion sets of
+    this run, not those an earlier run in the same state directory left in its ledger."""
+    box = sandbox
+    box.configure(max_iterations=3)
+    _script(box, [SAY])
+    first = _loopctl(box, "run", GOAL, "--json")
+    assert first.returncode == EXIT_CODES["max_iterations"], first.stderr[-3000:]
+    assert "Failures reported: 3" in (box.state_dir / st.REPORT_MD_FILE).read_text("utf-8")
+
+    box.project.write("calc.py", box.BUGGY_CALC)
+    _script(box, _fix(box))
+    second = _loopctl(box, "run", GOAL, "--json")
+    assert second.returncode == 0, second.stderr[-3000:]
+    report = (box.state_dir / st.REPORT_MD_FILE).read_text("utf-8")
+    assert "Failures reported" not in report, report
+    assert "Suggestion sets judged" not in report, report
