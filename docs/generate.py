@@ -237,8 +237,8 @@ def exit_codes_page() -> str:
         "A loop whose loopctl was killed after the loop had ended (its last iteration's stop",
         "decision, or `loop.end`, recorded) but before `loop-state.md` said so is closed by",
         "`loopctl resume`: it runs no agent and no tests, writes what was missing (the report,",
-        "`progress.md`, the final `loop-state.md`), says on stderr that the loop had already",
-        "ended, and exits with the code of the status the loop ended with, as the killed run",
+        "`progress.md`, the final `loop-state.md`), says that the loop had already ended, and",
+        "exits with the code of the status the loop ended with, as the killed run",
         "would have. `loopctl status` shows that status meanwhile. An `interrupted` or `disk_full`",
         "loop is continued, as always.",
     ]

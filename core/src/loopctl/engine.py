@@ -505,7 +505,7 @@ class Engine:
         except BaseException:
             self._lock.release()
             raise
-        if self._closing():
+        if self.closing:
             self._opened = True  # nothing to start: run() closes the loop
             return
         self.state.pid = os.getpid()
@@ -597,11 +597,12 @@ class Engine:
         )
         if ended is not None and not ended.continued:
             self.ended_before = ended
-            if self._closing():  # closed as it is: nothing of this run is taken
+            if self.closing:  # closed as it is: nothing of this run is taken
                 self.max_iterations = self.state.max_iterations or self.max_iterations
                 return
             self.loaded.warnings.append(
-                f"this loop had ended ({ended.status}, iteration {ended.iterations} decided it) "
+                f"this loop had already ended ({ended.status}, decided by iteration "
+                f"{ended.iterations}) "
                 "when its loopctl process was killed, before it went through its end; resume "
                 "goes through that end now, running no agent and no tests"
             )
@@ -698,7 +699,7 @@ class Engine:
         a plugin hook still running at the wall-clock limit with ``wall_clock``."""
         self.host.error_sink = self._on_plugin_failure
         self.open()
-        if self._closing():
+        if self.closing:
             return self._close_ended()
         outcome: LoopOutcome | None = None
         with self._guarded():
@@ -882,8 +883,10 @@ class Engine:
 
     # --- what the loop being resumed recorded but did not carry out ------------------------------
 
-    def _closing(self) -> bool:
-        """Whether this run only closes a loop whose ending was recorded whole (``loop.end``)."""
+    @property
+    def closing(self) -> bool:
+        """Whether this run only closes a loop whose ending was recorded whole (``loop.end``):
+        it writes no event and calls no hook (:meth:`_close_ended`)."""
         return self.ended_before is not None and self.ended_before.source == st.EVENTS_FILE
 
     def _close_ended(self) -> LoopOutcome:

@@ -174,8 +174,10 @@ def render_status(data: dict[str, Any]) -> str:
         f"{_session(state.get('restarts', state.get('generation')))}, "
         f"agent {state.get('agent') or '?'}, session mode {state.get('session_mode')}",
     ]
-    if state.get("reason"):
-        lines.append(f"reason: {state['reason']}")
+    ended = data.get("ended") or {}
+    reason = state.get("reason") or ended.get("message") or ended.get("reason")
+    if reason:
+        lines.append(f"reason: {reason}")
     if data.get("prompt_chars") is not None:
         lines.append(f"prompt size: {data['prompt_chars']:,} chars (latest iteration)")
     if data.get("recent"):

@@ -244,7 +244,7 @@ def _run_loop(
             outcome = engine.run()
         finally:
             view.close()
-    if engine.ended_before is not None and _verbosity >= 0:
+    if engine.closing and _verbosity >= 0:  # said by no event: said here
         warn(
             f"resume: this loop had already ended ({outcome.status}) when its loopctl process "
             "was killed, before loop-state.md said so; resume recorded that and ran nothing"
