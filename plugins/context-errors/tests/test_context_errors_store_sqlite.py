@@ -356,7 +356,7 @@ def test_an_unavailable_store_is_not_tried_again_during_the_cool_down(
 
             return refuse
 
-    monkeypatch.setattr(memory_module, "open_store", lambda location, timeout_s: Refused())
+    monkeypatch.setattr(memory_module, "open_store", lambda location, **_: Refused())
     memory = FailureMemory("postgresql://loop@db/mem")
     assert memory.query_similar(["KeyError: 'x_y'"]).reason == "refused"
     assert memory.record_failure(decisive=["KeyError: 'x_y'"], category="KEY_ERROR") is None
