@@ -198,7 +198,7 @@ def test_a_project_reads_what_the_typed_configuration_reads(top, limits, section
         (root / "loopctl.toml").write_text("\n".join(lines) + "\n")
         typed = attempt(lambda: load_config(root, env=env))
         raw = RawSettings(root, env=env)
-        project = Project(root)
+        project = Project(root, trust_config=True)  # values as read (trust: tested below)
         project._raw = raw  # the same environment as the typed load
         reads = {
             ("state_dir",): lambda: project.state_dir,
