@@ -198,7 +198,7 @@ def test_a_project_reads_what_the_typed_configuration_reads(top, limits, section
         (root / "loopctl.toml").write_text("\n".join(lines) + "\n")
         typed = attempt(lambda: load_config(root, env=env))
         raw = RawSettings(root, env=env)
-        project = Project(root)
+        project = Project(root, trust_config=True)  # values as read (trust: tested below)
         project._raw = raw  # the same environment as the typed load
         reads = {
             ("state_dir",): lambda: project.state_dir,
@@ -266,3 +266,56 @@ def test_check_settings_checks_a_plugin_section_against_its_class(tmp_path, monk
     monkeypatch.chdir(tmp_path)
     with pytest.raises(loopctl.ConfigError, match=r"^w: plugins\.goal-guard: unknown key 'bogus'"):
         loopctl.check_settings({"plugins": {"goal-guard": {"bogus": 1}}}, where="w")
+
+
+def test_a_state_dir_the_config_file_leads_out_of_the_project_is_refused(tmp_path, monkeypatch):
+    monkeypatch.delenv("LOOPCTL_STATE_DIR", raising=False)
+    work, outside = tmp_path / "work", tmp_path / "elsewhere"
+    (work / "sub").mkdir(parents=True)
+    for setting in (str(outside), "../elsewhere", "state/../../elsewhere"):
+        (work / "loopctl.toml").write_text(f"state_dir = {json.dumps(setting)}\n")
+        with pytest.raises(loopctl.UntrustedConfig) as caught:
+            _ = loopctl.load_project(work).state_dir
+        assert str(caught.value).startswith(
+            f"loopctl.toml: state_dir leads outside the project (to {outside.resolve()})"
+        )
+        assert caught.value.instead == "--state-dir DIR"
+        assert "--trust-config" in str(caught.value)
+        assert isinstance(caught.value, loopctl.ConfigError)  # every command reports those
+        trusted = loopctl.load_project(work, trust_config=True).state_dir
+        assert trusted.resolve() == outside.resolve()
+    # inside the project (or the config file's directory, for a command run below it): kept
+    (work / "loopctl.toml").write_text('state_dir = "../.runs"\n')
+    assert loopctl.load_project(work / "sub").state_dir == work.resolve() / "sub" / "../.runs"
+    (work / "loopctl.toml").write_text(f"state_dir = {json.dumps(str(work / 'runs'))}\n")
+    assert loopctl.load_project(work).state_dir == work / "runs"
+    # the default, led out by a symbolic link the repository holds
+    (work / "loopctl.toml").write_text("")
+    (work / ".loopctl").symlink_to(outside, target_is_directory=True)
+    with pytest.raises(
+        loopctl.UntrustedConfig, match=r"^the default state_dir .*\.loopctl leads outside"
+    ):
+        _ = loopctl.load_project(work).state_dir
+    # what the user sets is trusted: a LOOPCTL_* variable
+    (work / "loopctl.toml").write_text('state_dir = "/nowhere"\n')
+    monkeypatch.setenv("LOOPCTL_STATE_DIR", str(outside))
+    assert loopctl.load_project(work).state_dir == outside
+
+
+def test_untrusted_setting_names_what_the_config_file_sets(tmp_path, monkeypatch):
+    monkeypatch.delenv("LOOPCTL_TEST_CMD", raising=False)
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.loopctl]\ntest_cmd = "./check.sh"\n[tool.loopctl.plugins.mine]\nlevel = 2\n'
+    )
+    project = loopctl.load_project(tmp_path)
+    where = "pyproject.toml: tool.loopctl.plugins.mine.level"
+    assert project.untrusted_setting("plugins", "mine", "level") == where
+    assert project.untrusted_setting("plugins", "mine") == where  # a table: any key in it
+    assert project.untrusted_setting("test_cmd") == "pyproject.toml: tool.loopctl.test_cmd"
+    assert project.untrusted_setting("limits", "max_restarts") is None  # the default
+    assert project.untrusted_setting("plugins", "other", "url") is None
+    trusted = loopctl.load_project(tmp_path, trust_config=True)
+    assert trusted.trust_config
+    assert trusted.untrusted_setting("plugins", "mine", "level") is None
+    monkeypatch.setenv("LOOPCTL_TEST_CMD", "pytest -q")  # the user's own value wins: trusted
+    assert loopctl.load_project(tmp_path).untrusted_setting("test_cmd") is None

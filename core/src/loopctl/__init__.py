@@ -58,6 +58,7 @@ if TYPE_CHECKING:
     from loopctl.stuck import is_infrastructure_failure, made_progress, same_failure
     from loopctl.terminal import sanitize
     from loopctl.testoutput import ParsedTestOutput, parse_test_output
+    from loopctl.trust import UntrustedConfig
     from loopctl.withhold import child_environment
     from loopctl.workspace import Snapshot, Workspace
 
@@ -109,6 +110,7 @@ _LAZY = {
     "Redactor": "loopctl.redaction",
     "redact": "loopctl.redaction",
     "sanitize": "loopctl.terminal",
+    "UntrustedConfig": "loopctl.trust",
     "child_environment": "loopctl.withhold",
     **{
         name: "loopctl.model"
@@ -191,6 +193,7 @@ __all__ = [
     "TurnOutcome",
     "TurnRequest",
     "TurnResult",
+    "UntrustedConfig",
     "Usage",
     "Workspace",
     "__version__",

@@ -73,5 +73,16 @@ def _main(args: list[str]) -> int:
             sys.modules["loopctl.cli.fast"].take_host()  # not taken: not for a later main()
 
 
+def _without_working_directory(path: list[str]) -> None:
+    """Take the working directory off the front of ``path`` (``sys.path``), where ``python -m
+    loopctl`` puts it (as ``python -P`` would not): a cloned repository's modules, and the
+    ``*.dist-info`` entry points beside them, would be imported as loopctl's plugins."""
+    if getattr(sys.flags, "safe_path", False):  # python -P: not put there (3.11+)
+        return
+    if path and path[0] in ("", os.getcwd()):
+        del path[0]
+
+
 if __name__ == "__main__":
+    _without_working_directory(sys.path)
     sys.exit(main())

@@ -159,15 +159,21 @@ class RawSettings:
         """Whether a source sets the setting ``key`` (``"limits", "max_restarts"``) or a key
         inside it; True as well when the file has something else than a table on the way
         (the typed configuration then says what is wrong)."""
+        return self.set_in_file(*key) or self.set_in_env(*key)
+
+    def set_in_file(self, *key: str) -> bool:
+        """Whether the config file sets ``key`` (or a key inside it; see :meth:`sets`)."""
         table = self.settings
         for part in key:
             if not isinstance(table, Mapping):
                 return True
             if part not in table:
-                break
+                return False
             table = table[part]
-        else:
-            return True
+        return True
+
+    def set_in_env(self, *key: str) -> bool:
+        """Whether a ``LOOPCTL_*`` variable sets ``key`` (or a key inside it)."""
         # LOOPCTL_PLUGINS is plugins.enable; a variable that names a table sets nothing
         name = ENV_PREFIX + "__".join(part.upper() for part in key)
         if name == f"{ENV_PLUGINS}__ENABLE" and ENV_PLUGINS in self.env:

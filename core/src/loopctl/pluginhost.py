@@ -258,9 +258,13 @@ class PluginHost:
                 raise
             info.status = "broken"
             info.detail = f"Error importing plugin {ep.name!r}: {type(exc).__name__}: {exc}"
-            print(
-                f"loopctl: warning: plugin {ep.name!r} failed to import and is skipped: "
-                f"{type(exc).__name__}: {exc} (see `loopctl plugins list`)",
+            from loopctl.terminal import sanitize
+
+            print(  # the error may name a path (the project's): no terminal control
+                sanitize(
+                    f"loopctl: warning: plugin {ep.name!r} failed to import and is skipped: "
+                    f"{type(exc).__name__}: {exc} (see `loopctl plugins list`)"
+                ),
                 file=sys.stderr,
             )
             return

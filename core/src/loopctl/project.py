@@ -64,9 +64,12 @@ class Project:
         loaded: LoadedConfig | None = None,
         *,
         config_file: Path | None = None,
+        trust_config: bool = False,
     ) -> None:
         #: The project directory.
         self.workdir = workdir
+        #: Whether the config file is trusted (``--trust-config``): see :meth:`untrusted_setting`.
+        self.trust_config = trust_config
         self._config_file = config_file
         #: What the sources set, as written: None once the typed configuration is there.
         self._raw: RawSettings | None = None
@@ -97,9 +100,54 @@ class Project:
     @property
     def state_dir(self) -> Path:
         """Where the project's loops keep their state (``state_dir``, default ``.loopctl``),
-        as an absolute path."""
+        as an absolute path. Unless the config is trusted, a state directory that leads out of
+        the project (an absolute ``state_dir`` the config file sets, a ``..``, a symbolic link)
+        raises :class:`loopctl.UntrustedConfig`; one a ``LOOPCTL_*`` variable sets never does.
+
+        .. versionchanged:: 0.3
+           A read-only command no longer follows the config file's state directory out of the
+           project.
+        """
         configured = Path(self._setting("state_dir"))
-        return configured if configured.is_absolute() else self.workdir / configured
+        path = configured if configured.is_absolute() else self.workdir / configured
+        if not self.trust_config and not self._set_by_environment("state_dir"):
+            self._refuse_outside(path, "state_dir", instead="--state-dir DIR")
+        return path
+
+    def untrusted_setting(self, *key: str) -> str | None:
+        """Where the project's config file sets ``key`` (``"plugins", "my-plugin", "url"``),
+        as messages name it (``loopctl.toml: plugins.my-plugin.url``), when the config is not
+        trusted and it is the file, not a ``LOOPCTL_*`` variable, that gives the setting its
+        value; None otherwise. A read-only command runs no program, opens no database and
+        writes no file that such a setting names: it raises :class:`loopctl.UntrustedConfig`
+        instead, which asks for the value on the command line or for ``--trust-config``.
+
+        .. versionadded:: 0.3
+        """
+        if self.trust_config or (self._raw is not None and not self._raw.sets(*key)):
+            return None
+        from loopctl.config.errors import dotted_path
+        from loopctl.trust import config_file_setting
+
+        return config_file_setting(self._loaded, dotted_path(key))
+
+    def _set_by_environment(self, *key: str) -> bool:
+        if self._raw is not None:
+            return self._raw.set_in_env(*key)
+        from loopctl.config.errors import dotted_path
+
+        return (self._loaded.origins.get(dotted_path(key)) or "").startswith("env ")
+
+    def _refuse_outside(self, path: Path, key: str, *, instead: str) -> None:
+        """Raise UntrustedConfig when ``path`` (the setting ``key``'s, or its default's) leads
+        out of the project."""
+        from loopctl.trust import UntrustedConfig, outside, project_roots
+
+        config_file = self._raw.path if self._raw is not None else self._loaded.file
+        real = outside(path, project_roots(self.workdir, config_file))
+        if real is not None:
+            where = self.untrusted_setting(key) or f"the default {key} {path}"
+            raise UntrustedConfig(where, f"leads outside the project (to {real})", instead=instead)
 
     @property
     def max_restarts(self) -> int:
@@ -161,16 +209,25 @@ class Project:
         return SavedRun(state_dir or self.state_dir)
 
 
-def load_project(workdir: Path | None = None, *, config_file: Path | None = None) -> Project:
+def load_project(
+    workdir: Path | None = None, *, config_file: Path | None = None, trust_config: bool = False
+) -> Project:
     """The project in ``workdir`` (default: the working directory), with its configuration
     read as ``loopctl run`` reads it (``config_file`` in place of the discovered one), as far
     as it is used (:class:`Project`). Its ``withhold_env`` becomes the process's:
     :func:`loopctl.redact` masks those variables' values and :func:`loopctl.child_environment`
     leaves them out. Raises :class:`loopctl.ConfigError` with one line per problem: for a
     config file that is missing, cannot be read or is not TOML, and, when ``withhold_env`` is
-    set, for a problem in any setting."""
+    set, for a problem in any setting.
+
+    The config file is not trusted (:meth:`Project.untrusted_setting`) unless
+    ``trust_config`` is true: a command's ``--trust-config``.
+
+    .. versionchanged:: 0.3
+       ``trust_config``.
+    """
     workdir = (workdir or Path.cwd()).resolve()
-    project = Project(workdir, config_file=config_file)
+    project = Project(workdir, config_file=config_file, trust_config=trust_config)
     set_withheld(project._setting("withhold_env"))  # the command's output masks their values too
     return project
 

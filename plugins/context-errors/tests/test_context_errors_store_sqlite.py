@@ -356,7 +356,7 @@ def test_an_unavailable_store_is_not_tried_again_during_the_cool_down(
 
             return refuse
 
-    monkeypatch.setattr(memory_module, "open_store", lambda location, timeout_s: Refused())
+    monkeypatch.setattr(memory_module, "open_store", lambda location, **_: Refused())
     memory = FailureMemory("postgresql://loop@db/mem")
     assert memory.query_similar(["KeyError: 'x_y'"]).reason == "refused"
     assert memory.record_failure(decisive=["KeyError: 'x_y'"], category="KEY_ERROR") is None
@@ -433,3 +433,37 @@ def test_a_file_name_with_uri_characters_is_that_file(tmp_path: Path) -> None:
     assert [p.name for p in tmp_path.iterdir() if p.suffix == ".sqlite3"] == [path.name]
     assert memory.query_similar(["KeyError: 'a_b'"]).results
     assert memory.migrate(dry_run=True).from_version == SCHEMA_VERSION
+
+
+def test_a_read_only_memory_reads_and_writes_nothing(tmp_path: Path) -> None:
+    """What `loopctl memory stats|search` and `errors similar|report` open: a missing file is
+    not created, a schema-1 file is reported outdated (not migrated), a current one is read
+    with nothing written beside it (no -wal, no -shm: the directory is not touched)."""
+    missing = tmp_path / "none" / "failures.sqlite3"
+    assert FailureMemory(missing, read_only=True).query_similar(["KeyError: 'a'"]).status == (
+        "missing"
+    )
+    assert FailureMemory(missing, read_only=True).stats()["exists"] is False
+    assert not missing.parent.exists()
+
+    old = tmp_path / "old" / "failures.sqlite3"
+    old.parent.mkdir()
+    _v1_file(old)
+    before = _dump(old)
+    outcome = FailureMemory(old, read_only=True).query_similar(["KeyError: 'cart_job_17'"])
+    assert (outcome.status, outcome.reason) == ("outdated", "outdated")
+    assert "loopctl memory migrate" in outcome.message
+    assert _dump(old) == before
+
+    path = tmp_path / "odd?name#50%" / "failures.sqlite3"
+    assert FailureMemory(path).record_failure(decisive=["KeyError: 'a_b'"], category="KEY_ERROR")
+    close_all()
+    mtime = path.parent.stat().st_mtime_ns
+    reader = FailureMemory(path, read_only=True)
+    assert [r.record.category for r in reader.query_similar(["KeyError: 'a_b'"]).results] == [
+        "KEY_ERROR"
+    ]
+    assert reader.stats()["failures"] == 1
+    reader.check_writable()  # reads the schema the same way
+    assert [p.name for p in path.parent.iterdir()] == [path.name]
+    assert path.parent.stat().st_mtime_ns == mtime

@@ -25,6 +25,7 @@ from loopctl.cli.fast import USER_ERRORS as USER_ERRORS
 from loopctl.cli.fast import emit_json, error, forgiving_streams, shown, warn
 from loopctl.cli.fast import user_error_types as _user_error_types
 from loopctl.cli.lazy import LazyGroup, lazy_group
+from loopctl.trust import TRUST_HELP
 
 if TYPE_CHECKING:
     from loopctl.engine import Engine
@@ -286,9 +287,12 @@ def _print_summary(engine: Engine, outcome: LoopOutcome) -> None:
 
 
 def _print_lines(*lines: str) -> None:
+    """Print ``lines`` for a person (a path in them may hold terminal control: sanitised)."""
+    from loopctl.terminal import sanitize
+
     try:
         for line in lines:
-            print(line, flush=True)
+            print(sanitize(line), flush=True)
     except BrokenPipeError:  # the reader is gone; the exit code still tells how the run ended
         pass
 
@@ -728,11 +732,17 @@ def status_command(
     state_dir: Annotated[Optional[Path], typer.Option("--state-dir", help=STATE_DIR_HELP)] = None,
     config: Annotated[Optional[Path], typer.Option("--config", help=CONFIG_HELP)] = None,
     json_output: Annotated[bool, typer.Option("--json", help=JSON_HELP)] = False,
+    trust_config: Annotated[bool, typer.Option("--trust-config", help=TRUST_HELP)] = False,
 ) -> None:
-    """Show a loop's state (works from another terminal while it runs)."""
+    """Show a loop's state (works from another terminal while it runs). A state directory the
+    project's config file puts outside the project is followed only with --trust-config."""
     from loopctl.cli.fast import status
 
-    raise typer.Exit(status(state_dir=state_dir, config=config, json_output=json_output))
+    raise typer.Exit(
+        status(
+            state_dir=state_dir, config=config, json_output=json_output, trust_config=trust_config
+        )
+    )
 
 
 # --- demo ----------------------------------------------------------------------------------------
@@ -853,10 +863,13 @@ def config_show(
             }
         )
         return
-    print(f"# config file: {loaded.file or '(none found; defaults)'}")
+    from loopctl.terminal import sanitize
+
+    # the file's path, a key, or the path in an origin may hold terminal control: sanitised
+    print(sanitize(f"# config file: {loaded.file or '(none found; defaults)'}"))
     for key, value in _flatten(values):
         origin = loaded.origins.get(key, "default")
-        print(f"{key} = {json.dumps(value, default=str)}    # {origin}")
+        print(sanitize(f"{key} = {json.dumps(value, default=str)}    # {origin}"))
     for warning in loaded.warnings:
         warn(warning)
 
@@ -907,11 +920,13 @@ def plugins_new(
     if json_output:
         emit_json({"path": str(root), "files": [str(p.relative_to(root)) for p in written[1:]]})
         return
-    print(f"Created {root}/")
+    from loopctl.terminal import sanitize
+
+    print(sanitize(f"Created {root}/"))  # a path given on the command line: sanitised
     for path in written[1:]:
         print(f"  {path.relative_to(root)}")
     shown = root.as_posix() if root.is_absolute() else f"./{root.as_posix()}"
-    print(f"Next: pip install -e '{shown}[test]' && pytest {shown}")
+    print(sanitize(f"Next: pip install -e '{shown}[test]' && pytest {shown}"))
 
 
 @plugins_app.command("install")
@@ -992,8 +1007,10 @@ def _show_change(result: dict[str, Any], action: str, *, json_output: bool) -> N
 def agents_list(
     json_output: Annotated[bool, typer.Option("--json", help=JSON_HELP)] = False,
     config: Annotated[Optional[Path], typer.Option("--config", help=CONFIG_HELP)] = None,
+    trust_config: Annotated[bool, typer.Option("--trust-config", help=TRUST_HELP)] = False,
 ) -> None:
-    """The agent adapters, whether each CLI is on PATH, and its version."""
+    """The agent adapters, whether each CLI is on PATH, and its version. A CLI the project's
+    config file names is run for its version only with --trust-config."""
     from loopctl.config import load_config
     from loopctl.launch import agent_classes
     from loopctl.pluginhost import build_host
@@ -1003,7 +1020,8 @@ def agents_list(
         host = build_host(loaded)
         classes = agent_classes(host)
         rows = [
-            _agent_row(name, cls, plugin, loaded) for name, (cls, plugin) in sorted(classes.items())
+            _agent_row(name, cls, plugin, loaded, trust_config=trust_config)
+            for name, (cls, plugin) in sorted(classes.items())
         ]
     if json_output:
         emit_json(rows)
@@ -1012,17 +1030,31 @@ def agents_list(
     for row in rows:
         if row.get("error"):
             where = f"unusable: {row['error']}"
+        elif row["found"] and row["not_run"]:
+            where = f"{row['path']} (version not asked: {row['not_run']})"
         elif row["found"]:
             where = f"{row['path']} ({row['version'] or 'version unknown'})"
         elif row["executable"]:
             where = f"`{row['executable']}` not found on PATH"
         else:
             where = "no command configured"
-        print(f"{row['name']:<{width}}  {where}\n{'':<{width}}  {row['description']}")
+        print(shown(f"{row['name']:<{width}}  {where}\n{'':<{width}}  {row['description']}"))
+    if any(row["found"] and row["not_run"] for row in rows):
+        print(
+            "(a read-only command runs no program a project's config file names: "
+            "`loopctl agents list --trust-config` asks those CLIs for their version)"
+        )
 
 
-def _agent_row(name: str, cls: Any, plugin: str, loaded: Any) -> dict[str, Any]:
-    """One adapter as ``agents list`` shows it; a plugin's broken adapter becomes an error row."""
+def _agent_row(
+    name: str, cls: Any, plugin: str, loaded: Any, *, trust_config: bool
+) -> dict[str, Any]:
+    """One adapter as ``agents list`` shows it; a plugin's broken adapter becomes an error row.
+    Its CLI is run for its version unless the config file names it (``[agents.NAME]
+    command``) and is not trusted (``not_run`` then says where)."""
+    from loopctl.config.errors import dotted_path
+    from loopctl.trust import config_file_setting
+
     row: dict[str, Any] = {
         "name": name,
         "description": getattr(cls, "description", ""),
@@ -1031,13 +1063,17 @@ def _agent_row(name: str, cls: Any, plugin: str, loaded: Any) -> dict[str, Any]:
         "found": False,
         "path": None,
         "version": None,
+        "not_run": None,
     }
     try:
         adapter = cls(loaded.agent_settings(name, cls.settings_class))
         row["executable"] = adapter.settings.command or cls.executable
         row["path"] = adapter.resolved_executable()
         row["found"] = row["path"] is not None
-        row["version"] = adapter.version() if row["found"] else None
+        key = dotted_path(("agents", name, "command"))
+        where = None if trust_config else config_file_setting(loaded, key)
+        row["not_run"] = None if where is None else f"named by {where}"
+        row["version"] = adapter.version() if row["found"] and not row["not_run"] else None
     except Exception as exc:  # noqa: BLE001 - list the others; say what is wrong with this one
         from loopctl.config import ConfigError
 

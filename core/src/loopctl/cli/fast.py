@@ -98,28 +98,34 @@ def report_user_error(exc: BaseException) -> int:
 # --- status --------------------------------------------------------------------------------------
 
 
-def state_dir_for(workdir: Path, state_dir: Path | None, config: Path | None) -> Path:
+def state_dir_for(
+    workdir: Path, state_dir: Path | None, config: Path | None, *, trust_config: bool = True
+) -> Path:
     """The state directory: ``--state-dir`` (relative to ``workdir``), else the config's
     ``state_dir``. Raises ConfigError for a config file that cannot be read, or (when a
-    source sets ``state_dir``) a configuration that does not load."""
+    source sets ``state_dir``) a configuration that does not load; without ``trust_config``
+    (a read-only command), UntrustedConfig for a config's state directory that leads out of
+    the project (:attr:`loopctl.Project.state_dir`)."""
     if state_dir is not None:
         return state_dir if state_dir.is_absolute() else workdir / state_dir
     from loopctl.project import Project  # the setting alone, unless a source sets it
 
-    return Project(workdir, config_file=config).state_dir
+    return Project(workdir, config_file=config, trust_config=trust_config).state_dir
 
 
 def status_options(args: Sequence[str]) -> dict[str, Any] | None:
     """The options of ``loopctl status ARGS`` when they are the plain ones (``--json``,
-    ``--state-dir DIR``, ``--config FILE``, ``--flag=value``, each at most once), read as click
-    reads them; None for anything else (help, a mistake), which the typer app then parses."""
+    ``--trust-config``, ``--state-dir DIR``, ``--config FILE``, ``--flag=value``, each at most
+    once), read as click reads them; None for anything else (help, a mistake), which the typer
+    app then parses."""
     found: dict[str, Any] = {}
     rest = list(args)
+    flags = {"--json": "json_output", "--trust-config": "trust_config"}
     while rest:
         word = rest.pop(0)
         value: Any = True
-        if word == "--json":
-            key = "json_output"
+        if word in flags:
+            key = flags[word]
         else:
             flag, equals, text = word.partition("=")
             key = {"--state-dir": "state_dir", "--config": "config"}.get(flag, "")
@@ -137,19 +143,24 @@ def status_options(args: Sequence[str]) -> dict[str, Any] | None:
         "state_dir": found.get("state_dir"),
         "config": found.get("config"),
         "json_output": found.get("json_output", False),
+        "trust_config": found.get("trust_config", False),
     }
 
 
-def status(*, state_dir: Path | None, config: Path | None, json_output: bool) -> int:
+def status(
+    *, state_dir: Path | None, config: Path | None, json_output: bool, trust_config: bool = False
+) -> int:
     """``loopctl status``: print a loop's state; the exit code. The configuration is read only
     as far as ``state_dir`` goes (a mistake elsewhere does not hide the loop); when there is
     no loop to show, a configuration that does not load is the error reported, as ``run``
-    reports it."""
+    reports it. A config's state directory that leads out of the project is not followed
+    unless ``trust_config`` (:mod:`loopctl.trust`)."""
     from loopctl.redaction import redact_data
     from loopctl.status import collect_status, render_status
 
     try:
-        data = collect_status(state_dir_for(Path.cwd(), state_dir, config))
+        target = state_dir_for(Path.cwd(), state_dir, config, trust_config=trust_config)
+        data = collect_status(target)
     except Exception as exc:
         if isinstance(exc, user_error_types()):
             if state_dir is None:
@@ -279,19 +290,22 @@ def plugins_list(*, json_output: bool, config_file: Path | None = None) -> int:
     if json_output:
         print(json.dumps(rows, indent=2))
         return 0
-    out = sys.stdout
+    from loopctl.terminal import sanitize
+
+    lines: list[str] = []
     width = max((len(r["name"]) for r in rows), default=8)
     for row in rows:
         version = row["version"] or "?"
         origin = " (builtin)" if row["origin"] == "builtin" else ""
-        out.write(
-            f"{row['name']:<{width}}  {row['status']:<8}  {row['distribution']} {version}{origin}\n"
+        lines.append(
+            f"{row['name']:<{width}}  {row['status']:<8}  {row['distribution']} {version}{origin}"
         )
         if row["detail"]:
-            out.write(f"{'':<{width}}  {row['detail']}\n")
+            lines.append(f"{'':<{width}}  {row['detail']}")
         if row["hooks"]:
-            out.write(f"{'':<{width}}  hooks: {', '.join(row['hooks'])}\n")
-        out.write(f"{'':<{width}}  from: {row['source']}\n")
+            lines.append(f"{'':<{width}}  hooks: {', '.join(row['hooks'])}")
+        lines.append(f"{'':<{width}}  from: {row['source']}")  # a path: sanitised with the rest
     if not selection.autoload:  # the loader's own reading of the variable ("0" is not set)
-        out.write("(LOOPCTL_DISABLE_PLUGIN_AUTOLOAD is set: only allow-listed plugins load)\n")
+        lines.append("(LOOPCTL_DISABLE_PLUGIN_AUTOLOAD is set: only allow-listed plugins load)")
+    sys.stdout.write("".join(sanitize(line) + "\n" for line in lines))
     return 0

@@ -21,6 +21,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
+import loopctl
 from loopctl_context_errors.reportcmd import (
     EXIT_STORE,
     EXIT_USAGE,
@@ -64,13 +65,21 @@ UNUSABLE = frozenset({"unavailable", "newer", "outdated"})
 OFF = "the failure memory is off (LOOPCTL_FAILURE_MEMORY or the project's settings say so)"
 
 
-def _memory(value: str | None, *, project: Any = None) -> Any:
-    """The memory ``--memory`` (or the environment and project) names; exits 2 when it is off
-    or the URL is not one."""
+def _memory(
+    value: str | None,
+    *,
+    project: Any = None,
+    trust_config: bool = False,
+    read_only: bool = False,
+) -> Any:
+    """The memory ``--memory`` (or the environment and project) names; exits 2 when it is off,
+    the URL is not one, or the project's config file names it and is not trusted."""
     try:
-        memory = open_memory(value, project=project)
+        memory = open_memory(value, project=project, trust_config=trust_config, read_only=read_only)
     except InputError as exc:
         raise _fail(f"--memory: {exc}" if value else str(exc)) from None
+    except loopctl.UntrustedConfig as exc:
+        raise _fail(str(exc)) from None
     if memory is None:
         raise _fail(OFF)
     return memory
@@ -98,6 +107,10 @@ def _read_input(source: str) -> str:
 
 SourceArg = Annotated[str, typer.Argument(help=SOURCE_HELP)]
 MemoryOpt = Annotated[Optional[str], typer.Option("--memory", metavar="FILE|URL", help=MEMORY_HELP)]
+TrustOpt = Annotated[
+    bool,
+    typer.Option(loopctl.UntrustedConfig.FLAG, help=loopctl.UntrustedConfig.FLAG_HELP),
+]
 
 
 def examples(*lines: str) -> str:
@@ -111,14 +124,15 @@ def errors_similar(
     limit: Annotated[int, typer.Option(help="How many to show.", min=1, max=50)] = 5,
     memory_path: MemoryOpt = None,
     as_json: Annotated[bool, typer.Option("--json", help=JSON_HELP)] = False,
+    trust_config: TrustOpt = False,
 ) -> None:
     """Past failures similar to the given error output."""
     from loopctl_context_errors.categories import categorize
 
     text = _read_input(source)
-    project = _project()
+    project = _project(trust_config=trust_config)
     found = categorize(text, rules=_rules(project))
-    memory = _memory(memory_path, project=project)
+    memory = _memory(memory_path, project=project, read_only=True)
     outcome = memory.query_similar(
         found.decisive_lines,
         limit=limit,
@@ -141,12 +155,12 @@ def errors_similar(
             }
         )
         return
-    print(
+    _say(
         f"{found.category.value} (rule {found.rule_name}); memory {memory.display}: "
         f"{outcome.status}"
     )
     if outcome.message:
-        print(f"({outcome.message})")
+        _say(f"({outcome.message})")
     if not outcome.results:
         print("No similar failures.")
     for item in outcome.results:
@@ -195,9 +209,10 @@ def errors_rules(as_json: Annotated[bool, typer.Option("--json", help=JSON_HELP)
 def memory_stats(
     memory_path: MemoryOpt = None,
     as_json: Annotated[bool, typer.Option("--json", help=JSON_HELP)] = False,
+    trust_config: TrustOpt = False,
 ) -> None:
     """How many failures the memory holds, by category and project, and how many were fixed."""
-    memory = _memory(memory_path)
+    memory = _memory(memory_path, trust_config=trust_config, read_only=True)
     try:
         stats = memory.stats()
     except Exception as exc:  # noqa: BLE001 - any failure is one line and exit 1, never a traceback
@@ -206,7 +221,7 @@ def memory_stats(
         _print_json(stats)
         return
     version = stats.get("schema_version")
-    print(
+    _say(
         f"Failure memory: {stats.get('location', memory.display)} "
         f"({stats.get('backend', memory.location.kind)}"
         + (f", schema {version}" if version is not None else "")
@@ -220,9 +235,9 @@ def memory_stats(
         f"fixed: {stats['fixed']}, size: {stats['size_bytes'] / 1024:.0f} KiB"
     )
     for category, count in stats["by_category"].items():
-        print(f"  {category:18} {count}")
+        _say(f"  {category:18} {count}")
     if stats["top_projects"]:
-        print(
+        _say(
             "  projects: "
             + ", ".join(f"{p['project']} ({p['failures']})" for p in stats["top_projects"])
         )
@@ -238,11 +253,12 @@ def memory_search(
     limit: Annotated[int, typer.Option(help="How many to show.", min=1, max=50)] = 10,
     memory_path: MemoryOpt = None,
     as_json: Annotated[bool, typer.Option("--json", help=JSON_HELP)] = False,
+    trust_config: TrustOpt = False,
 ) -> None:
     """Stored failures like the given error text (exact signature, then rare words)."""
     text = _read_input("-") if query == ["-"] else " ".join(query)
-    project = _project()
-    memory = _memory(memory_path, project=project)
+    project = _project(trust_config=trust_config)
+    memory = _memory(memory_path, project=project, read_only=True)
     lines = [line for line in text.splitlines() if line.strip()] or [text]
     outcome = memory.query_similar(lines, limit=limit, project_id=_project_id(project))
     if as_json:
@@ -265,7 +281,7 @@ def memory_search(
         print_error(f"cannot search the failure memory: {outcome.message or outcome.status}")
         raise typer.Exit(EXIT_STORE)
     if outcome.status not in ("ok", "missing"):
-        print(f"(the failure memory is {outcome.status}: {outcome.message})")
+        _say(f"(the failure memory is {outcome.status}: {outcome.message})")
     if not outcome.results:
         print("No matching failures.")
     for item in outcome.results:
@@ -294,13 +310,14 @@ def memory_prune(
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Count, do not delete.")] = False,
     memory_path: MemoryOpt = None,
     as_json: Annotated[bool, typer.Option("--json", help=JSON_HELP)] = False,
+    trust_config: TrustOpt = False,
 ) -> None:
     """Delete old failures (say what to delete: --older-than, --keep and/or --project)."""
     if older_than is None and keep is None and project is None:
         raise _fail("say what to prune: --older-than DAYS, --keep N and/or --project NAME")
     if older_than is not None and older_than < 0:
         raise _fail("--older-than: must be 0 or more days")
-    memory = _memory(memory_path)
+    memory = _memory(memory_path, trust_config=trust_config)
     try:
         count = memory.prune(
             older_than_days=older_than, keep=keep, project=project, dry_run=dry_run
@@ -319,7 +336,7 @@ def memory_prune(
         )
         return
     verb = "would delete" if dry_run else "deleted"
-    print(f"{verb} {count} failure(s) from {memory.display}")
+    _say(f"{verb} {count} failure(s) from {memory.display}")
 
 
 @memory_app.command(
@@ -332,10 +349,11 @@ def memory_migrate(
     memory_path: MemoryOpt = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Say what would change.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help=JSON_HELP)] = False,
+    trust_config: TrustOpt = False,
 ) -> None:
     """Bring the memory to this loopctl's schema (a SQLite file is migrated on first use too;
     a shared Postgres only by this command)."""
-    memory = _memory(memory_path)
+    memory = _memory(memory_path, trust_config=trust_config)
     try:
         report = memory.migrate(dry_run=dry_run)
     except Exception as exc:  # noqa: BLE001 - any failure is one line and exit 1, never a traceback
@@ -352,12 +370,12 @@ def memory_migrate(
         )
         return
     if report.from_version is None:
-        print(f"{memory.display}: nothing stored yet (schema {report.to_version} on first use)")
+        _say(f"{memory.display}: nothing stored yet (schema {report.to_version} on first use)")
     elif report.from_version == report.to_version:
-        print(f"{memory.display}: already at schema {report.to_version}")
+        _say(f"{memory.display}: already at schema {report.to_version}")
     else:
         verb = "would migrate" if dry_run else "migrated"
-        print(
+        _say(
             f"{memory.display}: {verb} schema {report.from_version} → {report.to_version} "
             f"({report.rows} failure(s))"
         )
@@ -370,10 +388,11 @@ def memory_copy(
     to: Annotated[str, typer.Option("--to", metavar="FILE|URL", help="The memory to copy into.")],
     memory_path: MemoryOpt = None,
     as_json: Annotated[bool, typer.Option("--json", help=JSON_HELP)] = False,
+    trust_config: TrustOpt = False,
 ) -> None:
     """Copy every failure into another memory (a SQLite file into a team's Postgres). Failures
     the target holds already are skipped, so copying again adds nothing."""
-    source = _memory(memory_path)
+    source = _memory(memory_path, trust_config=trust_config)
     target = _memory(to)
     if source.display == target.display:
         raise _fail("--to: that is the memory being copied")
@@ -389,7 +408,7 @@ def memory_copy(
         _print_json({"from": source.display, "to": target.display, **copied._asdict()})
         return
     read, inserted = copied.read, copied.inserted
-    print(
+    _say(
         f"copied {inserted} failure(s) of {read} from {source.display} to {target.display}"
         + (f" ({read - inserted} already there)" if read - inserted else "")
         + (

@@ -326,13 +326,14 @@ def _no_driver(location: MemoryLocation) -> StoreUnavailable:
     )
 
 
-def open_store(location: MemoryLocation, *, timeout_s: float) -> Store:
+def open_store(location: MemoryLocation, *, timeout_s: float, read_only: bool = False) -> Store:
     """The backend for ``location``. Raises :class:`StoreUnavailable` (``no-driver``) when a
-    Postgres location's driver is not installed."""
+    Postgres location's driver is not installed. ``read_only``: a SQLite file is opened so that
+    nothing is written (Postgres reads in read-only transactions anyway)."""
     if location.kind == "sqlite":
         from loopctl_context_errors.store_sqlite import SQLiteStore
 
-        return SQLiteStore(location, timeout_s=timeout_s)
+        return SQLiteStore(location, timeout_s=timeout_s, read_only=read_only)
     try:
         from loopctl_context_errors.store_postgres import PostgresStore
     except ImportError:
@@ -345,12 +346,18 @@ class FailureMemory:
     """The memory at ``where``: a file (a :class:`~pathlib.Path`), a
     :class:`~loopctl_context_errors.store.MemoryLocation`, or the text of either. Cheap to
     create: nothing is opened until it is used. A location that cannot be used (a malformed
-    URL) makes every call answer ``unavailable``."""
+    URL) makes every call answer ``unavailable``. A ``read_only`` memory is only read, and
+    writes nothing at all (the commands that show it)."""
 
     def __init__(
-        self, where: Path | str | MemoryLocation, *, timeout_s: float = DEFAULT_TIMEOUT_S
+        self,
+        where: Path | str | MemoryLocation,
+        *,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
+        read_only: bool = False,
     ) -> None:
         self.timeout_s = max(0.01, float(timeout_s))
+        self.read_only = read_only
         self._broken: StoreError | None = None
         try:
             self.location = _location_of(where)
@@ -378,7 +385,9 @@ class FailureMemory:
         if self._broken is not None:
             raise self._broken
         if self._store is None:
-            self._store = open_store(self.location, timeout_s=self.timeout_s)
+            self._store = open_store(
+                self.location, timeout_s=self.timeout_s, read_only=self.read_only
+            )
         return self._store
 
     def _run(self, operation: Callable[[Store], _T]) -> _T:

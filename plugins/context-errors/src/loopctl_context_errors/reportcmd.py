@@ -9,6 +9,7 @@ the memory are imported by the commands that use them.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -34,15 +35,21 @@ class InputError(Exception):
     """A problem with what the user gave a command; ``str()`` is the message."""
 
 
-def print_error(message: str) -> None:
-    """``loopctl: error: …`` on stderr, one line per line of ``message``."""
-    for line in message.strip().splitlines() or ["unknown error"]:
-        print(f"loopctl: error: {line}", file=sys.stderr)
+def print_error(message: str, *, kind: str = "error") -> None:
+    """``loopctl: error: …`` (or another ``kind``) on stderr, one line per line of
+    ``message``: redacted, no terminal control (it may name a path or a URL)."""
+    for line in shown(message).strip().splitlines() or ["unknown error"]:
+        print(f"loopctl: {kind}: {line}", file=sys.stderr)
+
+
+def shown(text: str) -> str:
+    """``text`` fit for the terminal: redacted, no terminal control."""
+    return loopctl.sanitize(loopctl.redact(text))
 
 
 def say(line: str) -> None:
-    """Print a line built from stored or logged text: redacted, no terminal control."""
-    print(loopctl.sanitize(loopctl.redact(line)))
+    """Print a line built from stored or logged text, or naming a path: :func:`shown`."""
+    print(shown(line))
 
 
 def print_json(data: Any) -> None:
@@ -68,11 +75,12 @@ def read_input(source: str) -> str:
     return data.decode("utf-8", "replace")
 
 
-def load_project() -> Any:
+def load_project(*, trust_config: bool = False) -> Any:
     """The project in the working directory, or None when it cannot be loaded: a broken
-    project config must not break these commands. A command loads it once and passes it on."""
+    project config must not break these commands. A command loads it once and passes it on.
+    Its config file is trusted only with ``trust_config`` (``--trust-config``)."""
     try:
-        return loopctl.load_project()
+        return loopctl.load_project(trust_config=trust_config)
     except Exception:  # noqa: BLE001 - see above
         return None
 
@@ -97,11 +105,18 @@ def configured_memory_path(project: Any) -> str:
 
 
 def open_memory(
-    value: str | None, *, timeout_s: float = 5.0, project: Any = None
+    value: str | None,
+    *,
+    timeout_s: float = 5.0,
+    project: Any = None,
+    trust_config: bool = False,
+    read_only: bool = False,
 ) -> FailureMemory | None:
     """The failure memory ``value`` names (a file or a URL, from ``--memory``), else the one
     the environment and the project (loaded if not given) name; None when it is off. Raises
-    InputError for a URL that is not one."""
+    InputError for a URL that is not one, and :class:`loopctl.UntrustedConfig` for a memory
+    the project's config file names when it is not trusted. A ``read_only`` memory writes
+    nothing (a SQLite file is opened read-only)."""
     from loopctl_context_errors.memory import FailureMemory, resolve_memory_location
     from loopctl_context_errors.store import StoreError
 
@@ -109,15 +124,43 @@ def open_memory(
         if value:
             location = resolve_memory_location(value, env={})
         else:
-            config = plugin_settings(project if project is not None else load_project())
+            if project is None:
+                project = load_project(trust_config=trust_config)
+            config = plugin_settings(project)
             if not config.memory:
                 return None
             location = resolve_memory_location(config.memory_path, config.memory_url)
+            where = _untrusted_memory(project, config)
+            if where is not None and location is not None:
+                raise loopctl.UntrustedConfig(
+                    where,
+                    f"names the failure memory {location.display}",
+                    instead="--memory FILE|URL",
+                )
     except StoreError as exc:
         from loopctl_context_errors.memory import one_line
 
         raise InputError(one_line(str(exc))) from None
-    return None if location is None else FailureMemory(location, timeout_s=timeout_s)
+    if location is None:
+        return None
+    return FailureMemory(location, timeout_s=timeout_s, read_only=read_only)
+
+
+def _untrusted_memory(project: Any, config: Any) -> str | None:
+    """Where the project's config file names the memory (``memory_url``, else
+    ``memory_path``) when it is that file that chooses it and it is not trusted."""
+    from loopctl_context_errors.memory import ENV_MEMORY
+
+    if project is None or os.environ.get(ENV_MEMORY, "").strip():
+        return None  # the defaults, or the user's variable: trusted
+    key = next((k for k in ("memory_url", "memory_path") if getattr(config, k).strip()), None)
+    if key is None:
+        return None
+    try:
+        where: str | None = project.untrusted_setting("plugins", "context-errors", key)
+    except Exception:  # noqa: BLE001 - a broken config: plugin_settings gave the defaults
+        return None
+    return where
 
 
 def project_id_of(project: Any) -> str:
@@ -169,6 +212,12 @@ REPORT = CliCommand(
         CliOption("issue", "--issue", default="", help="The issue (#42 or a URL)."),
         CliOption("memory_path", "--memory", metavar="FILE|URL", help=MEMORY_HELP),
         CliOption("no_memory", "--no-memory", flag=True, help="Do not consult the failure memory."),
+        CliOption(
+            "trust_config",
+            loopctl.UntrustedConfig.FLAG,
+            flag=True,
+            help=loopctl.UntrustedConfig.FLAG_HELP,
+        ),
     ],
     epilog=(
         "\b\nExamples:\n  pytest -q 2>&1 | loopctl errors report\n"
@@ -187,8 +236,11 @@ def errors_report(
     issue: str,
     memory_path: str | None,
     no_memory: bool,
+    trust_config: bool = False,
 ) -> int:
-    """``loopctl errors report`` (:data:`REPORT`)."""
+    """``loopctl errors report`` (:data:`REPORT`). A failure memory the project's config file
+    names is consulted only with ``--trust-config`` (the report says so, and goes on without
+    it)."""
     if output_format not in FORMATS:
         print_error(f"--format: must be one of {', '.join(FORMATS)}, got {output_format!r}")
         return EXIT_USAGE
@@ -204,12 +256,16 @@ def errors_report(
     except InputError as exc:
         print_error(str(exc))
         return EXIT_USAGE
-    project = load_project()
+    project = load_project(trust_config=trust_config)
     try:
-        memory = None if no_memory else open_memory(memory_path, project=project)
+        memory = None
+        if not no_memory:
+            memory = open_memory(memory_path, project=project, read_only=True)
     except InputError as exc:
         print_error(f"--memory: {exc}" if memory_path else str(exc))
         return EXIT_USAGE
+    except loopctl.UntrustedConfig as exc:
+        print_error(f"{exc}; the report goes on without the memory", kind="warning")
     report = build_report(
         text,
         stage=stage,

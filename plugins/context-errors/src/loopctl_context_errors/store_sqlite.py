@@ -10,6 +10,11 @@ Schema 2 (``PRAGMA user_version``): ``failures`` with ``uid`` and ``project_id``
 words with ``tokenchars '_'`` (so its terms are the memory's words exactly); ``token_df`` and
 ``memory_meta(n_failures)`` kept in Python in each write transaction, deletes included. A file
 of schema 1 is migrated the first time it is opened, in one transaction.
+
+A store opened ``read_only`` (the commands that only read it: ``loopctl memory stats``) writes
+nothing, not even beside the file: it opens its own connection with ``mode=ro`` while a writer's
+``-wal`` and ``-shm`` are there to share, else with ``immutable=1`` too (``mode=ro`` alone
+creates them), and migrates nothing (a file of schema 1 is reported outdated).
 """
 
 from __future__ import annotations
@@ -47,6 +52,7 @@ from loopctl_context_errors.store import (
     StoreError,
     StoreMissing,
     StoreNewer,
+    StoreOutdated,
     StoreTimeout,
     newer_store,
     stats_of,
@@ -146,6 +152,13 @@ _LOCK = threading.Lock()
 def _uri(path: Path) -> str:
     """``path`` as a SQLite URI (``?``, ``#`` and ``%`` in a file name are escaped)."""
     return "file:" + quote(path.as_posix())
+
+
+def _read_only_uri(path: Path) -> str:
+    """A URI that opens ``path`` read-only and writes nothing beside it: ``mode=ro`` when the
+    ``-wal`` and ``-shm`` of a writer are there (shared with it), else ``immutable=1`` too."""
+    shared = all(Path(f"{path}{suffix}").exists() for suffix in ("-wal", "-shm"))
+    return f"{_uri(path)}?mode=ro" + ("" if shared else "&immutable=1")
 
 
 def _key(path: Path) -> tuple[int, int, str]:
@@ -299,12 +312,16 @@ def _message(location: MemoryLocation, exc: BaseException) -> str:
 class SQLiteStore:
     """The store in the file ``location.path``; nothing is opened until it is used."""
 
-    def __init__(self, location: MemoryLocation, *, timeout_s: float = 5.0) -> None:
+    def __init__(
+        self, location: MemoryLocation, *, timeout_s: float = 5.0, read_only: bool = False
+    ) -> None:
         if location.path is None:
             raise ValueError("a SQLite store needs a file")
         self.location = location
         self.path: Path = location.path
         self.timeout_s = max(0.01, float(timeout_s))
+        #: Read the file and write nothing (see the module's doc).
+        self.read_only = read_only
 
     # --- errors --------------------------------------------------------------------------
 
@@ -333,6 +350,10 @@ class SQLiteStore:
 
     @contextlib.contextmanager
     def _connect(self, *, create: bool, deadline: float) -> Iterator[sqlite3.Connection]:
+        if self.read_only:
+            with self._reading(deadline) as conn:
+                yield conn
+            return
         with self._errors():
             if not self.path.exists():
                 _forget(self.path)
@@ -365,6 +386,32 @@ class SQLiteStore:
                     conn.set_progress_handler(None, 0)
                     if conn.in_transaction:
                         conn.execute("ROLLBACK")
+
+    @contextlib.contextmanager
+    def _reading(self, deadline: float) -> Iterator[sqlite3.Connection]:
+        """A connection of a read-only store, closed after use: it writes nothing (no schema
+        made or migrated, no ``-wal`` or ``-shm`` created)."""
+        with self._errors():
+            if not self.path.exists():
+                raise FileNotFoundError(str(self.path))
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise _Deadline()
+            uri = _read_only_uri(self.path)
+            with contextlib.closing(sqlite3.connect(uri, uri=True, timeout=remaining)) as conn:
+                version = self._version(conn)
+                if version == 0:
+                    raise StoreMissing(f"{self.location.display}: nothing stored yet")
+                if version > SCHEMA_VERSION:
+                    raise self._newer(version)
+                if version < SCHEMA_VERSION:
+                    raise StoreOutdated(
+                        f"{self.location.display} is schema {version}; run `loopctl memory "
+                        "migrate` (or a loop migrates it)",
+                        reason="outdated",
+                    )
+                conn.set_progress_handler(lambda: time.monotonic() > deadline, _PROGRESS_STEPS)
+                yield conn
 
     @contextlib.contextmanager
     def _write(self, deadline: float) -> Iterator[sqlite3.Connection]:
@@ -485,7 +532,7 @@ class SQLiteStore:
         with self._errors():
             if not self.path.exists():
                 return SchemaState(None)
-            with contextlib.closing(sqlite3.connect(f"{_uri(self.path)}?mode=ro", uri=True)) as c:
+            with contextlib.closing(sqlite3.connect(_read_only_uri(self.path), uri=True)) as c:
                 version = self._version(c)
         return SchemaState(version or None)
 

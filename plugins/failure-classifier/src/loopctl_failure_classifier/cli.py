@@ -194,6 +194,13 @@ CLASSIFY = CliCommand(
 )
 
 
+def _error(message: str, *, kind: str = "error") -> None:
+    """``loopctl: error: …`` on stderr; a path in it may hold terminal control: sanitised."""
+    import loopctl
+
+    print(f"loopctl: {kind}: {loopctl.sanitize(loopctl.redact(message))}", file=sys.stderr)
+
+
 def classify_command(
     *,
     artifacts_dir: Path | None,
@@ -205,28 +212,27 @@ def classify_command(
     write: bool,
 ) -> int:
     """``loopctl classify`` (:data:`CLASSIFY`)."""
+    import loopctl
+
     logs = list(log or [])
     target = artifacts_dir or Path(".loopctl")
     if not logs and not target.is_dir():
-        print(
-            f"loopctl: error: {target} is not a loop state directory; give one, or raw test "
-            "logs with --log FILE",
-            file=sys.stderr,
+        _error(
+            f"{target} is not a loop state directory; give one, or raw test logs with --log FILE"
         )
         return 2
     missing = [p for p in [*logs, *([rerun_log] if rerun_log else [])] if not p.is_file()]
     if missing:
-        print(f"loopctl: error: no such log file: {missing[0]}", file=sys.stderr)
+        _error(f"no such log file: {missing[0]}")
         return 2
     import json
 
-    import loopctl
     from loopctl_failure_classifier.arbitration import write_failure_mode
     from loopctl_failure_classifier.offline import classify_offline
 
     project, config, max_restarts, output_bytes, warnings = _environment(Path.cwd())
     for warning in warnings:
-        print(f"loopctl: warning: {warning}", file=sys.stderr)
+        _error(warning, kind="warning")
     hook = project.hook if project is not None else None
     before = len(project.plugin_failures) if project is not None else 0
     result = classify_offline(

@@ -12,19 +12,31 @@ import typer
 import loopctl
 
 STATE_DIR_HELP = "The state directory (default: .loopctl in the working directory, or `state_dir`)."
+StateDirOpt = Annotated[Optional[Path], typer.Option("--state-dir", help=STATE_DIR_HELP)]
+TrustOpt = Annotated[
+    bool,
+    typer.Option(loopctl.UntrustedConfig.FLAG, help=loopctl.UntrustedConfig.FLAG_HELP),
+]
 
 
-def _state_dir(state_dir: Optional[Path]) -> Path:
+def _state_dir(state_dir: Optional[Path], trust_config: bool) -> Path:
+    """``--state-dir``, else the project's: one its config file puts outside the project is
+    refused (exit 2) unless ``trust_config``."""
     if state_dir is not None:
         return state_dir if state_dir.is_absolute() else Path.cwd() / state_dir
     from loopctl import ConfigError, load_project
 
     try:
-        return load_project(Path.cwd()).state_dir
+        return load_project(Path.cwd(), trust_config=trust_config).state_dir
     except ConfigError as exc:
-        for line in str(exc).splitlines():
-            print(f"loopctl: error: {line}", file=sys.stderr)
+        _warn(str(exc), kind="error")
         raise typer.Exit(2) from None
+
+
+def _warn(message: str, *, kind: str = "warning") -> None:
+    """``loopctl: warning: …`` on stderr; it may name a path: no terminal control."""
+    for line in loopctl.sanitize(message).splitlines():
+        print(f"loopctl: {kind}: {line}", file=sys.stderr)
 
 
 def inspect_goal(state_dir: Path) -> dict[str, Any]:
@@ -88,60 +100,57 @@ def register(cli: Any) -> None:
         "show", epilog="\b\nExamples:\n  loopctl goal show\n  loopctl goal show --json"
     )
     def show(
-        state_dir: Annotated[
-            Optional[Path], typer.Option("--state-dir", help=STATE_DIR_HELP)
-        ] = None,
+        state_dir: StateDirOpt = None,
         json_output: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+        trust_config: TrustOpt = False,
     ) -> None:
         """Print the original goal as sealed (without terminal control characters), and whether
         loop-state.md agrees."""
-        data = inspect_goal(_state_dir(state_dir))
+        data = inspect_goal(_state_dir(state_dir, trust_config))
         if json_output:
             print(loopctl.sanitize(json.dumps(data, indent=2, ensure_ascii=False)))
             return
         sealed = data["sealed"]
         if sealed is None:
-            print(f"no sealed goal in {data['state_dir']}")
+            print(loopctl.sanitize(f"no sealed goal in {data['state_dir']}"))
         else:
             print(
-                f"sealed from {sealed['sealed_from']}: {sealed['chars']} chars, "
-                f"sha256 {sealed['sha256']}"
+                loopctl.sanitize(
+                    f"sealed from {sealed['sealed_from']}: {sealed['chars']} chars, "
+                    f"sha256 {sealed['sha256']}"
+                )
             )
             print(f"loop-state.md agrees: {'yes' if data['agrees'] else 'NO'}")
             print("---")
             text = loopctl.sanitize(sealed["text"])
             sys.stdout.write(text + ("" if text.endswith("\n") else "\n"))
         for problem in data["problems"]:
-            print(f"warning: {problem}", file=sys.stderr)
+            _warn(problem)
 
     @goal_app.command("check", epilog="\b\nExample:\n  loopctl goal check --state-dir .loopctl")
-    def check(
-        state_dir: Annotated[
-            Optional[Path], typer.Option("--state-dir", help=STATE_DIR_HELP)
-        ] = None,
-    ) -> None:
+    def check(state_dir: StateDirOpt = None, trust_config: TrustOpt = False) -> None:
         """Exit 0 when loop-state.md's original goal matches the sealed one, 1 otherwise."""
-        data = inspect_goal(_state_dir(state_dir))
+        data = inspect_goal(_state_dir(state_dir, trust_config))
         if data["agrees"]:
             print(f"ok: the original goal matches the sealed record ({data['sealed']['sha256']})")
             return
         for problem in data["problems"] or ["the original goal does not match"]:
-            print(f"loopctl: goal: {problem}", file=sys.stderr)
+            _warn(problem, kind="goal")
         raise typer.Exit(1)
 
     @goal_app.command("notes", epilog="\b\nExample:\n  loopctl goal notes --json")
     def notes(
-        state_dir: Annotated[
-            Optional[Path], typer.Option("--state-dir", help=STATE_DIR_HELP)
-        ] = None,
+        state_dir: StateDirOpt = None,
         json_output: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+        trust_config: TrustOpt = False,
     ) -> None:
         """List the notes kept beside the goal, most important first."""
         from loopctl_goal_guard import record as rec
         from loopctl_goal_guard.notes import NoteBook, NoteJournal
 
         book = NoteBook(max_notes=10**9)
-        NoteJournal(rec.guard_dir(_state_dir(state_dir)) / rec.NOTES_FILE).read_into(book)
+        guard = rec.guard_dir(_state_dir(state_dir, trust_config))
+        NoteJournal(guard / rec.NOTES_FILE).read_into(book)
         entries = list(book.keep_order())
         if json_output:
             text = json.dumps([e.to_json() for e in entries], indent=2, ensure_ascii=False)
