@@ -233,6 +233,14 @@ def exit_codes_page() -> str:
         "`interrupted` is any of the stop signals: Ctrl-C (SIGINT), SIGTERM, SIGHUP or SIGQUIT;",
         "`wall_clock` is also the status when a plugin hook was still running at the limit",
         "(a `plugin.hung` event names it).",
+        "",
+        "A loop whose loopctl was killed after the loop had ended (its last iteration's stop",
+        "decision, or `loop.end`, recorded) but before `loop-state.md` said so is closed by",
+        "`loopctl resume`: it runs no agent and no tests, writes what was missing (the report,",
+        "`progress.md`, the final `loop-state.md`), says that the loop had already ended, and",
+        "exits with the code of the status the loop ended with, as the killed run",
+        "would have. `loopctl status` shows that status meanwhile. An `interrupted` or `disk_full`",
+        "loop is continued, as always.",
     ]
     return "\n".join(lines) + "\n"
 

@@ -10,6 +10,7 @@ started with. Every setting comes from a flag, so a first write without them wou
 
 from __future__ import annotations
 
+import json
 import shlex
 import signal
 import subprocess
@@ -146,3 +147,116 @@ def test_a_kill_after_any_durable_write_of_the_first_iterations_is_resumed(sandb
         killed_after[name] = killed_after.get(name, 0) + 1
 
     print(f"\nkilled after each of {len(writes)} durable writes: {killed_after}")
+
+
+# --- the whole run, to its end, through a restart ---------------------------------------------------
+
+#: The scripted agent appends each turn it plays here (``record_prompts``), with its session.
+TURNS_FILE = "turns.jsonl"
+SAY = {"say": "Looked at calc.py; not done yet."}
+OVERFLOW = {"error": "context_overflow", "message": "prompt is too long"}
+
+
+def _turns(box: Any) -> list[dict[str, Any]]:
+    path = box.root / TURNS_FILE
+    lines = path.read_text("utf-8").splitlines() if path.exists() else []
+    return [json.loads(line) for line in lines]
+
+
+def _restarting_loop(box: Any) -> list[str]:
+    """Iteration 1 fails, the agent runs out of context in 2 (the engine restarts the session),
+    3 fixes the bug and says so; ``--session resume``: 2 continues 1's session. The flags."""
+    box.configure(max_iterations=6)
+    fix = [{"say": "Fixing add()."}, box.FIX_ACTION, {"done": True}]
+    box.script([[SAY], [OVERFLOW], fix], repeat_last=True, record_prompts=TURNS_FILE)
+    return ["--json", "--no-plugins", "--session", "resume"]
+
+
+def _check_the_end(box: Any, where: str) -> None:
+    """The loop completed once, after one restart, with the same records as a run never
+    killed, and every file says so."""
+    state = box.loop_state()
+    assert (state.status, state.iteration, state.restarts) == ("complete", 3, 1), where
+    records = box.iterations()
+    assert [(r["iteration"], r["decision"], r["restarts"]) for r in records] == [
+        (1, "continue", 0),
+        (2, "restart", 0),
+        (3, "stop", 1),
+    ], where
+    assert (records[2]["status"], records[2]["message"]) == ("complete", "the tests pass"), where
+    assert st.restart_numbers(box.state_dir) == [1], where
+    events = box.events()
+    # a kill between a restart's archive and its state's write makes resume restart again:
+    # loop.restart is said once more, with the same number
+    restarts = [e["number"] for e in events if e["type"] == "loop.restart"]
+    assert restarts in ([1], [1, 1]), f"{where}: {restarts}"
+    ends = [
+        (e["status"], e["exit_code"], e["iterations"]) for e in events if e["type"] == "loop.end"
+    ]
+    assert ends == [("complete", 0, 3)], where
+    report = box.report()
+    assert (report["status"], report["iterations"], report["restarts"]) == ("complete", 3, 1), where
+    progress = (box.state_dir / st.PROGRESS_FILE).read_text("utf-8")
+    assert "complete: the tests pass" in progress, where
+    assert box.project.read("calc.py") == box.FIXED_CALC, where
+    code, data, err = box.status_in_process()
+    assert code == 0, f"{where}: {err}"
+    assert data is not None
+    assert data["status"] == "complete", where
+
+
+def test_a_kill_after_any_durable_write_of_a_whole_run_costs_no_extra_agent_turn(
+    sandbox: Any,
+) -> None:
+    """Every durable write of a run that restarts once and completes, its end included (the
+    stop record, the report, ``loop.end``, progress, the final state): killed right after it,
+    the loop is resumed (or closed) with not one agent turn more than the kill cost (the turn
+    in flight, redone), the restart carried out once, and never in the session it left."""
+    box = sandbox
+    flags = _restarting_loop(box)
+    log = box.root / "writes.log"
+    whole = _loopctl(box, "run", GOAL, *flags, env={WRITE_LOG_ENV: str(log)})
+    assert whole.returncode == 0, whole.stderr[-3000:]
+    _check_the_end(box, "the whole run")
+    assert [t["turn"] for t in _turns(box)] == [1, 2, 3]
+    writes = log.read_text().splitlines()
+
+    phases: dict[str, int] = {}
+    for n in range(1, len(writes) + 1):
+        _start_over(box)
+        (box.root / TURNS_FILE).unlink(missing_ok=True)
+        killed_log = box.root / f"writes-{n}.log"
+        seam = {KILL_AFTER_WRITE_ENV: str(n), WRITE_LOG_ENV: str(killed_log)}
+        killed = _loopctl(box, "run", GOAL, *flags, env=seam)
+        last = killed_log.read_text().splitlines()[-1].split(" ", 1)
+        events = box.events()
+        phase = f"{Path(last[1]).name} after {events[-1]['type'] if events else 'nothing'}"
+        where = f"killed after write {n} of {len(writes)} ({phase})"
+        if killed.returncode == 0:  # this run wrote less (two rewrites folded into one)
+            assert int(last[0]) < n, where
+            _check_the_end(box, where)
+            continue
+        assert killed.returncode == -signal.SIGKILL, f"{where}: exit {killed.returncode}"
+        phases[phase] = phases.get(phase, 0) + 1
+        recorded = [r["iteration"] for r in box.iterations()]
+        played = _turns(box)
+        in_flight = len(played) - len(recorded)
+        assert in_flight in (0, 1), f"{where}: {len(played)} turns, {recorded} recorded"
+
+        code, data, err = box.status_in_process()
+        assert code == 0, f"{where}: status: {err}"
+        assert data is not None
+        if any(e["type"] == "loop.end" for e in events):
+            assert data["status"].startswith("complete"), f"{where}: {data['status']}"
+        if box.loop_state().status != "complete":  # else killed after the final state
+            resumed = _loopctl(box, "resume", "--json", env={})
+            assert resumed.returncode == 0, f"{where}: resume: {resumed.stderr[-3000:]}"
+
+        again = _turns(box)[len(played) :]
+        # only what was not recorded runs again: the turn in flight, then the rest
+        assert [t["turn"] for t in again] == list(range(len(recorded) + 1, 4)), f"{where}: {again}"
+        left = {t["session_id"] for t in _turns(box) if t["turn"] <= 2}
+        assert not [t for t in _turns(box) if t["turn"] == 3 and t["session_id"] in left], where
+        _check_the_end(box, where)
+
+    print(f"\nkilled after each of {len(writes)} durable writes: {phases}")

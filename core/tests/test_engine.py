@@ -823,3 +823,37 @@ def test_a_run_over_journals_without_their_loop_state_starts_them_fresh(project)
     (first.state_dir / "loop-state.md").unlink()  # once more: the next free name
     run(project, [[FIX]])
     assert (first.state_dir / "previous-run-2" / "events.jsonl").is_file()
+
+
+def test_loop_run_id_is_new_for_each_run_and_kept_by_resume(project):
+    """``loop.run_id`` tells a loop's own records from an earlier loop's in the same state
+    directory: a fresh ``run`` makes one (in loop-state.md from its first write), ``resume``
+    keeps it."""
+    from loopctl.testing import run_loop
+
+    seen: list[str | None] = []
+
+    class Ids:
+        @hookimpl
+        def on_loop_start(self, loop):
+            seen.append(loop.run_id)
+
+    limits = {"stuck": {"enabled": False}}
+    first = run(
+        project, [IDLE], plugins={"ids": Ids()}, config={"limits": {"max_iterations": 1}, **limits}
+    )
+    run_loop(
+        project,
+        "ignored",
+        turns=[IDLE],
+        resume=True,
+        plugins={"ids": Ids()},
+        config={"limits": {"max_iterations": 2}, **limits},
+    )
+    run(project, [[FIX]], plugins={"ids": Ids()})
+    assert len(seen) == 3
+    assert seen[0]
+    assert seen[0] == seen[1] != seen[2]
+    assert read_loop_state(first.state_dir / "loop-state.md").run_id == seen[2]
+    aside = read_loop_state(first.state_dir / "previous-run-1" / "loop-state.md")
+    assert aside.run_id == seen[0]

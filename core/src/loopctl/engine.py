@@ -20,6 +20,7 @@ import stat
 import sys
 import threading
 import time
+import uuid
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -36,6 +37,7 @@ from loopctl._version import __version__
 from loopctl.agents.base import AgentAdapter, TurnRequest
 from loopctl.agents.supervisor import Supervision, run_turn
 from loopctl.config import LoadedConfig, context_window_for
+from loopctl.ending import RecordedEnd, recorded_after, recorded_end
 from loopctl.history import History, RunTotals, load_history
 from loopctl.loop import Loop, LoopOutcome, ReportSection, Restart, RunFacts
 from loopctl.model import (
@@ -68,7 +70,7 @@ from loopctl.procgroup import (
 )
 from loopctl.prompt import ComposedPrompt, compose
 from loopctl.redaction import redact, redact_data
-from loopctl.report import REPORT_ITERATIONS, RunSummary, write_report
+from loopctl.report import REPORT_ITERATIONS, RunSummary, reported, write_report
 from loopctl.stash import Stash
 from loopctl.state.journal import jsonl_text
 from loopctl.stuck import Escalation, StuckDetector, is_infrastructure_failure
@@ -370,6 +372,10 @@ class Engine:
         self._finishing = False
         #: The hook the watchdog found running past the wall clock and asked to stop.
         self._overrunning: HookCall | None = None
+        #: How the loop being resumed had ended, recorded in its journals but not yet in its
+        #: loop-state.md (its loopctl was killed in between): ``resume`` closes it, running
+        #: nothing (:meth:`_load_previous_run`).
+        self.ended_before: RecordedEnd | None = None
         self.state = self._initial_state(goal)
 
     # --- setup ---------------------------------------------------------------------------------
@@ -393,6 +399,7 @@ class Engine:
         return st.LoopState(
             goal=goal,
             original_goal=goal,  # captured once, before the first state write
+            run_id=uuid.uuid4().hex,
             session_mode=config.session,
             agent=self.agent.name,
             test_cmd=config.test_cmd or "",
@@ -498,6 +505,9 @@ class Engine:
         except BaseException:
             self._lock.release()
             raise
+        if self.closing:
+            self._opened = True  # nothing to start: run() closes the loop
+            return
         self.state.pid = os.getpid()
         if self.state.status != "restarting":
             self.state.status = "running"
@@ -540,27 +550,25 @@ class Engine:
                     f"{self.state_dir} holds an unfinished loop (status {old!r}); continue it "
                     "with `loopctl resume`, or start over with --fresh-state"
                 )
-            for name in (
-                st.EVENTS_FILE,
-                st.ITERATIONS_FILE,
-                st.ERROR_SUMMARY_FILE,
-                st.CONTEXT_SUMMARY_FILE,
-            ):
-                (self.state_dir / name).unlink(missing_ok=True)
-        else:
-            self._set_aside_previous_run()
+        self._set_aside_previous_run(ended=state_file.exists())
         self.state.start_commit = self.workspace.head()
         self.state.started_at = round(time.time(), 3)
 
-    def _set_aside_previous_run(self) -> None:
-        """Journals without a loop-state.md are an earlier loop's (its state file was deleted):
-        a new run never appends to them."""
-        aside = st.set_aside_previous_run(self.state_dir)
+    def _set_aside_previous_run(self, *, ended: bool) -> None:
+        """A new run never appends to an earlier loop's journals nor shares its logs, restart
+        archives and report: they are moved aside (``ended``: that loop's loop-state.md, which
+        says how it ended, with them; else its state file was deleted)."""
+        aside = st.set_aside_previous_run(self.state_dir, ended=ended)
         if aside is not None:
             where, names = aside
+            what = (
+                "an earlier loop"
+                if ended
+                else f"an earlier loop's files but no {st.LOOP_STATE_FILE}"
+            )
             self.loaded.warnings.append(
-                f"{self.state_dir} held an earlier loop's files but no {st.LOOP_STATE_FILE}: "
-                f"moved {', '.join(names)} to {where}, so this run starts its journals fresh"
+                f"{self.state_dir} held {what}: moved {', '.join(names)} to {where}, so this "
+                "run's journals, logs and report are its own"
             )
 
     def _load_previous_run(self) -> None:
@@ -573,6 +581,7 @@ class Engine:
             raise LoopError(
                 f"the loop in {self.state_dir} is complete; start a new one with `loopctl run`"
             )
+        ended = recorded_end(self.state_dir, self.state)  # before this run changes the state
         # What the journal holds, from the summary saved with the state and the records
         # appended after it: never the whole journal (unless the summary must be rebuilt).
         loaded = load_history(self.state_dir / st.ITERATIONS_FILE, self.state.summary)
@@ -581,7 +590,23 @@ class Engine:
             self.loaded.warnings.append(loaded.note)
         self.history, self.totals = loaded.history, loaded.totals
         self.state.iteration = self.totals.last_iteration  # redo the one in flight
-        if died:
+        self._recent_rows.extend(loaded.rows)
+        self._wall_clock_used_before = self.state.wall_clock_used_s + self._unsaved_time()
+        self.stuck.resume(
+            self.totals.stuck_streak, self.totals.stuck_previous, self.state.stuck_level
+        )
+        if ended is not None and not ended.continued:
+            self.ended_before = ended
+            if self.closing:  # closed as it is: nothing of this run is taken
+                self.max_iterations = self.state.max_iterations or self.max_iterations
+                return
+            self.loaded.warnings.append(
+                f"this loop had already ended ({ended.status}, decided by iteration "
+                f"{ended.iterations}) "
+                "when its loopctl process was killed, before it went through its end; resume "
+                "goes through that end now, running no agent and no tests"
+            )
+        elif died:
             self.loaded.warnings.append(
                 "the previous run of this loop ended without finishing (killed, or a crash)"
                 + (f" after iteration {self.state.iteration}" if self.state.iteration else "")
@@ -592,16 +617,21 @@ class Engine:
         elif self.max_iterations != self.state.max_iterations:
             self.state.iteration_limit_cut = None  # the limit resume was given replaces any cut
         self.state.max_iterations = self.max_iterations
-        self._recent_rows.extend(loaded.rows)
         self._tokens_total = self.totals.tokens
         self._cost_total = self.totals.cost_usd
         self._cost_estimated = self.totals.costs_estimated > 0
-        self._wall_clock_used_before = self.state.wall_clock_used_s
-        self.stuck.resume(
-            self.totals.stuck_streak, self.totals.stuck_previous, self.state.stuck_level
-        )
         self._take_settings()
         self.facts = attrs.evolve(self.facts, test_command=self.state.test_cmd)
+
+    def _unsaved_time(self) -> float:
+        """The wall-clock time the loop spent after its loop-state.md was last written, to the
+        end of its last recorded iteration (a kill right after it lost the state's own count):
+        a loop that ended on its wall clock stays ended."""
+        last = self.history[-1] if self.history else None
+        if last is None or not self.state.updated_at or not recorded_after(last, self.state):
+            return 0.0
+        unsaved = last.started_at + last.duration_s - self.state.updated_at
+        return unsaved if math.isfinite(unsaved) and unsaved > 0 else 0.0
 
     def _take_settings(self) -> None:
         """A resumed loop goes by the settings it was prepared with (the recorded ones, and
@@ -669,6 +699,8 @@ class Engine:
         a plugin hook still running at the wall-clock limit with ``wall_clock``."""
         self.host.error_sink = self._on_plugin_failure
         self.open()
+        if self.closing:
+            return self._close_ended()
         outcome: LoopOutcome | None = None
         with self._guarded():
             try:
@@ -684,13 +716,9 @@ class Engine:
                 )
                 for warning in self.loaded.warnings:
                     self.emit("loop.warning", message=warning)
-                if self.state.status == "restarting":  # died in the middle of a restart
-                    self._finish_restart(
-                        self.state.restart_reason or "restart", self.state.restart_message
-                    )
                 self._resolve_original_goal()
                 self.host.hook.on_loop_start(loop=self.loop)
-                outcome = self._iterate()
+                outcome = self._carry_out_recorded() or self._iterate()
             except HookOverran as exc:
                 outcome = self._hook_overran(exc.call)
             except KeyboardInterrupt:
@@ -853,6 +881,74 @@ class Engine:
                 )
             return
 
+    # --- what the loop being resumed recorded but did not carry out ------------------------------
+
+    @property
+    def closing(self) -> bool:
+        """Whether this run only closes a loop whose ending was recorded whole (``loop.end``):
+        it writes no event and calls no hook (:meth:`_close_ended`)."""
+        return self.ended_before is not None and self.ended_before.source == st.EVENTS_FILE
+
+    def _close_ended(self) -> LoopOutcome:
+        """Close a loop that had gone through its whole end (``loop.end``, the report before
+        it) when its loopctl was killed: the report (if the disk was too full for it), then
+        progress.md and loop-state.md say how it ended. Nothing runs, no event is written, no
+        hook is called: the loop ended once. The listener is shown the recorded ``loop.end``."""
+        end = self.ended_before
+        assert end is not None
+        self.outcome = outcome = self._outcome(end.status, end.reason, end.message)
+        self.state.status = end.status
+        self.state.reason = end.message or end.reason
+        self.state.pid = os.getpid()
+        try:
+            with _unless_disk_full():
+                if not reported(self.state_dir, outcome):
+                    write_report(self.state_dir, self._summary(outcome))
+                self.report_written = True
+            with _unless_disk_full():
+                self._write_progress()
+                self._write_state()
+                st.fsync_dir(self.state_dir)
+        finally:
+            self._lock.release()
+        if self.event_listener is not None and end.event is not None:
+            data = {k: v for k, v in end.event.items() if k not in ("type", "ts", "iteration")}
+            iteration = end.event.get("iteration")
+            self.event_listener(
+                Event(
+                    type="loop.end",
+                    ts=float(end.event.get("ts") or 0.0),
+                    data=data,
+                    iteration=iteration if isinstance(iteration, int) else None,
+                )
+            )
+        return outcome
+
+    def _carry_out_recorded(self) -> LoopOutcome | None:
+        """Before any agent turn of a resumed loop: carry out the decision its last iteration
+        recorded and it did not carry out. A stop (the loop was killed before ``loop.end``)
+        ends this run the same way; a restart is made now, unless a limit or the restarts left
+        end the loop, as they would have then."""
+        end = self.ended_before
+        if end is not None:
+            return self._outcome(end.status, end.reason, end.message)
+        pending = self._pending_restart()
+        if pending is None:
+            return None
+        return self._restart_unless_ended(*pending)
+
+    def _pending_restart(self) -> tuple[str, str] | None:
+        """The reason and message of a restart the loop decided and did not finish: its state
+        says so (``restarting``, or a full disk that cut the restart short), or the journal's
+        last record decided it and came after the state's last restart."""
+        state, last = self.state, (self.history[-1] if self.history else None)
+        if state.status == "restarting" or state.restart_reason:
+            return (state.restart_reason or "restart", state.restart_message)
+        decided = last is not None and last.decision == Action.RESTART.value
+        if last is not None and decided and last.restarts >= state.restarts:
+            return (last.reason or "restart", last.message)
+        return None
+
     def _outcome(self, status: str, reason: str, message: str) -> LoopOutcome:
         return LoopOutcome(
             status=status,
@@ -875,7 +971,14 @@ class Engine:
             self._cut_short(exc)
         # On a full disk each write below may fail: what fails is left as it was (journals
         # are cut back to whole lines, atomic rewrites keep the old file), and `resume`
-        # continues from there once there is space.
+        # continues from there once there is space. The report comes before loop.end, which
+        # says the loop went through its whole end: a kill after it leaves a loop that
+        # `resume` closes as it is (ending.py), one before it a loop whose end `resume`
+        # goes through again, running no agent.
+        self._background.shutdown(wait=True)
+        with _unless_disk_full():
+            write_report(self.state_dir, self._summary(outcome))
+            self.report_written = True
         try:
             with _unless_disk_full():
                 self.emit(
@@ -889,12 +992,6 @@ class Engine:
                 )
         except KeyboardInterrupt as exc:  # in an on_event hook: the event is written already
             self._cut_short(exc)
-        self._background.shutdown(wait=True)
-        with _unless_disk_full():
-            write_report(
-                self.state_dir, self._summary(outcome)
-            )  # before the final status: a kill in between leaves a resumable loop
-            self.report_written = True
         self._write_progress()  # final: it says how the loop ended
         self._write_state()
         for worker in (self._tasks, self._writer):  # tasks first: they may write files
@@ -1010,20 +1107,11 @@ class Engine:
                 return limit
             decision = self._one_iteration()
             if decision.action is Action.STOP:
-                status = decision.status or StopStatus.PLUGIN.value
-                return self._outcome(status, decision.reason, decision.message)
+                return self._outcome(_stop_status(decision), decision.reason, decision.message)
             if decision.action is Action.RESTART:
-                limit = self._limit_reached()
-                if limit is not None:  # no point in a fresh session the loop cannot use
-                    return limit
-                if self.state.restarts >= self.loaded.config.limits.max_restarts:
-                    return self._outcome(
-                        StopStatus.MAX_RESTARTS.value,
-                        decision.reason,
-                        f"a restart was needed ({decision.reason}) but all "
-                        f"{self.loaded.config.limits.max_restarts} restarts are used up",
-                    )
-                self._restart(decision.reason, decision.message)
+                ended = self._restart_unless_ended(decision.reason, decision.message)
+                if ended is not None:
+                    return ended
 
     def _one_iteration(self) -> Decision:
         self.state.iteration += 1
@@ -1171,6 +1259,9 @@ class Engine:
         self._apply_budget_cuts(decisions)
         record.decision = decision.action.value
         record.reason = decision.reason
+        if decision.action is not Action.CONTINUE:  # how the loop ends or restarts, recorded
+            record.status = _stop_status(decision) if decision.action is Action.STOP else ""
+            record.message = decision.message
         record.duration_s = round(time.time() - record.started_at, 3)
         self.history.append(record)
         assert self._iterations is not None
@@ -1547,6 +1638,22 @@ class Engine:
 
     # --- restarts ----------------------------------------------------------------------------
 
+    def _restart_unless_ended(self, reason: str, message: str) -> LoopOutcome | None:
+        """Carry out a restart decision, or end the loop when a limit leaves it no use for a
+        fresh session or no restart is left (the outcome)."""
+        limit = self._limit_reached()
+        if limit is not None:  # no point in a fresh session the loop cannot use
+            return limit
+        if self.state.restarts >= self.loaded.config.limits.max_restarts:
+            return self._outcome(
+                StopStatus.MAX_RESTARTS.value,
+                reason,
+                f"a restart was needed ({reason}) but all "
+                f"{self.loaded.config.limits.max_restarts} restarts are used up",
+            )
+        self._restart(reason, message)
+        return None
+
     def _restart(self, reason: str, message: str) -> None:
         self.state.status = "restarting"
         self.state.restart_reason = reason
@@ -1567,12 +1674,17 @@ class Engine:
         self.state.status = "running"
         self.state.restart_reason = self.state.restart_message = ""
         self.state.stuck_nudge = None
-        self._write_state()
         self.emit(
             "loop.restart", number=number, reason=reason, message=message, archive=str(archive)
         )
         restart = Restart(number=number, reason=reason, message=message, archive_dir=archive)
         self.host.hook.on_restart(loop=self.loop, restart=restart)
+        # Done, and on disk before the next iteration: a loop killed before this is restarted
+        # again by `resume` (loop.restart and on_restart once more, the same number), never
+        # one killed after the next iteration was recorded.
+        self._write_state()
+        if self._writer is not None:
+            self._writer.flush()
 
     # --- state files -------------------------------------------------------------------------
 
@@ -1619,6 +1731,7 @@ class Engine:
 
     def _write_state(self) -> None:
         self._state_stale = False
+        self._save_clock()  # the wall clock used, as of updated_at
         self.state.updated_at = round(time.time(), 3)
         self.state.summary = self.totals.to_json()  # what the journal holds so far
         text = st.render_loop_state(self.state, _state_body(self))  # now: the state changes
@@ -1731,6 +1844,11 @@ def _through(restarts: int) -> str:
     if restarts <= 0:
         return "even after a nudge"
     return "through a nudge and " + ("a restart" if restarts == 1 else f"{restarts} restarts")
+
+
+def _stop_status(decision: Decision) -> str:
+    """The status a stop decision ends the loop with (a plugin's own stop: ``plugin``)."""
+    return decision.status or StopStatus.PLUGIN.value
 
 
 def _engine_restart(reason: str, message: str) -> Decision:

@@ -225,7 +225,7 @@ CORE_EVENTS: dict[str, dict[str, Any]] = {
         {"error": STR},
     ),
     "loop.end": define_event(
-        "The run ended.",
+        "The run ended (written after the report, before the final loop-state.md).",
         {
             "status": STR,
             "reason": STR,

@@ -185,6 +185,17 @@ class Loop:
         return self._driver.facts.resumed
 
     @property
+    def run_id(self) -> str | None:
+        """This loop's id: new for each ``loopctl run``, the same across its ``loopctl resume``
+        runs (kept in ``loop-state.md`` from its first write). A plugin that keeps records in
+        the state directory stamps them with it, so it never counts an earlier loop's records
+        (left in the same state directory) as this loop's. None for a loop started by loopctl
+        0.2 or earlier, which recorded none.
+
+        .. versionadded:: 0.3"""
+        return self._driver.state.run_id
+
+    @property
     def agent_name(self) -> str:
         """The adapter running the agent (``claude``, ``codex``, ``command`` …)."""
         return self._driver.facts.agent_name

@@ -170,6 +170,12 @@ class IterationRecord:
     #: What the loop decided after this iteration: continue, restart, stop.
     decision: str = "continue"
     reason: str = ""
+    #: A stop's :class:`StopStatus` value ("" for continue and restart, and in older records):
+    #: with ``message``, how the loop ended, for ``resume`` and ``status`` when ``loop-state.md``
+    #: does not say so yet (its loopctl was killed in between).
+    status: str = ""
+    #: The words of a stop or restart decision for the user ("" for continue).
+    message: str = ""
     #: Set by plugins (e.g. a failure classifier) through :meth:`loopctl.Loop.annotate`.
     annotations: dict[str, Any] = attrs.Factory(dict)
     #: Why the iteration ended: an :class:`IterationEnd` value.

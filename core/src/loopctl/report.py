@@ -7,6 +7,7 @@ iterations in full and sums up the ones before them (``iterations.jsonl`` has ev
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -236,6 +237,21 @@ def _earlier_lines(report: dict[str, Any]) -> list[str]:
         + f", **time:** {earlier['duration_s']} s",
         "",
     ]
+
+
+def reported(state_dir: Path, outcome: LoopOutcome) -> bool:
+    """Whether ``state_dir``'s ``report.json`` is the report of a run that ended as ``outcome``
+    (a full disk may have kept it from being written)."""
+    try:
+        report = json.loads((state_dir / st.REPORT_JSON_FILE).read_text("utf-8"))
+    except (OSError, ValueError):
+        return False
+    said = {key: report.get(key) for key in _OUTCOME_KEYS} if isinstance(report, dict) else {}
+    return said == {key: getattr(outcome, key) for key in _OUTCOME_KEYS}
+
+
+#: What a report must say of a run's outcome to be that run's.
+_OUTCOME_KEYS = ("status", "reason", "exit_code", "iterations", "restarts")
 
 
 def write_report(state_dir: Path, run: RunSummary) -> dict[str, Any]:

@@ -10,13 +10,16 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
 from loopctl import humanize
 from loopctl import state as st
 from loopctl.records import structure_record
+
+if TYPE_CHECKING:
+    from loopctl.ending import RecordedEnd
 
 #: How many iteration records ``status`` shows.
 RECENT = 5
@@ -50,7 +53,14 @@ def collect_status(state_dir: Path) -> dict[str, Any]:
         problems.append(str(exc))
     running = holder is not None
     status = state.status
-    if status in ("running", "restarting") and not running:
+    ended = None
+    if status in ("running", "restarting") and not running:  # did it end, unsaid?
+        from loopctl.ending import recorded_end
+
+        ended = recorded_end(state_dir, state)
+    if ended is not None:
+        status = f"{ended.status} ({ENDED_UNSAID.format(then=_after_ending(ended))})"
+    elif status in ("running", "restarting") and not running:
         status = f"{status} (no process holds the lock: it died; `loopctl resume` continues it)"
         last_recorded = _int(recent[-1].get("iteration")) if recent else None
         _mark_died(state_dir, last_recorded or 0)
@@ -72,7 +82,21 @@ def collect_status(state_dir: Path) -> dict[str, Any]:
         "recent": recent,
         "error_summary": summary,
         "problems": problems,
+        "ended": ended.to_json() if ended is not None else None,
     }
+
+
+#: What ``status`` adds to the status of a loop whose loopctl was killed after it recorded how
+#: the loop ended but before loop-state.md said so.
+ENDED_UNSAID = (
+    "it ended so, but its loopctl process was killed before loop-state.md said so; "
+    "`loopctl resume` {then}"
+)
+
+
+def _after_ending(ended: RecordedEnd) -> str:
+    """What ``resume`` does with a loop that ended so."""
+    return "continues it" if ended.continued else "records that, running nothing"
 
 
 #: What ``progress.md`` says of a loop whose process died without finishing.
@@ -150,8 +174,10 @@ def render_status(data: dict[str, Any]) -> str:
         f"{_session(state.get('restarts', state.get('generation')))}, "
         f"agent {state.get('agent') or '?'}, session mode {state.get('session_mode')}",
     ]
-    if state.get("reason"):
-        lines.append(f"reason: {state['reason']}")
+    ended = data.get("ended") or {}
+    reason = state.get("reason") or ended.get("message") or ended.get("reason")
+    if reason:
+        lines.append(f"reason: {reason}")
     if data.get("prompt_chars") is not None:
         lines.append(f"prompt size: {data['prompt_chars']:,} chars (latest iteration)")
     if data.get("recent"):

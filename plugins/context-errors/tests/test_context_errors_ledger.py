@@ -88,3 +88,17 @@ def test_a_ledger_given_a_submit_appends_where_it_says_in_order(tmp_path: Path) 
     ledger.close()
     (written,) = Ledger(tmp_path).entries()
     assert (written.id, written.resolved, written.effective) == ("s1", True, True)
+
+
+def test_each_set_names_the_loop_that_made_it(tmp_path: Path) -> None:
+    """A state directory may hold an earlier loop's sets: a loop counts only its own (its
+    ``loop.run_id``), and sets of a ledger without ids belong to a loop without one."""
+    ledger = Ledger(tmp_path)
+    ledger.record_suggestion("old", category="UNKNOWN", stage="tests", actions=ACTIONS)
+    ledger.record_suggestion("a1", category="UNKNOWN", stage="tests", actions=ACTIONS, run="A")
+    ledger.record_suggestion("b1", category="UNKNOWN", stage="tests", actions=ACTIONS, run="B")
+    ledger.record_suggestion("a2", category="UNKNOWN", stage="tests", actions=ACTIONS, run="A")
+    assert [e.id for e in Ledger(tmp_path).entries_of("A")] == ["a1", "a2"]
+    assert [e.id for e in Ledger(tmp_path).entries_of("B")] == ["b1"]
+    assert [e.id for e in Ledger(tmp_path).entries_of(None)] == ["old"]
+    assert [e.id for e in Ledger(tmp_path).entries()] == ["old", "a1", "b1", "a2"]

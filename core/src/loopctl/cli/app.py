@@ -245,6 +245,11 @@ def _run_loop(
             outcome = engine.run()
         finally:
             view.close()
+    if engine.closing and _verbosity >= 0:  # said by no event: said here
+        warn(
+            f"resume: this loop had already ended ({outcome.status}) when its loopctl process "
+            "was killed, before loop-state.md said so; resume recorded that and ran nothing"
+        )
     if mode != "json":
         (summary or _print_summary)(engine, outcome)
     raise typer.Exit(outcome.exit_code)

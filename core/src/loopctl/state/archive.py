@@ -46,7 +46,7 @@ def _rename(source: Path, target: Path) -> None:
 def _free_name(target: Path) -> Path:
     for number in range(1, 10_000):
         candidate = target.with_name(f"{target.name}.{number}")
-        if not candidate.exists() and not candidate.is_symlink():
+        if not _exists(candidate):
             return candidate
     raise FileExistsError(errno.EEXIST, "no free name", str(target))
 
@@ -55,14 +55,12 @@ def _move_logs(source: Path, target: Path) -> None:
     """Move ``source`` to ``target``; if a re-run finds both, merge ``source`` into it."""
     if not source.is_dir():
         return
-    if not target.exists() and not target.is_symlink():
+    if not _exists(target):
         _rename(source, target)
         return
     for entry in sorted(source.iterdir()):
         destination = target / entry.name
-        if (destination.exists() or destination.is_symlink()) and (
-            entry.is_dir() or destination.is_dir()
-        ):
+        if _exists(destination) and (entry.is_dir() or destination.is_dir()):
             destination = _free_name(destination)
         _rename(entry, destination)
     with contextlib.suppress(OSError):
@@ -102,7 +100,7 @@ def restart_numbers(state_dir: Path) -> list[int]:
     )
 
 
-# --- the files of a loop whose loop-state.md is gone ---------------------------------------------
+# --- the files of an earlier loop, set aside for a new one ------------------------------------------
 
 #: What :func:`set_aside_previous_run` moves, journals last: a kill part-way leaves them in place,
 #: so the next run moves the rest.
@@ -118,27 +116,37 @@ PREVIOUS_RUN_FILES: tuple[str, ...] = (
 )
 
 
-def set_aside_previous_run(state_dir: Path) -> tuple[Path, list[str]] | None:
-    """Move the files of an earlier loop whose ``loop-state.md`` is gone into
-    ``previous-run-N/``, so a new loop never appends to its journals nor mixes its logs with
-    them; returns ``(that directory, the names moved)``, or None when the journals are empty
-    or absent (nothing to keep apart)."""
+def set_aside_previous_run(
+    state_dir: Path, *, ended: bool = False
+) -> tuple[Path, list[str]] | None:
+    """Move an earlier loop's files (its ``restart-N/`` archives, logs, report, journals) into
+    ``previous-run-N/``, so a new loop never appends to its journals nor mixes its logs, restart
+    archives and report with them; returns ``(that directory, the names moved)``, or None when
+    there was nothing to keep apart.
+
+    ``ended``: that loop ended and its ``loop-state.md`` goes too, last (a kill part-way leaves
+    it, so the next run moves the rest). Otherwise its ``loop-state.md`` is gone, and only
+    journals that hold something are set aside."""
     state_dir = Path(state_dir)
     journals = [state_dir / EVENTS_FILE, state_dir / ITERATIONS_FILE]
-    if not any(path.is_file() and path.stat().st_size > 0 for path in journals):
+    if not ended and not any(path.is_file() and path.stat().st_size > 0 for path in journals):
+        return None
+    restarts = [f"restart-{n}" for n in restart_numbers(state_dir)]
+    names = [*restarts, *PREVIOUS_RUN_FILES, *([LOOP_STATE_FILE] if ended else [])]
+    present = [name for name in names if _exists(state_dir / name)]
+    if not present:
         return None
     number = 1
     while (state_dir / f"previous-run-{number}").exists():
         number += 1
     target = state_dir / f"previous-run-{number}"
     target.mkdir()
-    restarts = [f"restart-{n}" for n in restart_numbers(state_dir)]
-    moved: list[str] = []
-    for name in [*restarts, *PREVIOUS_RUN_FILES]:
-        source = state_dir / name
-        if source.exists() or source.is_symlink():
-            _rename(source, target / name)
-            moved.append(name)
+    for name in present:
+        _rename(state_dir / name, target / name)
     fsync_dir(target)
     fsync_dir(state_dir)
-    return target, moved
+    return target, present
+
+
+def _exists(path: Path) -> bool:
+    return path.exists() or path.is_symlink()

@@ -71,6 +71,9 @@ class LoopState:
     workdir: str = ""
     pid: int | None = None
     loopctl_version: str = ""
+    #: The loop's id: made by ``loopctl run``, kept by ``resume`` (None: a loop of loopctl 0.2
+    #: or earlier), so plugins tell their records from an earlier loop's (``loop.run_id``).
+    run_id: str | None = None
     max_iterations: int = 0
     #: When plugins' decisions lowered ``max_iterations``: ``{"from": the limit before the
     #: first cut, "to": the limit now, "by": [the plugins], "reason": the last cut's reason}``,
@@ -121,6 +124,7 @@ FIELD_KINDS: dict[str, str] = {
     "workdir": "str",
     "pid": "int?",
     "loopctl_version": "str",
+    "run_id": "str?",
     "max_iterations": "int",
     "iteration_limit_cut": "any?",
     "failed_approaches": "str_list",

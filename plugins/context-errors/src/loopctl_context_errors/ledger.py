@@ -39,6 +39,9 @@ class SuggestionSet:
     #: The failure's signature in the memory (with the run id, it finds the row to fix).
     signature: str = ""
     ts: float = 0.0
+    #: The loop that made it (``loop.run_id``; None in a ledger of an earlier version, or for a
+    #: loop that has no id): a state directory may hold an earlier loop's sets.
+    run: str | None = None
     resolved: bool = False
     effective: bool | None = None
     reason: str = ""
@@ -119,6 +122,7 @@ class Ledger:
         failing_tests: Sequence[str] = (),
         failure_id: int | None = None,
         signature: str = "",
+        run: str | None = None,
     ) -> SuggestionSet:
         """Append one suggestion set (the seed's ``record_suggestion``)."""
         entry = SuggestionSet(
@@ -132,6 +136,7 @@ class Ledger:
             failure_id=failure_id,
             signature=signature,
             ts=round(time.time(), 3),
+            run=run,
         )
         self._append(
             {
@@ -146,6 +151,7 @@ class Ledger:
                 "failing_tests": entry.failing_tests,
                 "failure_id": entry.failure_id,
                 "signature": entry.signature,
+                **({"run": entry.run} if entry.run is not None else {}),
             }
         )
         return entry
@@ -190,12 +196,17 @@ class Ledger:
                     failure_id=line.get("failure_id"),
                     signature=str(line.get("signature") or ""),
                     ts=float(line.get("ts") or 0.0),
+                    run=line.get("run") if isinstance(line.get("run"), str) else None,
                 )
             elif kind == "resolution" and ident in sets and not sets[ident].resolved:
                 sets[ident].resolved = True
                 sets[ident].effective = bool(line.get("effective"))
                 sets[ident].reason = str(line.get("reason", ""))
         return list(sets.values())
+
+    def entries_of(self, run: str | None) -> list[SuggestionSet]:
+        """The suggestion sets the loop ``run`` made (a loop's ``loop.run_id``), oldest first."""
+        return [entry for entry in self.entries() if entry.run == run]
 
     def outstanding(self) -> list[SuggestionSet]:
         return [entry for entry in self.entries() if not entry.resolved]

@@ -74,7 +74,7 @@ def start(loop: Loop) -> None:
     ran (counted from its ledger, once)."""
     run_id(loop)
     if loop.resumed and _tally(loop) is None:
-        loop.set_value(TALLY_KEY, _tally_of(Ledger(loop.state_dir).entries()))
+        loop.set_value(TALLY_KEY, _ledger_tally(loop))
 
 
 def run_id(loop: Loop) -> str:
@@ -445,6 +445,7 @@ def handle_failure(loop: Loop, record: IterationRecord, test_run: TestRun | None
         rule=report.rule,
         failing_tests=failing,
         signature=signature,
+        run=loop.run_id,
     )
     _count(loop, category=entry.category, stage=entry.stage)
     loop.set_value(
@@ -571,8 +572,8 @@ def handle_loop_end(loop: Loop, outcome: LoopOutcome) -> None:
         ledger.close()
         del loop.stash[LEDGER]
     tally = _tally(loop)
-    if tally is None:  # a loop an earlier version ran: count the ledger's sets once
-        tally = _tally_of(Ledger(loop.state_dir).entries())
+    if tally is None:  # none counted yet (none made, or a loop an earlier version ran)
+        tally = _ledger_tally(loop)
     reported = sum(tally["reported"].values())
     if reported:
         judged, effective = tally["judged"], tally["effective"]
@@ -605,6 +606,12 @@ def _tally(loop: Loop) -> dict[str, Any] | None:
     ):
         return None
     return {**value, "reported": dict(reported)}
+
+
+def _ledger_tally(loop: Loop) -> dict[str, Any]:
+    """The tally counted from the ledger, once: of this loop's sets only (the state directory
+    may hold an earlier loop's)."""
+    return _tally_of(Ledger(loop.state_dir).entries_of(loop.run_id))
 
 
 def _tally_of(entries: Sequence[SuggestionSet]) -> dict[str, Any]:
