@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from hypothesis import assume, given, settings
+from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
 from loopctl import Redactor, child_environment, redact, redaction, sanitize
@@ -136,6 +136,8 @@ def test_redact_is_idempotent_and_never_raises(text: str) -> None:
         max_leaves=12,
     )
 )
+@example({"PWD": None})  # a secret's name with no value: once masked as `[REDACTED]` with the }
+@example({"a": {"password": None}, "b": [{"secret": True}]})
 def test_redacting_serialized_json_leaves_valid_json(data: object) -> None:
     """Journals are redacted as serialized lines: a match never leaves its JSON string."""
     for text in (json.dumps(data), json.dumps(data, ensure_ascii=False, indent=2)):

@@ -241,6 +241,10 @@ _ASSIGNED = (
 )
 
 
+#: Values that hold no secret: JSON's and Python's empty and boolean literals.
+_NO_VALUE = frozenset((b"null", b"none", b"true", b"false"))
+
+
 def _aws_secret(data: bytes, after: int) -> Iterator[Span]:
     """A bare AWS secret access key (40 base64 characters, mixed case with a digit) within 40
     characters after ``after``, on the same line."""
@@ -266,7 +270,11 @@ def _assignment(keyword: bytes, *, strong: bool, flag: bool, aws: bool = False) 
         start, end = match.span("value")
         if start < 0 or lowered.startswith(b"[redacted]", start):
             return
-        if _A_NAME.fullmatch(data, start, end):
+        assign = match.group("assign")
+        if assign is not None and assign[:1] in b"\"'":  # a quoted key: JSON or a dict's repr
+            while end > start and data[end - 1] in b"}]":  # the value's end, not the object's
+                end -= 1
+        if _A_NAME.fullmatch(data, start, end) or lowered[start:end] in _NO_VALUE:
             return
         is_strong = strong or bool(names and names.search(lowered, max(0, at - 9), at))
         if match.group("assign") is not None:
