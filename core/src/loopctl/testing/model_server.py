@@ -525,10 +525,13 @@ class ScriptedModelServer:
 
     def cli_env(self, home: Path, *, model: str | None = None) -> dict[str, str]:
         """Environment for the Claude Code CLI: talk to this server, stay offline and quiet, and
-        read nothing of the user's (``home`` becomes ``HOME`` and holds the CLI's config)."""
+        read nothing of the user's (``home`` becomes ``HOME`` and holds the CLI's config, and
+        ``home/tmp`` the files it would otherwise leave in ``/tmp/claude-UID``)."""
         home = Path(home)
         (home / ".claude").mkdir(parents=True, exist_ok=True)
+        (home / "tmp").mkdir(exist_ok=True)
         return {
+            "CLAUDE_CODE_TMPDIR": str(home / "tmp"),
             "ANTHROPIC_BASE_URL": self.url,
             "ANTHROPIC_API_KEY": "sk-ant-test-loopctl",
             "ANTHROPIC_MODEL": model or self.model,
