@@ -13,7 +13,9 @@ Afterwards every process still carrying the run's marker variable is killed and 
 should be), the test command is run again on the final tree, and the directory is removed.
 
 A run **completed** when the tests really pass on the final tree and it stayed within every
-budget: iterations, tokens (input plus output, as the server billed them) and wall clock.
+budget: iterations, tokens (input plus output, as the server billed them) and wall clock. In a
+scenario that ``expect``s a stop (nothing can make the tests pass), a run completed when the
+contestant stopped by itself before using up its iteration budget, within the other budgets.
 """
 
 from __future__ import annotations
@@ -134,6 +136,7 @@ def run_one(
         behaviour=scenario.behaviour(),
         measured_usage=True,
         context_window=spec.context_window,
+        compact_reply=ms.prompt_too_long() if spec.compaction == "fails" else None,
         log_path=root / "requests.jsonl" if keep else None,
     )
     try:
@@ -256,7 +259,8 @@ def _score(
     cut: str,
     passes: bool,
 ) -> RunRecord:
-    budget = ctx.scenario.spec.budget
+    spec = ctx.scenario.spec
+    budget = spec.budget
     tokens_in, tokens_out = totals["input_tokens"], totals["output_tokens"]
     within = (
         not cut
@@ -264,10 +268,14 @@ def _score(
         and tokens_in + tokens_out <= budget.tokens
         and wall_s <= budget.wall_clock_s
     )
+    if spec.expect == "stop":
+        done = within and outcome.iterations < budget.iterations
+    else:
+        done = passes and within
     return RunRecord(
         scenario=ctx.scenario.name,
         contestant=name,
-        completed=passes and within,
+        completed=done,
         tests_pass=passes,
         within_budget=within,
         iterations=outcome.iterations,

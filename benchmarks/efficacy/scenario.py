@@ -18,12 +18,21 @@ and the model server's settings. Example::
     [agent]
     behaviour = "fixer"
     context_window = 200_000                  # optional: requests over it get prompt-too-long
+    compaction = "summary"                    # or "fails": the CLI's summary request is refused
     [agent.params]                            # the behaviour's own parameters
     ideas = [{ file = "calc.py", old = "return a - b", new = "return a + b" }]
+    [[agent.faults]]                          # optional: faults that take over some requests
+    kind = "api-outage"
+    status = 429
+    seconds = 20
 
     [files]
     "calc.py" = "def add(a, b):\\n    return a - b\\n"
     "test_calc.py" = "..."
+
+``expect`` says what a good loop achieves: ``"pass"`` (the default: the tests pass on the final
+tree) or ``"stop"`` (nothing can make them pass, such as a missing dependency or a revoked key: the
+loop should stop by itself, before its iteration budget is used up).
 
 ``agent.params.test_cmd`` defaults to the scenario's ``test_cmd``. Every key is checked: an unknown
 key, a wrong type, a value out of range, a file path that leaves the project, or a behaviour
@@ -35,14 +44,14 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import Any, Literal
 
 import attrs
 
 from loopctl.config.errors import InvalidFields
 from loopctl.config.structuring import structure
 from loopctl.configfile import ConfigError, read_toml
-from loopctl.testing.behaviours import BEHAVIOURS, make_behaviour
+from loopctl.testing.behaviours import BEHAVIOURS, WithFaults, make_behaviour, make_fault
 
 #: Where the benchmark's scenarios live.
 SCENARIOS = Path(__file__).parent / "scenarios"
@@ -80,7 +89,12 @@ class AgentSpec:
 
     behaviour: str
     params: dict[str, Any] = attrs.Factory(dict)
+    faults: list[dict[str, Any]] = attrs.Factory(list)
     context_window: int | None = None
+    #: How the server answers the CLI's compaction (conversation summary) requests: with a
+    #: summary that keeps only the task (``summary``), or with prompt-too-long (``fails``: the
+    #: history is too big to summarise, so the session cannot go on).
+    compaction: Literal["summary", "fails"] = "summary"
 
     def __attrs_post_init__(self) -> None:
         if self.behaviour not in BEHAVIOURS:
@@ -101,6 +115,7 @@ class ScenarioFile:
     agent: AgentSpec
     files: dict[str, str]
     test_cmd: str = DEFAULT_TEST_CMD
+    expect: Literal["pass", "stop"] = "pass"
 
     def __attrs_post_init__(self) -> None:
         if not self.goal.strip():
@@ -141,9 +156,15 @@ class Scenario:
         cls = BEHAVIOURS[self.spec.agent.behaviour]
         if "test_cmd" in attrs.fields_dict(cls):
             params.setdefault("test_cmd", self.spec.test_cmd)
-        return make_behaviour(
-            self.spec.agent.behaviour, params, source=str(self.path), prefix="agent.params"
+        source = str(self.path)
+        made = make_behaviour(
+            self.spec.agent.behaviour, params, source=source, prefix="agent.params"
         )
+        faults = [
+            make_fault(fault, source=source, prefix=f"agent.faults[{index}]")
+            for index, fault in enumerate(self.spec.agent.faults)
+        ]
+        return WithFaults(made, faults) if faults else made
 
     def write_project(self, directory: Path) -> None:
         """Write the project's files under ``directory`` (which must exist)."""

@@ -15,7 +15,15 @@ from hypothesis import strategies as st
 
 from loopctl import ConfigError
 from loopctl.testing import model_server as ms
-from loopctl.testing.behaviours import Change, Fixer, make_behaviour
+from loopctl.testing.behaviours import (
+    ApiOutage,
+    Change,
+    Crash,
+    Fixer,
+    WithFaults,
+    make_behaviour,
+    make_fault,
+)
 from loopctl.testing.conversation import AgentRequest, request_tokens
 
 TOOLS = [{"name": "Read", "input_schema": {"type": "object"}}]
@@ -400,7 +408,7 @@ def test_with_more_attempts_a_turn_the_fixer_tries_the_next_idea_at_once() -> No
     assert agent(conversation.request()).text is not None  # two attempts made: turn ends
     alone = Conversation().tests().read("pricing.py", PRICING).edit(WRONG).tests()
     assert fixer(WRONG, attempts_per_turn=2)(alone.request()).text == (
-        f"I have no other idea; `{TEST_CMD}` fails: E       assert 17.0 == 16.99"
+        f"I have no idea left; `{TEST_CMD}` fails: E       assert 17.0 == 16.99"
     )
 
 
@@ -434,7 +442,11 @@ def test_make_behaviour_structures_the_parameters() -> None:
             {"test_cmd": "t", "ideas": [], "atempts": 1},
             "agent.params: unknown key 'atempts'",
         ),
-        ("fixer", {"test_cmd": "t", "ideas": []}, "agent.params.ideas"),
+        (
+            "fixer",
+            {"test_cmd": "t", "attempts_per_turn": 0},
+            "agent.params.attempts_per_turn: must",
+        ),
         (
             "fixer",
             {"test_cmd": "t", "ideas": [{"file": "f", "old": "a"}]},
@@ -455,3 +467,98 @@ def test_a_bad_behaviour_is_an_error_naming_the_file_and_key(
         make_behaviour(name, params, source="s.toml", prefix="agent.params")
     assert message in str(caught.value)
     assert "s.toml" in str(caught.value)
+
+
+# --- ideas that answer one failing test -------------------------------------------------------
+
+
+def test_an_idea_for_a_test_is_taken_only_while_that_test_fails() -> None:
+    first = Change("calc.py", "a - b", "a + b", test="test_add")
+    second = Change("calc.py", "a / b", "a * b", test="test_mul")
+    agent = fixer(first, second)
+    both = "Exit code 1\nFAILED test_calc.py::test_add\nFAILED test_calc.py::test_mul"
+    only_mul = "Exit code 1\nFAILED test_calc.py::test_mul"
+    assert agent.choose(Conversation().tests(both).request()) == first
+    assert agent.choose(Conversation().tests(only_mul).request()) == second
+    # fixing test_add while test_mul still fails is not a failure of the first idea
+    after = Conversation().tests(both).read("calc.py", "1\ta - b").edit(first).tests(only_mul)
+    assert agent.choose(after.request()) == second
+    assert not fixer(second).choose(Conversation().tests("FAILED test_x.py::test_y").request())
+
+
+def test_with_no_idea_for_what_it_sees_the_fixer_says_so() -> None:
+    output = "Exit code 1\nE   ModuleNotFoundError: No module named 'yaml_lite'"
+    reply = Fixer(test_cmd=TEST_CMD)(Conversation().tests(output).request())
+    assert (
+        reply.text == f"I have no idea left; `{TEST_CMD}` fails: {output.splitlines()[1].strip()}"
+    )
+
+
+# --- faults ---------------------------------------------------------------------------------------
+
+
+def request_at(number: int, elapsed_s: float) -> AgentRequest:
+    return AgentRequest.from_body(Conversation().body(), number=number, elapsed_s=elapsed_s)
+
+
+def test_an_outage_answers_every_request_for_its_seconds_from_its_start() -> None:
+    outage = ApiOutage(status=429, after=2, seconds=10)
+    assert outage(request_at(1, 5.0)) is None
+    started = outage(request_at(2, 6.0))
+    assert started is not None
+    assert started.error is not None
+    assert (started.error.status, started.error.type) == (429, "rate_limit_error")
+    assert started.error.headers == {"retry-after": "10"}
+    later = outage(request_at(3, 12.5))
+    assert later is not None
+    assert later.error is not None
+    assert later.error.headers == {"retry-after": "4"}  # what is left, rounded up
+    assert outage(request_at(4, 16.0)) is None
+    forever = ApiOutage(status=401, seconds=float("inf"))
+    answer = forever(request_at(0, 1e6))
+    assert answer is not None
+    assert answer.error is not None
+    assert (answer.error.status, answer.error.headers) == (401, {})
+
+
+def test_a_crash_kills_the_cli_once_at_its_request() -> None:
+    crash = Crash(at=1)
+    assert crash(request_at(0, 0)) is None
+    reply = crash(request_at(1, 0))
+    assert reply is not None
+    assert tool_of(reply) == ("Bash", {"command": "kill -9 $PPID", "description": "run a command"})
+    assert crash(request_at(2, 0)) is None
+
+
+def test_faults_take_over_before_the_behaviour() -> None:
+    agent = WithFaults(fixer(), [Crash(at=0), ApiOutage(status=529, after=1, seconds=1)])
+    assert tool_of(agent(request_at(0, 0)))[1]["command"] == "kill -9 $PPID"
+    overloaded = agent(request_at(1, 0))
+    assert overloaded.error is not None
+    assert overloaded.error.status == 529
+    assert tool_of(agent(request_at(2, 5)))[1]["command"] == TEST_CMD
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        (
+            {"kind": "flood"},
+            "s.toml: agent.faults[0].kind: must be one of api-outage, crash, got 'flood'",
+        ),
+        ({}, "agent.faults[0].kind: must be one of"),
+        ({"kind": "api-outage", "status": 418}, "agent.faults[0].status: must be one of 401, 429"),
+        ({"kind": "api-outage", "seconds": 0}, "agent.faults[0].seconds: must be more than 0"),
+        ({"kind": "crash", "when": 1}, "agent.faults[0]: unknown key 'when'"),
+    ],
+)
+def test_a_bad_fault_is_an_error_naming_the_key(spec: dict[str, Any], message: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        make_fault(spec, source="s.toml", prefix="agent.faults[0]")
+    assert message in str(caught.value)
+
+
+def test_make_fault_builds_the_named_fault() -> None:
+    made = make_fault({"kind": "api-outage", "status": 401, "seconds": 5}, source="s", prefix="f")
+    assert made == ApiOutage(status=401, seconds=5)
+    assert make_fault({"kind": "crash", "at": 3}, source="s", prefix="f") == Crash(at=3)

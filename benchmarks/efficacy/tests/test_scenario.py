@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from loopctl.configfile import ConfigError
-from loopctl.testing.behaviours import Fixer
+from loopctl.testing.behaviours import ApiOutage, Fixer, WithFaults
 
 GOOD: dict[str, Any] = {
     "description": "a bug",
@@ -55,6 +55,14 @@ def test_every_shipped_scenario_loads_with_its_behaviour() -> None:
         assert scenario.spec.files
 
 
+def test_faults_wrap_the_behaviour() -> None:
+    data = with_("agent.faults", [{"kind": "api-outage", "status": 401, "seconds": float("inf")}])
+    behaviour = parse(data, name="ok", source=SOURCE).behaviour()
+    assert isinstance(behaviour, WithFaults)
+    assert isinstance(behaviour.behaviour, Fixer)
+    assert behaviour.faults == [ApiOutage(status=401, seconds=float("inf"))]
+
+
 def test_the_behaviours_test_command_defaults_to_the_scenarios(tmp_path: Path) -> None:
     scenario = parse(with_("test_cmd", "python -m unittest"), name="ok", source=SOURCE)
     behaviour = scenario.behaviour()
@@ -79,8 +87,16 @@ def test_the_behaviours_test_command_defaults_to_the_scenarios(tmp_path: Path) -
             "agent.behaviour: unknown behaviour 'fixr' (known: fixer)",
         ),
         (with_("agent.context_window", 10), "agent.context_window: must be at least 1000"),
-        (with_("agent.params", {"ideas": []}), "scenarios/bad.toml: agent.params.ideas: must hold"),
+        (
+            with_("agent.params", {"attempts_per_turn": 0}),
+            "bad.toml: agent.params.attempts_per_turn",
+        ),
         (with_("agent.params", {"ideas": [], "x": 1}), "agent.params: unknown key 'x'"),
+        (with_("agent.faults", [{"kind": "crash", "at": "x"}]), "agent.faults[0].at: expected an"),
+        (with_("agent.faults", [{"kind": "flood"}]), "agent.faults[0].kind: must be one of"),
+        (with_("agent.faults", {"kind": "crash"}), "scenarios/bad.toml: agent.faults: expected"),
+        (with_("agent.compaction", "never"), "agent.compaction: "),
+        (with_("expect", "win"), "scenarios/bad.toml: expect: "),
         (with_("files", {}), "scenarios/bad.toml: files: must hold at least one file"),
         (with_("files", {"../x.py": ""}), 'files."../x.py": a file path must stay inside'),
         (with_("files", {"/x.py": ""}), 'files."/x.py": a file path must stay inside'),

@@ -26,22 +26,37 @@ fault began). The models:
     With one idea it is the control agent any loop succeeds with. With a wrong first idea it is
     the agent that repeats its first idea unless told that idea's change failed: in a fresh
     session it finds its own earlier change already in the file, concludes the code is right,
-    and ends the turn without a change. ``attempts_per_turn`` lets it try more than one idea in
-    a turn; ``reads_first`` names files it reads at the start of every turn before anything else
-    (a habit that fills a long session's context).
+    and ends the turn without a change. An idea with a ``test`` answers that fact only (a failing
+    test's id): it is taken while the latest test output shows it, so an agent with one idea per
+    failing test fixes one bug a turn. With no idea for what it sees (a missing module, a broken
+    test command) it says so and ends the turn. ``attempts_per_turn`` lets it try more than one
+    idea in a turn; ``reads_first`` names files it reads at the start of every turn before
+    anything else (a habit that fills a long session's context).
+
+Faults take over some requests of any behaviour (:class:`WithFaults`); a scenario lists them by
+``kind``:
+
+``api-outage`` (:class:`ApiOutage`)
+    From a given request on, every request gets an API error for some seconds (or for good):
+    a rate limit (429, with ``retry-after``), an authentication error (401), an overload (529).
+
+``crash`` (:class:`Crash`)
+    One request is answered with a ``Bash`` call that kills the CLI itself (``kill -9 $PPID``):
+    the agent process dies in the middle of its turn.
 """
 
 from __future__ import annotations
 
+import math
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import attrs
 
 from loopctl.config.errors import InvalidFields
 from loopctl.testing.conversation import AgentRequest, ToolExchange, normalise
-from loopctl.testing.model_server import Reply, bash, edit, read, text
+from loopctl.testing.model_server import Reply, api_error, bash, edit, read, text
 
 #: A line of a ``Read`` result as the CLI numbers it (``  12\tcode``).
 _NUMBERED = re.compile(r"^\s*\d+\t", re.MULTILINE)
@@ -57,21 +72,22 @@ _TELLING = (
 
 @attrs.frozen
 class Change:
-    """One idea for the fix: in ``file`` (relative to the project), ``old`` becomes ``new``."""
+    """One idea for the fix: in ``file`` (relative to the project), ``old`` becomes ``new``.
+
+    ``test`` (optional) is a fact the idea answers, such as a failing test's id: the agent takes
+    the idea only while the latest test output shows it, and counts it failed only when a test
+    run after the change still shows it (so fixing one of several bugs is not a failure).
+    """
 
     file: str
     old: str
     new: str = attrs.field()
+    test: str = ""
 
     @new.validator
     def _differs(self, attribute: attrs.Attribute[str], value: str) -> None:
         if normalise(value) == normalise(self.old):
             raise InvalidFields([(("new",), f"the same as old ({value!r}): not a change")])
-
-
-def _at_least_one(instance: Any, attribute: attrs.Attribute[Any], value: Sequence[Any]) -> None:
-    if not value:
-        raise InvalidFields([((attribute.name,), "must hold at least one item")])
 
 
 def _positive(instance: Any, attribute: attrs.Attribute[int], value: int) -> None:
@@ -85,8 +101,8 @@ class Fixer:
 
     #: The command it runs to see whether the tests pass (its exact Bash command line).
     test_cmd: str
-    #: The candidate changes, in the order it would try them.
-    ideas: list[Change] = attrs.field(validator=_at_least_one)
+    #: The candidate changes, in the order it would try them (none: it can only look).
+    ideas: list[Change] = attrs.Factory(list)
     #: How many ideas it tries in one turn before ending the turn.
     attempts_per_turn: int = attrs.field(default=1, validator=_positive)
     #: Files (relative to the project) it reads at the start of every turn.
@@ -107,7 +123,7 @@ class Fixer:
             return bash(self.test_cmd, say="Now the tests again.")
         idea = self.choose(request)
         if idea is None:
-            return text("I have no other idea for this failure.")
+            return text("I have no idea for this failure.")
         if last.name == "Read" and last.file == request.path(idea.file):
             return self._change(request, idea)
         return read(request.path(idea.file))
@@ -117,8 +133,19 @@ class Fixer:
         return exchange.name == "Bash" and normalise(exchange.command) == normalise(self.test_cmd)
 
     def choose(self, request: AgentRequest) -> Change | None:
-        """The first idea it does not know to have failed (None: all of them failed)."""
-        return next((idea for idea in self.ideas if not failed(request, idea, self.is_test)), None)
+        """The first idea that answers the latest test output of this turn and that it does not
+        know to have failed (None: there is none)."""
+        runs = [e for e in request.exchanges if self.is_test(e)]
+        output = runs[-1].result if runs else ""
+        return next(
+            (
+                idea
+                for idea in self.ideas
+                if (not idea.test or idea.test in output)
+                and not failed(request, idea, self.is_test)
+            ),
+            None,
+        )
 
     def _after_tests(self, request: AgentRequest, run: ToolExchange, *, first: bool) -> Reply:
         if not run.is_error:
@@ -128,7 +155,7 @@ class Fixer:
             return text(_report(made[-1], self.test_cmd, run))
         idea = self.choose(request)
         if idea is None:
-            return text(f"I have no other idea; `{self.test_cmd}` fails: {error_line(run.result)}")
+            return text(f"I have no idea left; `{self.test_cmd}` fails: {error_line(run.result)}")
         return read(request.path(idea.file), say=f"The tests fail: {error_line(run.result)}")
 
     def _change(self, request: AgentRequest, idea: Change) -> Reply:
@@ -205,8 +232,93 @@ def _report(change: ToolExchange, test_cmd: str, run: ToolExchange) -> str:
     return f"In {name} I {what}, but `{test_cmd}` still fails: {error_line(run.result)}"
 
 
+# --- faults ----------------------------------------------------------------------------------
+
+#: The API's error type and message for each status an outage can answer with.
+OUTAGE_ERRORS = {
+    401: ("authentication_error", "invalid x-api-key"),
+    429: (
+        "rate_limit_error",
+        "This request would exceed the rate limit for your organization. Please try again later.",
+    ),
+    500: ("api_error", "Internal server error"),
+    529: ("overloaded_error", "Overloaded"),
+}
+
+
+@attrs.define
+class ApiOutage:
+    """From conversation request number ``after`` on, every request gets an API error for
+    ``seconds`` seconds (``inf``: for good): a rate limit (429, with ``retry-after`` saying how
+    long is left), an authentication error (401), an overload (529) or a server error (500).
+    The clock starts at the first request it answers."""
+
+    status: int = attrs.field(default=429)
+    after: int = 0
+    seconds: float = 20.0
+    _since: float | None = attrs.field(default=None, init=False, eq=False)
+
+    @status.validator
+    def _known(self, attribute: attrs.Attribute[int], value: int) -> None:
+        if value not in OUTAGE_ERRORS:
+            known = ", ".join(map(str, OUTAGE_ERRORS))
+            raise InvalidFields([(("status",), f"must be one of {known}, got {value}")])
+
+    def __attrs_post_init__(self) -> None:
+        if not self.seconds > 0:
+            raise InvalidFields([(("seconds",), f"must be more than 0, got {self.seconds}")])
+        if self.after < 0:
+            raise InvalidFields([(("after",), f"must be 0 or more, got {self.after}")])
+
+    def __call__(self, request: AgentRequest) -> Reply | None:
+        if request.number < self.after:
+            return None
+        if self._since is None:
+            self._since = request.elapsed_s
+        left = self._since + self.seconds - request.elapsed_s
+        if left <= 0:
+            return None
+        kind, message = OUTAGE_ERRORS[self.status]
+        headers = {"retry-after": str(math.ceil(left))} if math.isfinite(left) else {}
+        return api_error(self.status, kind, message, headers=headers)
+
+
+@attrs.define
+class Crash:
+    """Conversation request number ``at`` is answered with a ``Bash`` call that kills the CLI
+    running it (``kill -9 $PPID``): the agent dies in the middle of its turn, once."""
+
+    at: int = 2
+
+    def __call__(self, request: AgentRequest) -> Reply | None:
+        if request.number != self.at:
+            return None
+        return bash("kill -9 $PPID", say="Let me check something.")
+
+
+#: A fault: an answer for the requests it takes over, None for the others.
+Fault = Callable[[AgentRequest], "Reply | None"]
+
+
+@attrs.define
+class WithFaults:
+    """``behaviour`` answers every request no fault takes over (the first fault wins)."""
+
+    behaviour: Callable[[AgentRequest], Reply]
+    faults: list[Fault] = attrs.Factory(list)
+
+    def __call__(self, request: AgentRequest) -> Reply:
+        for fault in self.faults:
+            answer = fault(request)
+            if answer is not None:
+                return answer
+        return self.behaviour(request)
+
+
 #: The behaviour models a scenario can name, by name.
 BEHAVIOURS: Mapping[str, type[Any]] = {"fixer": Fixer}
+#: The faults a scenario can add to a behaviour, by ``kind``.
+FAULTS: Mapping[str, type[Any]] = {"api-outage": ApiOutage, "crash": Crash}
 
 
 def make_behaviour(name: str, params: Mapping[str, Any], *, source: str, prefix: str) -> Any:
@@ -223,12 +335,34 @@ def make_behaviour(name: str, params: Mapping[str, Any], *, source: str, prefix:
     return structure(dict(params), cls, source=source, prefix=prefix)
 
 
+def make_fault(spec: Mapping[str, Any], *, source: str, prefix: str) -> Fault:
+    """The fault ``spec`` describes (its ``kind`` and parameters); bad input raises
+    :class:`loopctl.ConfigError` naming ``source`` and the key under ``prefix``."""
+    from loopctl.config.structuring import structure
+    from loopctl.configfile import ConfigError
+
+    params = dict(spec)
+    kind = params.pop("kind", None)
+    cls = FAULTS.get(kind) if isinstance(kind, str) else None
+    if cls is None:
+        known = ", ".join(sorted(FAULTS))
+        raise ConfigError([f"{source}: {prefix}.kind: must be one of {known}, got {kind!r}"])
+    fault: Fault = structure(params, cls, source=source, prefix=prefix)
+    return fault
+
+
 __all__ = [
     "BEHAVIOURS",
+    "FAULTS",
+    "ApiOutage",
     "Change",
+    "Crash",
+    "Fault",
     "Fixer",
+    "WithFaults",
     "error_line",
     "failed",
     "known_content",
     "make_behaviour",
+    "make_fault",
 ]
