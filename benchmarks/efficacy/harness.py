@@ -149,7 +149,7 @@ def run_one(
             errors = [f"{type(e).__name__}: {e}" for e in server.behaviour_errors]
         passes = tests_pass(ctx, env)
         outcome = contestant.outcome(ctx)
-        record = _score(ctx, contestant.name, outcome, totals, wall_s, cut, passes)
+        record = score(ctx, contestant.name, outcome, totals, wall_s, cut, passes)
         record.leaked, record.behaviour_errors = leaked, errors
         log(f"{scenario.name} / {contestant.name}: {record.stopped} ({root})")
         return record
@@ -250,7 +250,7 @@ def tests_pass(ctx: RunContext, env: dict[str, str]) -> bool:
     return done.returncode == 0
 
 
-def _score(
+def score(
     ctx: RunContext,
     name: str,
     outcome: Outcome,
@@ -259,6 +259,7 @@ def _score(
     cut: str,
     passes: bool,
 ) -> RunRecord:
+    """The record of a run that ended (``cut``: why the harness cut it, "" when it was not)."""
     spec = ctx.scenario.spec
     budget = spec.budget
     tokens_in, tokens_out = totals["input_tokens"], totals["output_tokens"]

@@ -11,14 +11,15 @@ from typing import Any
 
 import pytest
 from efficacy import harness
-from efficacy.contestants import CONTESTANTS
+from efficacy.contestants import CONTESTANTS, Outcome, RunContext
 from efficacy.scenario import Scenario, parse
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="needs /proc")
 
 
-def scenario(**budget: Any) -> Scenario:
+def scenario(expect: str = "pass", **budget: Any) -> Scenario:
     data = {
+        "expect": expect,
         "description": "add() subtracts",
         "pattern": "control",
         "goal": "Make the tests pass.",
@@ -130,3 +131,27 @@ def test_a_contestant_over_the_token_budget_is_cut(tmp_path: Path) -> None:
         harness.cost(record.input_tokens, record.output_tokens), abs=1e-4
     )
     assert marked_processes(tmp_path) == []
+
+
+TOTALS = {"input_tokens": 1_000, "output_tokens": 10, "requests": 2}
+
+
+@pytest.mark.parametrize(
+    ("expect", "iterations", "cut", "passes", "completed"),
+    [
+        ("pass", 2, "", True, True),  # the last iteration of the budget still counts
+        ("pass", 1, "", False, False),  # the tests must pass on the final tree
+        ("pass", 1, "cut: wall clock (60 s)", True, False),
+        ("stop", 1, "", False, True),  # stopped by itself before its budget was used up
+        ("stop", 2, "", False, False),  # used its whole iteration budget
+        ("stop", 1, "cut: wall clock (60 s)", False, False),
+    ],
+)
+def test_a_run_is_scored_by_what_its_scenario_expects(
+    tmp_path: Path, expect: str, iterations: int, cut: str, passes: bool, completed: bool
+) -> None:
+    ctx = RunContext(root=tmp_path, scenario=scenario(expect), cli="claude")
+    record = harness.score(ctx, "c", Outcome(iterations, "said"), TOTALS, 1.0, cut, passes)
+    assert record.completed is completed
+    assert record.stopped == (cut or "said")
+    assert (record.input_tokens, record.output_tokens, record.requests) == (1_000, 10, 2)
