@@ -131,7 +131,7 @@ class AgentRequest:
         data: Mapping[str, Any] = body if isinstance(body, Mapping) else {}
         messages = data.get("messages")
         messages = messages if isinstance(messages, list) else []
-        system = _system_text(data.get("system"))
+        system = system_text(data.get("system"))
         everything = "\n".join([system, *(_raw_texts(messages))])
         found = _WORKDIR.search(everything)
         model = data.get("model")
@@ -191,7 +191,8 @@ class AgentRequest:
         return f"{self.workdir.rstrip('/')}/{relative}"
 
 
-def _system_text(system: Any) -> str:
+def system_text(system: Any) -> str:
+    """The text of a request's ``system`` field (a string, or a list of text blocks)."""
     if isinstance(system, str):
         return system
     if isinstance(system, list):
@@ -305,6 +306,7 @@ __all__ = [
     "Turn",
     "normalise",
     "request_tokens",
+    "system_text",
     "text_tokens",
     "without_reminders",
 ]

@@ -60,7 +60,7 @@ from typing import Any
 
 import attrs
 
-from loopctl.testing.conversation import AgentRequest, request_tokens, text_tokens
+from loopctl.testing.conversation import AgentRequest, request_tokens, system_text, text_tokens
 
 __all__ = [
     "COMPACT_SUMMARY",
@@ -370,14 +370,7 @@ class RecordedRequest:
 
     @property
     def system_text(self) -> str:
-        system = self.body.get("system") if isinstance(self.body, dict) else None
-        if isinstance(system, str):
-            return system
-        if isinstance(system, list):
-            return "\n".join(
-                str(block.get("text", "")) for block in system if isinstance(block, dict)
-            )
-        return ""
+        return system_text(self.body.get("system") if isinstance(self.body, dict) else None)
 
     def tool_result_ids(self) -> list[str]:
         """The ``tool_use_id`` of every tool result this request sends back."""
