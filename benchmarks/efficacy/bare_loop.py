@@ -5,8 +5,8 @@
 plugin for Claude Code does: the session goes on). Both give the CLI
 ``--permission-mode bypassPermissions``, as an unattended loop must, and stop after
 ``--max-iterations`` calls (the scenario's iteration budget). Each call's exit code is ignored, as
-the ``until`` loop ignores it. A JSON line per call, and a last one saying why it stopped, go to
-``--record``.
+the ``until`` loop ignores it. A JSON line as each call starts and one as it ends (with its exit
+code), and a last one saying why the loop stopped, go to ``--record``.
 
     python bare_loop.py --mode fresh --cli claude --test-cmd "python -m pytest -q" \\
         --max-iterations 5 --record bare.jsonl -- "Make the tests pass."
@@ -49,6 +49,7 @@ def main(argv: list[str]) -> int:
         command = [args.cli, "-p", args.goal, "--permission-mode", "bypassPermissions"]
         if args.mode == "continue" and iteration > 1:
             command.append("--continue")
+        _record(args.record, {"iteration": iteration})  # a call that never returns still counts
         code = subprocess.run(command, stdin=subprocess.DEVNULL, check=False).returncode
         _record(args.record, {"iteration": iteration, "exit_code": code})
     passed = _passes(args.test_cmd)

@@ -7,7 +7,8 @@
 
 Claude Code comes from ``$LOOPCTL_E2E_NPM_PREFIX`` (``nox -s efficacy`` installs it there) or
 PATH. Exit status: 0 when every run finished (whatever its score), 2 for bad input (a malformed
-scenario, an unknown name, no CLI), 3 when a run leaked a process or its behaviour model failed.
+scenario, an unknown name, no CLI), 3 when a behaviour model failed or a run that was not cut left
+a process running (the harness kills them either way).
 """
 
 from __future__ import annotations
@@ -96,5 +97,7 @@ def main(argv: list[str]) -> int:
     print(
         json.dumps(report.as_json(records, meta), indent=2) if args.json else report.table(records)
     )
-    broken = any(r.leaked or r.behaviour_errors for r in records)
+    broken = any(
+        r.behaviour_errors or (r.leaked and not r.stopped.startswith("cut:")) for r in records
+    )
     return 3 if broken else 0

@@ -51,7 +51,7 @@ class RunContext:
 
     @property
     def record(self) -> Path:
-        """The bare loops' record, a JSON line per call."""
+        """The bare loops' record: JSON lines as each call starts and ends."""
         return self.root / "bare.jsonl"
 
     @property
@@ -86,7 +86,7 @@ class BareLoop:
 
     def outcome(self, ctx: RunContext) -> Outcome:
         lines = _jsonl(ctx.record)
-        calls = sum(1 for line in lines if "iteration" in line)
+        calls = len({line["iteration"] for line in lines if "iteration" in line})
         last = lines[-1] if lines and "stopped" in lines[-1] else None
         return Outcome(calls, str(last["stopped"]) if last else "")
 

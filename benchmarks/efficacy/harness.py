@@ -9,8 +9,10 @@ caller's). The contestant is cut (SIGTERM to its
 session, SIGKILL five seconds later) at the scenario's wall clock or as soon as the server has
 billed more than the token budget; either way it is scored failed.
 
-Afterwards every process still carrying the run's marker variable is killed and reported (none
-should be), the test command is run again on the final tree, and the directory is removed.
+Afterwards every process still carrying the run's marker variable is killed and reported (a
+contestant that ended by itself should leave none; one that was cut may, as a bare loop killed
+mid-call leaves its CLI's background jobs), the test command is run again on the final tree, and
+the directory is removed.
 
 A run **completed** when the tests really pass on the final tree and it stayed within every
 budget: iterations, tokens (input plus output, as the server billed them) and wall clock. In a
@@ -68,7 +70,7 @@ class RunRecord:
     wall_s: float
     #: Why it stopped: the contestant's own reason, or the harness's cut.
     stopped: str
-    #: Processes of the run still alive after it ended (killed by the harness; should be none).
+    #: Processes of the run still alive after it ended or was cut (killed by the harness).
     leaked: list[str] = attrs.Factory(list)
     #: Exceptions of the behaviour model (a broken scenario; should be none).
     behaviour_errors: list[str] = attrs.Factory(list)

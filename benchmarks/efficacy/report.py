@@ -56,7 +56,7 @@ def table(records: Sequence[RunRecord]) -> str:
         extra = "".join(
             f"; {label}: {', '.join(items)}"
             for label, items in (
-                ("LEAKED", record.leaked),
+                ("left running, killed", record.leaked),
                 ("BEHAVIOUR ERRORS", record.behaviour_errors),
             )
             if items

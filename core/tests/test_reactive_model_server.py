@@ -562,3 +562,19 @@ def test_make_fault_builds_the_named_fault() -> None:
     made = make_fault({"kind": "api-outage", "status": 401, "seconds": 5}, source="s", prefix="f")
     assert made == ApiOutage(status=401, seconds=5)
     assert make_fault({"kind": "crash", "at": 3}, source="s", prefix="f") == Crash(at=3)
+
+
+def test_a_fixer_with_a_background_habit_starts_it_once_the_tests_pass() -> None:
+    agent = fixer(background="sleep 600")
+    conversation = Conversation().tests(passed=True, output="1 passed")
+    name, tool_input = tool_of(agent(conversation.request()))
+    assert (name, tool_input["command"], tool_input["run_in_background"]) == (
+        "Bash",
+        "sleep 600",
+        True,
+    )
+    conversation.call("Bash", {"command": "sleep 600"}, "Command running in background with ID: b1")
+    assert agent(conversation.request()).text == (
+        "Fixed: the tests pass now; I left it running in the background."
+    )
+    assert fixer()(Conversation().tests(passed=True).request()).text == "The tests pass."

@@ -31,7 +31,9 @@ fault began). The models:
     failing test fixes one bug a turn. With no idea for what it sees (a missing module, a broken
     test command) it says so and ends the turn. ``attempts_per_turn`` lets it try more than one
     idea in a turn; ``reads_first`` names files it reads at the start of every turn before
-    anything else (a habit that fills a long session's context).
+    anything else (a habit that fills a long session's context); ``background`` is a command it
+    leaves running in the background once the tests pass (Claude Code prints its result, then
+    waits for that command before it exits: a hang after the final result).
 
 Faults take over some requests of any behaviour (:class:`WithFaults`); a scenario lists them by
 ``kind``:
@@ -56,7 +58,16 @@ import attrs
 
 from loopctl.config.errors import InvalidFields
 from loopctl.testing.conversation import AgentRequest, ToolExchange, normalise
-from loopctl.testing.model_server import Reply, api_error, bash, edit, read, text
+from loopctl.testing.model_server import (
+    Reply,
+    ToolUse,
+    api_error,
+    bash,
+    edit,
+    read,
+    text,
+    tools,
+)
 
 #: A line of a ``Read`` result as the CLI numbers it (``  12\tcode``).
 _NUMBERED = re.compile(r"^\s*\d+\t", re.MULTILINE)
@@ -107,6 +118,10 @@ class Fixer:
     attempts_per_turn: int = attrs.field(default=1, validator=_positive)
     #: Files (relative to the project) it reads at the start of every turn.
     reads_first: list[str] = attrs.Factory(list)
+    #: A command it starts in the background (Bash's ``run_in_background``) once the tests pass,
+    #: before its final answer, as an agent leaves a dev server or a watcher running: Claude Code
+    #: prints its result, then waits for the command to end before it exits.
+    background: str = ""
 
     def __call__(self, request: AgentRequest) -> Reply:
         turn = request.exchanges
@@ -117,6 +132,8 @@ class Fixer:
         if not tests:
             return bash(self.test_cmd, say="Let me run the tests.")
         last = turn[-1]
+        if self.background and normalise(last.command) == normalise(self.background):
+            return text("Fixed: the tests pass now; I left it running in the background.")
         if self.is_test(last):
             return self._after_tests(request, last, first=len(tests) == 1)
         if last.name in ("Edit", "Write"):
@@ -148,6 +165,16 @@ class Fixer:
         )
 
     def _after_tests(self, request: AgentRequest, run: ToolExchange, *, first: bool) -> Reply:
+        if not run.is_error and self.background:
+            call = ToolUse(
+                "Bash",
+                {
+                    "command": self.background,
+                    "description": "keep it running",
+                    "run_in_background": True,
+                },
+            )
+            return tools(call, say="The tests pass; I will leave it running.")
         if not run.is_error:
             return text("The tests pass." if first else "Fixed: the tests pass now.")
         made = [e for e in request.exchanges if e.name in ("Edit", "Write")]
