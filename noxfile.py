@@ -273,6 +273,36 @@ E2E_NPM_PACKAGES = [
 E2E_AIDER = "aider-chat==0.86.2"
 
 
+def _install_claude_code(session: nox.Session) -> Path:
+    """Claude Code (pinned in E2E_NPM_PACKAGES) under the e2e cache; returns the npm prefix."""
+    cache = Path(os.environ.get("LOOPCTL_E2E_CACHE", os.path.expanduser("~/.cache/loopctl-e2e")))
+    npm_prefix = cache / "npm"
+    npm_prefix.mkdir(parents=True, exist_ok=True)
+    claude = next(p for p in E2E_NPM_PACKAGES if p.startswith("@anthropic-ai/claude-code@"))
+    session.run(
+        "npm", "install", "--prefix", str(npm_prefix), "--no-audit", "--no-fund",
+        "--loglevel=error", claude,
+        external=True,
+    )  # fmt: skip
+    return npm_prefix
+
+
+@nox.session(default=False)
+def efficacy(session: nox.Session) -> None:
+    """The efficacy benchmark (docs/efficacy.md): bare agent loops and loopctl, with and without
+    the four first-party plugins, on the same scenarios through the real Claude Code CLI and a
+    reactive scripted model server. Runs the benchmark's own tests first; ``-- --json``,
+    ``-- -s SCENARIO -c CONTESTANT`` go to benchmarks/efficacy/run.py."""
+    npm_prefix = _install_claude_code(session)
+    plugins = [f"./{p.relative_to(ROOT)}" for p in distributions("plugins")]
+    session.install(*wheels(session, "./core", *plugins), *TEST_DEPS)
+    session.run("pytest", "-q", "-p", "no:cacheprovider", "benchmarks/efficacy/tests")
+    session.run(
+        "python", "benchmarks/efficacy/run.py", *session.posargs,
+        env={"LOOPCTL_E2E_NPM_PREFIX": str(npm_prefix)},
+    )  # fmt: skip
+
+
 @nox.session
 def e2e(session: nox.Session) -> None:
     """Real agent CLIs (npm; aider from PyPI) against scripted model servers on 127.0.0.1."""

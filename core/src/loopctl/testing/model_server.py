@@ -4,7 +4,24 @@ The server answers ``POST /v1/messages`` (streaming SSE and plain JSON) from a *
 of replies consumed in order by the main conversation. A reply is text, tool calls (``Read``,
 ``Edit``, ``Write``, ``Bash`` with their inputs), the usage numbers to report, or an API error
 (HTTP status plus Anthropic's error JSON). Once the scenario is used up every further request gets
-a plain ``done`` text. Everything else the CLI calls gets a harmless answer.
+a plain ``done`` text, or, when the server has a ``behaviour``, the behaviour's reply. Everything
+else the CLI calls gets a harmless answer.
+
+**Reactive use.** A *behaviour model* is any callable taking the request as an
+:class:`~loopctl.testing.conversation.AgentRequest` (the prompt, the tool calls and their results,
+the conversation's size) and returning the next :class:`Reply`: it chooses from what the request
+really holds, so the same facts get the same answer whichever harness sent them
+(:mod:`loopctl.testing.behaviours` has a library of them). Two settings make the figures and limits
+follow the requests themselves:
+
+* ``measured_usage=True``: each answer's usage is computed from the request, not taken from the
+  reply: ``input_tokens`` is :func:`~loopctl.testing.conversation.request_tokens` (the system
+  prompt and messages at four characters a token), ``output_tokens`` the same estimate of what the
+  reply holds; nothing is reported as cached. A harness that sends more pays more.
+  :meth:`ScriptedModelServer.usage_totals` adds up what was billed (error answers cost nothing).
+* ``context_window=N``: a request estimated over ``N`` tokens gets the API's prompt-too-long
+  error, as a real conversation that has outgrown the window does (compaction requests too), and
+  consumes no scenario reply.
 
 What Claude Code 2.1 sends in print mode, found by logging it: a ``HEAD /`` connectivity check,
 then one streaming ``POST /v1/messages?beta=true`` per model request, all offering its tools.
@@ -36,18 +53,22 @@ import itertools
 import json
 import threading
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import attrs
 
+from loopctl.testing.conversation import AgentRequest, request_tokens, system_text, text_tokens
+
 __all__ = [
     "COMPACT_SUMMARY",
     "DEFAULT_MODEL",
     "DONE_TEXT",
+    "AgentRequest",
     "ApiError",
+    "Behaviour",
     "RecordedRequest",
     "Reply",
     "ScriptedModelServer",
@@ -56,6 +77,7 @@ __all__ = [
     "as_reply",
     "auth_error",
     "bash",
+    "context_usage",
     "edit",
     "is_compaction_request",
     "is_main_request",
@@ -269,6 +291,17 @@ def overloaded(*, times: int = 1) -> Reply:
     return api_error(529, "overloaded_error", "Overloaded", times=times)
 
 
+#: A behaviour model: the next answer to a conversation request, chosen from what it holds.
+Behaviour = Callable[[AgentRequest], "Reply | Mapping[str, Any]"]
+
+
+def reply_tokens(reply: Reply) -> int:
+    """The estimated output tokens of ``reply``: its text, thinking and tool inputs."""
+    parts = [reply.text or "", reply.thinking or ""]
+    parts += [json.dumps(call.input) for call in reply.tool_calls]
+    return text_tokens(*parts)
+
+
 def as_reply(item: Reply | Mapping[str, Any]) -> Reply:
     """A :class:`Reply` from itself or from a plain dict (``{"text": …, "tools": [...]}``,
     ``{"error": {"status": 400, "type": …, "message": …}}``)."""
@@ -323,6 +356,8 @@ class RecordedRequest:
     reply_index: int | None = None
     status: int = 200
     at: float = attrs.Factory(time.time)
+    #: The usage the answer reported (empty for error answers and non-message requests).
+    usage: dict[str, int] = attrs.Factory(dict)
 
     @property
     def model(self) -> str | None:
@@ -335,14 +370,7 @@ class RecordedRequest:
 
     @property
     def system_text(self) -> str:
-        system = self.body.get("system") if isinstance(self.body, dict) else None
-        if isinstance(system, str):
-            return system
-        if isinstance(system, list):
-            return "\n".join(
-                str(block.get("text", "")) for block in system if isinstance(block, dict)
-            )
-        return ""
+        return system_text(self.body.get("system") if isinstance(self.body, dict) else None)
 
     def tool_result_ids(self) -> list[str]:
         """The ``tool_use_id`` of every tool result this request sends back."""
@@ -364,23 +392,37 @@ class RecordedRequest:
 class ScriptedModelServer:
     """A threaded HTTP server on 127.0.0.1 speaking enough of the Messages API for Claude Code.
 
-    ``scenario`` replies answer the main-conversation requests in order. ``early_output_tokens``
-    puts a reply's whole usage (output tokens included) into ``message_start``: Claude Code's
-    stream-json ``assistant`` lines show the usage of ``message_start`` only (the real API sends
-    the final output count in ``message_delta``), so this makes the lines carry exactly the
-    scenario's numbers. Set it to False to mimic the real API (``output_tokens: 1`` at start).
+    ``scenario`` replies answer the main-conversation requests in order; once they are used up,
+    ``behaviour`` (a :data:`Behaviour`) answers the rest, or a plain ``done`` when there is none.
+    ``measured_usage`` and ``context_window`` make the usage figures and the window follow the
+    requests' real size (see the module's docstring). ``early_output_tokens`` puts a reply's
+    whole usage (output tokens included) into ``message_start``: Claude Code's stream-json
+    ``assistant`` lines show the usage of ``message_start`` only (the real API sends the final
+    output count in ``message_delta``), so this makes the lines carry exactly the scenario's
+    numbers. Set it to False to mimic the real API (``output_tokens: 1`` at start).
+
+    A behaviour that raises is answered with an HTTP 500 ``api_error`` naming the exception, and
+    the exception is kept in :attr:`behaviour_errors`, so a broken behaviour fails loudly.
     """
 
     def __init__(
         self,
         scenario: Iterable[Reply | Mapping[str, Any]] = (),
         *,
+        behaviour: Behaviour | None = None,
+        measured_usage: bool = False,
+        context_window: int | None = None,
         model: str = DEFAULT_MODEL,
         early_output_tokens: bool = True,
         compact_reply: Reply | Mapping[str, Any] | None = None,
         log_path: Path | None = None,
     ) -> None:
+        if context_window is not None and context_window < 1:
+            raise ValueError(f"context_window must be at least 1 token, got {context_window}")
         self.model = model
+        self.behaviour = behaviour
+        self.measured_usage = measured_usage
+        self.context_window = context_window
         self.compact_reply = (
             as_reply(compact_reply)
             if compact_reply is not None
@@ -388,10 +430,13 @@ class ScriptedModelServer:
         )
         self.early_output_tokens = early_output_tokens
         self.log_path = log_path
+        #: Exceptions the behaviour raised, oldest first.
+        self.behaviour_errors: list[BaseException] = []
         self._lock = threading.Lock()
         self._replies: list[Reply] = [as_reply(item) for item in scenario]
         self._next = 0
         self._used_of_next = 0
+        self._started_at = time.monotonic()
         self._requests: list[RecordedRequest] = []
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -401,6 +446,7 @@ class ScriptedModelServer:
     def start(self) -> ScriptedModelServer:
         if self._httpd is not None:
             return self
+        self._started_at = time.monotonic()
         handler = type("_BoundHandler", (_Handler,), {"server_ref": self})
         httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
         httpd.daemon_threads = True
@@ -458,12 +504,27 @@ class ScriptedModelServer:
     def main_requests(self) -> list[RecordedRequest]:
         return [r for r in self.requests if r.kind == "main"]
 
+    def usage_totals(self) -> dict[str, int]:
+        """The usage of every answer so far, added up (``requests``: how many were answered with
+        a message; error answers are not billed)."""
+        totals = dict.fromkeys(USAGE_KEYS, 0)
+        answered = 0
+        for request in self.requests:
+            if request.usage:
+                answered += 1
+                for key in USAGE_KEYS:
+                    totals[key] += request.usage.get(key, 0)
+        return {**totals, "requests": answered}
+
     def cli_env(self, home: Path, *, model: str | None = None) -> dict[str, str]:
         """Environment for the Claude Code CLI: talk to this server, stay offline and quiet, and
-        read nothing of the user's (``home`` becomes ``HOME`` and holds the CLI's config)."""
+        read nothing of the user's (``home`` becomes ``HOME`` and holds the CLI's config, and
+        ``home/tmp`` the files it would otherwise leave in ``/tmp/claude-UID``)."""
         home = Path(home)
         (home / ".claude").mkdir(parents=True, exist_ok=True)
+        (home / "tmp").mkdir(exist_ok=True)
         return {
+            "CLAUDE_CODE_TMPDIR": str(home / "tmp"),
             "ANTHROPIC_BASE_URL": self.url,
             "ANTHROPIC_API_KEY": "sk-ant-test-loopctl",
             "ANTHROPIC_MODEL": model or self.model,
@@ -495,6 +556,7 @@ class ScriptedModelServer:
                 "kind": request.kind,
                 "reply_index": request.reply_index,
                 "status": request.status,
+                "usage": request.usage,
                 "headers": request.headers,
                 "body": request.body,
             }
@@ -513,6 +575,49 @@ class ScriptedModelServer:
                 self._next += 1
                 self._used_of_next = 0
             return reply, index
+
+    def _over_window(self, body: Any) -> Reply | None:
+        """The prompt-too-long answer for a request over ``context_window`` (None: it fits)."""
+        if self.context_window is None:
+            return None
+        tokens = request_tokens(body)
+        if tokens <= self.context_window:
+            return None
+        return prompt_too_long(tokens, self.context_window)
+
+    def _main_reply(self, body: Any) -> tuple[Reply, int | None]:
+        """The answer to a conversation request: the scenario's next reply, else the
+        behaviour's, else ``done``; and the scenario index (None when not from the scenario)."""
+        taken, index = self._take_reply()
+        with self._lock:
+            number = sum(1 for request in self._requests if request.kind == "main")
+        if taken is not None:
+            return taken, index
+        if self.behaviour is None:
+            return Reply(text=DONE_TEXT), None
+        request = AgentRequest.from_body(
+            body, number=number, elapsed_s=time.monotonic() - self._started_at
+        )
+        try:
+            return as_reply(self.behaviour(request)), None
+        except Exception as error:  # noqa: BLE001 - a broken behaviour must show, not hang the CLI
+            with self._lock:
+                self.behaviour_errors.append(error)
+            message = f"behaviour failed: {type(error).__name__}: {error}"
+            return api_error(500, "api_error", message), None
+
+    def _usage(self, reply: Reply, body: Any) -> dict[str, int]:
+        """The usage to report for ``reply`` (empty for an error answer)."""
+        if reply.error is not None:
+            return {}
+        if not self.measured_usage:
+            return _full_usage(reply.usage)
+        return {
+            "input_tokens": request_tokens(body),
+            "output_tokens": reply_tokens(reply),
+            "cache_creation_input_tokens": 0,
+            "cache_read_input_tokens": 0,
+        }
 
 
 def is_main_request(body: Any) -> bool:
@@ -586,7 +691,14 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def _recorded(self, body: Any, kind: str, index: int | None = None, status: int = 200) -> None:
+    def _recorded(
+        self,
+        body: Any,
+        kind: str,
+        index: int | None = None,
+        status: int = 200,
+        usage: dict[str, int] | None = None,
+    ) -> None:
         path = self.path
         self.server_ref._record(
             RecordedRequest(
@@ -597,6 +709,7 @@ class _Handler(BaseHTTPRequestHandler):
                 kind=kind,
                 reply_index=index,
                 status=status,
+                usage=dict(usage or {}),
             )
         )
 
@@ -627,28 +740,28 @@ class _Handler(BaseHTTPRequestHandler):
         stream = isinstance(body, dict) and body.get("stream") is True
         model = body.get("model") if isinstance(body, dict) else None
         model = model if isinstance(model, str) and model else server.model
+        too_long = server._over_window(body)
+        index: int | None = None
         if is_compaction_request(body):
-            reply = server.compact_reply
-            self._recorded(body, "compact", status=reply.error.status if reply.error else 200)
-            self._answer(reply, model, stream)
-            return
-        if not is_main_request(body):
-            self._recorded(body, "side")
-            self._answer(
-                Reply(text=DONE_TEXT, usage={"input_tokens": 50, "output_tokens": 2}), model, stream
-            )
-            return
-        taken, index = server._take_reply()
-        reply = taken if taken is not None else Reply(text=DONE_TEXT)
-        if reply.delay_s > 0:
-            time.sleep(reply.delay_s)
+            kind, reply = "compact", too_long or server.compact_reply
+        elif not is_main_request(body):
+            kind = "side"
+            reply = Reply(text=DONE_TEXT, usage={"input_tokens": 50, "output_tokens": 2})
+        elif too_long is not None:
+            kind, reply = "main", too_long
+        else:
+            kind = "main"
+            reply, index = server._main_reply(body)
+            if reply.delay_s > 0:
+                time.sleep(reply.delay_s)
+        usage = server._usage(reply, body)
         status = reply.error.status if reply.error is not None else 200
-        self._recorded(body, "main", index, status)
-        self._answer(reply, model, stream)
+        self._recorded(body, kind, index, status, usage)
+        self._answer(reply, model, stream, usage)
 
     # --- answers --------------------------------------------------------------------------------
 
-    def _answer(self, reply: Reply, model: str, stream: bool) -> None:
+    def _answer(self, reply: Reply, model: str, stream: bool, usage: dict[str, int]) -> None:
         if reply.error is not None:
             error = reply.error
             self._send_json(
@@ -661,7 +774,6 @@ class _Handler(BaseHTTPRequestHandler):
                 {"x-should-retry": "false", **error.headers},
             )
             return
-        usage = _full_usage(reply.usage)
         message_id = _new_id("msg")
         blocks = _content_blocks(reply)
         if not stream:
@@ -775,6 +887,15 @@ def _signature(thinking: str) -> str:
     """A stand-in for the API's opaque thinking signature (base64, a few hundred bytes)."""
     seed = hashlib.sha256(thinking.encode("utf-8")).digest()
     return base64.b64encode(seed * 12).decode("ascii")
+
+
+#: The usage figures every answer reports.
+USAGE_KEYS = (
+    "input_tokens",
+    "output_tokens",
+    "cache_creation_input_tokens",
+    "cache_read_input_tokens",
+)
 
 
 def _full_usage(given: Mapping[str, int]) -> dict[str, int]:

@@ -1,0 +1,103 @@
+"""``python benchmarks/efficacy/run.py``: run the scenarios against the contestants.
+
+    run.py                                   # every scenario, every contestant: a table
+    run.py --json                            # the same as one JSON document
+    run.py -s control-add -c bare-fresh -c loopctl
+    run.py --list                            # the scenarios and contestants there are
+
+Claude Code comes from ``$LOOPCTL_E2E_NPM_PREFIX`` (``nox -s efficacy`` installs it there) or
+PATH. Exit status: 0 when every run finished (whatever its score), 2 for bad input (a malformed
+scenario, an unknown name, no CLI), 3 when a behaviour model failed or a run that was not cut left
+a process running (the harness kills them either way).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import sys
+import tempfile
+from pathlib import Path
+
+from efficacy import harness, report
+from efficacy.contestants import CONTESTANTS
+from efficacy.scenario import SCENARIOS, load_all
+from loopctl.configfile import ConfigError
+from loopctl.testing.realcli import find_cli
+
+
+def _arguments(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="run.py", description="The efficacy benchmark (docs/efficacy.md)."
+    )
+    parser.add_argument("-s", "--scenario", action="append", help="run this scenario (repeat)")
+    parser.add_argument("-c", "--contestant", action="append", help="run this contestant (repeat)")
+    parser.add_argument("--scenarios", type=Path, default=SCENARIOS, help="the scenarios' folder")
+    parser.add_argument("--json", action="store_true", help="print one JSON document")
+    parser.add_argument("--keep", action="store_true", help="keep each run's directory")
+    parser.add_argument("--list", action="store_true", help="list scenarios and contestants")
+    return parser.parse_args(argv)
+
+
+def _error(message: str) -> int:
+    print(f"efficacy: error: {message}", file=sys.stderr)
+    return 2
+
+
+def main(argv: list[str]) -> int:
+    args = _arguments(argv)
+    try:
+        scenarios = load_all(args.scenarios, args.scenario)
+    except ConfigError as error:
+        return _error(str(error))
+    if args.list:
+        for scenario in scenarios:
+            print(f"{scenario.name}: {scenario.spec.pattern}")
+        print("contestants: " + ", ".join(CONTESTANTS))
+        return 0
+    unknown = [name for name in args.contestant or [] if name not in CONTESTANTS]
+    if unknown:
+        return _error(f"unknown contestant {unknown[0]!r} (there are: {', '.join(CONTESTANTS)})")
+    cli = find_cli("claude")
+    if cli is None:
+        return _error(
+            "Claude Code not found: install it with `npm install --prefix DIR "
+            "@anthropic-ai/claude-code` and set LOOPCTL_E2E_NPM_PREFIX=DIR (nox -s efficacy does)"
+        )
+    contestants = [CONTESTANTS[name] for name in args.contestant or CONTESTANTS]
+    started = datetime.datetime.now(datetime.timezone.utc)
+    records = []
+    with tempfile.TemporaryDirectory(prefix="loopctl-efficacy-") as base:
+        for scenario in scenarios:
+            for contestant in contestants:
+                records.append(
+                    harness.run_one(
+                        scenario,
+                        contestant,
+                        cli=cli,
+                        base=Path(base),
+                        keep=args.keep,
+                        log=lambda line: print(line, file=sys.stderr, flush=True),
+                    )
+                )
+        if args.keep:  # the runs' directories outlive the temporary one
+            kept = Path(tempfile.mkdtemp(prefix="loopctl-efficacy-kept-"))
+            for entry in Path(base).iterdir():
+                os.replace(entry, kept / entry.name)
+            print(f"efficacy: the runs' directories are in {kept}", file=sys.stderr)
+    meta = {
+        "started": started.isoformat(timespec="seconds"),
+        "python": platform.python_version(),
+        "cli": cli,
+        "scenarios": {s.name: s.spec.pattern for s in scenarios},
+    }
+    print(
+        json.dumps(report.as_json(records, meta), indent=2) if args.json else report.table(records)
+    )
+    broken = any(
+        r.behaviour_errors or (r.leaked and not r.stopped.startswith("cut:")) for r in records
+    )
+    return 3 if broken else 0

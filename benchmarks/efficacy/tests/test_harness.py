@@ -1,0 +1,157 @@
+"""The harness, with stand-ins for Claude Code (scripts that fix, hang or spend tokens): runs
+are scored by the tests on the final tree and the budget, a contestant is cut at the wall clock
+or the token budget, and nothing of a run outlives it."""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+from efficacy import harness
+from efficacy.contestants import CONTESTANTS, Outcome, RunContext
+from efficacy.scenario import Scenario, parse
+
+pytestmark = pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="needs /proc")
+
+
+def scenario(expect: str = "pass", **budget: Any) -> Scenario:
+    data = {
+        "expect": expect,
+        "description": "add() subtracts",
+        "pattern": "control",
+        "goal": "Make the tests pass.",
+        "test_cmd": f"{sys.executable} -m unittest -q",
+        "budget": {"iterations": 2, "tokens": 100_000, "wall_clock_s": 60, **budget},
+        "agent": {
+            "behaviour": "fixer",
+            "params": {"ideas": [{"file": "calc.py", "old": "a - b", "new": "a + b"}]},
+        },
+        "files": {
+            "calc.py": "def add(a, b):\n    return a - b\n",
+            "test_calc.py": "import unittest\nfrom calc import add\n\n\n"
+            "class T(unittest.TestCase):\n    def test_add(self):\n"
+            "        self.assertEqual(add(1, 2), 3)\n",
+        },
+    }
+    return parse(data, name="fake", source=Path("fake.toml"))
+
+
+def fake_cli(tmp_path: Path, body: str) -> str:
+    """An executable Python script standing in for Claude Code."""
+    path = tmp_path / "claude"
+    path.write_text(f"#!{sys.executable}\n" + textwrap.dedent(body))
+    path.chmod(0o755)
+    return str(path)
+
+
+def marked_processes(root: Path) -> list[int]:
+    """Processes still alive whose environment marks them as a run's."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            environ = (entry / "environ").read_bytes()
+        except OSError:
+            continue
+        if f"{harness.MARKER}=".encode() in environ and str(root).encode() in environ:
+            found.append(int(entry.name))
+    return found
+
+
+FIXES = """
+    import pathlib
+    calc = pathlib.Path("calc.py")
+    calc.write_text(calc.read_text().replace("a - b", "a + b"))
+"""
+
+
+def test_a_fix_completes_and_a_non_fix_uses_up_the_iterations(tmp_path: Path) -> None:
+    fixing = harness.run_one(
+        scenario(), CONTESTANTS["bare-fresh"], cli=fake_cli(tmp_path, FIXES), base=tmp_path
+    )
+    assert (fixing.completed, fixing.tests_pass, fixing.iterations) == (True, True, 1)
+    assert fixing.stopped == "tests pass"
+    assert (fixing.input_tokens, fixing.requests, fixing.leaked) == (0, 0, [])
+    idle = harness.run_one(
+        scenario(), CONTESTANTS["bare-continue"], cli=fake_cli(tmp_path, "pass\n"), base=tmp_path
+    )
+    assert (idle.completed, idle.tests_pass, idle.iterations) == (False, False, 2)
+    assert idle.stopped == "iteration budget used up"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["claude"]  # run directories removed
+
+
+def test_a_hanging_contestant_is_cut_at_the_wall_clock_and_leaves_no_process(
+    tmp_path: Path,
+) -> None:
+    hangs = """
+        import os, subprocess, time
+        # a child in a session of its own: ending the contestant's session does not reach it
+        subprocess.Popen(["sleep", "300"], start_new_session=True)
+        time.sleep(300)
+    """
+    record = harness.run_one(
+        scenario(wall_clock_s=2),
+        CONTESTANTS["bare-fresh"],
+        cli=fake_cli(tmp_path, hangs),
+        base=tmp_path,
+    )
+    assert not record.completed
+    assert record.stopped == "cut: wall clock (2 s)"
+    assert 2 <= record.wall_s < 2 + harness.GRACE_S + 5
+    assert [entry.split()[1] for entry in record.leaked] == ["sleep"]
+    assert marked_processes(tmp_path) == []
+
+
+def test_a_contestant_over_the_token_budget_is_cut(tmp_path: Path) -> None:
+    spends = """
+        import json, os, urllib.request
+        body = {"model": "m", "max_tokens": 10, "tools": [{"name": "Read"}],
+                "system": "x" * 40_000, "messages": [{"role": "user", "content": "go"}]}
+        while True:
+            request = urllib.request.Request(
+                os.environ["ANTHROPIC_BASE_URL"] + "/v1/messages", data=json.dumps(body).encode(),
+                headers={"content-type": "application/json"})
+            urllib.request.urlopen(request).read()
+    """
+    record = harness.run_one(
+        scenario(tokens=50_000),
+        CONTESTANTS["bare-fresh"],
+        cli=fake_cli(tmp_path, spends),
+        base=tmp_path,
+    )
+    assert record.stopped == "cut: over the token budget (50,000)"
+    assert not record.completed
+    assert record.input_tokens > 50_000
+    assert record.requests >= 5
+    assert record.cost_usd == pytest.approx(
+        harness.cost(record.input_tokens, record.output_tokens), abs=1e-4
+    )
+    assert marked_processes(tmp_path) == []
+
+
+TOTALS = {"input_tokens": 1_000, "output_tokens": 10, "requests": 2}
+
+
+@pytest.mark.parametrize(
+    ("expect", "iterations", "cut", "passes", "completed"),
+    [
+        ("pass", 2, "", True, True),  # the last iteration of the budget still counts
+        ("pass", 1, "", False, False),  # the tests must pass on the final tree
+        ("pass", 1, "cut: wall clock (60 s)", True, False),
+        ("stop", 1, "", False, True),  # stopped by itself before its budget was used up
+        ("stop", 2, "", False, False),  # used its whole iteration budget
+        ("stop", 1, "cut: wall clock (60 s)", False, False),
+    ],
+)
+def test_a_run_is_scored_by_what_its_scenario_expects(
+    tmp_path: Path, expect: str, iterations: int, cut: str, passes: bool, completed: bool
+) -> None:
+    ctx = RunContext(root=tmp_path, scenario=scenario(expect), cli="claude")
+    record = harness.score(ctx, "c", Outcome(iterations, "said"), TOTALS, 1.0, cut, passes)
+    assert record.completed is completed
+    assert record.stopped == (cut or "said")
+    assert (record.input_tokens, record.output_tokens, record.requests) == (1_000, 10, 2)
