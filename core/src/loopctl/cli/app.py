@@ -11,7 +11,7 @@ import copy
 import json
 import os
 import sys
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 from enum import Enum
 from pathlib import Path
@@ -424,7 +424,7 @@ def run_command(
         model=model,
     )
     workdir = Path.cwd()
-    overrides.update(_plugin_option_overrides(ctx.args, workdir, config))
+    overrides.update(_plugin_option_overrides(ctx, workdir, config))
     if fresh_state:
         _discard_state(_state_dir(workdir, state_dir, config))
     _run_loop(
@@ -595,7 +595,7 @@ def resume_command(
     elif previous.max_iterations:  # the loop's limit now (a plugin may have lowered it)
         limits = {**recorded.config.get("limits", {}), "max_iterations": previous.max_iterations}
         recorded = attrs.evolve(recorded, config={**recorded.config, "limits": limits})
-    overrides.update(_plugin_option_overrides(ctx.args, loop_workdir, config_file, recorded))
+    overrides.update(_plugin_option_overrides(ctx, loop_workdir, config_file, recorded))
     environment = dict(os.environ)
     if recorded.config is not None:
         _restore_environment(recorded.env)
@@ -664,12 +664,14 @@ def plugin_run_options(
 
 
 def _plugin_option_overrides(
-    args: list[str], workdir: Path, config: Optional[Path], recorded: Any = None
+    ctx: typer.Context, workdir: Path, config: Optional[Path], recorded: Any = None
 ) -> dict[str, Any]:
-    """Config overrides from the plugin options among ``args`` (``--flag VALUE`` or
-    ``--flag=VALUE``); anything else is a usage error."""
+    """Config overrides from the plugin options among the command's extra arguments
+    (``--flag VALUE`` or ``--flag=VALUE``); anything else is a usage error."""
+    args: list[str] = ctx.args
     if not args:
         return {}
+    own = [name for param in ctx.command.params for name in param.opts]
     options = plugin_run_options(workdir, config, recorded)
     overrides: dict[str, Any] = {}
     rest = list(args)
@@ -678,8 +680,7 @@ def _plugin_option_overrides(
         flag, has_value, value = word.partition("=")
         option = options.get(flag)
         if option is None:
-            known = ", ".join(sorted(options)) or "none"
-            raise fail(f"no such option: {word} (options from plugins: {known}; see --help)")
+            raise fail(_no_such_option(flag, options, own))
         if not has_value:
             if not rest:
                 raise fail(f"option {flag} needs a value ({option.metavar})")
@@ -688,6 +689,17 @@ def _plugin_option_overrides(
             raise fail(f"{flag}: {value!r} is not one of {', '.join(option.choices)}")
         overrides[option.key] = value
     return overrides
+
+
+def _no_such_option(flag: str, plugins: Mapping[str, Any], own: Sequence[str]) -> str:
+    """``no such option: FLAG``, with the command's ``own`` or a plugin's option it misspells."""
+    from loopctl.suggest import close_match
+
+    meant = close_match(flag, [*own, *plugins])
+    if meant is not None:
+        return f"no such option: {flag} (did you mean {meant}?)"
+    known = ", ".join(sorted(plugins)) or "none"
+    return f"no such option: {flag} (options from plugins: {known}; see --help)"
 
 
 def _describe_plugin_options() -> None:
@@ -847,11 +859,14 @@ def config_show(
     """Print the effective configuration and where each value came from (secrets hidden).
     The plugins' sections are checked as `loopctl run` checks them."""
     from loopctl.config import config_to_dict, hide_secrets, load_config
+    from loopctl.launch import check_agent_name
     from loopctl.pluginhost import build_host, validate_plugin_sections
 
     with user_errors():
         loaded = load_config(Path.cwd(), config_file=config)
-        validate_plugin_sections(loaded, build_host(loaded))
+        host = build_host(loaded)
+        validate_plugin_sections(loaded, host)
+        check_agent_name(loaded, host)
     values = hide_secrets(config_to_dict(loaded))
     if json_output:
         emit_json(
@@ -1191,7 +1206,7 @@ def _usage_error(exc: Exception) -> int:
         if text.strip():
             print(text)
         return 0
-    message = _message(exc)
+    message = " ".join(_message(exc).split())  # one line: click lists choices one a line
     command = getattr(ctx, "command_path", None) or "loopctl"
     error(f"{message} (see `{command} --help`)")
     code = getattr(exc, "exit_code", EXIT_USAGE)
