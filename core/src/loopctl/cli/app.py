@@ -981,7 +981,7 @@ def plugins_install(
             find_links=find_links, no_index=no_index, index_url=index_url,
         )  # fmt: skip
     except inst.InstallError as exc:
-        raise fail(str(exc), exc.exit_code) from None
+        raise _install_failed(exc, json_output=json_output) from None
     _show_change(result, "install", json_output=json_output)
 
 
@@ -1001,8 +1001,15 @@ def plugins_uninstall(
     try:
         result = inst.uninstall(names, json_output=json_output)
     except inst.InstallError as exc:
-        raise fail(str(exc), exc.exit_code) from None
+        raise _install_failed(exc, json_output=json_output) from None
     _show_change(result, "uninstall", json_output=json_output)
+
+
+def _install_failed(exc: Any, *, json_output: bool) -> typer.Exit:
+    """A failed ``plugins install|uninstall``: its JSON (with the error) too with --json."""
+    if json_output:
+        emit_json(exc.result)
+    return fail(str(exc), exc.exit_code)
 
 
 def _show_change(result: dict[str, Any], action: str, *, json_output: bool) -> None:
