@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional
 import typer
 
 from loopctl._version import __version__
+from loopctl.cli import complete
 from loopctl.cli import logs as _logging
 from loopctl.cli.fast import USER_ERRORS as USER_ERRORS
 from loopctl.cli.fast import emit_json, error, forgiving_streams, shown, warn
@@ -348,7 +349,11 @@ def run_command(
     ] = None,
     agent: Annotated[
         Optional[str],
-        typer.Option("--agent", help="Agent adapter name (see `loopctl agents list`)."),
+        typer.Option(
+            "--agent",
+            help="Agent adapter name (see `loopctl agents list`).",
+            autocompletion=complete.agent_names,
+        ),
     ] = None,
     agent_cmd: Annotated[
         Optional[str],
@@ -481,8 +486,8 @@ def _state_dir(workdir: Path, state_dir: Optional[Path], config: Optional[Path])
         return state_dir_for(workdir, state_dir, config)
 
 
-def _resume_option(flag: str, what: str) -> Any:
-    return typer.Option(flag, help=f"Change {what} (default: as the loop was started).")
+def _resume_option(flag: str, what: str, **more: Any) -> Any:
+    return typer.Option(flag, help=f"Change {what} (default: as the loop was started).", **more)
 
 
 RESUME_EXAMPLES = examples("loopctl resume", "loopctl resume --max-iterations 30")
@@ -503,7 +508,10 @@ def resume_command(
     test_cmd: Annotated[
         Optional[str], _resume_option("--test-cmd", "the command that says the goal is met")
     ] = None,
-    agent: Annotated[Optional[str], _resume_option("--agent", "the agent adapter")] = None,
+    agent: Annotated[
+        Optional[str],
+        _resume_option("--agent", "the agent adapter", autocompletion=complete.agent_names),
+    ] = None,
     agent_cmd: Annotated[
         Optional[str], _resume_option("--agent-cmd", "the command run as the agent")
     ] = None,
@@ -988,7 +996,12 @@ def plugins_install(
 @plugins_app.command("uninstall")
 def plugins_uninstall(
     names: Annotated[
-        list[str], typer.Argument(help="Plugin or distribution names.", metavar="NAME...")
+        list[str],
+        typer.Argument(
+            help="Plugin or distribution names.",
+            metavar="NAME...",
+            autocompletion=complete.installed_plugin_names,
+        ),
     ],
     json_output: Annotated[bool, typer.Option("--json", help=JSON_HELP)] = False,
 ) -> None:
@@ -1110,7 +1123,12 @@ def _agent_row(
     epilog=examples("loopctl agents parse claude .loopctl/logs/iteration-0001.agent.jsonl"),
 )
 def agents_parse(
-    agent: Annotated[str, typer.Argument(help="The adapter whose output FILE holds.")],
+    agent: Annotated[
+        str,
+        typer.Argument(
+            help="The adapter whose output FILE holds.", autocompletion=complete.agent_names
+        ),
+    ],
     file: Annotated[
         Path, typer.Argument(help="A transcript, e.g. .loopctl/logs/iteration-0001.agent.jsonl.")
     ],
