@@ -146,24 +146,32 @@ KNOWN_PLUGINS = ("core", "claude", "command", "scripted")  # built in: there wha
         pytest.param(
             "[tool.loopctl]\nmax_iterations = 3\n",
             ["config", "show"],
-            ["pyproject.toml: tool.loopctl: unknown key 'max_iterations' (it belongs in "
-             "[tool.loopctl.limits]: tool.loopctl.limits.max_iterations)"],
+            [
+                "pyproject.toml: tool.loopctl: unknown key 'max_iterations' (it belongs in "
+                "[tool.loopctl.limits]: tool.loopctl.limits.max_iterations)"
+            ],
             id="misplaced-key-pyproject",
-        ),  # fmt: skip
+        ),
         pytest.param(
             "max_iteration = 3\n",
             ["config", "show"],
-            ["loopctl.toml: unknown key 'max_iteration' (did you mean 'max_iterations'? "
-             "it belongs in [limits]: limits.max_iterations)"],
+            [
+                "loopctl.toml: unknown key 'max_iteration' (did you mean 'max_iterations'? "
+                "it belongs in [limits]: limits.max_iterations)"
+            ],
             id="misspelt-misplaced-key",
-        ),  # fmt: skip
+        ),
         pytest.param(
             'agent = "scriptd"\n',
             ["config", "show"],
-            ["loopctl.toml: agent: no agent is named 'scriptd' (did you mean 'scripted'?); "
-             "the agents are: ", "command", "claude"],
+            [
+                "loopctl.toml: agent: no agent is named 'scriptd' (did you mean 'scripted'?); "
+                "the agents are: ",
+                "command",
+                "claude",
+            ],
             id="agent-config-show",
-        ),  # fmt: skip
+        ),
         pytest.param(
             "[plugins.scripted]\n",  # fine: a section; the test below checks plugin sections
             ["config", "show"],

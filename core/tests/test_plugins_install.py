@@ -102,7 +102,8 @@ def test_a_name_found_nowhere_is_one_clean_error() -> None:
     done = _loopctl("plugins", "install", *OFFLINE, "no-such-plugin-xyz")
     assert done.returncode == 1
     lines = done.stderr.splitlines()
-    assert lines and all(line.startswith("loopctl: error: ") for line in lines), done.stderr
+    assert lines, done.stderr
+    assert all(line.startswith("loopctl: error: ") for line in lines), done.stderr
     assert "no distribution named loopctl-no-such-plugin-xyz was found" in done.stderr
 
 
