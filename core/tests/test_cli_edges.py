@@ -144,6 +144,35 @@ KNOWN_PLUGINS = ("core", "claude", "command", "scripted")  # built in: there wha
             id="misplaced-key",
         ),
         pytest.param(
+            "[tool.loopctl]\nmax_iterations = 3\n",
+            ["config", "show"],
+            [
+                "pyproject.toml: tool.loopctl: unknown key 'max_iterations' (it belongs in "
+                "[tool.loopctl.limits]: tool.loopctl.limits.max_iterations)"
+            ],
+            id="misplaced-key-pyproject",
+        ),
+        pytest.param(
+            "max_iteration = 3\n",
+            ["config", "show"],
+            [
+                "loopctl.toml: unknown key 'max_iteration' (did you mean 'max_iterations'? "
+                "it belongs in [limits]: limits.max_iterations)"
+            ],
+            id="misspelt-misplaced-key",
+        ),
+        pytest.param(
+            'agent = "scriptd"\n',
+            ["config", "show"],
+            [
+                "loopctl.toml: agent: no agent is named 'scriptd' (did you mean 'scripted'?); "
+                "the agents are: ",
+                "command",
+                "claude",
+            ],
+            id="agent-config-show",
+        ),
+        pytest.param(
             "[plugins.scripted]\n",  # fine: a section; the test below checks plugin sections
             ["config", "show"],
             [],
@@ -176,6 +205,32 @@ def test_a_misspelled_plugin_in_the_environment_is_named_after_the_variable(
     result = loopctl("agents", "list", cwd=project.path, env=clean_env(LOOPCTL_PLUGINS="scriptd"))
     assert result.returncode == 2
     assert "environment variable LOOPCTL_PLUGINS: no plugin is named 'scriptd'" in result.stderr
+
+
+def test_a_misspelt_setting_in_the_environment_is_an_error(project: Project) -> None:
+    env = clean_env(LOOPCTL_LIMITS__MAX_ITERATION="3")
+    result = loopctl("config", "show", cwd=project.path, env=env)
+    assert result.returncode == 2
+    assert result.stderr == (
+        "loopctl: error: environment variable LOOPCTL_LIMITS__MAX_ITERATION names no loopctl "
+        "setting (did you mean LOOPCTL_LIMITS__MAX_ITERATIONS?); rename it, or unset it\n"
+    )
+
+
+def test_a_misspelt_option_of_run_gets_a_suggestion(project: Project) -> None:
+    result = loopctl("run", "go", "--agent", "scripted", "--max-iteration", "3", cwd=project.path)
+    assert result.returncode == 2
+    assert "no such option: --max-iteration (did you mean --max-iterations?)" in result.stderr
+    assert not (project.path / ".loopctl").exists()  # nothing ran
+
+
+def test_a_usage_error_is_one_line(project: Project) -> None:
+    result = loopctl("completion", cwd=project.path)
+    assert result.returncode == 2
+    assert result.stderr == (
+        "loopctl: error: Missing argument 'SHELL'. Choose from: bash, zsh, fish, powershell "
+        "(see `loopctl completion --help`)\n"
+    )
 
 
 def test_plugins_list_warns_of_a_misspelled_plugin_and_lists_all(project: Project) -> None:
@@ -448,6 +503,17 @@ def test_a_completion_request_answers_with_commands_options_and_choices(project:
     assert complete("loopctl run --sess", 2, project.path) == ["--session"]
     assert complete("loopctl run --session ", 3, project.path) == ["fresh", "resume"]
     assert complete("loopctl completion ", 2, project.path) == ["bash", "zsh", "fish", "powershell"]
+
+
+def test_completion_offers_agent_and_plugin_names(project: Project) -> None:
+    agents = complete("loopctl run --agent ", 3, project.path)
+    assert {"claude", "codex", "command", "scripted"} <= set(agents)
+    assert complete("loopctl run --agent scr", 3, project.path) == ["scripted"]
+    assert complete("loopctl resume --agent scr", 3, project.path) == ["scripted"]
+    assert complete("loopctl agents parse scr", 3, project.path) == ["scripted"]
+    installed = complete("loopctl plugins uninstall ", 3, project.path)
+    assert {"goal-guard", "context-errors"} <= set(installed)
+    assert complete("loopctl plugins uninstall goal-", 3, project.path) == ["goal-guard"]
 
 
 @pytest.mark.parametrize(

@@ -253,6 +253,43 @@ def test_unknown_top_level_key_without_close_match(project: Path) -> None:
     assert message == "loopctl.toml: unknown key 'zzz'"
 
 
+def test_a_misplaced_key_in_pyproject_is_sent_to_its_tool_loopctl_table(project: Path) -> None:
+    write(project / "pyproject.toml", "[tool.loopctl]\nmax_iterations = 3\n")
+    assert error_of(project) == (
+        "pyproject.toml: tool.loopctl: unknown key 'max_iterations' "
+        "(it belongs in [tool.loopctl.limits]: tool.loopctl.limits.max_iterations)"
+    )
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "expected"),
+    [
+        (
+            "loopctl.toml",
+            "max_iteration = 3\n",
+            "loopctl.toml: unknown key 'max_iteration' "
+            "(did you mean 'max_iterations'? it belongs in [limits]: limits.max_iterations)",
+        ),
+        (
+            "pyproject.toml",
+            "[tool.loopctl]\nmax_restart = 3\n",
+            "pyproject.toml: tool.loopctl: unknown key 'max_restart' (did you mean "
+            "'max_restarts'? it belongs in [tool.loopctl.limits]: tool.loopctl.limits.max_restarts)",
+        ),
+        (  # a close key of the table itself comes first
+            "loopctl.toml",
+            "test_cm = 'pytest'\n",
+            "loopctl.toml: unknown key 'test_cm' (did you mean 'test_cmd'?)",
+        ),
+    ],
+)
+def test_a_misspelt_key_of_an_inner_table_written_at_the_top_is_suggested_there(
+    project: Path, name: str, text: str, expected: str
+) -> None:
+    write(project / name, text)
+    assert error_of(project) == expected
+
+
 def test_non_table_under_plugins_is_an_unknown_key(project: Path) -> None:
     write(project / "loopctl.toml", '[plugins]\nenabel = ["a"]\ncontext-monitor = 5\n')
     lines = error_of(project).splitlines()
@@ -492,16 +529,73 @@ def test_env_stray_variables_warn_and_loopctl_own_variables_are_silent(project: 
             "LOOPCTL_SESSION_ID": "abc",
             "LOOPCTL_RUN_ID": "r1",
             "LOOPCTL_SUPERVISOR": "123.456",  # a loop run by a loop's agent or test command
-            "LOOPCTL_TEST_COMMAND": "pytest",
+            "LOOPCTL_TESTS": "pytest",  # not close enough to be taken for a misspelling
             "LOOPCTL_MODELS__X": "5",
             "PATH": "/usr/bin",
         },
     )
     assert loaded.config == LoopctlConfig()
     assert len(loaded.warnings) == 2
-    assert "LOOPCTL_TEST_COMMAND" in loaded.warnings[1]
+    assert "LOOPCTL_TESTS" in loaded.warnings[1]
     assert "did you mean LOOPCTL_TEST_CMD?" in loaded.warnings[1]
     assert loaded.warnings[0].startswith("environment variable LOOPCTL_MODELS__X: models.x cannot")
+
+
+@pytest.mark.parametrize(
+    ("name", "meant"),
+    [
+        ("LOOPCTL_LIMITS__MAX_ITERATION", "LOOPCTL_LIMITS__MAX_ITERATIONS"),
+        ("LOOPCTL_MAX_ITERATIONS", "LOOPCTL_LIMITS__MAX_ITERATIONS"),  # the table left out
+        ("LOOPCTL_MAX_ITERATION", "LOOPCTL_LIMITS__MAX_ITERATIONS"),
+        ("LOOPCTL_TEST_CDM", "LOOPCTL_TEST_CMD"),
+        ("LOOPCTL_TEST_COMMAND", "LOOPCTL_TEST_CMD"),
+        ("LOOPCTL_PLUGIN__DISABLE", "LOOPCTL_PLUGINS__DISABLE"),
+    ],
+)
+def test_env_a_misspelt_setting_is_an_error_as_in_the_file(
+    project: Path, name: str, meant: str
+) -> None:
+    assert error_of(project, env={name: "3"}) == (
+        f"environment variable {name} names no loopctl setting (did you mean {meant}?); "
+        "rename it, or unset it"
+    )
+
+
+def test_env_variables_of_loopctls_own_tools_are_silent_and_others_warn(project: Path) -> None:
+    from loopctl.config.sources import KNOWN_ENV_VARS
+
+    own = dict.fromkeys(KNOWN_ENV_VARS, "1")
+    assert load(project, env=own).warnings == []
+    loaded = load(project, env={"LOOPCTL_SOMEONE_ELSES_THING": "1"})  # another tool's, maybe
+    assert loaded.warnings == [
+        "environment variable LOOPCTL_SOMEONE_ELSES_THING does not name a loopctl setting; ignored"
+    ]
+
+
+def test_every_loopctl_variable_the_repository_reads_is_a_setting_or_known() -> None:
+    """The known list is complete: every ``LOOPCTL_*`` name in the code of loopctl, its plugins
+    and its tools (not their tests, which make up names) is a setting or on it."""
+    import re
+
+    from loopctl.config.sources import ENV_KEYS, KNOWN_ENV_VARS
+    from loopctl.configfile import ENV_DISABLE_AUTOLOAD, ENV_PLUGINS
+
+    root = Path(__file__).resolve().parents[2]
+    if not (root / "noxfile.py").is_file():
+        pytest.skip("not in a checkout of the repository")
+    places = ["core/src", "plugins/*/src", "contrib/*/src", "benchmarks", "noxfile.py", ".ci"]
+    files = [p for place in places for p in root.glob(place) if p.is_file()]
+    files += [f for place in places for d in root.glob(place) if d.is_dir() for f in d.rglob("*")]
+    names = set()
+    for path in files:
+        if path.is_file() and path.suffix in ("", ".py", ".sh", ".toml", ".yml"):
+            text = path.read_text(encoding="utf-8", errors="replace")
+            names |= set(re.findall(r"(?<![A-Za-z0-9_])LOOPCTL_[A-Z0-9_]*[A-Z0-9]", text))
+    assert len(names) > 20
+    known = {*ENV_KEYS, *KNOWN_ENV_VARS, ENV_PLUGINS, ENV_DISABLE_AUTOLOAD}
+    # not variables: in docstrings, a variable, a misspelt one, a completion signal; a file name
+    examples = {"LOOPCTL_X", "LOOPCTL_MAX_ITERATIONS", "LOOPCTL_DONE", "LOOPCTL_MESSAGE"}
+    assert sorted(names - known - examples) == []
 
 
 def test_env_range_errors_name_the_variable(project: Path) -> None:

@@ -4,8 +4,10 @@ Installing for real, from a wheelhouse into a fresh venv, is tests/test_install_
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -86,15 +88,59 @@ def test_uninstalling_loopctl_itself_is_refused() -> None:
         assert "loopctl-core is loopctl itself" in done.stderr
 
 
-def test_a_failing_installer_is_an_error_naming_it() -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "loopctl", "plugins", "install", "--no-index",
-         "--find-links", "/nonexistent", "no-such-plugin-xyz"],
-        capture_output=True, text=True, check=False,
+def _loopctl(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "loopctl", *args], cwd=cwd, capture_output=True, text=True,
+        check=False,
     )  # fmt: skip
+
+
+OFFLINE = ("--no-index", "--find-links", "/nonexistent")
+
+
+def test_a_name_found_nowhere_is_one_clean_error() -> None:
+    done = _loopctl("plugins", "install", *OFFLINE, "no-such-plugin-xyz")
     assert done.returncode == 1
-    assert "loopctl-no-such-plugin-xyz" in done.stderr
-    assert "failed with exit code" in done.stderr
+    lines = done.stderr.splitlines()
+    assert lines, done.stderr
+    assert all(line.startswith("loopctl: error: ") for line in lines), done.stderr
+    assert "no distribution named loopctl-no-such-plugin-xyz was found" in done.stderr
+
+
+def test_a_name_not_on_the_index_points_to_the_checkouts_copy(tmp_path: Path) -> None:
+    checkout = tmp_path / "checkout"
+    plugin = checkout / "contrib" / "flaky-db"
+    plugin.mkdir(parents=True)
+    (plugin / "pyproject.toml").write_text('[project]\nname = "loopctl-flaky-db"\n')
+    done = _loopctl("plugins", "install", *OFFLINE, "flaky-db", cwd=checkout)
+    assert done.returncode == 1
+    assert "this checkout has it: loopctl plugins install ./contrib/flaky-db" in done.stderr
+    (checkout / "docs").mkdir()
+    inside = _loopctl("plugins", "install", *OFFLINE, "flaky-db", cwd=checkout / "docs")
+    assert "loopctl plugins install ../contrib/flaky-db" in inside.stderr
+
+
+def test_a_failed_install_says_so_in_json_too() -> None:
+    done = _loopctl("plugins", "install", "--json", *OFFLINE, "no-such-plugin-xyz")
+    assert done.returncode == 1
+    result = json.loads(done.stdout)
+    assert result["requested"] == ["loopctl-no-such-plugin-xyz"]
+    assert "no distribution named loopctl-no-such-plugin-xyz" in result["error"]
+    assert result["added"] == result["removed"] == result["changed"] == []
+
+
+def test_uninstalling_a_name_nothing_has_is_an_error_with_a_suggestion() -> None:
+    done = _loopctl("plugins", "uninstall", "goal-gaurd")
+    assert done.returncode == 2
+    assert (
+        "no plugin or distribution named 'goal-gaurd' is installed (did you mean 'goal-guard'?)"
+    ) in done.stderr
+    as_json = _loopctl("plugins", "uninstall", "--json", "goal-gaurd")
+    assert as_json.returncode == 2
+    assert "did you mean 'goal-guard'?" in json.loads(as_json.stdout)["error"]
+    from loopctl.cli.install import installed_plugins
+
+    assert "goal-guard" in {row["name"] for row in installed_plugins()}  # nothing uninstalled
 
 
 def test_required_plugins_can_name_loopctl_core_itself() -> None:

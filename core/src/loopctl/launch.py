@@ -27,6 +27,7 @@ from loopctl.engine import Engine
 from loopctl.model import Event
 from loopctl.pluginhost import PluginHost, build_host
 from loopctl.state import RunSettings
+from loopctl.suggest import did_you_mean
 from loopctl.testcmd import missing_program
 from loopctl.withhold import child_environment
 
@@ -75,9 +76,11 @@ def _select_agent(
                 '`agent = "NAME"` in loopctl.toml'
             )
     if name not in classes:
-        known = ", ".join(sorted(classes)) or "none"
+        if agent is None and agent_cmd is None:  # the configuration's
+            check_agent_name(loaded, host)
         raise UsageError(
-            f"unknown agent {name!r}; available agents: {known} (see `loopctl agents list`)"
+            f"unknown agent {name!r}{did_you_mean(name, classes)}; available agents: "
+            f"{', '.join(sorted(classes)) or 'none'} (see `loopctl agents list`)"
         )
     cls = classes[name][0]
     settings = loaded.agent_settings(name, cls.settings_class)
@@ -86,6 +89,18 @@ def _select_agent(
     if config.model is not None:  # `--model`, LOOPCTL_MODEL or `model`: whichever agent runs
         settings.model = config.model
     return cls(settings, model_windows=config.models), command
+
+
+def check_agent_name(loaded: LoadedConfig, host: PluginHost) -> None:
+    """A UsageError naming where it was set when the configuration's ``agent`` names no
+    adapter ``host`` has (``loopctl config show`` checks it, as a run does)."""
+    name = loaded.config.agent
+    classes = agent_classes(host)
+    if name is not None and name not in classes:
+        raise UsageError(
+            f"{loaded.where('agent')}: no agent is named {name!r}{did_you_mean(name, classes)}; "
+            f"the agents are: {', '.join(sorted(classes)) or 'none'} (see `loopctl agents list`)"
+        )
 
 
 def _check_test_command(loaded: LoadedConfig, workdir: Path) -> None:

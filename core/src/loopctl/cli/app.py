@@ -11,7 +11,7 @@ import copy
 import json
 import os
 import sys
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 from enum import Enum
 from pathlib import Path
@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional
 import typer
 
 from loopctl._version import __version__
+from loopctl.cli import complete
 from loopctl.cli import logs as _logging
 from loopctl.cli.fast import USER_ERRORS as USER_ERRORS
 from loopctl.cli.fast import emit_json, error, forgiving_streams, shown, warn
@@ -348,7 +349,11 @@ def run_command(
     ] = None,
     agent: Annotated[
         Optional[str],
-        typer.Option("--agent", help="Agent adapter name (see `loopctl agents list`)."),
+        typer.Option(
+            "--agent",
+            help="Agent adapter name (see `loopctl agents list`).",
+            autocompletion=complete.agent_names,
+        ),
     ] = None,
     agent_cmd: Annotated[
         Optional[str],
@@ -424,7 +429,7 @@ def run_command(
         model=model,
     )
     workdir = Path.cwd()
-    overrides.update(_plugin_option_overrides(ctx.args, workdir, config))
+    overrides.update(_plugin_option_overrides(ctx, workdir, config))
     if fresh_state:
         _discard_state(_state_dir(workdir, state_dir, config))
     _run_loop(
@@ -481,8 +486,8 @@ def _state_dir(workdir: Path, state_dir: Optional[Path], config: Optional[Path])
         return state_dir_for(workdir, state_dir, config)
 
 
-def _resume_option(flag: str, what: str) -> Any:
-    return typer.Option(flag, help=f"Change {what} (default: as the loop was started).")
+def _resume_option(flag: str, what: str, **more: Any) -> Any:
+    return typer.Option(flag, help=f"Change {what} (default: as the loop was started).", **more)
 
 
 RESUME_EXAMPLES = examples("loopctl resume", "loopctl resume --max-iterations 30")
@@ -503,7 +508,10 @@ def resume_command(
     test_cmd: Annotated[
         Optional[str], _resume_option("--test-cmd", "the command that says the goal is met")
     ] = None,
-    agent: Annotated[Optional[str], _resume_option("--agent", "the agent adapter")] = None,
+    agent: Annotated[
+        Optional[str],
+        _resume_option("--agent", "the agent adapter", autocompletion=complete.agent_names),
+    ] = None,
     agent_cmd: Annotated[
         Optional[str], _resume_option("--agent-cmd", "the command run as the agent")
     ] = None,
@@ -595,7 +603,7 @@ def resume_command(
     elif previous.max_iterations:  # the loop's limit now (a plugin may have lowered it)
         limits = {**recorded.config.get("limits", {}), "max_iterations": previous.max_iterations}
         recorded = attrs.evolve(recorded, config={**recorded.config, "limits": limits})
-    overrides.update(_plugin_option_overrides(ctx.args, loop_workdir, config_file, recorded))
+    overrides.update(_plugin_option_overrides(ctx, loop_workdir, config_file, recorded))
     environment = dict(os.environ)
     if recorded.config is not None:
         _restore_environment(recorded.env)
@@ -664,12 +672,14 @@ def plugin_run_options(
 
 
 def _plugin_option_overrides(
-    args: list[str], workdir: Path, config: Optional[Path], recorded: Any = None
+    ctx: typer.Context, workdir: Path, config: Optional[Path], recorded: Any = None
 ) -> dict[str, Any]:
-    """Config overrides from the plugin options among ``args`` (``--flag VALUE`` or
-    ``--flag=VALUE``); anything else is a usage error."""
+    """Config overrides from the plugin options among the command's extra arguments
+    (``--flag VALUE`` or ``--flag=VALUE``); anything else is a usage error."""
+    args: list[str] = ctx.args
     if not args:
         return {}
+    own = [name for param in ctx.command.params for name in param.opts]
     options = plugin_run_options(workdir, config, recorded)
     overrides: dict[str, Any] = {}
     rest = list(args)
@@ -678,8 +688,7 @@ def _plugin_option_overrides(
         flag, has_value, value = word.partition("=")
         option = options.get(flag)
         if option is None:
-            known = ", ".join(sorted(options)) or "none"
-            raise fail(f"no such option: {word} (options from plugins: {known}; see --help)")
+            raise fail(_no_such_option(flag, options, own))
         if not has_value:
             if not rest:
                 raise fail(f"option {flag} needs a value ({option.metavar})")
@@ -688,6 +697,17 @@ def _plugin_option_overrides(
             raise fail(f"{flag}: {value!r} is not one of {', '.join(option.choices)}")
         overrides[option.key] = value
     return overrides
+
+
+def _no_such_option(flag: str, plugins: Mapping[str, Any], own: Sequence[str]) -> str:
+    """``no such option: FLAG``, with the command's ``own`` or a plugin's option it misspells."""
+    from loopctl.suggest import close_match
+
+    meant = close_match(flag, [*own, *plugins])
+    if meant is not None:
+        return f"no such option: {flag} (did you mean {meant}?)"
+    known = ", ".join(sorted(plugins)) or "none"
+    return f"no such option: {flag} (options from plugins: {known}; see --help)"
 
 
 def _describe_plugin_options() -> None:
@@ -847,11 +867,14 @@ def config_show(
     """Print the effective configuration and where each value came from (secrets hidden).
     The plugins' sections are checked as `loopctl run` checks them."""
     from loopctl.config import config_to_dict, hide_secrets, load_config
+    from loopctl.launch import check_agent_name
     from loopctl.pluginhost import build_host, validate_plugin_sections
 
     with user_errors():
         loaded = load_config(Path.cwd(), config_file=config)
-        validate_plugin_sections(loaded, build_host(loaded))
+        host = build_host(loaded)
+        validate_plugin_sections(loaded, host)
+        check_agent_name(loaded, host)
     values = hide_secrets(config_to_dict(loaded))
     if json_output:
         emit_json(
@@ -966,14 +989,19 @@ def plugins_install(
             find_links=find_links, no_index=no_index, index_url=index_url,
         )  # fmt: skip
     except inst.InstallError as exc:
-        raise fail(str(exc), exc.exit_code) from None
+        raise _install_failed(exc, json_output=json_output) from None
     _show_change(result, "install", json_output=json_output)
 
 
 @plugins_app.command("uninstall")
 def plugins_uninstall(
     names: Annotated[
-        list[str], typer.Argument(help="Plugin or distribution names.", metavar="NAME...")
+        list[str],
+        typer.Argument(
+            help="Plugin or distribution names.",
+            metavar="NAME...",
+            autocompletion=complete.installed_plugin_names,
+        ),
     ],
     json_output: Annotated[bool, typer.Option("--json", help=JSON_HELP)] = False,
 ) -> None:
@@ -986,8 +1014,15 @@ def plugins_uninstall(
     try:
         result = inst.uninstall(names, json_output=json_output)
     except inst.InstallError as exc:
-        raise fail(str(exc), exc.exit_code) from None
+        raise _install_failed(exc, json_output=json_output) from None
     _show_change(result, "uninstall", json_output=json_output)
+
+
+def _install_failed(exc: Any, *, json_output: bool) -> typer.Exit:
+    """A failed ``plugins install|uninstall``: its JSON (with the error) too with --json."""
+    if json_output:
+        emit_json(exc.result)
+    return fail(str(exc), exc.exit_code)
 
 
 def _show_change(result: dict[str, Any], action: str, *, json_output: bool) -> None:
@@ -1088,7 +1123,12 @@ def _agent_row(
     epilog=examples("loopctl agents parse claude .loopctl/logs/iteration-0001.agent.jsonl"),
 )
 def agents_parse(
-    agent: Annotated[str, typer.Argument(help="The adapter whose output FILE holds.")],
+    agent: Annotated[
+        str,
+        typer.Argument(
+            help="The adapter whose output FILE holds.", autocompletion=complete.agent_names
+        ),
+    ],
     file: Annotated[
         Path, typer.Argument(help="A transcript, e.g. .loopctl/logs/iteration-0001.agent.jsonl.")
     ],
@@ -1191,7 +1231,7 @@ def _usage_error(exc: Exception) -> int:
         if text.strip():
             print(text)
         return 0
-    message = _message(exc)
+    message = " ".join(_message(exc).split())  # one line: click lists choices one a line
     command = getattr(ctx, "command_path", None) or "loopctl"
     error(f"{message} (see `{command} --help`)")
     code = getattr(exc, "exit_code", EXIT_USAGE)

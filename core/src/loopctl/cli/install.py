@@ -23,6 +23,7 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from loopctl._version import DISTRIBUTION
@@ -32,11 +33,22 @@ _NAME = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?")
 
 
 class InstallError(Exception):
-    """An install or uninstall that cannot run, or failed; ``exit_code`` is the command's."""
+    """An install or uninstall that cannot run, or failed; ``exit_code`` is the command's.
+    ``result`` is what ``--json`` prints: the command's result with the error in it."""
 
     def __init__(self, message: str, exit_code: int = 2) -> None:
         super().__init__(message)
         self.exit_code = exit_code
+        self.result: dict[str, Any] = {
+            "command": None, "requested": [], "error": message, "added": [], "removed": [],
+            "changed": [],
+        }  # fmt: skip
+
+    def told(self, command: list[str] | None, requested: list[str], before: Any) -> InstallError:
+        """This error, its result saying what was run and what changed among the plugins."""
+        changes = _changes(before, installed_plugins()) if before is not None else {}
+        self.result.update(command=command, requested=requested, **changes)
+        return self
 
 
 def _is_location(text: str) -> bool:
@@ -128,19 +140,68 @@ def _options(command: list[str], options: dict[str, Any]) -> list[str]:
 
 
 def _run(command: Sequence[str], *, quiet_stdout: bool) -> None:
-    """Run the installer; its output goes to the terminal (to stderr when stdout is JSON)."""
+    """Run the installer; its output goes to the terminal (to stderr when stdout is JSON), its
+    error output after it ends. A distribution it found nowhere is an error of one line."""
     try:
         done = subprocess.run(
-            list(command), stdout=sys.stderr if quiet_stdout else None, check=False
-        )
+            list(command), stdout=sys.stderr if quiet_stdout else None, stderr=subprocess.PIPE,
+            text=True, errors="replace", check=False,
+        )  # fmt: skip
     except OSError as exc:
         raise InstallError(f"could not run {command[0]}: {exc}", 1) from None
+    missing = _NOT_FOUND.findall(done.stderr) if done.returncode != 0 else []
+    if missing:
+        found = " ".join(dict.fromkeys(a or b for a, b in missing))
+        raise InstallError(f"no distribution named {found} was found; nothing was installed", 1)
+    sys.stderr.write(done.stderr)
     if done.returncode != 0:
         raise InstallError(
             f"`{' '.join(command)}` failed with exit code {done.returncode} (its output is "
             "above); nothing was changed by loopctl",
             1,
         )
+
+
+#: A distribution the installer found nowhere: pip's words, and uv's.
+_NOT_FOUND = re.compile(
+    r"No matching distribution found for (\S+)|Because (\S+) was not found in the"
+)
+
+
+def checkout_copy(distribution: str, cwd: Path | None = None) -> Path | None:
+    """The directory of ``distribution`` (``loopctl-fleet``) in a checkout of loopctl's
+    repository, ``contrib/fleet`` or ``plugins/fleet``: the checkout ``cwd`` is in, else the
+    one loopctl runs from (an editable install); None when neither has it."""
+    from loopctl.configfile import ConfigError, read_toml
+
+    name = _normalized(distribution)
+    short = name.removeprefix("loopctl-")
+    here = Path(os.path.abspath(cwd or Path.cwd()))
+    source = Path(__file__).resolve().parents[4]  # core/src/loopctl/cli/install.py
+    for base in (here, *here.parents, source):
+        for kind in ("contrib", "plugins"):
+            project = base / kind / short / "pyproject.toml"
+            try:
+                found = read_toml(project, str(project)).get("project", {}).get("name", "")
+            except (ConfigError, AttributeError):
+                continue
+            if isinstance(found, str) and _normalized(found) == name:
+                return project.parent
+    return None
+
+
+def _checkout_hint(requirements: Sequence[str]) -> str:
+    """``; this checkout has it: loopctl plugins install ./contrib/NAME`` when it does."""
+    hints = []
+    for requirement in requirements:
+        match = _NAME.match(requirement)
+        copy = checkout_copy(match.group(0)) if match and not _is_location(requirement) else None
+        if copy is not None:
+            shown = os.path.relpath(copy)
+            hints.append(shown if shown.startswith("..") else f"./{shown}")
+    if not hints:
+        return ""
+    return f"; this checkout has it: loopctl plugins install {' '.join(hints)}"
 
 
 def _changes(
@@ -164,12 +225,18 @@ def install(names: Sequence[str], *, json_output: bool, **options: Any) -> dict[
     try:
         requirements = [distribution_for(name) for name in names]
     except ValueError as exc:
-        raise InstallError(str(exc)) from None
+        raise InstallError(str(exc)).told(None, list(names), None) from None
     command = installer("install")
     command += _options(command, options) + requirements
     before = installed_plugins()
-    _run(command, quiet_stdout=json_output)
-    return {"command": command, "requested": requirements, **_changes(before, installed_plugins())}
+    try:
+        _run(command, quiet_stdout=json_output)
+    except InstallError as exc:
+        if exc.args[0].startswith("no distribution named"):
+            exc = InstallError(exc.args[0] + _checkout_hint(requirements), exc.exit_code)
+        raise exc.told(command, requirements, before) from None
+    changes = _changes(before, installed_plugins())
+    return {"command": command, "requested": requirements, "error": None, **changes}
 
 
 def uninstall(names: Sequence[str], *, json_output: bool) -> dict[str, Any]:
@@ -179,17 +246,48 @@ def uninstall(names: Sequence[str], *, json_output: bool) -> dict[str, Any]:
     by_plugin = {row["name"]: row["distribution"] for row in before if row["distribution"]}
     distributions = []
     for name in names:
-        found = by_plugin.get(name) or distribution_for(name)
+        try:
+            found = by_plugin.get(name) or distribution_for(name)
+        except ValueError as exc:
+            raise InstallError(str(exc)).told(None, list(names), None) from None
         if _normalized(found) == DISTRIBUTION:
             raise InstallError(
                 f"{DISTRIBUTION} is loopctl itself; remove it with the tool that installed it "
                 f"(pip uninstall {DISTRIBUTION}, pipx uninstall {DISTRIBUTION}, "
                 f"uv tool uninstall {DISTRIBUTION})"
-            )
+            ).told(None, list(names), None)
+        if name not in by_plugin and not _is_installed(found):
+            from loopctl.suggest import did_you_mean
+
+            raise InstallError(
+                f"no plugin or distribution named {name!r} is installed"
+                f"{did_you_mean(name, by_plugin)}; nothing was uninstalled; the installed "
+                "plugins are: "
+                f"{', '.join(sorted(by_plugin)) or 'none'}"
+            ).told(None, list(names), None)
         distributions.append(found)
     command = installer("uninstall") + distributions
-    _run(command, quiet_stdout=json_output)
-    return {"command": command, "requested": distributions, **_changes(before, installed_plugins())}
+    try:
+        _run(command, quiet_stdout=json_output)
+    except InstallError as exc:
+        raise exc.told(command, distributions, before) from None
+    changes = _changes(before, installed_plugins())
+    return {"command": command, "requested": distributions, "error": None, **changes}
+
+
+def _is_installed(requirement: str) -> bool:
+    """Whether the distribution ``requirement`` names is installed here (a path or a URL
+    names none: the installer says what it makes of it)."""
+    import importlib.metadata
+
+    match = _NAME.match(requirement)
+    if match is None or _is_location(requirement):
+        return True
+    try:
+        importlib.metadata.distribution(match.group(0))
+    except importlib.metadata.PackageNotFoundError:
+        return False
+    return True
 
 
 def describe(result: dict[str, Any], action: str) -> list[str]:

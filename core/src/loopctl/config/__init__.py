@@ -59,7 +59,7 @@ if TYPE_CHECKING:
         Stuck,
     )
     from loopctl.config.secrets import HIDDEN, hide_secrets
-    from loopctl.config.sources import NON_CONFIG_ENV_VARS
+    from loopctl.config.sources import KNOWN_ENV_VARS
     from loopctl.config.structuring import structure
 
 #: Where each name lives, imported on first use: a module that needs only the error types
@@ -87,7 +87,7 @@ _LAZY = {
     "Stuck": "schema",
     "HIDDEN": "secrets",
     "hide_secrets": "secrets",
-    "NON_CONFIG_ENV_VARS": "sources",
+    "KNOWN_ENV_VARS": "sources",
     "structure": "structuring",
 }
 
@@ -107,8 +107,8 @@ __all__ = [
     "DEFAULT_MODEL_WINDOWS",
     "ENV_PREFIX",
     "HIDDEN",
+    "KNOWN_ENV_VARS",
     "MAX_RESTARTS_CAP",
-    "NON_CONFIG_ENV_VARS",
     "ONE_MILLION_SUFFIX",
     "PLUGINS_SETTING_KEYS",
     "ConfigError",

@@ -6,7 +6,7 @@ import difflib
 import json
 import re
 import reprlib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Union
 
 import attrs
@@ -62,6 +62,14 @@ class Problem:
     message: str
     #: Where the offending key or value is (for finding its source); defaults to ``path``.
     subject: KeyPath | None = None
+    #: The message told from the source's root, given the dotted path of ``path`` there (a
+    #: key that belongs in another table names it as the source spells it:
+    #: ``[tool.loopctl.limits]`` in pyproject.toml); None: ``message`` says it all.
+    retell: Callable[[str], str] | None = attrs.field(default=None, eq=False)
+
+    def told_at(self, where: str) -> str:
+        """The message for a problem at ``where`` (``path`` as its source spells it)."""
+        return self.retell(where) if self.retell is not None else self.message
 
 
 _repr = reprlib.Repr()
@@ -124,23 +132,39 @@ def unknown_key_message(
     allowed: Sequence[str],
     hint: str = "",
     tables: Mapping[str, Sequence[str]] | None = None,
+    at: str = "",
 ) -> str:
     """``unknown key 'KEY'`` and how to mend it: the table inside this one that has the key
-    (``(it belongs in [limits]: limits.max_iterations)``), else the closest allowed key."""
+    (``(it belongs in [limits]: limits.max_iterations)``), else the closest key of this table,
+    else the closest key of a table inside it (``(did you mean 'max_iterations'? it belongs in
+    [limits]: …)``). ``at`` is this table's path from the source's root, for naming the tables
+    inside it as the source spells them (``tool.loopctl`` in pyproject.toml)."""
     message = f"unknown key {show(key) if not isinstance(key, str) else repr(key)}"
-    homes = [name for name, keys in (tables or {}).items() if key in keys]
-    if homes and isinstance(key, str):
-        places = " or ".join(f"[{name}]" for name in homes)
-        paths = " or ".join(dotted_path((name, key)) for name in homes)
-        return f"{message} (it belongs in {places}: {paths})"
-    if isinstance(key, str):
-        close = difflib.get_close_matches(key, allowed, n=1)
-        if close:
-            return f"{message} (did you mean {close[0]!r}?)"
+    if not isinstance(key, str):
+        return f"{message}{hint}"
+    tables = tables or {}
+    homes = [name for name, keys in tables.items() if key in keys]
+    if homes:
+        return f"{message} ({_belongs(key, homes, at)})"
+    close = difflib.get_close_matches(key, allowed, n=1)
+    if close:
+        return f"{message} (did you mean {close[0]!r}?)"
+    inner = difflib.get_close_matches(key, [k for keys in tables.values() for k in keys], n=1)
+    if inner:
+        homes = [name for name, keys in tables.items() if inner[0] in keys]
+        return f"{message} (did you mean {inner[0]!r}? {_belongs(inner[0], homes, at)})"
     return f"{message}{hint}"
+
+
+def _belongs(key: str, homes: Sequence[str], at: str) -> str:
+    """``it belongs in [limits]: limits.max_iterations``, the tables named from ``at``."""
+    tables = [join_path(at, dotted_path((name,))) for name in homes]
+    places = " or ".join(f"[{table}]" for table in tables)
+    paths = " or ".join(join_path(table, dotted_path((key,))) for table in tables)
+    return f"it belongs in {places}: {paths}"
 
 
 def format_problem(source: str, prefix: str, problem: Problem) -> str:
     where = join_path(prefix, dotted_path(problem.path))
-    message = " ".join(problem.message.split("\n"))  # one problem, one line
+    message = " ".join(problem.told_at(where).split("\n"))  # one problem, one line
     return f"{source}: {where}: {message}" if where else f"{source}: {message}"

@@ -153,7 +153,7 @@ class LoadedConfig:
             ]
             origin = near[0] if near else None
         source, prefix = self._source_of(origin)
-        return format_problem(source, prefix, Problem((*where, *problem.path), problem.message))
+        return format_problem(source, prefix, attrs.evolve(problem, path=(*where, *problem.path)))
 
     def _source_of(self, origin: str | None) -> tuple[str, str]:
         """``(source, key prefix)`` for messages about a key with this origin."""

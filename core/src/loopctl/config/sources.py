@@ -25,17 +25,46 @@ from loopctl.configfile import (
     settings_table,
 )
 
-#: Variables loopctl itself sets for agents and test commands: never config, never warned about.
-NON_CONFIG_ENV_VARS = frozenset(
-    {
-        "LOOPCTL_ITERATION",
-        "LOOPCTL_SESSION_ID",
-        "LOOPCTL_RUN_ID",
-        "LOOPCTL_SUPERVISOR",
-        # read by first-party plugins (the context-errors failure memory's location)
-        "LOOPCTL_FAILURE_MEMORY",
-    }
-)
+#: The ``LOOPCTL_*`` variables that are no setting but are read or set by loopctl, its plugins or
+#: its tools: never warned about. Any other name is a misspelt setting when close to one (an
+#: error, as an unknown key in the config file is), else a warning: another tool may use the
+#: prefix too. A test checks that every name the repository's code reads is a setting or here.
+KNOWN_ENV_VARS = {
+    # set by loopctl for the agent and the test command (a loop run inside a loop sees them)
+    "LOOPCTL_ITERATION": "the loop's iteration",
+    "LOOPCTL_SESSION_ID": "the agent session",
+    "LOOPCTL_RUN_ID": "the run",
+    "LOOPCTL_SUPERVISOR": "the supervising loopctl",
+    # read by plugins
+    "LOOPCTL_FAILURE_MEMORY": "context-errors: the failure memory's location",
+    "LOOPCTL_FLEET": "fleet: the fleet's name",
+    "LOOPCTL_FLEET_TEMPORAL": "fleet: the temporal CLI",
+    "LOOPCTL_FLEET_TASK": "fleet: set for a task's loop",
+    "LOOPCTL_FLEET_WORKER": "fleet: set for a task's loop",
+    # read by loopctl's own tests, benchmarks and CI
+    "LOOPCTL_TEST_POSTGRES_URL": "tests: the Postgres server",
+    "LOOPCTL_REQUIRE_POSTGRES": "tests: fail without Postgres",
+    "LOOPCTL_REQUIRE_UV": "tests: fail without uv",
+    "LOOPCTL_WHEELHOUSE": "tests: built wheels",
+    "LOOPCTL_SECRETS_REPORT": "tests: the secrets report",
+    "LOOPCTL_E2E_REQUIRE": "end-to-end tests: fail without the CLIs",
+    "LOOPCTL_E2E_NPM_PREFIX": "end-to-end tests: the agent CLIs",
+    "LOOPCTL_E2E_AIDER": "end-to-end tests: aider",
+    "LOOPCTL_E2E_CACHE": "end-to-end tests: their cache",
+    "LOOPCTL_BENCH_QUICK": "benchmarks",
+    "LOOPCTL_BENCH_N": "benchmarks",
+    "LOOPCTL_BENCH_LONG": "benchmarks",
+    "LOOPCTL_BENCH_TASK": "benchmarks",
+    "LOOPCTL_BENCH_ROUNDS": "benchmarks",
+    "LOOPCTL_BENCH_RESUMES": "benchmarks",
+    "LOOPCTL_BENCH_FLEET_TASKS": "benchmarks",
+    "LOOPCTL_BENCH_FLEET_ROUNDS": "benchmarks",
+    "LOOPCTL_BENCH_FLEET_AGENT_S": "benchmarks",
+}
+
+#: How close a name must be to a setting's variable to be taken for a misspelling of it (an
+#: error); less close, the setting is only suggested in the warning.
+TYPO_CUTOFF = 0.8
 
 
 def _env_name(path: KeyPath) -> str:
@@ -81,7 +110,7 @@ def env_layer(env: Mapping[str, str], warnings: list[str]) -> tuple[Layer, bool]
     autoload = True
     for name in sorted(env):  # LOOPCTL_PLUGINS sorts first: LOOPCTL_PLUGINS__ENABLE wins
         text = env[name]
-        if not name.startswith(ENV_PREFIX) or name in NON_CONFIG_ENV_VARS:
+        if not name.startswith(ENV_PREFIX) or name in KNOWN_ENV_VARS:
             continue
         if name == ENV_DISABLE_AUTOLOAD:
             autoload = text.strip() in ("", "0")
@@ -92,7 +121,8 @@ def env_layer(env: Mapping[str, str], warnings: list[str]) -> tuple[Layer, bool]
             (("plugins", "enable"), list[str]) if name == ENV_PLUGINS else ENV_KEYS.get(name)
         )
         if target is None:
-            warnings.append(_stray_env_warning(name))
+            message, misspelt = _stray_env_message(name)
+            (layer.problems if misspelt else warnings).append(message)
             continue
         path, tp = target
         try:
@@ -107,17 +137,39 @@ def env_layer(env: Mapping[str, str], warnings: list[str]) -> tuple[Layer, bool]
     return layer, autoload
 
 
-def _stray_env_warning(name: str) -> str:
+def _stray_env_message(name: str) -> tuple[str, bool]:
+    """What to say of a ``LOOPCTL_*`` variable that names no setting, and whether it is a
+    misspelt setting (an error) rather than maybe another tool's variable (a warning)."""
     parts = name[len(ENV_PREFIX) :].lower().split("__")
     if all(parts) and type_at(parts) is not None:
         return (
             f"environment variable {name}: {dotted_path(parts)} cannot be set from the "
             "environment (only top-level settings and the keys of [limits], [stuck], [prompt] "
             "and [plugins] can); ignored"
-        )
-    close = difflib.get_close_matches(name.upper(), [*ENV_KEYS, ENV_PLUGINS], n=1)
-    hint = f" (did you mean {close[0]}?)" if close else ""
-    return f"environment variable {name} does not name a loopctl setting; ignored{hint}"
+        ), False
+    meant = _meant_variable(name, TYPO_CUTOFF)
+    if meant is not None:
+        return (
+            f"environment variable {name} names no loopctl setting (did you mean {meant}?); "
+            "rename it, or unset it"
+        ), True
+    close = _meant_variable(name, 0.6)
+    hint = f" (did you mean {close}?)" if close else ""
+    return f"environment variable {name} does not name a loopctl setting; ignored{hint}", False
+
+
+def _meant_variable(name: str, cutoff: float) -> str | None:
+    """The setting's variable ``name`` most likely misspells, compared without the common
+    ``LOOPCTL_`` (it makes any two names look alike); a table's key also by itself
+    (``LOOPCTL_MAX_ITERATIONS`` for ``LOOPCTL_LIMITS__MAX_ITERATIONS``)."""
+    variables = [*ENV_KEYS, f"{ENV_PLUGINS}__ENABLE", ENV_PLUGINS]
+    by_spelling: dict[str, str] = {}
+    for variable in variables:
+        rest = variable[len(ENV_PREFIX) :]
+        by_spelling.setdefault(rest, variable)
+        by_spelling.setdefault(rest.rpartition("__")[2], variable)
+    close = difflib.get_close_matches(name[len(ENV_PREFIX) :], by_spelling, n=1, cutoff=cutoff)
+    return by_spelling[close[0]] if close else None
 
 
 def override_layer(overrides: Mapping[str, Any]) -> Layer:

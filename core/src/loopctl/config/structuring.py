@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
@@ -55,6 +56,9 @@ def flatten_problems(exc: BaseException, path: KeyPath = ()) -> list[Problem]:
                 path,
                 unknown_key_message(key, exc.allowed, exc.hint, exc.tables),
                 subject=(*path, key if isinstance(key, (str, int)) else str(key)),
+                retell=functools.partial(
+                    unknown_key_message, key, exc.allowed, exc.hint, exc.tables
+                ),
             )
             for key in ordered
         ]
