@@ -400,22 +400,27 @@ __all__ = [
 
 class Proxy:
     """A TCP relay on 127.0.0.1 in front of the server; :meth:`cut` drops every connection and
-    stops listening, as a database host that went away does; :meth:`freeze` keeps the
-    connections open but passes nothing more, as a stopped or partitioned server does."""
+    stops listening, as a database host that went away does (:meth:`restore` brings it back);
+    :meth:`freeze` keeps the connections open but passes nothing more, as a stopped or
+    partitioned server does."""
 
     def __init__(self, host: str, port: int) -> None:
         self.target = (host, port)
-        self.listener = socket.create_server(("127.0.0.1", 0))
-        self.port = int(self.listener.getsockname()[1])
         self.sockets: list[socket.socket] = []
         self.lock = threading.Lock()
         self.frozen = threading.Event()
-        threading.Thread(target=self._accept, daemon=True).start()
+        self.port = 0
+        self._listen()
 
-    def _accept(self) -> None:
+    def _listen(self) -> None:
+        self.listener = socket.create_server(("127.0.0.1", self.port))
+        self.port = int(self.listener.getsockname()[1])
+        threading.Thread(target=self._accept, args=(self.listener,), daemon=True).start()
+
+    def _accept(self, listener: socket.socket) -> None:
         while True:
             try:
-                client, _ = self.listener.accept()
+                client, _ = listener.accept()
             except OSError:
                 return
             upstream = socket.create_connection(self.target)
@@ -436,9 +441,18 @@ class Proxy:
         self.frozen.set()
 
     def cut(self) -> None:
+        # a close alone leaves the socket listening while the accepting thread is blocked in
+        # accept() (Linux): one more connection would get through
+        with contextlib.suppress(OSError):
+            self.listener.shutdown(socket.SHUT_RDWR)
         self.listener.close()
         with self.lock:
             for sock in self.sockets:
                 with contextlib.suppress(OSError):
                     sock.shutdown(socket.SHUT_RDWR)
                 sock.close()
+            self.sockets.clear()
+
+    def restore(self) -> None:
+        """After :meth:`cut`: listen again on the same port, as a database host that is back."""
+        self._listen()
