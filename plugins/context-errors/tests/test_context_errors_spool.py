@@ -126,6 +126,18 @@ def test_a_drain_that_fails_keeps_what_it_did_not_write_and_drops_damaged_record
     assert [record["n"] for record in spool.records()] == [3, 4]
 
 
+def test_a_record_of_a_newer_layout_is_left_for_the_loopctl_that_wrote_it(tmp_path: Path) -> None:
+    spool = Spool(tmp_path / "s.jsonl")
+    assert spool.append({"kind": "failure", "n": 0})
+    with spool.path.open("a", encoding="utf-8") as file:
+        file.write('{"v": 99, "kind": "failure", "n": "newer"}\n')
+    assert spool.append({"kind": "failure", "n": 1})
+    written: list[int] = []
+    done = spool.drain(lambda record: written.append(record["n"]), until=time.monotonic() + 60)
+    assert (written, done.empty) == ([0, 1], True)
+    assert spool.path.read_text(encoding="utf-8") == '{"v":99,"kind":"failure","n":"newer"}\n'
+
+
 def test_a_kept_record_is_redacted_and_private(tmp_path: Path) -> None:
     secret = "ghp_" + "Zq9" * 12
     spool = Spool(tmp_path / "data" / "spool" / "s.jsonl")

@@ -121,6 +121,10 @@ class Spool:
         """The records kept, oldest first (a torn line is skipped)."""
         return [r for r in read_jsonl(self.path).records if r.get("v") == VERSION]
 
+    def _others(self) -> list[dict[str, Any]]:
+        """Records of another layout (a newer loopctl's): kept as they are."""
+        return [r for r in read_jsonl(self.path).records if r.get("v") != VERSION]
+
     def drain(self, write: Callable[[dict[str, Any]], None], *, until: float) -> Drained:
         """``write`` each record, oldest first, until one raises or :func:`time.monotonic`
         passes ``until``; then keep only those not written (the file goes once it is empty).
@@ -128,7 +132,7 @@ class Spool:
         it is dropped. Another exception stops the drain and is raised after the rewrite."""
         done = Drained()
         with self._locked():
-            records = self.records()
+            records, others = self.records(), self._others()
             left = list(records)
             try:
                 while left and (done.written == 0 or time.monotonic() < until):
@@ -139,7 +143,7 @@ class Spool:
                         done.dropped += 1
                     left.pop(0)
             finally:
-                self._keep_only(left, changed=len(left) != len(records))
+                self._keep_only(others + left, changed=len(left) != len(records))
                 done.empty = not left
         return done
 
