@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -35,12 +36,15 @@ def _turn(
     session_id: str | None = None,
     prompt: str = "make the tests pass",
     limits: Supervision = LIMITS,
+    then: Callable[[AgentMessage], None] | None = None,
 ) -> tuple[TurnResult, list[AgentMessage]]:
     agent = ScriptedAgent(ScriptedSettings(scenario=scenario))
     messages: list[AgentMessage] = []
 
     def on_message(message: AgentMessage) -> None:
         messages.append(message)
+        if then is not None:
+            then(message)
 
     request = TurnRequest(
         prompt=prompt, workdir=workdir, iteration=iteration, session_id=session_id
@@ -223,8 +227,16 @@ def test_exit_action_is_a_crash_without_result(project: Path) -> None:
 @pytest.mark.timing  # an idle timeout
 def test_hang_action_runs_into_the_idle_timeout(project: Path) -> None:
     write_scenario(project / "scenario.toml", [[{"say": "thinking"}, {"hang": True}]])
-    limits = Supervision(timeout_s=60, idle_timeout_s=0.5, grace_s=0.3, kill_after_s=0.5)
-    result, _ = _turn(project, limits=limits)
+    # the idle limit counts from the spawn, and the runner's interpreter can take longer than
+    # 0.5 s to start on a loaded machine: it is set once the agent said "thinking" (the
+    # supervisor reads its limits at each wait), so the turn is idle after it, as asserted
+    limits = Supervision(timeout_s=60, idle_timeout_s=60, grace_s=0.3, kill_after_s=0.5)
+
+    def once_it_speaks(message: AgentMessage) -> None:
+        if message.kind is MessageKind.TEXT:
+            limits.idle_timeout_s = 0.5
+
+    result, _ = _turn(project, limits=limits, then=once_it_speaks)
     assert result.outcome.error_kind is ErrorKind.IDLE_TIMEOUT
     assert result.final_text == "thinking"
 

@@ -7,6 +7,7 @@ import math
 import os
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import ClassVar
 
@@ -23,9 +24,14 @@ FAKE_AGENT = Path(__file__).parent / "fake_agents" / "fake_agent.py"
 GRACE, KILL_AFTER, IDLE = 0.3, 0.5, 0.5
 #: The wall clock no test here should reach: a turn that does shows up as a TIMEOUT outcome.
 WALL_CLOCK = 60.0
+#: Short grace periods, and no idle limit that could decide a turn: the idle clock starts when
+#: the agent is spawned, and a loaded machine can take longer than IDLE to start its
+#: interpreter. A test of idleness says when its idle limit counts from (the helpers below).
 FAST = Supervision(
-    timeout_s=WALL_CLOCK, idle_timeout_s=IDLE, grace_s=GRACE, kill_after_s=KILL_AFTER
+    timeout_s=WALL_CLOCK, idle_timeout_s=WALL_CLOCK, grace_s=GRACE, kill_after_s=KILL_AFTER
 )
+#: Idle from the spawn on: for an agent that never prints (start-up cannot change the outcome).
+IDLE_FROM_SPAWN = attrs.evolve(FAST, idle_timeout_s=IDLE)
 
 pytestmark = pytest.mark.timing  # real processes, short limits, signals
 
@@ -97,6 +103,37 @@ def _assert_no_survivors(pidfile: Path) -> None:
         assert not any(_alive(pid) for pid in pids)
 
 
+def idle_once(
+    idle: float, kind: MessageKind, limits: Supervision = FAST
+) -> tuple[Supervision, Callable[[AgentMessage], None]]:
+    """Limits whose idle limit is ``idle`` from the agent's first message of ``kind`` on, and
+    the ``on_message`` that sets it then (the supervisor reads its limits at each wait): a test
+    of what idleness does after the agent said something waits for it to say it, however long
+    its start-up took."""
+    armed = attrs.evolve(limits, idle_timeout_s=WALL_CLOCK)
+
+    def on_message(message: AgentMessage) -> None:
+        if message.kind is kind:
+            armed.idle_timeout_s = idle
+
+    return armed, on_message
+
+
+def once_running(tmp_path: Path) -> Callable[[int], None]:
+    """An ``on_start`` that returns once the fake agent runs (it recorded its pid): a limit
+    shorter than the interpreter's start-up then ends an agent that runs, as the test asserts,
+    not one still starting (the supervisor's wait begins after ``on_start``)."""
+
+    def on_start(pgid: int) -> None:
+        pidfile = tmp_path / "pids"
+        deadline = time.monotonic() + WALL_CLOCK
+        while not (pidfile.exists() and pidfile.read_text().split()):
+            assert time.monotonic() < deadline, "the fake agent never started"
+            time.sleep(0.01)
+
+    return on_start
+
+
 def _run(
     tmp_path: Path, agent: AgentAdapter, limits: Supervision = FAST, **kwargs: object
 ) -> tuple[TurnResult, float, Path]:
@@ -133,12 +170,11 @@ def test_clean_turn_is_ok_and_the_transcript_is_raw_stdout(tmp_path: Path) -> No
 
 def test_hang_after_result_ends_after_grace_with_the_result_standing(tmp_path: Path) -> None:
     # idle is shorter than grace here: once the result line is in, idleness must not matter
-    # (idle still has to outlast interpreter start-up on a loaded machine, hence not tiny)
     grace = 1.0
-    limits = Supervision(
-        timeout_s=WALL_CLOCK, idle_timeout_s=0.6, grace_s=grace, kill_after_s=KILL_AFTER
+    limits, on_message = idle_once(0.3, MessageKind.RESULT, attrs.evolve(FAST, grace_s=grace))
+    result, elapsed, pidfile = _run(
+        tmp_path, FakeAgent("hang_after_result"), limits, on_message=on_message
     )
-    result, elapsed, pidfile = _run(tmp_path, FakeAgent("hang_after_result"), limits)
     assert result.outcome.ok, result.outcome
     assert result.exit_code is None  # we ended it
     assert not result.interrupted
@@ -147,7 +183,10 @@ def test_hang_after_result_ends_after_grace_with_the_result_standing(tmp_path: P
 
 
 def test_hang_mid_stream_is_an_idle_timeout(tmp_path: Path) -> None:
-    result, elapsed, pidfile = _run(tmp_path, FakeAgent("hang_mid_stream"))
+    limits, on_message = idle_once(IDLE, MessageKind.TEXT)  # "thinking"
+    result, elapsed, pidfile = _run(
+        tmp_path, FakeAgent("hang_mid_stream"), limits, on_message=on_message
+    )
     assert result.outcome.error_kind is ErrorKind.IDLE_TIMEOUT
     assert result.interrupted
     assert result.interrupt_reason == "idle_timeout"
@@ -195,7 +234,9 @@ def test_closing_stdout_without_exiting_ends_after_grace(tmp_path: Path) -> None
 
 
 def test_block_buffered_output_that_never_arrives_is_an_idle_timeout(tmp_path: Path) -> None:
-    result, _elapsed, pidfile = _run(tmp_path, FakeAgent("block_buffered"))
+    result, _elapsed, pidfile = _run(
+        tmp_path, FakeAgent("block_buffered"), IDLE_FROM_SPAWN, on_start=once_running(tmp_path)
+    )
     assert result.outcome.error_kind is ErrorKind.IDLE_TIMEOUT
     assert result.requests == []
     assert result.context_tokens is None
@@ -317,7 +358,9 @@ def test_wall_clock_timeout(tmp_path: Path) -> None:
     limits = Supervision(
         timeout_s=0.5, idle_timeout_s=WALL_CLOCK, grace_s=GRACE, kill_after_s=KILL_AFTER
     )
-    result, elapsed, pidfile = _run(tmp_path, FakeAgent("chatty"), limits)
+    result, elapsed, pidfile = _run(
+        tmp_path, FakeAgent("chatty"), limits, on_start=once_running(tmp_path)
+    )
     assert result.outcome.error_kind is ErrorKind.TIMEOUT
     assert result.interrupted
     assert result.interrupt_reason == "timeout"

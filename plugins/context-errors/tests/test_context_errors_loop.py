@@ -13,12 +13,13 @@ from typing import Any
 import pytest
 
 import loopctl_context_errors.plugin as plugin
-from loopctl import hookimpl
+from loopctl import hookimpl, read_jsonl
 from loopctl.testing import make_project, run_loop
 from loopctl_context_errors.categories import Rule
 from loopctl_context_errors.events import (
     CONTEXT_GENERATED,
     EVENT_TYPES,
+    MEMORY_SPOOL,
     MEMORY_UNAVAILABLE,
     SUGGESTION_RECORDED,
     SUGGESTION_RESOLVED,
@@ -254,13 +255,89 @@ def test_an_unusable_memory_warns_once_and_the_loop_goes_on(
     warnings = result.events_of(MEMORY_UNAVAILABLE)
     assert len(warnings) == 1  # once a run, not once a failure
     assert warnings[0]["summary"].startswith("warning: failure memory ")
-    assert warnings[0]["summary"].endswith("(going on without memory)")
+    if warnings[0]["memory_reason"] == "refused":  # a server that may come back: kept
+        assert warnings[0]["summary"].endswith(" and written to it when it is back)")
+        kept = read_jsonl(Path(warnings[0]["spool"])).records
+        assert [record["kind"] for record in kept] == ["failure", "failure", "fix"]
+    else:  # a URL that names no server, no driver: nothing to wait for
+        assert warnings[0]["summary"].endswith("(going on without memory)")
+        assert "spool" not in warnings[0]
+        assert not (tmp_path / "xdg" / "loopctl" / "spool").exists()
     assert validate(warnings[0]) == []
     report = (result.state_dir / "context-error-tests.md").read_text(encoding="utf-8")
     assert "None: the failure memory is unavailable." in report
-    for path in result.state_dir.rglob("*"):
+    for path in [*result.state_dir.rglob("*"), *(tmp_path / "xdg").rglob("*")]:
         if path.is_file():
             assert password not in path.read_text(encoding="utf-8", errors="replace"), path
+
+
+def test_a_locked_memory_file_keeps_the_failures_until_it_is_free(
+    tmp_path: Path, private_memory: Path
+) -> None:
+    """Another writer holds the SQLite file for longer than ``memory_timeout_s`` while the run
+    meets its failure for the second and third time: both are kept in the spool (one warning
+    says so) and written once the file is free; the row counts all four, the fix is known."""
+    holder: list[sqlite3.Connection] = []
+
+    class LockThenFree:
+        @hookimpl
+        def before_iteration(self, loop: Any) -> None:
+            loop.wait_for_background(30)  # the last failure's write was tried
+            if loop.iteration == 2:
+                holder.append(sqlite3.connect(private_memory, isolation_level=None))
+                holder[0].execute("BEGIN IMMEDIATE")
+            if loop.iteration == 4:
+                holder[0].execute("ROLLBACK")
+                holder.pop().close()
+
+    project = _calc_project(tmp_path / "p")
+    four = [[{"say": "x"}], [{"say": "y"}], [{"say": "z"}], [{"say": "w"}], [FIX_ADD]]
+    result = run_loop(project, "fix", turns=four, plugins={**PLUGINS, "lock": LockThenFree()},
+                      config={"plugins": {"context-errors": {"memory_timeout_s": 0.3}}})  # fmt: skip
+    assert result.status == "complete"
+    with contextlib.closing(sqlite3.connect(private_memory)) as conn:
+        rows = conn.execute("SELECT occurrences, resolved_at IS NOT NULL FROM failures").fetchall()
+    assert rows == [(4, 1)]
+    statuses = [e["memory_status"] for e in result.events_of(CONTEXT_GENERATED)]
+    assert statuses == ["missing", "cached", "cached", "cached"]  # reads were never locked out
+    (warning,) = result.events_of(MEMORY_UNAVAILABLE)
+    assert (warning["memory_status"], warning["memory_reason"]) == ("locked", "locked")
+    assert warning["summary"] == (
+        f"warning: failure memory {private_memory}: locked by another writer (failures are "
+        f"kept in {warning['spool']} and written to it when it is back)"
+    )
+    (written,) = result.events_of(MEMORY_SPOOL)
+    assert (written["state"], written["records"]) == ("written", 2)
+    assert not Path(warning["spool"]).exists()
+    for event in (warning, written):
+        assert validate(event) == []
+
+
+def test_a_full_spool_is_said_once_and_keeps_no_more(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The spool's cap: once it is reached, what cannot reach the store is not kept, and one
+    line says so (the warning that failures are kept came first)."""
+    pytest.importorskip("psycopg")
+    from loopctl_context_errors import spool
+
+    monkeypatch.setattr(spool, "MAX_BYTES", 1)  # room for one record
+    monkeypatch.setenv("LOOPCTL_FAILURE_MEMORY", "postgresql://loop@127.0.0.1:1/mem")
+    project = _calc_project(tmp_path / "p")
+    result = run_loop(project, "fix", plugins=PLUGINS,
+                      turns=[[{"say": "x"}], [{"say": "y"}], [{"say": "z"}], [FIX_ADD]])  # fmt: skip
+    assert result.status == "complete"
+    (warning,) = result.events_of(MEMORY_UNAVAILABLE)
+    assert len(read_jsonl(Path(warning["spool"])).records) == 1
+    (full,) = result.events_of(MEMORY_SPOOL)
+    assert full["state"] == "full"
+    assert full["summary"] == (
+        "warning: failure memory postgresql://loop@127.0.0.1:1/mem: the local spool "
+        f"{warning['spool']} is full (1 bytes): failures that cannot reach the store are not kept"
+    )
+    assert validate(full) == []
+    types = [e["type"] for e in result.events]
+    assert types.index(MEMORY_UNAVAILABLE) < types.index(MEMORY_SPOOL)
 
 
 def test_config_errors_name_the_key(tmp_path: Path) -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pg_testkit import PgServer, Proxy, dump, pg_server, pg_url, require_psycopg
+from pg_testkit import PgServer, Proxy, database_of, dump, pg_server, pg_url, require_psycopg
 
 #: pytest finds fixtures by name in the module: these come from pg_testkit.
 FIXTURES = (pg_server, pg_url)
@@ -20,8 +20,13 @@ from test_context_errors_loop import FIX_ADD, PLUGINS, _calc_project  # noqa: E4
 
 from loopctl import hookimpl  # noqa: E402
 from loopctl.testing import run_loop  # noqa: E402
-from loopctl_context_errors.events import CONTEXT_GENERATED, MEMORY_UNAVAILABLE  # noqa: E402
+from loopctl_context_errors.events import (  # noqa: E402
+    CONTEXT_GENERATED,
+    MEMORY_SPOOL,
+    MEMORY_UNAVAILABLE,
+)
 from loopctl_context_errors.memory import FailureMemory  # noqa: E402
+from loopctl_context_errors.memory import close_all as memory_close_all  # noqa: E402
 
 FAILING_TWICE = [[{"say": "x"}], [{"say": "y"}], [FIX_ADD]]
 #: Two different failures (an assertion, then a NameError), then the fix: the second is not
@@ -56,11 +61,15 @@ def _assert_nowhere(secret: str, result: Any) -> None:
             assert secret not in path.read_text(encoding="utf-8", errors="replace"), path
 
 
-def _one_warning(result: Any) -> dict[str, Any]:
+#: How the warning ends when the failures are kept in the local spool.
+KEPT = " and written to it when it is back)"
+
+
+def _one_warning(result: Any, ending: str = "(going on without memory)") -> dict[str, Any]:
     warnings = result.events_of(MEMORY_UNAVAILABLE)
     assert len(warnings) == 1, warnings
     summary = warnings[0]["summary"]
-    assert summary.endswith("(going on without memory)")
+    assert summary.endswith(ending), summary
     assert len(summary.splitlines()) == 1
     return dict(warnings[0])
 
@@ -89,7 +98,7 @@ def test_a_database_that_goes_away_mid_run_costs_the_memory_not_the_run(
     assert first["memory_status"] in ("ok", "missing")
     assert second["memory_status"] == "unavailable"
     assert second["memory_reason"] in ("gone", "refused", "connect")
-    warning = _one_warning(result)
+    warning = _one_warning(result, KEPT)
     assert warning["summary"].startswith("warning: failure memory ")
     assert f"postgresql://{pg_server.role}@127.0.0.1:{proxy.port}/" in warning["summary"]
     report = (result.state_dir / "context-error-tests.md").read_text(encoding="utf-8")
@@ -122,7 +131,7 @@ def test_a_server_that_stops_answering_is_given_up_on_at_the_deadline(
     first, second = result.events_of(CONTEXT_GENERATED)
     assert first["memory_status"] in ("ok", "missing")
     assert (second["memory_status"], second["memory_reason"]) == ("unavailable", "timeout")
-    assert "did not answer in time" in _one_warning(result)["summary"]
+    assert "did not answer in time" in _one_warning(result, KEPT)["summary"]
 
 
 def test_a_wrong_password_is_one_line_and_changes_nothing(
@@ -180,3 +189,115 @@ def test_a_shared_memory_is_shared_and_scoped_to_the_project(
     third = run_loop(other, "fix", turns=[[{"say": "x"}], [FIX_ADD]], plugins=PLUGINS)
     report = (third.state_dir / "context-error-tests.md").read_text(encoding="utf-8")
     assert "(another project: calc)" in report
+
+
+#: The calc project's failure, as another run met it elsewhere.
+CALC_FAILURE = [
+    "FAIL: test_add (test_calc.CalcTest.test_add)",
+    'File "/elsewhere/test_calc.py", line 6, in test_add',
+    "AssertionError: -1 != 5",
+]
+#: The same failure four times (an assertion), then the fix.
+SAME_FAILURE_FOUR_TIMES = [[{"say": "x"}], [{"say": "y"}], [{"say": "z"}], [{"say": "w"}],
+                           [FIX_ADD]]  # fmt: skip
+
+
+def _rows(server: PgServer, url: str) -> list[tuple[str, int, bool]]:
+    """Each failure a run stored: (run id, occurrences, whether its fix is known)."""
+    with server.admin(database_of(url)) as conn:
+        rows = conn.execute(
+            "SELECT run_id, occurrences, resolved_at IS NOT NULL FROM loopctl_failures "
+            "WHERE run_id <> 'old' ORDER BY id"
+        ).fetchall()
+    return [(str(run), int(n), bool(fixed)) for run, n, fixed in rows]
+
+
+def _spool_files(tmp_path: Path) -> list[Path]:
+    """The spool files under the test's data directory (the conftest's XDG_DATA_HOME)."""
+    return sorted((tmp_path / "xdg" / "loopctl" / "spool").glob("*.jsonl"))
+
+
+def _with_outage(tmp_path: Path, proxy: Proxy, *, cut: int, restore: int = 0) -> Any:
+    """The calc project's loop meeting its failure four times, the relay cut before iteration
+    ``cut`` (and restored before ``restore``); each iteration starts once the last one's write
+    was tried."""
+
+    class Outage:
+        @hookimpl
+        def before_iteration(self, loop: Any) -> None:
+            loop.wait_for_background(30)
+            if loop.iteration == cut:
+                proxy.cut()
+            if loop.iteration == restore:
+                proxy.restore()
+
+    result = run_loop(_calc_project(tmp_path / "p"), "fix", turns=SAME_FAILURE_FOUR_TIMES,
+                      plugins={**PLUGINS, "outage": Outage()})  # fmt: skip
+    assert result.status == "complete"
+    return result
+
+
+def test_failures_of_an_outage_are_kept_and_written_when_the_database_is_back(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    pg_server: PgServer,
+    pg_url: str,
+    proxy: Proxy,
+) -> None:
+    """The relay is cut before the second of four meetings of one failure and restored before
+    the fourth: none is lost (the two of the outage are written in the same run, once the
+    database is back), the fix is recorded, the events never call an answer from the run's
+    cache "ok", one warning says the failures are kept and one line that they were written."""
+    from loopctl_context_errors import memory
+
+    assert FailureMemory(pg_url).record_failure(decisive=CALC_FAILURE, category="X", run_id="old")
+    monkeypatch.setattr(memory, "COOL_DOWN_S", 0.0)  # the run tries the store again at once
+    monkeypatch.setenv("LOOPCTL_FAILURE_MEMORY", _through(pg_url, proxy, pg_server))
+    result = _with_outage(tmp_path, proxy, cut=2, restore=4)
+    ((_run, occurrences, fixed),) = _rows(pg_server, pg_url)
+    assert (occurrences, fixed) == (4, True)
+    generated = result.events_of(CONTEXT_GENERATED)
+    # asked (the seeded failure is found); cached, the store not asked and not known to be
+    # down; then known to be down (the write of the second failed), until it is asked again
+    assert [e["memory_status"] for e in generated] == ["ok", "cached", "unavailable", "unavailable"]
+    assert generated[2]["memory_reason"] == "refused"
+    assert [e["similar_count"] for e in generated] == [1] * 4  # the answer is kept all the same
+    warning = _one_warning(result, KEPT)
+    assert warning["spool"] == str(_spool_file(tmp_path, warning))
+    (written,) = result.events_of(MEMORY_SPOOL)
+    assert (written["state"], written["records"]) == ("written", 2)
+    assert _spool_files(tmp_path) == []
+    _assert_nowhere(pg_server.role_password, result)
+
+
+def _spool_file(tmp_path: Path, warning: dict[str, Any]) -> Path:
+    path = Path(warning["spool"])
+    assert path.parent == tmp_path / "xdg" / "loopctl" / "spool"
+    return path
+
+
+def test_failures_kept_by_a_run_are_written_by_the_next_one(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    pg_server: PgServer,
+    pg_url: str,
+    proxy: Proxy,
+) -> None:
+    """The database goes away for the rest of a run (the default cool-down: the run does not
+    try it again): the run keeps three meetings of its failure and its fix; the next run, with
+    the database back, writes them at its start."""
+    monkeypatch.setenv("LOOPCTL_FAILURE_MEMORY", _through(pg_url, proxy, pg_server))
+    first = _with_outage(tmp_path, proxy, cut=2)
+    assert [(n, fixed) for _run, n, fixed in _rows(pg_server, pg_url)] == [(1, False)]
+    warning = _one_warning(first, KEPT)
+    assert _spool_files(tmp_path) == [_spool_file(tmp_path, warning)]
+    assert first.events_of(MEMORY_SPOOL) == []
+    proxy.restore()
+    memory_close_all()  # a new process: nothing remembered of the outage
+    second = run_loop(_calc_project(tmp_path / "q"), "fix", turns=[[FIX_ADD]], plugins=PLUGINS)
+    assert second.status == "complete"
+    assert [(n, fixed) for _run, n, fixed in _rows(pg_server, pg_url)] == [(4, True)]
+    (written,) = second.events_of(MEMORY_SPOOL)
+    assert (written["state"], written["records"]) == ("written", 4)  # three failures, a fix
+    assert second.events_of(MEMORY_UNAVAILABLE) == []
+    assert _spool_files(tmp_path) == []

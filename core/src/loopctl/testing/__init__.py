@@ -39,6 +39,7 @@ from loopctl.events import event_schema
 from loopctl.loop import LoopOutcome
 from loopctl.model import Event
 from loopctl.pluginhost import PluginHost, PluginSelection
+from loopctl.testing._lifeline import Lifeline, lifeline, running
 
 
 @attrs.define
@@ -287,6 +288,7 @@ def event_line(
 
 
 __all__ = [
+    "Lifeline",
     "Project",
     "RunResult",
     "ScriptedAgent",
@@ -294,9 +296,11 @@ __all__ = [
     "event_line",
     "event_schema",
     "hook_relay",
+    "lifeline",
     "make_project",
     "python_test_cmd",
     "run_loop",
+    "running",
     "sigint_as_in_a_terminal",
     "write_scenario",
 ]

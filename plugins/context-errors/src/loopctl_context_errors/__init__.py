@@ -45,6 +45,7 @@ _EXPORTS = {
     "SUGGESTION_RECORDED": "events",
     "SUGGESTION_RESOLVED": "events",
     "MEMORY_UNAVAILABLE": "events",
+    "MEMORY_SPOOL": "events",
     "EVENT_TYPES": "events",
 }
 

@@ -1,9 +1,9 @@
 """The events this plugin writes, and the JSON Schema they are published under.
 
-``events.schema.json`` (next to this module) registers the four event names —
+``events.schema.json`` (next to this module) registers the five event names —
 ``context-errors.context_generated``, ``context-errors.suggestion_recorded``,
-``context-errors.suggestion_resolved``, ``context-errors.memory_unavailable`` — with their
-required and optional keys. The names are
+``context-errors.suggestion_resolved``, ``context-errors.memory_unavailable``,
+``context-errors.memory_spool`` — with their required and optional keys. The names are
 published as the constants below (re-exported from :mod:`loopctl_context_errors`): other
 plugins subscribe through them, never through copies of the strings. :func:`validate` checks an ``events.jsonl`` line against it with a
 small validator for the part of JSON Schema (draft 2020-12) the schema uses, so the plugin and
@@ -32,7 +32,16 @@ SUGGESTION_RESOLVED = PREFIX + "suggestion_resolved"
 #: The failure memory cannot be used (unreachable, wrong password, a newer schema …): once a
 #: run, with a warning line; the loop goes on without it.
 MEMORY_UNAVAILABLE = PREFIX + "memory_unavailable"
-EVENT_TYPES = (CONTEXT_GENERATED, SUGGESTION_RECORDED, SUGGESTION_RESOLVED, MEMORY_UNAVAILABLE)
+#: Records kept in the local spool while the store could not be reached were written to it
+#: (``state`` "written"), or records could not be kept (``full``, ``lost``): a line each.
+MEMORY_SPOOL = PREFIX + "memory_spool"
+EVENT_TYPES = (
+    CONTEXT_GENERATED,
+    SUGGESTION_RECORDED,
+    SUGGESTION_RESOLVED,
+    MEMORY_UNAVAILABLE,
+    MEMORY_SPOOL,
+)
 SCHEMA_FILE = "events.schema.json"
 
 _KNOWN = frozenset(
@@ -175,6 +184,7 @@ def validate(event: dict[str, Any], schema: dict[str, Any] | None = None) -> lis
 __all__ = [
     "CONTEXT_GENERATED",
     "EVENT_TYPES",
+    "MEMORY_SPOOL",
     "MEMORY_UNAVAILABLE",
     "PREFIX",
     "SUGGESTION_RECORDED",

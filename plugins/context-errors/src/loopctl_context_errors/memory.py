@@ -16,6 +16,7 @@ alike; the same project's failures first, other projects' after.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import json
@@ -26,7 +27,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 import attrs
 
@@ -47,11 +48,15 @@ from loopctl_context_errors.store import (
     StoreError,
     StoreMissing,
     StoreOutdated,
+    StoreTimeout,
     StoreUnavailable,
     newer_store,
     parse_location,
     stats_of,
 )
+
+if TYPE_CHECKING:  # imported when a write fails: `errors report` never needs them
+    from loopctl_context_errors.spool import Spool, SpoolTally
 
 ENV_MEMORY = "LOOPCTL_FAILURE_MEMORY"
 #: Values of ``LOOPCTL_FAILURE_MEMORY`` / ``memory_path`` that turn the memory off.
@@ -59,6 +64,12 @@ OFF_WORDS = frozenset({"off", "none", "false", "0", "disabled"})
 DEFAULT_TIMEOUT_S = 5.0
 #: After a store was found unavailable, it is not tried again for this long (seconds).
 COOL_DOWN_S = 30.0
+#: Errors that leave a write kept in the local spool (:mod:`loopctl_context_errors.spool`):
+#: the store could not be reached, or was busy, slow or failing, for now.
+KEPT_STATUSES = frozenset({"unavailable", "locked", "timeout", "error"})
+#: ... except these, which wait for the user to change something, not for the store: a URL that
+#: does not parse (it names no store), no driver, a wrong password, no permission, no database.
+NOT_KEPT_REASONS = frozenset({"bad-url", "no-driver", "auth", "permission", "no-database"})
 
 _TOKEN = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
 _PLACEHOLDERS = frozenset({"path", "hex", "time", "host", "redacted"})
@@ -237,7 +248,9 @@ class QueryOutcome:
     """What a similarity query found, and whether the store could answer at all."""
 
     results: list[SimilarFailure] = attrs.Factory(list)
-    #: ok, missing, disabled, timeout, locked, unavailable, newer, outdated, error.
+    #: ok, missing, disabled, timeout, locked, unavailable, newer, outdated, error; cached for
+    #: an answer the run had already, given again without asking the store
+    #: (:meth:`FailureMemory.answered_again`).
     status: str = "ok"
     duration_ms: float = 0.0
     #: A short code saying why (``auth``, ``refused``, ``no-driver`` …); "" when ok.
@@ -252,6 +265,11 @@ _T = TypeVar("_T")
 #: suggestion and judge calls then return at once instead of each waiting for a connection).
 _UNAVAILABLE: dict[str, tuple[float, StoreError]] = {}
 _UNAVAILABLE_LOCK = threading.Lock()
+
+
+def kept_locally(status: str, reason: str) -> bool:
+    """Whether a write that failed with this status and reason is kept in the local spool."""
+    return status in KEPT_STATUSES and reason not in NOT_KEPT_REASONS
 
 
 def _cooling(display: str) -> StoreError | None:
@@ -367,6 +385,11 @@ class FailureMemory:
         #: The file of a SQLite memory (None for Postgres).
         self.path: Path | None = self.location.path
         self._store: Store | None = None
+        self._spool: Spool | None = None
+        self._tally: SpoolTally | None = None
+        self._tally_lock = threading.Lock()
+        #: Set while the store is known to be unreachable (its last answer said so).
+        self.unreachable: StoreUnavailable | None = None
 
     @classmethod
     def unusable(cls, error: StoreError, *, timeout_s: float = DEFAULT_TIMEOUT_S) -> FailureMemory:
@@ -394,13 +417,18 @@ class FailureMemory:
         """``operation`` on the store, unless it was found unavailable lately (then the same
         error at once); an unavailable store starts the cool-down."""
         cooling = _cooling(self.location.display)
+        if isinstance(cooling, StoreUnavailable):
+            self.unreachable = cooling
         if cooling is not None:
             raise cooling
         try:
-            return operation(self._backend())
+            done = operation(self._backend())
         except StoreUnavailable as exc:
             _cool_down(self.location.display, exc)
+            self.unreachable = exc
             raise
+        self.unreachable = None
+        return done
 
     def _deadline(self, timeout_s: float | None = None) -> float:
         return time.monotonic() + (self.timeout_s if timeout_s is None else max(0.0, timeout_s))
@@ -419,11 +447,15 @@ class FailureMemory:
         project_path: str = "",
         run_id: str = "",
         now: float | None = None,
+        occurrence: int = 0,
     ) -> int | None:
         """Store a failure (or count it again when this run already stored it); its row id.
+        ``occurrence``: how many times the run has met it, this one included (0: not known).
 
         None when the store cannot be written (locked for longer than the timeout, read-only,
-        corrupt, unavailable, newer) or there is nothing to store. Never raises.
+        corrupt, unavailable, newer) or there is nothing to store. A run's failure that could
+        not reach the store is kept in the local spool then, and written with the next write
+        that reaches it (:meth:`spool_tally` counts them). Never raises.
         """
         signature, normalized = signature_of(decisive)
         if not signature:
@@ -440,12 +472,13 @@ class FailureMemory:
             decisive_json=json.dumps([redact(line)[:500] for line in decisive][:20]),
             terms=tuple(tokens_of(normalized)),
             now=time.time() if now is None else now,
+            uid=os.urandom(8).hex(),
+            occurrence=max(0, int(occurrence)),
         )
-        deadline = self._deadline()
-        try:
-            return self._run(lambda store: store.add_failure(row, deadline)) or None
-        except Exception:  # noqa: BLE001 - the memory never breaks a run
-            return None
+        # a failure no run recorded has no run's row to bring to its count: it is not kept
+        record = {"kind": "failure", "row": attrs.asdict(row, filter=_kept_field)}
+        row_id = self._write(record, keep=bool(row.run_id))
+        return int(row_id) if row_id else None
 
     def record_fix(
         self,
@@ -493,11 +526,118 @@ class FailureMemory:
             suggestion=redact(suggestion)[:1000],
             summary=redact(summary)[:1000],
         )
-        deadline = self._deadline()
+        record = {"kind": "fix", "target": attrs.asdict(target), "fix": attrs.asdict(fix)}
+        return bool(self._write(record, keep=True))
+
+    # --- the local spool -------------------------------------------------------------------
+
+    def spool(self) -> Spool | None:
+        """The local spool of this memory's store (None for a location that names none: a
+        malformed URL)."""
+        if self._broken is not None:
+            return None
+        if self._spool is None:
+            from loopctl_context_errors.spool import Spool, spool_path
+
+            self._spool = Spool(spool_path(default_memory_path().parent, self.display))
+        return self._spool
+
+    def spool_tally(self) -> SpoolTally:
+        """What this memory kept in, wrote from and lost to its spool so far (a copy)."""
+        from loopctl_context_errors.spool import SpoolTally
+
+        with self._tally_lock:
+            return SpoolTally() if self._tally is None else attrs.evolve(self._tally)
+
+    def _count(self, *, kept: int = 0, written: int = 0, lost: int = 0, full: bool = False,
+               because: StoreError | None = None) -> None:  # fmt: skip
+        from loopctl_context_errors.spool import SpoolTally
+
+        with self._tally_lock:
+            if self._tally is None:
+                self._tally = SpoolTally()
+            self._tally.kept += kept
+            self._tally.written += written
+            self._tally.lost += lost
+            self._tally.full = self._tally.full or full
+            self._tally.because = because or self._tally.because
+
+    def _write(self, record: dict[str, Any], *, keep: bool) -> Any:
+        """Write ``record`` to the store after the records the spool keeps for it; with
+        ``keep``, keep it in the spool instead when the store cannot take it now (or the spool
+        could not all be written first: the order is kept). What the store answered; None when
+        it did not take the record. Never raises."""
+        spool = self.spool() if keep else None
+        behind = object()
+
+        def operation(store: Store) -> Any:
+            if spool is not None and spool.pending() and not self._drain_into(store, spool):
+                return behind
+            return _apply(store, record, self._deadline(), replayed=False)
+
         try:
-            return bool(self._run(lambda store: store.set_fix(target, fix, deadline)))
+            done = self._run(operation)
+        except StoreError as exc:
+            if spool is not None and kept_locally(exc.status, exc.reason):
+                self._keep(spool, record, exc)
+            return None
         except Exception:  # noqa: BLE001 - the memory never raises to the loop
+            return None
+        if done is behind:
+            assert spool is not None
+            line = f"{self.display}: what was kept earlier is not all written yet"
+            self._keep(spool, record, StoreTimeout(line, reason="behind"))
+            return None
+        return done
+
+    def _keep(self, spool: Spool, record: dict[str, Any], because: StoreError) -> None:
+        try:
+            kept = spool.append({"location": self.display, **record})
+        except OSError:
+            self._count(lost=1, because=because)
+            return
+        self._count(kept=int(kept), lost=int(not kept), full=not kept, because=because)
+
+    def _drain_into(self, store: Store, spool: Spool) -> bool:
+        """Write what ``spool`` keeps into ``store``, oldest first, for at most the memory's
+        timeout; whether it is all written. Raises the store's error."""
+        try:
+            done = spool.drain(
+                lambda kept: _apply(store, kept, self._deadline(), replayed=True),
+                until=self._deadline(),
+            )
+        except OSError:
             return False
+        self._count(written=done.written)  # a damaged record is no failure of this run
+        return done.empty
+
+    def drain(self) -> None:
+        """Write what the spool keeps for this store, if it keeps anything and the store takes
+        it (the start of a run). Never raises."""
+        spool = self.spool()
+        if spool is None or not spool.pending():
+            return
+        with contextlib.suppress(Exception):
+            self._run(lambda store: self._drain_into(store, spool))
+
+    def explain(self, error: StoreError) -> str:
+        """``error``'s message as one line, with no password and nothing redact() hides."""
+        return _one_line(self.location, error)
+
+    def answered_again(self, outcome: QueryOutcome) -> QueryOutcome:
+        """``outcome``, an answer this run had already, given again without asking the store:
+        ``cached``; or, when the store is known to be unreachable now, that (its results kept:
+        they were true when they were fetched)."""
+        down = self.unreachable or _cooling(self.location.display)
+        if down is None:
+            return attrs.evolve(outcome, status="cached", reason="", message="", duration_ms=0.0)
+        return attrs.evolve(
+            outcome,
+            status=down.status,
+            reason=down.reason,
+            message=self.explain(down),
+            duration_ms=0.0,
+        )
 
     def record_suggestion_outcome(self, keys: Iterable[str], *, effective: bool) -> bool:
         """Count one judged showing of each suggestion key (and whether it worked)."""
@@ -725,6 +865,24 @@ class CopyCount(NamedTuple):
     suggestions_added: int = 0
 
 
+def _kept_field(field: attrs.Attribute[Any], value: Any) -> bool:
+    return field.name != "replayed"
+
+
+def _apply(store: Store, record: Mapping[str, Any], deadline: float, *, replayed: bool) -> Any:
+    """Write one record (a spool's, or one about to be kept if this fails) into ``store``.
+    Raises KeyError, TypeError or ValueError for a record that is not one."""
+    kind = record["kind"]
+    if kind == "failure":
+        row = dict(record["row"])
+        row["terms"] = tuple(str(term) for term in row["terms"])
+        return store.add_failure(NewFailure(**row, replayed=replayed), deadline)
+    if kind == "fix":
+        target = FixTarget(**record["target"])
+        return store.set_fix(target, Fix(**record["fix"]), deadline)
+    raise ValueError(f"not a kind of record: {kind!r}")
+
+
 def _similar_failure(hit: ranking.Hit) -> SimilarFailure:
     return SimilarFailure(
         _record(hit.row, occurrences=hit.occurrences), hit.score, hit.match, hit.same_project
@@ -755,6 +913,8 @@ __all__ = [
     "COOL_DOWN_S",
     "DEFAULT_TIMEOUT_S",
     "ENV_MEMORY",
+    "KEPT_STATUSES",
+    "NOT_KEPT_REASONS",
     "SCHEMA_VERSION",
     "FailureMemory",
     "FailureRecord",
@@ -762,6 +922,7 @@ __all__ = [
     "SimilarFailure",
     "close_all",
     "default_memory_path",
+    "kept_locally",
     "naming",
     "open_store",
     "resolve_memory_location",

@@ -40,6 +40,8 @@ GITHUB_COMMENT_LIMIT = 65_536
 LOG_EXCERPT_CHARS = 48_000
 LOG_EXCERPT_LINES = 400
 SECTIONS = ("What Failed", "Why", "Similar Past Issues", "Suggested Actions")
+#: The statuses of an answer the store gave (now, or earlier in the run: ``cached``).
+ANSWERED = frozenset({"ok", "cached"})
 
 
 @attrs.define
@@ -148,7 +150,7 @@ def build_report(
                 project_id=project_id,
             )
     stats = {}
-    if memory is not None and outcome.status == "ok":
+    if memory is not None and outcome.status in ANSWERED:
         stats = memory.suggestion_stats(candidate_keys(found.category, found.rule_name, stage))
     suggestions = generate_suggested_actions(
         found.category,
@@ -194,7 +196,7 @@ MEMORY_STATES = {
 
 def _similar_lines(report: ErrorReport) -> list[str]:
     if not report.similar:
-        if report.memory_status in ("ok", "missing"):
+        if report.memory_status in ANSWERED or report.memory_status == "missing":
             return ["None found."]
         return [
             f"None: the failure memory is {MEMORY_STATES.get(report.memory_status, report.memory_status)}."

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from loopctl import StashKey, redact
-from loopctl_context_errors import events
+from loopctl_context_errors import events, outage
 from loopctl_context_errors import lines as say
 from loopctl_context_errors.categories import Categorization, Rule, RuleSet, categorize
 from loopctl_context_errors.config import ContextErrorsConfig
@@ -28,7 +28,6 @@ from loopctl_context_errors.memory import (
     ENV_MEMORY,
     FailureMemory,
     QueryOutcome,
-    naming,
     resolve_memory_location,
     signature_of,
 )
@@ -75,6 +74,10 @@ def start(loop: Loop) -> None:
     run_id(loop)
     if loop.resumed and _tally(loop) is None:
         loop.set_value(TALLY_KEY, _ledger_tally(loop))
+    memory = _memory(loop, settings(loop))
+    spool = memory.spool() if memory is not None else None
+    if memory is not None and spool is not None and spool.pending():
+        loop.in_background(memory.drain)  # what earlier runs kept, while the store is up
 
 
 def run_id(loop: Loop) -> str:
@@ -160,29 +163,6 @@ def _project(loop: Loop, config: ContextErrorsConfig) -> ProjectIdentity:
         kept = (key, project_identity(Path(loop.workdir), config.project_id, config.project))
         loop.stash[PROJECT] = kept
     return kept[1]
-
-
-#: Set once the run was told the memory cannot be used (one warning line a run).
-WARNED = StashKey[bool]()
-#: The statuses that earn the warning: the memory cannot be used at all, not just this time.
-WARN_STATUSES = frozenset({"unavailable", "newer", "outdated"})
-
-
-def _warn_once(loop: Loop, memory: FailureMemory | None, outcome: QueryOutcome) -> None:
-    """The first time in a run the memory cannot be used: one line saying so."""
-    if memory is None or outcome.status not in WARN_STATUSES or loop.stash.get(WARNED):
-        return
-    loop.stash[WARNED] = True
-    message = outcome.message or outcome.status
-    if outcome.reason != "bad-url":  # a URL that does not parse is shown by its host alone
-        message = naming(memory.location, message)
-    loop.emit(
-        events.MEMORY_UNAVAILABLE,
-        memory_status=outcome.status,
-        memory_reason=outcome.reason[:40],
-        location=redact(memory.display)[:500],
-        summary=redact(f"warning: failure memory {message} (going on without memory)")[:1000],
-    )
 
 
 def _changed_since(loop: Loop, iteration: int | None, record: IterationRecord) -> list[str]:
@@ -316,7 +296,7 @@ def _similar(
     answers = loop.stash.setdefault(SIMILAR, {})
     cached = answers.get(signature)
     if cached is not None and signature:
-        return cached
+        return memory.answered_again(cached)
     outcome = memory.query_similar(
         found.decisive_lines,
         limit=limit,
@@ -405,9 +385,10 @@ def handle_failure(loop: Loop, record: IterationRecord, test_run: TestRun | None
                 project_id=project.id,
                 project_path=project_path,
                 run_id=rid,
+                occurrence=_seen_again(loop, signature),
             )
         )
-    _warn_once(loop, memory, similar)
+    outage.tell(loop, memory, similar)
     loop.emit(
         events.CONTEXT_GENERATED,
         stage=report.stage[:100],
@@ -556,10 +537,29 @@ def _fit(lines: list[str], budget: int) -> str:
     return "\n".join(kept).strip()
 
 
+#: How many times the run met each failure (by signature), kept in loop-state.md so that a
+#: resume counts on: a failure written from the local spool brings its row to this count.
+SEEN_KEY = "context_errors.seen"
+#: Failures counted at most (a run of ever-new failures forgets the oldest: counted from 1 again).
+SEEN_MAX = 256
+
+
+def _seen_again(loop: Loop, signature: str) -> int:
+    """Count one more meeting of the failure ``signature``; how many there were in the run."""
+    value = loop.get_value(SEEN_KEY)
+    seen = {k: v for k, v in value.items() if isinstance(v, int)} if isinstance(value, dict) else {}
+    count = seen.pop(signature, 0) + 1
+    seen[signature] = count  # the latest last: the oldest go first
+    loop.set_value(SEEN_KEY, dict(list(seen.items())[-SEEN_MAX:]))
+    return count
+
+
 def handle_success(loop: Loop, record: IterationRecord) -> None:
     config = settings(loop)
-    _judge(loop, record, _memory(loop, config), tests_passed=True, failing_now=[])
+    memory = _memory(loop, config)
+    _judge(loop, record, memory, tests_passed=True, failing_now=[])
     loop.set_value(LAST_KEY, None)
+    outage.tell(loop, memory)
 
 
 def handle_loop_end(loop: Loop, outcome: LoopOutcome) -> None:
@@ -567,6 +567,7 @@ def handle_loop_end(loop: Loop, outcome: LoopOutcome) -> None:
     loop.wait_for_background(
         config.memory_timeout_s
     )  # the last report and memory writes land first
+    outage.tell(loop, _memory(loop, config))
     ledger = loop.stash.get(LEDGER)
     if ledger is not None:
         ledger.close()

@@ -286,6 +286,15 @@ class NewFailure:
     #: The failure's distinct words (:func:`~loopctl_context_errors.memory.tokens_of`).
     terms: tuple[str, ...]
     now: float
+    #: The row's uid when it is inserted ("": a new one).
+    uid: str = ""
+    #: How many times the run has met this failure, this one included (0: not known). The
+    #: run's row counts at least this many: a count lost with a write the store missed comes
+    #: back with the next one.
+    occurrence: int = 0
+    #: Written again from the local spool: it counts nothing it counted before (the row is
+    #: brought to ``occurrence``, not counted once more), so writing it twice changes nothing.
+    replayed: bool = False
 
 
 @attrs.frozen
@@ -457,7 +466,9 @@ class Store(Protocol):
 
     def add_failure(self, row: NewFailure, deadline: float) -> int:
         """Insert ``row``, or when this run already stored its signature count it once more
-        (``occurrences + 1``, ``last_seen``); the row's id. Creates the store if need be."""
+        (``occurrences + 1``, ``last_seen``; a ``replayed`` row: not once more); either way the
+        run's row counts at least ``row.occurrence``. The row's id. Creates the store if need
+        be."""
         ...
 
     def add_many(self, rows: Iterable[StoredFailure], deadline: float) -> int:

@@ -150,12 +150,13 @@ _N_FAILURES = "(SELECT value::bigint FROM loopctl_memory_meta WHERE key = 'n_fai
 _ADD_FAILURE = """
 WITH ins AS (
     INSERT INTO loopctl_failures (uid, signature, category, rule, stage, project, project_id,
-        project_path, run_id, decisive, terms, created_at, last_seen)
+        project_path, run_id, decisive, terms, created_at, last_seen, occurrences)
     VALUES (%(uid)s, %(signature)s, %(category)s, %(rule)s, %(stage)s, %(project)s,
         %(project_id)s, %(project_path)s, %(run_id)s, %(decisive)s, %(terms)s::text[],
-        %(now)s, %(now)s)
+        %(now)s, %(now)s, GREATEST(1, %(occurrence)s))
     ON CONFLICT (signature, run_id) WHERE run_id <> '' DO UPDATE
-        SET occurrences = loopctl_failures.occurrences + 1, last_seen = excluded.last_seen
+        SET occurrences = GREATEST(loopctl_failures.occurrences + %(step)s, %(occurrence)s),
+            last_seen = GREATEST(loopctl_failures.last_seen, excluded.last_seen)
     RETURNING id, (xmax = 0) AS inserted
 ), df AS (
     INSERT INTO loopctl_token_df (term, df)
@@ -606,7 +607,7 @@ class PostgresStore:
 
     def add_failure(self, row: NewFailure, deadline: float) -> int:
         params = {
-            "uid": secrets.token_hex(8),
+            "uid": _text(row.uid) or secrets.token_hex(8),
             "signature": _text(row.signature),
             "category": _text(row.category),
             "rule": _text(row.rule),
@@ -618,6 +619,8 @@ class PostgresStore:
             "decisive": _text(row.decisive_json),
             "terms": _terms(row.terms),
             "now": float(row.now),
+            "occurrence": int(row.occurrence),
+            "step": 0 if row.replayed else 1,
         }
 
         def write() -> int:

@@ -588,18 +588,18 @@ class SQLiteStore:
                 ).fetchone()
                 if found is not None:
                     conn.execute(
-                        "UPDATE failures SET occurrences = occurrences + 1, last_seen = ? "
-                        "WHERE id = ?",
-                        (row.now, found[0]),
+                        "UPDATE failures SET occurrences = max(occurrences + ?, ?), "
+                        "last_seen = max(last_seen, ?) WHERE id = ?",
+                        (0 if row.replayed else 1, row.occurrence, row.now, found[0]),
                     )
                     return int(found[0])
             terms = sorted(set(row.terms))
             cursor = conn.execute(
                 "INSERT INTO failures (uid, signature, category, rule, stage, project, "
-                "project_id, project_path, run_id, decisive, tokens, created_at, last_seen) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "project_id, project_path, run_id, decisive, tokens, created_at, last_seen, "
+                "occurrences) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
-                    new_uid(),
+                    row.uid or new_uid(),
                     row.signature,
                     row.category,
                     row.rule,
@@ -612,6 +612,7 @@ class SQLiteStore:
                     " ".join(dict.fromkeys(row.terms)),
                     row.now,
                     row.now,
+                    max(1, row.occurrence),
                 ),
             )
             self._add_terms(conn, dict.fromkeys(terms, 1))
