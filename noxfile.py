@@ -117,14 +117,36 @@ def test_paths() -> list[str]:
     return paths
 
 
+#: What every `tests-3.x` session leaves out: the real agent CLIs (`e2e`), fresh venvs (`venv`,
+#: run by `isolation` and `packaging`) and the Temporal dev server (`temporal`: the fleet's tests
+#: run them once, in `isolation`).
+SUITE_MARKS = "not e2e and not venv and not temporal"
+#: What the sessions of the older Pythons leave out besides: the tests that prove what the
+#: operating system does with processes (`timing`: races of processes, signals and clocks;
+#: `process`: kills at every write, process groups and descendants, pseudo-terminals). loopctl
+#: drives those through the same few calls on every version (os.kill, os.killpg, subprocess
+#: with a new session, prctl), each test starts `python -m loopctl` and waits on real processes,
+#: and they are most of the suite's time: they run once, on the newest Python (and `timing`
+#: three more times in `load`). Everything else runs on every supported Python: parsers,
+#: config, state files, typing, stdlib behaviour (tomllib/tomli, sqlite3, asyncio, warnings),
+#: Hypothesis properties, whole loops, the CLI. A test that can differ between versions must
+#: not be marked `process`.
+ONCE_MARKS = "not timing and not process"
+
+
+def _newest(python: object) -> bool:
+    """Whether ``python`` (a session's interpreter) is the newest installed supported one."""
+    return not INSTALLED_PYTHONS or python == INSTALLED_PYTHONS[-1]
+
+
 @nox.session(python=INSTALLED_PYTHONS or None)
 def tests(session: nox.Session) -> None:
-    """Run the whole test suite (core, plugins, contrib, cross-package) on this Python."""
+    """Run the test suite on this Python: all of it on the newest installed Python, on the
+    others all but the tests of process behaviour (see ONCE_MARKS)."""
     session.install(
         *wheels(session, *all_distributions()), *TEST_DEPS, *PRICES_DEPS, *POSTGRES_DEPS
     )
-    # the fleet's tests that start a Temporal dev server run once, in `isolation`
-    marks = "not e2e and not venv and not temporal"
+    marks = SUITE_MARKS if _newest(session.python) else f"{SUITE_MARKS} and {ONCE_MARKS}"
     session.run("pytest", "-n", "2", "-m", marks, *test_paths(), *session.posargs)
 
 
@@ -231,6 +253,9 @@ def isolation(session: nox.Session) -> None:
             "2",
             "-p",
             "no:cacheprovider",
+            # what is installed decides these tests, not process behaviour (run once, in `tests`)
+            "-m",
+            ONCE_MARKS,
             str(dist / "tests"),
             external=True,
             # without the plugins' extras (psycopg), what needs them skips
