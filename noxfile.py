@@ -121,16 +121,20 @@ def test_paths() -> list[str]:
 #: run by `isolation` and `packaging`) and the Temporal dev server (`temporal`: the fleet's tests
 #: run them once, in `isolation`).
 SUITE_MARKS = "not e2e and not venv and not temporal"
-#: What the sessions of the older Pythons leave out besides: the tests that prove what the
-#: operating system does with processes (`timing`: races of processes, signals and clocks;
-#: `process`: kills at every write, process groups and descendants, pseudo-terminals). loopctl
-#: drives those through the same few calls on every version (os.kill, os.killpg, subprocess
-#: with a new session, prctl), each test starts `python -m loopctl` and waits on real processes,
-#: and they are most of the suite's time: they run once, on the newest Python (and `timing`
-#: three more times in `load`). Everything else runs on every supported Python: parsers,
-#: config, state files, typing, stdlib behaviour (tomllib/tomli, sqlite3, asyncio, warnings),
-#: Hypothesis properties, whole loops, the CLI. A test that can differ between versions must
-#: not be marked `process`.
+#: What the sessions of the older Pythons leave out (they run everything else):
+#: - the tests that prove what the operating system does with processes (`timing`: races of
+#:   processes, signals and clocks; `process`: kills after every write, orphans and a subreaper,
+#:   pseudo-terminals, the fleet's guard). loopctl drives those through the same few calls on
+#:   every version (os.kill, os.killpg, subprocess with a new session, prctl);
+#: - the cross-package scenarios in tests/ (crash, kill, interrupt and resume, a full disk,
+#:   secrets through a whole run, the docs' examples): each drives the real command through
+#:   subprocesses, and the code they reach is tested unit by unit in the per-distribution
+#:   suites, which run on every version.
+#: Those are half the suite's time and run once, on the newest Python (`timing` three more
+#: times in `load`). Every supported Python runs the per-distribution suites (core/tests,
+#: plugins/*/tests, contrib/*/tests): parsers, config, state files, typing, stdlib behaviour
+#: (tomllib/tomli, sqlite3, asyncio, warnings as errors), Hypothesis properties, whole loops,
+#: the CLI. A test of something that can differ between versions belongs there, unmarked.
 ONCE_MARKS = "not timing and not process"
 
 
@@ -141,13 +145,16 @@ def _newest(python: object) -> bool:
 
 @nox.session(python=INSTALLED_PYTHONS or None)
 def tests(session: nox.Session) -> None:
-    """Run the test suite on this Python: all of it on the newest installed Python, on the
-    others all but the tests of process behaviour (see ONCE_MARKS)."""
+    """The tests on this Python: all on the newest, the rest on the others (ONCE_MARKS)."""
     session.install(
         *wheels(session, *all_distributions()), *TEST_DEPS, *PRICES_DEPS, *POSTGRES_DEPS
     )
-    marks = SUITE_MARKS if _newest(session.python) else f"{SUITE_MARKS} and {ONCE_MARKS}"
-    session.run("pytest", "-n", "2", "-m", marks, *test_paths(), *session.posargs)
+    if _newest(session.python):
+        marks, paths = SUITE_MARKS, test_paths()
+    else:
+        marks = f"{SUITE_MARKS} and {ONCE_MARKS}"
+        paths = [path for path in test_paths() if path != "tests"]
+    session.run("pytest", "-n", "2", "-m", marks, *paths, *session.posargs)
 
 
 #: How many times `nox -s load` runs the timing-sensitive tests, each time under the CPU hog.
