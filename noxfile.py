@@ -135,7 +135,7 @@ SUITE_MARKS = "not e2e and not venv and not temporal"
 #: plugins/*/tests, contrib/*/tests): parsers, config, state files, typing, stdlib behaviour
 #: (tomllib/tomli, sqlite3, asyncio, warnings as errors), Hypothesis properties, whole loops,
 #: the CLI. A test of something that can differ between versions belongs there, unmarked.
-ONCE_MARKS = "not timing and not process"
+EVERY_PYTHON_MARKS = "not timing and not process"
 
 
 def _newest(python: object) -> bool:
@@ -145,14 +145,14 @@ def _newest(python: object) -> bool:
 
 @nox.session(python=INSTALLED_PYTHONS or None)
 def tests(session: nox.Session) -> None:
-    """The tests on this Python: all on the newest, the rest on the others (ONCE_MARKS)."""
+    """The tests on this Python: all on the newest, on the others all but the run-once ones."""
     session.install(
         *wheels(session, *all_distributions()), *TEST_DEPS, *PRICES_DEPS, *POSTGRES_DEPS
     )
     if _newest(session.python):
         marks, paths = SUITE_MARKS, test_paths()
     else:
-        marks = f"{SUITE_MARKS} and {ONCE_MARKS}"
+        marks = f"{SUITE_MARKS} and {EVERY_PYTHON_MARKS}"
         paths = [path for path in test_paths() if path != "tests"]
     session.run("pytest", "-n", "2", "-m", marks, *paths, *session.posargs)
 
@@ -262,7 +262,7 @@ def isolation(session: nox.Session) -> None:
             "no:cacheprovider",
             # what is installed decides these tests, not process behaviour (run once, in `tests`)
             "-m",
-            ONCE_MARKS,
+            EVERY_PYTHON_MARKS,
             str(dist / "tests"),
             external=True,
             # without the plugins' extras (psycopg), what needs them skips
