@@ -117,15 +117,44 @@ def test_paths() -> list[str]:
     return paths
 
 
+#: What every `tests-3.x` session leaves out: the real agent CLIs (`e2e`), fresh venvs (`venv`,
+#: run by `isolation` and `packaging`) and the Temporal dev server (`temporal`: the fleet's tests
+#: run them once, in `isolation`).
+SUITE_MARKS = "not e2e and not venv and not temporal"
+#: What the sessions of the older Pythons leave out (they run everything else):
+#: - the tests that prove what the operating system does with processes (`timing`: races of
+#:   processes, signals and clocks; `process`: kills after every write, orphans and a subreaper,
+#:   pseudo-terminals, the fleet's guard). loopctl drives those through the same few calls on
+#:   every version (os.kill, os.killpg, subprocess with a new session, prctl);
+#: - the cross-package scenarios in tests/ (crash, kill, interrupt and resume, a full disk,
+#:   secrets through a whole run, the docs' examples): each drives the real command through
+#:   subprocesses, and the code they reach is tested unit by unit in the per-distribution
+#:   suites, which run on every version.
+#: Those are half the suite's time and run once, on the newest Python (`timing` three more
+#: times in `load`). Every supported Python runs the per-distribution suites (core/tests,
+#: plugins/*/tests, contrib/*/tests): parsers, config, state files, typing, stdlib behaviour
+#: (tomllib/tomli, sqlite3, asyncio, warnings as errors), Hypothesis properties, whole loops,
+#: the CLI. A test of something that can differ between versions belongs there, unmarked.
+EVERY_PYTHON_MARKS = "not timing and not process"
+
+
+def _newest(python: object) -> bool:
+    """Whether ``python`` (a session's interpreter) is the newest installed supported one."""
+    return not INSTALLED_PYTHONS or python == INSTALLED_PYTHONS[-1]
+
+
 @nox.session(python=INSTALLED_PYTHONS or None)
 def tests(session: nox.Session) -> None:
-    """Run the whole test suite (core, plugins, contrib, cross-package) on this Python."""
+    """The tests on this Python: all on the newest, on the others all but the run-once ones."""
     session.install(
         *wheels(session, *all_distributions()), *TEST_DEPS, *PRICES_DEPS, *POSTGRES_DEPS
     )
-    # the fleet's tests that start a Temporal dev server run once, in `isolation`
-    marks = "not e2e and not venv and not temporal"
-    session.run("pytest", "-n", "2", "-m", marks, *test_paths(), *session.posargs)
+    if _newest(session.python):
+        marks, paths = SUITE_MARKS, test_paths()
+    else:
+        marks = f"{SUITE_MARKS} and {EVERY_PYTHON_MARKS}"
+        paths = [path for path in test_paths() if path != "tests"]
+    session.run("pytest", "-n", "2", "-m", marks, *paths, *session.posargs)
 
 
 #: How many times `nox -s load` runs the timing-sensitive tests, each time under the CPU hog.
@@ -231,6 +260,9 @@ def isolation(session: nox.Session) -> None:
             "2",
             "-p",
             "no:cacheprovider",
+            # what is installed decides these tests, not process behaviour (run once, in `tests`)
+            "-m",
+            EVERY_PYTHON_MARKS,
             str(dist / "tests"),
             external=True,
             # without the plugins' extras (psycopg), what needs them skips

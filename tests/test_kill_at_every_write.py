@@ -18,11 +18,17 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from loopctl import records
 from loopctl import state as st
 from loopctl.history import RunTotals
 from loopctl.state.faults import KILL_AFTER_WRITE_ENV, WRITE_LOG_ENV
 from loopctl.testing import python_test_cmd
+
+#: SIGKILL after each durable write: what survives a kill is the OS's and the file system's
+#: (the writes themselves run on every Python in the state tests), so it runs once.
+pytestmark = pytest.mark.process
 
 GOAL = "Make add() return the sum of its arguments."
 SIGNAL = "ALL DONE"

@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.skipif(
-    not sys.platform.startswith("linux"), reason="a subreaper is Linux's"
-)
+pytestmark = [
+    pytest.mark.skipif(not sys.platform.startswith("linux"), reason="a subreaper is Linux's"),
+    pytest.mark.process,  # orphans, sessions and a subreaper: the OS's, run once
+]
 
 #: A child that starts a grandchild in a session of its own and exits at once: the grandchild is
 #: an orphan, which only a subreaper gets back.

@@ -13,7 +13,10 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+pytestmark = [
+    pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc"),
+    pytest.mark.process,  # lifelines, stop signals and moved descendants: the OS's, run once
+]
 
 #: A loop stand-in: starts a child and a grandchild that leaves the session (as an agent's
 #: server might), records both, says so, and waits. ``$1``: "ignore" to ignore SIGTERM;
