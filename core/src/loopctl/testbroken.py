@@ -20,10 +20,7 @@ import os
 import re
 import shlex
 from collections.abc import Iterable
-
-import attrs
-
-from loopctl.testreport import pytest_arguments
+from typing import NamedTuple
 
 #: The reason of the engine's stop for a broken test command (status ``usage_error``, exit 2).
 TEST_COMMAND_BROKEN = "test_command_broken"
@@ -58,9 +55,10 @@ _RUNNER_CONFIGS = frozenset(
 )
 
 
-@attrs.frozen
-class BrokenTestCommand:
-    """A test run that says its command cannot pass: what is wrong and what to fix."""
+class BrokenTestCommand(NamedTuple):
+    """A test run that says its command cannot pass: what is wrong and what to fix. (A
+    NamedTuple, not an attrs class: ``loopctl classify --log`` reads a log with it, and defines
+    no class it does not need.)"""
 
     #: :data:`PATH`, :data:`USAGE`, :data:`NO_TESTS` or :data:`PROGRAM`.
     kind: str
@@ -89,7 +87,7 @@ def broken_test_command(
         return None
     lines = [line.strip() for line in output.splitlines()[-_LINES:] if line.strip()]
     words = _words(command)
-    if pytest_arguments(command) is not None:
+    if command and _is_pytest(command):
         found = _pytest(exit_code, lines)
         if found is not None:
             return found
@@ -139,6 +137,12 @@ def _shell(exit_code: int | None, lines: list[str], words: list[str]) -> BrokenT
                 PROGRAM, line, f"the module {name} it runs is not installed", name=name
             )
     return None
+
+
+def _is_pytest(command: str) -> bool:
+    from loopctl.testreport import pytest_arguments  # here: a log alone needs no report code
+
+    return pytest_arguments(command) is not None
 
 
 def _words(command: str) -> list[str]:
