@@ -364,12 +364,7 @@ def test_a_command_left_running_in_the_background_does_not_hold_the_turn() -> No
     records = records_of("background_bash")
     started = [r for r in records if r.get("subtype") == "task_started" and r["is_backgrounded"]]
     assert [r["task_type"] for r in started] == ["local_bash"]
-    parser = ClaudeParser()
-    done_after: list[bool] = []
-    for line in lines_of("background_bash"):
-        parser.feed(line)
-        done_after.append(parser.done)
-    assert done_after == [False] * (len(done_after) - 1) + [True]
+    assert done_only_at_the_last_line("background_bash")
 
 
 def test_a_background_task_of_an_unknown_type_holds_the_turn() -> None:
@@ -384,12 +379,17 @@ def test_a_background_task_of_an_unknown_type_holds_the_turn() -> None:
 
 def test_a_turn_without_background_tasks_is_done_at_its_result() -> None:
     """A foreground sub-agent (2.1.197's ``subagent``): done at the one result line, the last."""
+    assert done_only_at_the_last_line("subagent")
+
+
+def done_only_at_the_last_line(name: str) -> bool:
+    """Whether the parser of transcript ``name`` is done at its last line and not before."""
     parser = ClaudeParser()
     done_after: list[bool] = []
-    for line in lines_of("subagent"):
+    for line in lines_of(name):
         parser.feed(line)
         done_after.append(parser.done)
-    assert done_after == [False] * (len(done_after) - 1) + [True]
+    return done_after == [False] * (len(done_after) - 1) + [True]
 
 
 def test_a_resumed_turn_costs_what_it_added_to_the_sessions_running_total() -> None:
