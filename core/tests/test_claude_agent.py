@@ -308,6 +308,7 @@ OUTCOMES = {
     "success_edit": (None, ""),
     "subagent": (None, ""),
     "subagent_background": (None, ""),
+    "background_bash": (None, ""),
     "compaction": (None, ""),
     "api_retry": (None, ""),
     "resumed": (None, ""),
@@ -355,14 +356,40 @@ def test_a_background_sub_agent_can_bring_a_second_result_line() -> None:
     )
 
 
+def test_a_command_left_running_in_the_background_does_not_hold_the_turn() -> None:
+    """Claude Code 2.1.332 prints its result at once when the agent left a command running in
+    the background (Bash's ``run_in_background``: ``task_type`` ``local_bash``), then waits for
+    that command before it exits. Nothing comes back into the session from it: the parser is
+    done at the result line, so the supervisor gives the CLI its grace and ends it."""
+    records = records_of("background_bash")
+    started = [r for r in records if r.get("subtype") == "task_started" and r["is_backgrounded"]]
+    assert [r["task_type"] for r in started] == ["local_bash"]
+    assert done_only_at_the_last_line("background_bash")
+
+
+def test_a_background_task_of_an_unknown_type_holds_the_turn() -> None:
+    """Only a shell command is known not to report back: any other background task type (a
+    sub-agent, or one this adapter does not know) keeps the turn open until the CLI exits."""
+    for task_type in (b'"local_agent"', b'"remote_agent"', b"null"):
+        parser = ClaudeParser()
+        for line in lines_of("background_bash"):
+            parser.feed(line.replace(b'"task_type":"local_bash"', b'"task_type":' + task_type))
+        assert not parser.done, task_type
+
+
 def test_a_turn_without_background_tasks_is_done_at_its_result() -> None:
     """A foreground sub-agent (2.1.197's ``subagent``): done at the one result line, the last."""
+    assert done_only_at_the_last_line("subagent")
+
+
+def done_only_at_the_last_line(name: str) -> bool:
+    """Whether the parser of transcript ``name`` is done at its last line and not before."""
     parser = ClaudeParser()
     done_after: list[bool] = []
-    for line in lines_of("subagent"):
+    for line in lines_of(name):
         parser.feed(line)
         done_after.append(parser.done)
-    assert done_after == [False] * (len(done_after) - 1) + [True]
+    return done_after == [False] * (len(done_after) - 1) + [True]
 
 
 def test_a_resumed_turn_costs_what_it_added_to_the_sessions_running_total() -> None:

@@ -24,6 +24,7 @@ NUMBERS: dict[str, tuple[type, float, float]] = {
     "limits.max_restarts": (int, 0, 10),
     "limits.agent_timeout_s": (float, 0, 7 * 86400),
     "limits.idle_timeout_s": (float, 0, 7 * 86400),
+    "limits.agent_exit_grace_s": (float, 0, 7 * 86400),
     "limits.wall_clock_s": (float, 0, 30 * 86400),
     "limits.test_timeout_s": (float, 0, 7 * 86400),
     "limits.max_tokens": (int, 1, 10**12),

@@ -57,6 +57,7 @@ if TYPE_CHECKING:
     )
     from loopctl.stuck import is_infrastructure_failure, made_progress, same_failure
     from loopctl.terminal import sanitize
+    from loopctl.testbroken import BrokenTestCommand, agent_may_have_caused, broken_test_command
     from loopctl.testoutput import ParsedTestOutput, parse_test_output
     from loopctl.trust import UntrustedConfig
     from loopctl.withhold import child_environment
@@ -85,6 +86,9 @@ _LAZY = {
     "is_infrastructure_failure": "loopctl.stuck",
     "made_progress": "loopctl.stuck",
     "same_failure": "loopctl.stuck",
+    "BrokenTestCommand": "loopctl.testbroken",
+    "agent_may_have_caused": "loopctl.testbroken",
+    "broken_test_command": "loopctl.testbroken",
     "Snapshot": "loopctl.workspace",
     "Workspace": "loopctl.workspace",
     "StashKey": "loopctl.stash",
@@ -152,6 +156,7 @@ __all__ = [
     "AgentAdapter",
     "AgentMessage",
     "AgentSettings",
+    "BrokenTestCommand",
     "CliArgument",
     "CliCommand",
     "CliOption",
@@ -197,7 +202,9 @@ __all__ = [
     "Usage",
     "Workspace",
     "__version__",
+    "agent_may_have_caused",
     "atomic_write_text",
+    "broken_test_command",
     "check_settings",
     "child_environment",
     "define_event",

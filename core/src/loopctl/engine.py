@@ -75,6 +75,7 @@ from loopctl.stash import Stash
 from loopctl.state.journal import jsonl_text
 from loopctl.stuck import Escalation, StuckDetector, is_infrastructure_failure
 from loopctl.terminal import sanitize
+from loopctl.testbroken import TEST_COMMAND_BROKEN, agent_may_have_caused, broken_test_command
 from loopctl.testcmd import run_test_command
 from loopctl.withhold import child_environment, set_withheld
 from loopctl.workspace import PendingSnapshot, Snapshot, Workspace
@@ -1339,6 +1340,7 @@ class Engine:
         supervision = self._supervision or Supervision(
             timeout_s=limits.agent_timeout_s,
             idle_timeout_s=limits.idle_timeout_s,
+            grace_s=limits.agent_exit_grace_s,
             transcript_limit=limits.agent_log_bytes,
         )
         resume = self.state.session_mode == "resume" and self.state.session_id
@@ -1579,6 +1581,9 @@ class Engine:
                 self.emit(
                     "loop.completion_signal_missing", signal=self.loaded.config.completion_signal
                 )
+        broken = self._broken_test_command(record, test_run)
+        if broken is not None:
+            return broken
         if not self.loaded.config.stuck.enabled:
             return None
         escalation = self.stuck.observe(
@@ -1589,6 +1594,18 @@ class Engine:
         if escalation is Escalation.NONE:
             return None
         return self._escalate(escalation, record, test_run)
+
+    def _broken_test_command(self, record: IterationRecord, test_run: TestRun) -> Decision | None:
+        """A test command that cannot pass whatever the code says stops the loop at once
+        (:mod:`loopctl.testbroken`), unless the iteration's own changes may have broken it."""
+        if test_run.passed or test_run.timed_out:
+            return None
+        broken = broken_test_command(test_run.command, test_run.exit_code, test_run.output)
+        if broken is None or agent_may_have_caused(broken, record.changed_files):
+            return None
+        message = broken.message(test_run.command)
+        stop = Decision.stop(TEST_COMMAND_BROKEN, message, status=StopStatus.USAGE_ERROR)
+        return attrs.evolve(stop, source=ENGINE)
 
     def _escalate(
         self, escalation: Escalation, record: IterationRecord, test_run: TestRun

@@ -199,8 +199,10 @@ class StopStatus(str, enum.Enum):
     #: The state directory's disk (or the user's quota) is full; ``resume`` continues the loop
     #: once there is space again.
     DISK_FULL = "disk_full"
-    #: The agent CLI rejected the command line loopctl gave it (a setting it does not accept):
-    #: exit code 2, as for any other usage error.
+    #: The agent CLI rejected the command line loopctl gave it (a setting it does not accept),
+    #: or the test command cannot pass whatever the code says (reason ``test_command_broken``:
+    #: a path it names is missing, its runner refuses its options or finds no test, a program
+    #: it runs is not there): exit code 2, as for any other usage error.
     USAGE_ERROR = "usage_error"
 
 

@@ -51,8 +51,10 @@ NEXT_STEPS = {
     StopStatus.WALL_CLOCK.value: "The wall-clock budget is spent. Raise `limits.wall_clock_s` and `loopctl resume`.",
     StopStatus.INTERRUPTED.value: "The run was interrupted; `loopctl resume` continues it.",
     StopStatus.USAGE_ERROR.value: (
-        "The agent's CLI refused the setting named above: fix it (the CLI's own words list "
-        "what it accepts) and start again with `loopctl run`."
+        "A setting cannot work as it is (the reason above says which): the agent's CLI refused "
+        "it (its own words list what it accepts), or the test command cannot pass whatever the "
+        "code says. Fix it and start again with `loopctl run` (a test command: `loopctl resume "
+        "--test-cmd ...`)."
     ),
     StopStatus.DISK_FULL.value: (
         "The disk of `{state_dir}` is full. Free some space, then `loopctl resume` continues "

@@ -9,6 +9,8 @@ executes, usage figures, API errors).
 from __future__ import annotations
 
 import json
+import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -323,3 +325,52 @@ def test_a_cost_budget_stops_claude_inside_its_turn(
     assert "return a - b" in buggy_project.read("calc.py")
     assert result.outcome.message.startswith("spent $")
     assert "estimated" not in result.outcome.message  # Claude Code reports its cost
+
+
+def _processes_running(marker: str) -> list[int]:
+    """The pids of the processes whose command line holds ``marker``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        if marker in cmdline:
+            found.append(int(entry.name))
+    return found
+
+
+def test_a_command_left_in_the_background_does_not_hold_the_turn(
+    buggy_project: Project, claude_argv: ArgvLog, tmp_path: Path
+) -> None:
+    """The agent fixes the bug, leaves a command running in the background (Bash's
+    ``run_in_background``) and answers: Claude Code prints its result at once, then waits for
+    that command before it exits. loopctl gives it its exit grace, ends it and what it left
+    running, and runs the tests: the turn ends ``ok`` at once, not at the idle timeout."""
+    from loopctl.testing.behaviours import Change, Fixer
+
+    marker = f"sleep 600.{os.getpid()}{int(time.time() * 1000) % 100000}"
+    fixer = Fixer(
+        test_cmd=python_test_cmd(),
+        ideas=[Change("calc.py", "return a - b", "return a + b")],
+        background=marker,
+    )
+    with ms.ScriptedModelServer(behaviour=fixer, model=MODEL) as server:
+        result = run_claude_loop(
+            buggy_project,
+            server,
+            claude_argv,
+            tmp_path / "home",
+            limits={"idle_timeout_s": 600.0, "agent_timeout_s": 900.0},
+        )
+        errors = server.behaviour_errors
+    assert errors == []
+    assert result.status == "complete"
+    started = [e for e in result.events_of("agent.start")]
+    ended = result.events_of("agent.end")
+    assert len(started) == len(ended) == 1
+    assert ended[0]["outcome"] == "ok"  # not idle_timeout: the turn ended at its grace
+    assert ended[0]["duration_s"] < 300  # far from the idle timeout it would otherwise wait
+    assert _processes_running(marker) == []  # the command it left is ended with the turn

@@ -40,9 +40,13 @@ def test_every_event_of_a_loop_validates(loopctl_project: Project, run_loop: Any
     loopctl_project.commit("tests")
     result = run_loop(
         "fix it",
-        turns=[[{"say": "hi"}]],
+        # a turn that changes a file each time: the recovery is applied, then its limit stops
+        turns=[[{"write": "notes.txt", "content": f"try {n}\n"}] for n in range(3)],
         plugins={PLUGIN_NAME: plugin},
-        config={"limits": {"max_iterations": 3}},
+        config={
+            "limits": {"max_iterations": 3},
+            "plugins": {PLUGIN_NAME: {"max_recoveries": {"dependency_issue": 1}}},
+        },
     )
     validator = _validator(jsonschema)
     ours = [e for e in result.events if e["type"] in event_schemas()]

@@ -63,23 +63,69 @@ def prompts(result: Any) -> str:
 # --- dependency issues ---------------------------------------------------------------------------
 
 
-def test_a_missing_package_stops_the_loop_after_its_recoveries(
+def test_a_missing_package_the_turn_did_not_touch_stops_the_loop_at_once(
     loopctl_project: Project, run_loop: Any
 ) -> None:
+    """The agent's turn changed no file: it did not declare the package, and nothing installs
+    it (no reinstall is allowed), so no next turn fixes it: the loop stops after iteration 1,
+    saying what is missing and how to install it."""
     loopctl_project.write("test_app.py", "import yaml_loopctl_missing\n" + CALC_TEST)
     loopctl_project.write("calc.py", CALC)
+    loopctl_project.write("requirements.txt", "yaml-loopctl-missing\n")
     loopctl_project.commit("tests")
     result = run(run_loop, [[{"say": "hmm"}]])
     assert result.status == "plugin"
     assert result.outcome.reason == "dependency_issue"
-    classified = events_of(result, CLASSIFIED)
-    assert [e["mode"] for e in classified] == ["dependency_issue"] * 3
-    applied = events_of(result, RECOVERY_APPLIED)
-    assert [e["attempt"] for e in applied] == [1, 2]
-    assert "run_reinstall" in applied[0]["reinstall"] or "no reinstall" in applied[0]["reinstall"]
+    assert len(result.records) == 1
+    assert "yaml_loopctl_missing" in result.outcome.message
+    assert "changed no file" in result.outcome.message
+    assert "python -m pip install -r requirements.txt" in result.outcome.message
+    (applied,) = events_of(result, RECOVERY_APPLIED)
+    assert applied["action"] == "dependency_stop"
+    assert applied["decision"] == "stop"
+    assert not events_of(result, RERUN)  # a missing package needs no rerun
+
+
+def test_a_missing_package_the_turns_do_not_fix_stops_at_its_second_failure(
+    loopctl_project: Project, run_loop: Any
+) -> None:
+    """The agent changes something every turn, but the next run fails on the same missing
+    package: the loop stops there, after one "Dependency Problem" note, not after its limit."""
+    loopctl_project.write("test_app.py", "import yaml_loopctl_missing\n" + CALC_TEST)
+    loopctl_project.write("calc.py", CALC)
+    loopctl_project.commit("tests")
+    turns = [[{"write": "notes.txt", "content": f"attempt {n}\n"}] for n in range(1, 7)]
+    result = run(run_loop, turns)
+    assert result.status == "plugin"
+    assert result.outcome.reason == "dependency_issue"
+    assert len(result.records) == 2
+    assert "iterations 1-2 failed on it alike" in result.outcome.message
+    assert "install it into the environment" in result.outcome.message  # no manifest here
+    assert [e["action"] for e in events_of(result, RECOVERY_APPLIED)] == [
+        "dependency_note",
+        "dependency_stop",
+    ]
     assert "Dependency Problem" in prompt(result, 2)
     assert "yaml_loopctl_missing" in prompt(result, 2)
-    assert not events_of(result, RERUN)  # a missing package needs no rerun
+
+
+def test_a_broken_test_command_is_classified_as_such_and_the_loop_stops(
+    loopctl_project: Project, run_loop: Any
+) -> None:
+    """pytest finds no tests/unit: not a code error; the core stops after that run."""
+    loopctl_project.write("calc.py", CALC)
+    loopctl_project.write("test_calc.py", CALC_TEST)
+    loopctl_project.commit("tests")
+    command = f"{sys.executable} -m pytest -q -p no:cacheprovider tests/unit"
+    result = run(run_loop, [[{"say": "hmm"}]], test_cmd=command)
+    assert result.status == "usage_error"
+    assert result.outcome.reason == "test_command_broken"
+    assert len(result.records) == 1
+    (classified,) = events_of(result, CLASSIFIED)
+    assert classified["mode"] == "broken_test_command"
+    assert "tests/unit" in classified["evidence"][0]
+    (applied,) = events_of(result, RECOVERY_APPLIED)
+    assert applied["action"] == "fix_test_command"
 
 
 def test_reinstall_runs_only_when_opted_in_and_is_logged(

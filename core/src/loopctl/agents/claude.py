@@ -360,7 +360,10 @@ class ClaudeParser(StreamParser):
         #: The sum of ``model_usage_since_last_result`` costs over the result lines (each covers
         #: the spend since the one before it, in this process); None when the CLI gives none.
         self._cost_since_results: float | None = None
-        #: Whether the process started background tasks (sub-agents that outlive their call).
+        #: Whether the process started background tasks that can report back after the result
+        #: (sub-agents that outlive their call): then only the process's exit ends the turn. A
+        #: command the agent left running in the background (Bash's ``run_in_background``: a dev
+        #: server, a watcher, ``sleep 600``) is not one: the CLI only waits for it to end.
         self.background_tasks = False
 
     @property
@@ -448,7 +451,7 @@ class ClaudeParser(StreamParser):
         if (subtype == "task_started" and data.get("is_backgrounded") is True) or (
             subtype == "background_tasks_changed" and data.get("tasks")
         ):
-            self.background_tasks = True
+            self.background_tasks = self.background_tasks or _can_report_back(subtype, data)
         return [
             AgentMessage(
                 kind=MessageKind.SYSTEM,
@@ -1056,6 +1059,27 @@ def _message_id(data: Mapping[str, Any]) -> str | None:
         found = message.get("id")
         return found if type(found) is str else None
     return None
+
+
+#: Background task types that are commands the agent left running, not work that reports back
+#: into the session: after the result line the CLI only waits for them to end.
+_SHELL_TASK_TYPES = frozenset({"local_bash"})
+
+
+def _can_report_back(subtype: str, data: Mapping[str, Any]) -> bool:
+    """Whether a ``task_started`` (backgrounded) or ``background_tasks_changed`` line names a
+    background task other than a shell command: a sub-agent (``local_agent``), or a type this
+    adapter does not know (the safe side: wait for the process's exit)."""
+    if subtype == "task_started":
+        tasks: Any = [data]
+    else:
+        tasks = data.get("tasks")
+    if not isinstance(tasks, list):
+        return True
+    return any(
+        not isinstance(task, Mapping) or task.get("task_type") not in _SHELL_TASK_TYPES
+        for task in tasks
+    )
 
 
 def _is_sidechain(data: Mapping[str, Any]) -> bool:

@@ -111,6 +111,16 @@ class Limits:
             "than 0, at most 7 days)."
         ),
     )
+    agent_exit_grace_s: float = attrs.field(
+        default=2.0,
+        metadata=_doc(
+            "Seconds an agent CLI may take to exit once its turn is over: after its final "
+            "result line (Claude Code waits for a command the agent left running in the "
+            "background before it exits), or after it exited while a process it started still "
+            "holds its output. Then its process group is ended and the tests run (more than 0, "
+            "at most 7 days)."
+        ),
+    )
     wall_clock_s: float = attrs.field(
         default=14400.0,
         metadata=_doc("Seconds the whole run may take (more than 0, at most 30 days)."),
@@ -170,6 +180,7 @@ class Limits:
                 (("max_restarts",), restarts),
                 (("agent_timeout_s",), _positive_seconds(self.agent_timeout_s)),
                 (("idle_timeout_s",), _positive_seconds(self.idle_timeout_s)),
+                (("agent_exit_grace_s",), _positive_seconds(self.agent_exit_grace_s)),
                 (("wall_clock_s",), _positive_seconds(self.wall_clock_s, MAX_RUN_SECONDS)),
                 (("test_timeout_s",), _positive_seconds(self.test_timeout_s)),
                 (

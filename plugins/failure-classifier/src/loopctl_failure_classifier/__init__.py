@@ -25,6 +25,7 @@ if TYPE_CHECKING:
         WARNING,
     )
     from loopctl_failure_classifier.model import (
+        BROKEN_TEST_COMMAND,
         BUILTIN_MODES,
         BUILTIN_PRIORITY,
         CODE_ERROR,
@@ -46,6 +47,7 @@ if TYPE_CHECKING:
 _MODEL_NAMES = (
     "BUILTIN_MODES",
     "BUILTIN_PRIORITY",
+    "BROKEN_TEST_COMMAND",
     "CODE_ERROR",
     "CONTEXT_EXHAUSTION",
     "DEFAULT_CUSTOM_PRIORITY",
@@ -88,6 +90,7 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "BROKEN_TEST_COMMAND",
     "BUILTIN_MODES",
     "BUILTIN_PRIORITY",
     "CLASSIFIED",

@@ -18,6 +18,7 @@ DEFAULT_MAX_RECOVERIES: dict[str, int] = {
     "infinite_loop": 2,
     "context_exhaustion": 3,
     "code_error": 0,
+    "broken_test_command": 0,
 }
 
 

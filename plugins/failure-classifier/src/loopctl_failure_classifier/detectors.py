@@ -1,4 +1,4 @@
-"""The five built-in detectors. Each looks at the :class:`~.model.Evidence` and returns a
+"""The six built-in detectors. Each looks at the :class:`~.model.Evidence` and returns a
 :class:`~.model.Classification` or None; :func:`builtin_classifications` runs them all.
 
 Order of priority (the highest wins arbitration; see :data:`~.model.BUILTIN_PRIORITY`):
@@ -7,12 +7,15 @@ Order of priority (the highest wins arbitration; see :data:`~.model.BUILTIN_PRIO
    monitor's restart in the same iteration counts too, at priority 150, since it is a
    precaution rather than the cause of the failing tests.
 2. ``dependency_issue`` (300): a signature of a missing or unresolvable third-party package.
-3. ``test_flakiness`` (200): confirmed only: a rerun of the failing tests passed with no code
+3. ``broken_test_command`` (280): the test run shows that the command itself cannot pass
+   (:func:`loopctl.broken_test_command`: a path it names is missing, its runner refuses its
+   options or finds no test), and the iteration's own changes cannot explain it.
+4. ``test_flakiness`` (200): confirmed only: a rerun of the failing tests passed with no code
    change, or the same code both passed and failed. Port, timing and connection signatures
    only add confidence; alone they prove nothing.
-4. ``infinite_loop`` (100): the same failure K iterations running with no progress, the tree
+5. ``infinite_loop`` (100): the same failure K iterations running with no progress, the tree
    returning to an earlier state, or the engine's own stuck events.
-5. ``code_error`` (0): everything else; the safe default.
+6. ``code_error`` (0): everything else; the safe default.
 """
 
 from __future__ import annotations
@@ -23,10 +26,18 @@ from typing import Any, NamedTuple
 
 import attrs
 
-from loopctl import IterationRecord, is_infrastructure_failure, made_progress, same_failure
+from loopctl import (
+    IterationRecord,
+    agent_may_have_caused,
+    broken_test_command,
+    is_infrastructure_failure,
+    made_progress,
+    same_failure,
+)
 from loopctl_failure_classifier import rules
 from loopctl_failure_classifier.locality import Locality, importer
 from loopctl_failure_classifier.model import (
+    BROKEN_TEST_COMMAND,
     BUILTIN_PRIORITY,
     CODE_ERROR,
     CONTEXT_EXHAUSTION,
@@ -194,6 +205,26 @@ def ecosystems_of(evidence: Evidence) -> list[str]:
         if hit.rule.ecosystem not in found:
             found.append(hit.rule.ecosystem)
     return found
+
+
+# --- a broken test command -------------------------------------------------------------------
+
+
+def detect_broken_test_command(evidence: Evidence) -> Classification | None:
+    """The core's reading (:func:`loopctl.broken_test_command`): the command cannot pass, and
+    the iteration's changes do not explain it (then the core stops the loop, ``usage_error``)."""
+    if evidence.tests_passed or evidence.timed_out:
+        return None
+    broken = broken_test_command(evidence.test_command, evidence.exit_code, evidence.output)
+    if broken is None:
+        return None
+    current = evidence.current
+    if current is not None and agent_may_have_caused(broken, current.changed_files):
+        return None
+    lines = [f"{broken.problem}: {broken.evidence}"]
+    if evidence.test_command:
+        lines.append(f"the test command: {evidence.test_command}")
+    return _builtin(BROKEN_TEST_COMMAND, 0.9, lines, "test_command")
 
 
 # --- flakiness ------------------------------------------------------------------------------------
@@ -407,6 +438,7 @@ def builtin_classifications(
     found: list[Classification | None] = [
         detect_context_exhaustion(evidence),
         detect_dependency_issue(evidence, locality, notes),
+        detect_broken_test_command(evidence),
         detect_test_flakiness(evidence, notes),
         detect_infinite_loop(evidence, settings),
     ]

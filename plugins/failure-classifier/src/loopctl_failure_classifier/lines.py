@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from loopctl_failure_classifier.model import (
+    BROKEN_TEST_COMMAND,
     CODE_ERROR,
     CONTEXT_EXHAUSTION,
     DEPENDENCY_ISSUE,
@@ -24,6 +25,7 @@ from loopctl_failure_classifier.model import (
 #: The built-in modes in words.
 MODE_WORDS = {
     DEPENDENCY_ISSUE: "a dependency issue",
+    BROKEN_TEST_COMMAND: "a broken test command (it cannot pass whatever the code says)",
     TEST_FLAKINESS: "a flaky test",
     INFINITE_LOOP: "a loop (the same approach failing again and again)",
     CONTEXT_EXHAUSTION: "context exhaustion",
@@ -31,6 +33,7 @@ MODE_WORDS = {
 }
 _SHORT_MODE_WORDS = {
     DEPENDENCY_ISSUE: "dependency issue",
+    BROKEN_TEST_COMMAND: "broken test command",
     TEST_FLAKINESS: "flaky test",
     INFINITE_LOOP: "loop",
     CONTEXT_EXHAUSTION: "context exhaustion",
@@ -44,6 +47,8 @@ ACTION_WORDS = {
     "quarantine_note": "telling the agent the failure is flaky",
     "reinstall_deps": "reinstalled the dependencies",
     "dependency_note": "telling the agent to declare the missing dependency",
+    "dependency_stop": "stopping: no agent turn installs the missing dependency",
+    "fix_test_command": "the test command must be fixed: no agent turn can",
     "reduce_and_redirect": "telling the agent to change its approach",
     "restart_compressed": "restarting with a compressed briefing",
 }
@@ -57,7 +62,7 @@ def mode_words(mode: str, *, short: bool = False) -> str:
     return words or mode.replace("_", " ")
 
 
-def _evidence(lines: Sequence[str]) -> str:
+def evidence_text(lines: Sequence[str]) -> str:
     """The first line of evidence without its ``[rule]``, and the next one after a heading
     (``the linter reported:``)."""
     texts = [_RULE_PREFIX.sub("", str(line)).strip() for line in lines]
@@ -80,7 +85,7 @@ def classified(
         head = f"failure treated as {mode_words(mode)} (--failure-mode)"
     else:
         head = f"failure classified as {mode_words(mode)}, {round(100 * confidence)}% sure"
-    why = _evidence(evidence)
+    why = evidence_text(evidence)
     return f"{head}: {why}" if why else head
 
 

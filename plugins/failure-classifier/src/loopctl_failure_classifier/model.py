@@ -22,15 +22,17 @@ from loopctl import IterationRecord
 # --- the built-in modes -------------------------------------------------------------------------
 
 DEPENDENCY_ISSUE = "dependency_issue"
+BROKEN_TEST_COMMAND = "broken_test_command"
 TEST_FLAKINESS = "test_flakiness"
 INFINITE_LOOP = "infinite_loop"
 CONTEXT_EXHAUSTION = "context_exhaustion"
 CODE_ERROR = "code_error"
 
-#: The five built-in modes, in the order of their detectors' priority (highest first).
+#: The six built-in modes, in the order of their detectors' priority (highest first).
 BUILTIN_MODES: tuple[str, ...] = (
     CONTEXT_EXHAUSTION,
     DEPENDENCY_ISSUE,
+    BROKEN_TEST_COMMAND,
     TEST_FLAKINESS,
     INFINITE_LOOP,
     CODE_ERROR,
@@ -42,6 +44,7 @@ BUILTIN_MODES: tuple[str, ...] = (
 BUILTIN_PRIORITY: dict[str, int] = {
     CONTEXT_EXHAUSTION: 400,
     DEPENDENCY_ISSUE: 300,
+    BROKEN_TEST_COMMAND: 280,
     TEST_FLAKINESS: 200,
     INFINITE_LOOP: 100,
     CODE_ERROR: 0,

@@ -14,6 +14,7 @@ import attrs
 
 import loopctl
 from loopctl_failure_classifier.model import (
+    BROKEN_TEST_COMMAND,
     CODE_ERROR,
     CONTEXT_EXHAUSTION,
     DEPENDENCY_ISSUE,
@@ -56,6 +57,14 @@ BUILTIN_RECOVERY: dict[str, FailureMode] = {
         description="Clean reinstall of the dependencies first (npm ci, uv sync, pip install -r "
         "…; enable with run_reinstall = true), then tell the agent what is missing",
         max_retries_override=2,
+    ),
+    BROKEN_TEST_COMMAND: FailureMode(
+        name=BROKEN_TEST_COMMAND,
+        action="fix_test_command",
+        description="Stop: the test command cannot pass whatever the code says (a path it "
+        "names is missing, its runner refuses its options or finds no test); fix the command "
+        "or its environment before the next attempt",
+        max_retries_override=0,
     ),
     CODE_ERROR: FailureMode(
         name=CODE_ERROR,

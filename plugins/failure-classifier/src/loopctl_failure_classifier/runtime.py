@@ -40,6 +40,7 @@ from loopctl_failure_classifier.config import PLUGIN_NAME, FailureClassifierConf
 from loopctl_failure_classifier.detectors import ANNOTATION, Notes, Settings
 from loopctl_failure_classifier.evidence import EventTail, from_loop, ran_installs
 from loopctl_failure_classifier.model import (
+    BROKEN_TEST_COMMAND,
     BUILTIN_MODES,
     BUILTIN_PRIORITY,
     CODE_ERROR,
@@ -484,11 +485,16 @@ def _recover_dependency(
         "constraint; do not work around the import in the code.",
     ]
     action = "reinstall_deps"
-    if planned is None:
-        details["reinstall"] = "no reinstall command found (set reinstall_cmd)"
-        action = "dependency_note"
-    elif not config.run_reinstall:
-        details["reinstall"] = f"not run: set run_reinstall = true to run `{planned[0]}`"
+    if planned is None or not config.run_reinstall:
+        details["reinstall"] = (
+            "no reinstall command found (set reinstall_cmd)"
+            if planned is None
+            else f"not run: set run_reinstall = true to run `{planned[0]}`"
+        )
+        why = _dependency_stays(pending)
+        if why:
+            details["stopped"] = why
+            return _dependency_stop(pending, planned, why), "dependency_stop", details
         action = "dependency_note"
     else:
         command, because = planned
@@ -507,6 +513,40 @@ def _recover_dependency(
         body.append(f"\nloopctl ran `{command}` ({because}); it {verdict_word}.")
     _note(memory, pending.iteration, "Dependency Problem", "\n".join(body), 88)
     return None, action, details
+
+
+def _dependency_stays(pending: Pending) -> str:
+    """Why no agent turn will fix this missing dependency ("" when one may): the turn changed no
+    file (it did not declare it, and nothing installs it), or the iteration before failed on the
+    very same missing dependency."""
+    history = pending.evidence.history
+    current = history[-1] if history else None
+    if current is None:
+        return ""
+    if not current.changed_files:
+        return f"iteration {current.iteration} changed no file"
+    if len(history) >= 2:
+        before = history[-2]
+        annotation = before.annotations.get(ANNOTATION)
+        mode = annotation.get("mode") if isinstance(annotation, Mapping) else None
+        same = before.error_fingerprint and before.error_fingerprint == current.error_fingerprint
+        if mode == DEPENDENCY_ISSUE and same:
+            return f"iterations {before.iteration}-{current.iteration} failed on it alike"
+    return ""
+
+
+def _dependency_stop(pending: Pending, planned: tuple[str, str] | None, why: str) -> Decision:
+    """Stop with what is missing and how to install it."""
+    missing = say.evidence_text(pending.verdict.evidence) or "a dependency"
+    if planned is None:
+        hint = "install it into the environment the test command runs in"
+    else:
+        hint = f"install it (`{planned[0]}`: {planned[1]}, or set run_reinstall = true)"
+    message = (
+        f"a dependency is missing, which no code change fixes ({why}): {missing}; {hint}, "
+        "then `loopctl resume`"
+    )
+    return Decision.stop(DEPENDENCY_ISSUE, message[:1000])
 
 
 def _write_recovery_log(loop: Loop, kind: str, text: str) -> None:
@@ -615,8 +655,17 @@ def _recover_custom(
     return decision, mode.action, details
 
 
+def _recover_broken_test_command(
+    loop: Loop, state: RunState, pending: Pending, memory: dict[str, Any]
+) -> Handled:
+    """Nothing to do in the loop: the core stops it after this run (status ``usage_error``),
+    from the same reading of the test run; the strategy says what a scheduler should fix."""
+    return None, "fix_test_command", {}
+
+
 _HANDLERS = {
     CODE_ERROR: _recover_code_error,
+    BROKEN_TEST_COMMAND: _recover_broken_test_command,
     TEST_FLAKINESS: _recover_flakiness,
     DEPENDENCY_ISSUE: _recover_dependency,
     INFINITE_LOOP: _recover_loop,
