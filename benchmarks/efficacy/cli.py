@@ -41,6 +41,14 @@ def _arguments(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--list", action="store_true", help="list scenarios and contestants")
     parser.add_argument("--chart", type=Path, help="write the chart (SVG) to this file")
     parser.add_argument(
+        "--records", type=Path, help="append each run's record to this file as it ends (JSON lines)"
+    )
+    parser.add_argument(
+        "--from-records",
+        type=Path,
+        help="run nothing: report the runs of a --records file (table, --json, --chart)",
+    )
+    parser.add_argument(
         "--smoke",
         action="store_true",
         help=f"the smoke run: {', '.join(SMOKE)} with bare-fresh and loopctl-plugins; exit 1 "
@@ -63,6 +71,16 @@ def main(argv: list[str]) -> int:
         scenarios = load_all(args.scenarios, args.scenario)
     except ConfigError as error:
         return _error(str(error))
+    if args.from_records:
+        records = report.read_records(args.from_records)
+        print(
+            json.dumps(report.as_json(records, {}), indent=2)
+            if args.json
+            else report.table(records)
+        )
+        if args.chart:
+            chart.write(args.chart, records)
+        return 0
     if args.list:
         for scenario in scenarios:
             print(f"{scenario.name}: {scenario.spec.pattern}")
@@ -83,16 +101,18 @@ def main(argv: list[str]) -> int:
     with tempfile.TemporaryDirectory(prefix="loopctl-efficacy-") as base:
         for scenario in scenarios:
             for contestant in contestants:
-                records.append(
-                    harness.run_one(
-                        scenario,
-                        contestant,
-                        cli=cli,
-                        base=Path(base),
-                        keep=args.keep,
-                        log=lambda line: print(line, file=sys.stderr, flush=True),
-                    )
+                record = harness.run_one(
+                    scenario,
+                    contestant,
+                    cli=cli,
+                    base=Path(base),
+                    keep=args.keep,
+                    log=lambda line: print(line, file=sys.stderr, flush=True),
                 )
+                records.append(record)
+                if args.records:
+                    with args.records.open("a", encoding="utf-8") as handle:
+                        handle.write(json.dumps(report.as_json([record], {})["runs"][0]) + "\n")
         if args.keep:  # the runs' directories outlive the temporary one
             kept = Path(tempfile.mkdtemp(prefix="loopctl-efficacy-kept-"))
             for entry in Path(base).iterdir():

@@ -3,9 +3,11 @@ run's verdict names what shows the harness did not work."""
 
 from __future__ import annotations
 
+import json
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
-from efficacy import chart, cli
+from efficacy import chart, cli, report
 from efficacy.harness import RunRecord
 
 SVG = "{http://www.w3.org/2000/svg}"
@@ -57,3 +59,10 @@ def test_the_smoke_verdict_names_what_the_harness_got_wrong() -> None:
     assert "control-add / bare-fresh: the model server answered no request" in problems
     assert "control-add / bare-fresh: the control was not done (x)" in problems
     assert "control-add / loopctl: left running: 12 sleep" in problems
+
+
+def test_a_records_file_reads_back_as_the_runs_it_holds(tmp_path: Path) -> None:
+    runs = [record("loopctl", completed=True, tokens=7, leaked=["1 sleep"])]
+    path = tmp_path / "records.jsonl"
+    path.write_text(json.dumps(report.as_json(runs, {})["runs"][0]) + "\n\n")
+    assert report.read_records(path) == runs
