@@ -35,6 +35,16 @@ fault began). The models:
     leaves running in the background once the tests pass (Claude Code prints its result, then
     waits for that command before it exits: a hang after the final result).
 
+    Given only the goal it **explores**: it runs the tests and, when they fail, reads the failing
+    test's file (the first ``path.py::test`` the output names) before the file it changes. When
+    its prompt already says where the tests fail (a failing test's id, or the fact an idea
+    answers) or shows a fix it recalls, it goes straight to the file it changes. ``batch`` makes
+    it change every file an answer needs before it runs the tests again (a change a window can
+    cut in half); ``notes`` is a file it appends a line to at the end of every turn (it grows);
+    an idea's ``requires`` is a requirement of the goal it meets only while its prompt carries
+    it (in its first ``attention`` characters); an idea marked ``recalled`` is applied at once
+    when the prompt shows its change.
+
 Faults take over some requests of any behaviour (:class:`WithFaults`); a scenario lists them by
 ``kind``:
 
