@@ -380,3 +380,9 @@ def e2e(session: nox.Session) -> None:
             "LOOPCTL_E2E_REQUIRE": "1",
         },
     )
+    # the efficacy benchmark's smoke run (3 scenarios, 2 contestants, about 2 minutes): the
+    # harness works end to end through the real Claude Code CLI (not the benchmark's targets)
+    session.run(
+        "python", "benchmarks/efficacy/run.py", "--smoke",
+        env={"LOOPCTL_E2E_NPM_PREFIX": str(npm_prefix)},
+    )  # fmt: skip

@@ -22,7 +22,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from efficacy import harness, report
+from efficacy import chart, harness, report
 from efficacy.contestants import CONTESTANTS
 from efficacy.scenario import SCENARIOS, load_all
 from loopctl.configfile import ConfigError
@@ -39,6 +39,22 @@ def _arguments(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--json", action="store_true", help="print one JSON document")
     parser.add_argument("--keep", action="store_true", help="keep each run's directory")
     parser.add_argument("--list", action="store_true", help="list scenarios and contestants")
+    parser.add_argument("--chart", type=Path, help="write the chart (SVG) to this file")
+    parser.add_argument(
+        "--records", type=Path, help="append each run's record to this file as it ends (JSON lines)"
+    )
+    parser.add_argument(
+        "--from-records",
+        type=Path,
+        help="run nothing: report the runs of a --records file (table, --json, --chart)",
+    )
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        help=f"the smoke run: {', '.join(SMOKE)} with bare-fresh and loopctl-plugins; exit 1 "
+        "unless the harness worked (a run of each scenario done, the control done by both, no "
+        "behaviour error, nothing left running)",
+    )
     return parser.parse_args(argv)
 
 
@@ -49,10 +65,23 @@ def _error(message: str) -> int:
 
 def main(argv: list[str]) -> int:
     args = _arguments(argv)
+    if args.smoke:
+        args.scenario = args.scenario or list(SMOKE)
+        args.contestant = args.contestant or list(SMOKE_CONTESTANTS)
     try:
         scenarios = load_all(args.scenarios, args.scenario)
     except ConfigError as error:
         return _error(str(error))
+    if args.from_records:
+        records = report.read_records(args.from_records)
+        print(
+            json.dumps(report.as_json(records, {}), indent=2)
+            if args.json
+            else report.table(records)
+        )
+        if args.chart:
+            chart.write(args.chart, records)
+        return 0
     if args.list:
         for scenario in scenarios:
             print(f"{scenario.name}: {scenario.spec.pattern}")
@@ -73,16 +102,18 @@ def main(argv: list[str]) -> int:
     with tempfile.TemporaryDirectory(prefix="loopctl-efficacy-") as base:
         for scenario in scenarios:
             for contestant in contestants:
-                records.append(
-                    harness.run_one(
-                        scenario,
-                        contestant,
-                        cli=cli,
-                        base=Path(base),
-                        keep=args.keep,
-                        log=lambda line: print(line, file=sys.stderr, flush=True),
-                    )
+                record = harness.run_one(
+                    scenario,
+                    contestant,
+                    cli=cli,
+                    base=Path(base),
+                    keep=args.keep,
+                    log=lambda line: print(line, file=sys.stderr, flush=True),
                 )
+                records.append(record)
+                if args.records:
+                    with args.records.open("a", encoding="utf-8") as handle:
+                        handle.write(json.dumps(report.as_json([record], {})["runs"][0]) + "\n")
         if args.keep:  # the runs' directories outlive the temporary one
             kept = Path(tempfile.mkdtemp(prefix="loopctl-efficacy-kept-"))
             for entry in Path(base).iterdir():
@@ -97,7 +128,38 @@ def main(argv: list[str]) -> int:
     print(
         json.dumps(report.as_json(records, meta), indent=2) if args.json else report.table(records)
     )
+    if args.chart:
+        chart.write(args.chart, records)
     broken = any(
         r.behaviour_errors or (r.leaked and not r.stopped.startswith("cut:")) for r in records
     )
+    if args.smoke:
+        problems = smoke_problems(records)
+        for problem in problems:
+            print(f"efficacy: smoke: {problem}", file=sys.stderr)
+        return 1 if problems or broken else 0
     return 3 if broken else 0
+
+
+#: The smoke run's scenarios: a control, a crash mid-turn, an API error for good.
+SMOKE = ("control-add", "crash-mid-turn", "auth-error")
+SMOKE_CONTESTANTS = ("bare-fresh", "loopctl-plugins")
+
+
+def smoke_problems(records: list[harness.RunRecord]) -> list[str]:
+    """What shows the harness (not a contestant) did not work: a scenario no run completed, a
+    control not done, a behaviour error, a process left by a run that ended by itself."""
+    problems = [
+        f"{scenario}: no run completed"
+        for scenario in dict.fromkeys(r.scenario for r in records)
+        if not any(r.completed for r in records if r.scenario == scenario)
+    ]
+    for r in records:
+        name = f"{r.scenario} / {r.contestant}"
+        if r.scenario.startswith("control") and not r.completed:
+            problems.append(f"{name}: the control was not done ({r.stopped})")
+        if r.behaviour_errors:
+            problems.append(f"{name}: behaviour errors: {'; '.join(r.behaviour_errors)}")
+        if r.leaked and not r.stopped.startswith("cut:"):
+            problems.append(f"{name}: left running: {', '.join(r.leaked)}")
+    return problems

@@ -35,10 +35,16 @@ class RunContext:
     scenario: Scenario
     #: The Claude Code executable.
     cli: str
+    #: The scenario's earlier run (``[earlier]``), in a sibling project, not the scored one.
+    earlier: bool = False
+
+    @property
+    def prefix(self) -> str:
+        return "earlier-" if self.earlier else ""
 
     @property
     def project(self) -> Path:
-        return self.root / "project"
+        return self.root / f"{self.prefix}project"
 
     @property
     def home(self) -> Path:
@@ -47,17 +53,17 @@ class RunContext:
     @property
     def state(self) -> Path:
         """loopctl's state directory (outside the project, so the agent never sees it)."""
-        return self.root / "state"
+        return self.root / f"{self.prefix}state"
 
     @property
     def record(self) -> Path:
         """The bare loops' record: JSON lines as each call starts and ends."""
-        return self.root / "bare.jsonl"
+        return self.root / f"{self.prefix}bare.jsonl"
 
     @property
     def output(self) -> Path:
         """The contestant's stdout and stderr."""
-        return self.root / "output.log"
+        return self.root / f"{self.prefix}output.log"
 
 
 @attrs.frozen
@@ -100,7 +106,7 @@ class Loopctl:
 
     def argv(self, ctx: RunContext) -> list[str]:
         spec = ctx.scenario.spec
-        config = ctx.root / "loopctl.toml"
+        config = ctx.root / f"{ctx.prefix}loopctl.toml"
         lines = ["[agents.claude]", f"command = {json.dumps(ctx.cli)}"]
         if self.plugins:
             lines += ["", "[plugins]", f"enable = {json.dumps(list(FIRST_PARTY_PLUGINS))}"]

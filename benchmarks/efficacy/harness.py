@@ -110,14 +110,26 @@ def run_environment(ctx: RunContext, server: ms.ScriptedModelServer, marker: str
 
 
 def make_project(ctx: RunContext, env: dict[str, str]) -> None:
-    """The scenario's files as a git repository with one commit."""
+    """The scenario's files (the earlier run's, for it) as a git repository with one commit."""
     ctx.project.mkdir(parents=True)
-    ctx.scenario.write_project(ctx.project)
+    ctx.scenario.write_project(ctx.project, earlier=ctx.earlier)
     gitignore = ctx.project / ".gitignore"
     if not gitignore.exists():
         gitignore.write_text("__pycache__/\n.pytest_cache/\n", encoding="utf-8")
     for argv in (["git", "init", "-q"], ["git", "add", "-A"], ["git", "commit", "-qm", "start"]):
         subprocess.run(argv, cwd=ctx.project, env=env, check=True, capture_output=True)
+
+
+def model_server(scenario: Scenario, log_path: Path | None) -> ms.ScriptedModelServer:
+    """A new model server on 127.0.0.1 with a new behaviour model of ``scenario``."""
+    spec = scenario.spec.agent
+    return ms.ScriptedModelServer(
+        behaviour=scenario.behaviour(),
+        measured_usage=True,
+        context_window=spec.context_window,
+        compact_reply=ms.prompt_too_long() if spec.compaction == "fails" else None,
+        log_path=log_path,
+    )
 
 
 def run_one(
@@ -129,24 +141,27 @@ def run_one(
     keep: bool = False,
     log: Callable[[str], None] = lambda _: None,
 ) -> RunRecord:
-    """Run ``contestant`` on ``scenario`` in a new directory under ``base``; score it."""
+    """Run ``contestant`` on ``scenario`` in a new directory under ``base`` (after the
+    scenario's earlier run, when it has one); score it."""
     root = Path(tempfile.mkdtemp(prefix=f"{scenario.name}-{contestant.name}-", dir=base))
     ctx = RunContext(root=root, scenario=scenario, cli=cli)
     marker = uuid.uuid4().hex
-    spec = scenario.spec.agent
-    server = ms.ScriptedModelServer(
-        behaviour=scenario.behaviour(),
-        measured_usage=True,
-        context_window=spec.context_window,
-        compact_reply=ms.prompt_too_long() if spec.compaction == "fails" else None,
-        log_path=root / "requests.jsonl" if keep else None,
-    )
     try:
-        with server:
+        leaked: list[str] = []
+        if scenario.spec.earlier is not None:
+            earlier = attrs.evolve(ctx, earlier=True)
+            with model_server(
+                scenario, root / "earlier-requests.jsonl" if keep else None
+            ) as server:
+                env = run_environment(earlier, server, marker)
+                make_project(earlier, env)
+                _race(contestant.argv(earlier), earlier, env, server)
+                leaked = kill_marked(marker)
+        with model_server(scenario, root / "requests.jsonl" if keep else None) as server:
             env = run_environment(ctx, server, marker)
             make_project(ctx, env)
             wall_s, cut = _race(contestant.argv(ctx), ctx, env, server)
-            leaked = kill_marked(marker)
+            leaked += kill_marked(marker)
             totals = server.usage_totals()
             errors = [f"{type(e).__name__}: {e}" for e in server.behaviour_errors]
         passes = tests_pass(ctx, env)
@@ -235,10 +250,10 @@ def kill_marked(marker: str) -> list[str]:
 
 
 def tests_pass(ctx: RunContext, env: dict[str, str]) -> bool:
-    """The scenario's test command, run again on the final tree, passes."""
+    """The scenario's test command (or its ``check_cmd``), run again on the final tree, passes."""
     try:
         done = subprocess.run(
-            ctx.scenario.spec.test_cmd,
+            ctx.scenario.spec.final_check,
             shell=True,
             cwd=ctx.project,
             env=env,

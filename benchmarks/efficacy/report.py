@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import attrs
@@ -24,6 +26,16 @@ def summary(records: Sequence[RunRecord]) -> dict[str, dict[str, Any]]:
         row["tokens"] += record.tokens
         row["cost_usd"] = round(row["cost_usd"] + record.cost_usd, 4)
     return found
+
+
+def read_records(path: Path) -> list[RunRecord]:
+    """The runs a ``--records`` file holds (JSON lines, as :func:`as_json` writes each run)."""
+    names = {field.name for field in attrs.fields(RunRecord)}
+    return [
+        RunRecord(**{key: value for key, value in json.loads(line).items() if key in names})
+        for line in path.read_text(encoding="utf-8").splitlines()
+        if line.strip()
+    ]
 
 
 def as_json(records: Sequence[RunRecord], meta: dict[str, Any]) -> dict[str, Any]:

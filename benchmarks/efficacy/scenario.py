@@ -34,6 +34,15 @@ and the model server's settings. Example::
 tree) or ``"stop"`` (nothing can make them pass, such as a missing dependency or a revoked key: the
 loop should stop by itself, before its iteration budget is used up).
 
+``check_cmd`` (default: the test command) is what the harness runs on the final tree to decide
+whether the tests really pass, where that differs from what the loop runs (a flaky test's
+scenario checks with the flakiness off).
+
+``[earlier]`` pre-seeds an earlier run: its ``files`` are a sibling project with the same failure,
+and before the scored run the same contestant runs there, in the same HOME (so whatever memory
+the contestant keeps across runs is there), with a new model server and behaviour. Only the
+second run is scored.
+
 ``agent.params.test_cmd`` defaults to the scenario's ``test_cmd``. Every key is checked: an unknown
 key, a wrong type, a value out of range, a file path that leaves the project, or a behaviour
 parameter the model does not take is a :class:`loopctl.ConfigError` naming the file and the key.
@@ -105,6 +114,16 @@ class AgentSpec:
 
 
 @attrs.frozen
+class Earlier:
+    """An earlier run before the scored one: a sibling project with the same failure."""
+
+    files: dict[str, str]
+
+    def __attrs_post_init__(self) -> None:
+        _check_files(self.files, "files")
+
+
+@attrs.frozen
 class ScenarioFile:
     """The keys of a scenario file (see the module's docstring)."""
 
@@ -116,18 +135,31 @@ class ScenarioFile:
     files: dict[str, str]
     test_cmd: str = DEFAULT_TEST_CMD
     expect: Literal["pass", "stop"] = "pass"
+    check_cmd: str | None = None
+    earlier: Earlier | None = None
 
     def __attrs_post_init__(self) -> None:
         if not self.goal.strip():
             raise _problem("goal", "must not be empty")
         if not self.test_cmd.strip():
             raise _problem("test_cmd", "must not be empty")
-        if not self.files:
-            raise _problem("files", "must hold at least one file")
-        for relative in self.files:
-            problem = _bad_path(relative)
-            if problem:
-                raise InvalidFields([(("files", relative), problem)])
+        if self.check_cmd is not None and not self.check_cmd.strip():
+            raise _problem("check_cmd", "must not be empty")
+        _check_files(self.files, "files")
+
+    @property
+    def final_check(self) -> str:
+        """The command that decides whether the tests really pass on the final tree."""
+        return self.check_cmd or self.test_cmd
+
+
+def _check_files(files: dict[str, str], key: str) -> None:
+    if not files:
+        raise _problem(key, "must hold at least one file")
+    for relative in files:
+        problem = _bad_path(relative)
+        if problem:
+            raise InvalidFields([((key, relative), problem)])
 
 
 def _bad_path(relative: str) -> str:
@@ -166,9 +198,11 @@ class Scenario:
         ]
         return WithFaults(made, faults) if faults else made
 
-    def write_project(self, directory: Path) -> None:
-        """Write the project's files under ``directory`` (which must exist)."""
-        for relative, content in self.spec.files.items():
+    def write_project(self, directory: Path, *, earlier: bool = False) -> None:
+        """Write the project's files (the earlier run's, with ``earlier``) under ``directory``
+        (which must exist)."""
+        files = self.spec.earlier.files if earlier and self.spec.earlier else self.spec.files
+        for relative, content in files.items():
             target = directory / relative
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(content, encoding="utf-8")

@@ -578,3 +578,83 @@ def test_a_fixer_with_a_background_habit_starts_it_once_the_tests_pass() -> None
         "Fixed: the tests pass now; I left it running in the background."
     )
     assert fixer()(Conversation().tests(passed=True).request()).text == "The tests pass."
+
+
+# --- exploring, batches, notes, requirements and recalled fixes ----------------------------------
+
+FAILED_ID = "FAILED test_pricing.py::test_total - assert 17.0 == 16.99\n1 failed"
+
+
+def test_given_only_the_goal_the_fixer_explores_the_failing_tests_file_first() -> None:
+    agent = fixer()
+    conversation = Conversation().tests(FAILED_ID)
+    assert tool_of(agent(conversation.request()))[1] == {"file_path": f"{WORKDIR}/test_pricing.py"}
+    conversation.read("test_pricing.py", "1\tdef test_total(): ...")
+    assert tool_of(agent(conversation.request()))[1] == {"file_path": f"{WORKDIR}/pricing.py"}
+
+
+def test_told_where_the_tests_fail_the_fixer_goes_straight_to_the_code() -> None:
+    prompt = f"Make the tests pass.\n\nLast run:\n{FAILED_ID}"
+    reply = fixer()(Conversation(prompt).request())
+    assert tool_of(reply) == ("Read", {"file_path": f"{WORKDIR}/pricing.py"})
+    assert tool_of(fixer()(Conversation().request()))[0] == "Bash"  # not told: runs them
+
+
+UNITS = Change("units.py", "0.3\n", "0.3048\n", test="test_to_metres")
+LABEL = Change("report.py", "} ft", "} m", test="test_line")
+BOTH = "FAILED test_units.py::test_to_metres\nFAILED test_report.py::test_line\n2 failed"
+
+
+def test_a_batch_fixer_changes_every_file_before_it_runs_the_tests_again() -> None:
+    agent = fixer(UNITS, LABEL, batch=True)
+    conversation = Conversation(f"Fix it.\n{BOTH}").read("units.py", "1\tF = 0.3\n").edit(UNITS)
+    assert tool_of(agent(conversation.request()))[1] == {"file_path": f"{WORKDIR}/report.py"}
+    conversation.read("report.py", "1\treturn f'{x} ft'\n").edit(LABEL)
+    assert tool_of(agent(conversation.request()))[0] == "Bash"
+    # a fresh session with half the change in the tree learns from the failure what is left
+    left = Conversation().tests("FAILED test_report.py::test_line\n1 failed")
+    left.read("test_report.py", "1\tdef test_line(): ...")
+    assert tool_of(agent(left.request()))[1] == {"file_path": f"{WORKDIR}/report.py"}
+
+
+def test_a_fixer_with_notes_appends_a_line_before_it_ends_each_turn() -> None:
+    agent = fixer(notes="NOTES.md")
+    conversation = Conversation().tests(passed=True, output="1 passed")
+    reply = agent(conversation.request())
+    assert tool_of(reply) == (
+        "Bash",
+        {"command": "echo '- The tests pass.' >> NOTES.md", "description": "run a command"},
+    )
+    conversation.said("The tests pass.").call("Bash", tool_of(reply)[1], "")
+    assert agent(conversation.request()).text == "The tests pass."
+
+
+HALF_UP = Change("invoice.py", "round(s[1:], 2)", "half_up(s)", requires="rounded half up")
+PLAIN = Change("invoice.py", "round(s[1:], 2)", "round(s, 2)")
+INVOICE = "1\treturn round(s[1:], 2)\n"
+
+
+def test_a_requirement_is_met_only_while_the_prompt_carries_it_within_attention() -> None:
+    def change(prompt: str) -> str:
+        request = Conversation(prompt).tests().read("invoice.py", INVOICE).request()
+        return str(tool_of(fixer(HALF_UP, PLAIN, attention=100)(request))[1]["new_string"])
+
+    assert change("Fix the total; amounts are rounded half up.") == "half_up(s)"
+    assert change("Fix the total.") == "round(s, 2)"
+    assert change("notes " * 30 + "Fix the total; amounts are rounded half up.") == "round(s, 2)"
+
+
+SORTED = Change("export.py", "dumps(r)", "dumps(r, sort_keys=True)", test="not JSON serializable")
+RECALLED = Change("export.py", "dumps(r)", "dumps(r, default=str)", recalled=True)
+
+
+def test_a_recalled_fix_shown_in_the_prompt_is_applied_at_once() -> None:
+    agent = fixer(SORTED, RECALLED)
+    shown = Conversation("Make the tests pass.\nBefore: json.dumps(r, default=str) fixed it.")
+    assert tool_of(agent(shown.request())) == ("Read", {"file_path": f"{WORKDIR}/export.py"})
+    shown.read("export.py", "1\treturn json.dumps(r)\n")
+    assert tool_of(agent(shown.request()))[1]["new_string"] == RECALLED.new
+    plain = (
+        Conversation().tests("TypeError: not JSON serializable").read("export.py", "1\tdumps(r)")
+    )
+    assert tool_of(agent(plain.request()))[1]["new_string"] == SORTED.new

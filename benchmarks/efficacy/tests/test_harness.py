@@ -18,7 +18,11 @@ pytestmark = pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason=
 
 
 def scenario(expect: str = "pass", **budget: Any) -> Scenario:
-    data = {
+    return parse(_document(expect, **budget), name="fake", source=Path("fake.toml"))
+
+
+def _document(expect: str = "pass", **budget: Any) -> dict[str, Any]:
+    return {
         "expect": expect,
         "description": "add() subtracts",
         "pattern": "control",
@@ -36,7 +40,6 @@ def scenario(expect: str = "pass", **budget: Any) -> Scenario:
             "        self.assertEqual(add(1, 2), 3)\n",
         },
     }
-    return parse(data, name="fake", source=Path("fake.toml"))
 
 
 def fake_cli(tmp_path: Path, body: str) -> str:
@@ -155,3 +158,38 @@ def test_a_run_is_scored_by_what_its_scenario_expects(
     assert record.completed is completed
     assert record.stopped == (cut or "said")
     assert (record.input_tokens, record.output_tokens, record.requests) == (1_000, 10, 2)
+
+
+def test_an_earlier_run_goes_first_in_a_sibling_project_sharing_home(tmp_path: Path) -> None:
+    logs = """
+        import os, pathlib
+        with open(os.path.join(os.environ["HOME"], "seen.log"), "a") as log:
+            log.write(pathlib.Path("calc.py").read_text().splitlines()[0] + "\\n")
+    """
+    data = scenario().spec
+    earlier = {"files": {**data.files, "calc.py": "# earlier\n" + data.files["calc.py"]}}
+    with_earlier = parse({**_document(), "earlier": earlier}, name="fake", source=Path("fake.toml"))
+    record = harness.run_one(
+        with_earlier, CONTESTANTS["bare-fresh"], cli=fake_cli(tmp_path, logs), base=tmp_path,
+        keep=True,
+    )  # fmt: skip
+    (root,) = [p for p in tmp_path.iterdir() if p.is_dir()]
+    seen = (root / "home" / "seen.log").read_text().splitlines()
+    assert seen == ["# earlier"] * 2 + ["def add(a, b):"] * 2  # both runs, one HOME, in order
+    assert record.iterations == 2  # only the second run is scored
+    assert (root / "earlier-project" / "calc.py").exists()
+
+
+def test_the_final_check_runs_the_scenarios_check_cmd(tmp_path: Path) -> None:
+    fails_unless_told = (
+        f'{sys.executable} -c \'import os, sys; sys.exit(os.environ.get("OK") != "1")\''
+    )
+    checked = parse(
+        {**_document(), "test_cmd": fails_unless_told, "check_cmd": f"OK=1 {fails_unless_told}"},
+        name="fake",
+        source=Path("fake.toml"),
+    )
+    record = harness.run_one(
+        checked, CONTESTANTS["bare-fresh"], cli=fake_cli(tmp_path, "pass\n"), base=tmp_path
+    )
+    assert (record.tests_pass, record.iterations) == (True, 2)  # the loop never passed

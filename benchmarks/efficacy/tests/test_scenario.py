@@ -102,6 +102,17 @@ def test_the_behaviours_test_command_defaults_to_the_scenarios(tmp_path: Path) -
         (with_("files", {"/x.py": ""}), 'files."/x.py": a file path must stay inside'),
         (with_("files", {".git/config": ""}), "must not be inside .git/"),
         (with_("files", {"a.py": 3}), 'files."a.py": '),
+        (with_("check_cmd", " "), "scenarios/bad.toml: check_cmd: must not be empty"),
+        (with_("earlier", {"files": {}}), "scenarios/bad.toml: earlier.files: must hold at least"),
+        (with_("earlier", {"files": {"../a.py": ""}}), 'earlier.files."../a.py": a file path'),
+        (with_("earlier", {"fils": {}}), "scenarios/bad.toml: earlier: unknown key 'fils'"),
+        (
+            with_(
+                "agent.params", {"ideas": [{"file": "a", "old": "x", "new": "y", "recalled": 2}]}
+            ),
+            "agent.params.ideas[0].recalled",
+        ),
+        (with_("agent.params", {"batch": "yes"}), "bad.toml: agent.params.batch"),
     ],
 )
 def test_a_malformed_scenario_names_the_file_and_the_key(

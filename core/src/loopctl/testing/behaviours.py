@@ -35,6 +35,16 @@ fault began). The models:
     leaves running in the background once the tests pass (Claude Code prints its result, then
     waits for that command before it exits: a hang after the final result).
 
+    Given only the goal it **explores**: it runs the tests and, when they fail, reads the failing
+    test's file (the first ``path.py::test`` the output names) before the file it changes. When
+    its prompt already says where the tests fail (a failing test's id, or the fact an idea
+    answers) or shows a fix it recalls, it goes straight to the file it changes. ``batch`` makes
+    it change every file an answer needs before it runs the tests again (a change a window can
+    cut in half); ``notes`` is a file it appends a line to at the end of every turn (it grows);
+    an idea's ``requires`` is a requirement of the goal it meets only while its prompt carries
+    it (in its first ``attention`` characters); an idea marked ``recalled`` is applied at once
+    when the prompt shows its change.
+
 Faults take over some requests of any behaviour (:class:`WithFaults`); a scenario lists them by
 ``kind``:
 
@@ -51,6 +61,7 @@ from __future__ import annotations
 
 import math
 import re
+import shlex
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -69,6 +80,8 @@ from loopctl.testing.model_server import (
     tools,
 )
 
+#: A test's id as pytest prints it (``tests/test_x.py::test_y``): where a test fails.
+_TEST_ID = re.compile(r"([\w./-]+\.py)::\w+")
 #: A line of a ``Read`` result as the CLI numbers it (``  12\tcode``).
 _NUMBERED = re.compile(r"^\s*\d+\t", re.MULTILINE)
 #: Lines of test output that say what failed, the most telling kind first: pytest's ``E`` lines,
@@ -88,12 +101,22 @@ class Change:
     ``test`` (optional) is a fact the idea answers, such as a failing test's id: the agent takes
     the idea only while the latest test output shows it, and counts it failed only when a test
     run after the change still shows it (so fixing one of several bugs is not a failure).
+
+    ``requires`` (optional) is a fact of the goal the idea depends on (a requirement no test
+    output states, such as "half up"): the agent takes the idea only when its current prompt
+    holds that fact; without it, it takes the next idea.
+
+    ``recalled`` marks a fix the agent can be reminded of: when its current prompt shows the
+    change (its ``new`` text), the agent applies it at once, and being shown it does not count
+    as being told it failed (only its own failing test run after making it does).
     """
 
     file: str
     old: str
     new: str = attrs.field()
     test: str = ""
+    requires: str = ""
+    recalled: bool = False
 
     @new.validator
     def _differs(self, attribute: attrs.Attribute[str], value: str) -> None:
@@ -122,47 +145,110 @@ class Fixer:
     #: before its final answer, as an agent leaves a dev server or a watcher running: Claude Code
     #: prints its result, then waits for the command to end before it exits.
     background: str = ""
+    #: Makes every idea that answers the latest test output, one file after another, before it
+    #: runs the tests again (a change across files), instead of one idea per test run.
+    batch: bool = False
+    #: A notes file (relative to the project) it appends a line to at the end of every turn
+    #: (what it did and how the tests ended), as agents keep a progress file: it grows each turn.
+    notes: str = ""
+    #: How many characters from the start of its prompt it takes in when it looks for a
+    #: requirement of the goal (an idea's ``requires``): 0 for all of them. A goal whose
+    #: requirement sits after that many characters of other text (growing notes) is lost on it.
+    attention: int = 0
 
     def __call__(self, request: AgentRequest) -> Reply:
         turn = request.exchanges
         for name in self.reads_first:
             if not any(e.name == "Read" and e.file == request.path(name) for e in turn):
                 return read(request.path(name), say=f"First, {name}.")
+        if turn and self._is_note(turn[-1]):
+            said = request.turn.said
+            return text(said[-1] if said else "Done.")
+        answer = self._next(request)
+        if self.notes and not answer.tool_calls and answer.text and turn:
+            line = f"- {normalise(answer.text)[:300]}"
+            return bash(f"echo {shlex.quote(line)} >> {shlex.quote(self.notes)}", say=answer.text)
+        return answer
+
+    def _next(self, request: AgentRequest) -> Reply:
+        turn = request.exchanges
         tests = [e for e in turn if self.is_test(e)]
-        if not tests:
+        if not tests and not self.knows_failure(request):
             return bash(self.test_cmd, say="Let me run the tests.")
-        last = turn[-1]
-        if self.background and normalise(last.command) == normalise(self.background):
+        last = turn[-1] if turn else None
+        if last is not None and self.background and _same(last.command, self.background):
             return text("Fixed: the tests pass now; I left it running in the background.")
-        if self.is_test(last):
+        if last is not None and self.is_test(last):
             return self._after_tests(request, last, first=len(tests) == 1)
-        if last.name in ("Edit", "Write"):
+        edits = last is not None and last.name in ("Edit", "Write")
+        if edits and not (self.batch and self._pending(request)):
             return bash(self.test_cmd, say="Now the tests again.")
-        idea = self.choose(request)
+        idea = self._pending(request) if self.batch else self.choose(request)
         if idea is None:
             return text("I have no idea for this failure.")
-        if last.name == "Read" and last.file == request.path(idea.file):
+        if last is not None and last.name == "Read" and last.file == request.path(idea.file):
             return self._change(request, idea)
         return read(request.path(idea.file))
+
+    def _is_note(self, exchange: ToolExchange) -> bool:
+        return (
+            bool(self.notes)
+            and exchange.command.startswith("echo ")
+            and (exchange.command.endswith(f">> {shlex.quote(self.notes)}"))
+        )
+
+    def knows_failure(self, request: AgentRequest) -> bool:
+        """Its current prompt already says where the tests fail (a failing test's id, or the
+        fact an idea answers), or shows a fix it recalls: it goes straight to the code instead of
+        running the tests first."""
+        prompt = request.prompt
+        return bool(_TEST_ID.search(prompt)) or any(
+            (idea.test and request.told(idea.test)) or self._recalls(request, idea)
+            for idea in self.ideas
+        )
+
+    def _recalls(self, request: AgentRequest, idea: Change) -> bool:
+        return idea.recalled and _told_now(request, idea.new)
+
+    def _pending(self, request: AgentRequest) -> Change | None:
+        """In a batch: the next idea answering the latest output that this turn has not made."""
+        made = {
+            (e.file, normalise(e.written))
+            for e in request.exchanges
+            if e.name in ("Edit", "Write") and not e.is_error
+        }
+        return next(
+            (
+                idea
+                for idea in self._candidates(request)
+                if (request.path(idea.file), normalise(idea.new)) not in made
+                and normalise(idea.new)
+                not in normalise(known_content(request, request.path(idea.file)))
+            ),
+            None,
+        )
 
     def is_test(self, exchange: ToolExchange) -> bool:
         """A run of the test command."""
         return exchange.name == "Bash" and normalise(exchange.command) == normalise(self.test_cmd)
 
     def choose(self, request: AgentRequest) -> Change | None:
-        """The first idea that answers the latest test output of this turn and that it does not
-        know to have failed (None: there is none)."""
+        """The first idea it recalls from its prompt, else the first that answers the latest test
+        output of this turn (or, before any run, the failure its prompt shows), that its goal's
+        requirement allows, and that it does not know to have failed (None: there is none)."""
+        return next(iter(self._candidates(request)), None)
+
+    def _candidates(self, request: AgentRequest) -> list[Change]:
         runs = [e for e in request.exchanges if self.is_test(e)]
-        output = runs[-1].result if runs else ""
-        return next(
-            (
-                idea
-                for idea in self.ideas
-                if (not idea.test or idea.test in output)
-                and not failed(request, idea, self.is_test)
-            ),
-            None,
-        )
+        output = runs[-1].result if runs else request.prompt
+        usable = [
+            idea
+            for idea in self.ideas
+            if (not idea.test or idea.test in output)
+            and (not idea.requires or _told_now(request, idea.requires, self.attention))
+            and not failed(request, idea, self.is_test)
+        ]
+        return sorted(usable, key=lambda idea: not self._recalls(request, idea))
 
     def _after_tests(self, request: AgentRequest, run: ToolExchange, *, first: bool) -> Reply:
         if not run.is_error and self.background:
@@ -177,12 +263,17 @@ class Fixer:
             return tools(call, say="The tests pass; I will leave it running.")
         if not run.is_error:
             return text("The tests pass." if first else "Fixed: the tests pass now.")
-        made = [e for e in request.exchanges if e.name in ("Edit", "Write")]
-        if len(made) >= self.attempts_per_turn:
+        turn = request.exchanges
+        made = [e for e in turn if e.name in ("Edit", "Write")]
+        if made and _attempts(turn, self.is_test) >= self.attempts_per_turn:
             return text(_report(made[-1], self.test_cmd, run))
-        idea = self.choose(request)
+        idea = self._pending(request) if self.batch else self.choose(request)
         if idea is None:
             return text(f"I have no idea left; `{self.test_cmd}` fails: {error_line(run.result)}")
+        where = _failing_file(run.result)
+        explored = any(e.name == "Read" and e.file == request.path(where) for e in turn)
+        if first and where and not explored and where != idea.file:
+            return read(request.path(where), say=f"The tests fail: {error_line(run.result)}")
         return read(request.path(idea.file), say=f"The tests fail: {error_line(run.result)}")
 
     def _change(self, request: AgentRequest, idea: Change) -> Reply:
@@ -203,9 +294,9 @@ class Fixer:
 
 
 def failed(request: AgentRequest, idea: Change, is_test: Callable[[ToolExchange], bool]) -> bool:
-    """The request shows that ``idea`` failed: its change is in a prompt, or the conversation
-    made the change and a test run after it failed."""
-    if request.told(idea.new):
+    """The request shows that ``idea`` failed: its change is in a prompt (unless it is a fix
+    the agent recalls), or the conversation made the change and a test run after it failed."""
+    if not idea.recalled and request.told(idea.new):
         return True
     history = request.history
     wanted = normalise(idea.new)
@@ -239,6 +330,35 @@ def known_content(request: AgentRequest, path: str) -> str:
             old = str(exchange.input.get("old_string", ""))
             content = content.replace(old, exchange.written, 1)
     return content
+
+
+def _same(command: str, other: str) -> bool:
+    return normalise(command) == normalise(other)
+
+
+def _attempts(turn: tuple[ToolExchange, ...], is_test: Callable[[ToolExchange], bool]) -> int:
+    """How many test runs of ``turn`` came after a change (each one tried change or batch)."""
+    count, changed = 0, False
+    for exchange in turn:
+        if exchange.name in ("Edit", "Write"):
+            changed = True
+        elif changed and is_test(exchange):
+            count, changed = count + 1, False
+    return count
+
+
+def _told_now(request: AgentRequest, fact: str, attention: int = 0) -> bool:
+    """``fact`` is in the user's words that began the current turn (in their first
+    ``attention`` characters, when that is not 0)."""
+    wanted = normalise(fact)
+    prompt = request.prompt[:attention] if attention else request.prompt
+    return bool(wanted) and wanted in normalise(prompt)
+
+
+def _failing_file(output: str) -> str:
+    """The file of the first failing test the output names ("" when it names none)."""
+    found = _TEST_ID.search(output)
+    return found.group(1) if found else ""
 
 
 def error_line(output: str) -> str:
