@@ -295,6 +295,9 @@ class Engine:
         self.settings_changed = dict(settings_changed or {})
         #: Called with every event as it is recorded (the CLI's live view); plugins use on_event.
         self.event_listener = on_event
+        #: Called with every message of the agent's turn as it is parsed, before the plugins'
+        #: on_agent_message (the CLI's view shows what the agent does); never stops the loop.
+        self.message_listener: Callable[[AgentMessage], None] | None = None
         config = loaded.config
         set_withheld(config.withhold_env)  # before anything is written: their values are masked
         self.max_iterations = config.limits.max_iterations
@@ -1357,6 +1360,11 @@ class Engine:
         )
 
         def on_message(message: AgentMessage) -> Decision | None:
+            if self.message_listener is not None:
+                try:
+                    self.message_listener(message)
+                except Exception:  # noqa: BLE001 - a view never stops a loop
+                    self.message_listener = None
             decision = self.host.hook.on_agent_message(loop=self.loop, message=message)
             if isinstance(decision, Decision):
                 self.pending.append(decision)

@@ -122,7 +122,8 @@ def _root(
             "-v",
             count=True,
             show_default=False,
-            help="Show debug logging on stderr (-vv: every library's too). Anywhere on the line.",
+            help="Show debug logging on stderr (-vv: every library's too), and a run's whole "
+            "agent stream (all it writes, every tool call and result). Anywhere on the line.",
         ),
     ] = 0,
     quiet: Annotated[
@@ -130,7 +131,8 @@ def _root(
         typer.Option(
             "--quiet",
             "-q",
-            help="Hide informational lines (a run prints only how it ended). Anywhere on the line.",
+            help="Hide informational lines (a run shows the loop's lines only, not the agent's "
+            "actions). Anywhere on the line.",
         ),
     ] = False,
 ) -> None:
@@ -238,9 +240,9 @@ def _run_loop(
         engine = prepared.engine
         if prepared.changed and _verbosity >= 0:
             print(f"loopctl: resume: {_describe_changes(prepared.changed)}", file=sys.stderr)
-        quiet = mode != "json" and _verbosity < 0  # -q: only how it ended
-        view = _Silent() if quiet else make_view(mode, max_iterations=engine.max_iterations)
+        view = make_view(mode, max_iterations=engine.max_iterations, detail=_detail())
         current.append(view)
+        engine.message_listener = view.on_message
         try:
             outcome = engine.run()
         finally:
@@ -255,14 +257,10 @@ def _run_loop(
     raise typer.Exit(outcome.exit_code)
 
 
-class _Silent:
-    """The view of ``-q``: it shows no event (and no live panel)."""
-
-    def __call__(self, event: Any) -> None:
-        pass
-
-    def close(self) -> None:
-        pass
+def _detail() -> str:
+    """How much of the agent's turns a run shows: the loop's lines only with ``-q``, the
+    agent's actions by default, its whole stream with ``-v`` (:mod:`loopctl.actions`)."""
+    return "loop" if _verbosity < 0 else "stream" if _verbosity > 0 else "actions"
 
 
 def _describe_changes(changed: Mapping[str, Mapping[str, Any]]) -> str:
