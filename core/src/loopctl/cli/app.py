@@ -743,6 +743,49 @@ def status_command(
     )
 
 
+# --- report --------------------------------------------------------------------------------------
+
+
+@app.command(
+    "report",
+    epilog=examples(
+        "loopctl report", "loopctl report --path", "loopctl report --json | jq .status"
+    ),
+)
+def report_command(
+    state_dir: Annotated[Optional[Path], typer.Option("--state-dir", help=STATE_DIR_HELP)] = None,
+    config: Annotated[Optional[Path], typer.Option("--config", help=CONFIG_HELP)] = None,
+    path: Annotated[
+        bool, typer.Option("--path", help="Print the report's path (report.md, or report.json).")
+    ] = False,
+    json_output: Annotated[
+        bool, typer.Option("--json", help="The report as JSON (report.json), for scripts.")
+    ] = False,
+    pager: Annotated[
+        bool,
+        typer.Option(
+            "--pager/--no-pager", help="On a terminal, show it through $PAGER (less) or not."
+        ),
+    ] = True,
+    trust_config: Annotated[bool, typer.Option("--trust-config", help=TRUST_HELP)] = False,
+) -> None:
+    """Show the last run's report (report.md, written when a run ends), through a pager on a
+    terminal. A state directory the project's config file puts outside the project is
+    followed only with --trust-config."""
+    from loopctl.cli.fast import report
+
+    raise typer.Exit(
+        report(
+            state_dir=state_dir,
+            config=config,
+            json_output=json_output,
+            path_only=path,
+            pager=pager,
+            trust_config=trust_config,
+        )
+    )
+
+
 # --- demo ----------------------------------------------------------------------------------------
 
 
