@@ -84,3 +84,18 @@ def test_loopctl_report_redacts_and_sanitises_what_it_prints(tmp_path: Path) -> 
     assert "\x1b" not in shown.stdout
     assert "hunter2" not in shown.stdout
     assert "red" in shown.stdout
+
+
+def test_loopctl_report_pages_on_a_terminal(tmp_path: Path) -> None:
+    from test_terminal_pty import run_in_terminal, screen
+
+    work = tmp_path / "work"
+    (work / ".loopctl").mkdir(parents=True)
+    (work / ".loopctl" / "loop-state.md").write_text("")
+    (work / ".loopctl" / "report.md").write_text("# the report\n")
+    text, code = run_in_terminal(["report"], work, PAGER="sed s/^/paged:/")
+    assert code == 0, text
+    assert "paged:# the report" in screen(text), text
+    text, code = run_in_terminal(["report", "--no-pager"], work, PAGER="sed s/^/paged:/")
+    assert "# the report" in screen(text), text
+    assert "paged:" not in text

@@ -229,13 +229,31 @@ def report(
             return 1
         return 0
     text = shown(text)
-    if pager and sys.stdout.isatty():
-        import click
-
-        click.echo_via_pager(text)
-    else:
+    if not (pager and sys.stdout.isatty() and _page(text)):
         print(text, end="" if text.endswith("\n") else "\n")
     return 0
+
+
+def _page(text: str) -> bool:
+    """Show ``text`` through ``$PAGER`` (``less``, which quits when it fits a screen); False
+    when there is no pager to run."""
+    import os
+    import shlex
+    import shutil
+    import subprocess
+
+    try:
+        command = shlex.split(os.environ.get("PAGER") or "less")
+    except ValueError:
+        return False
+    if not command or shutil.which(command[0]) is None:
+        return False
+    env = {**os.environ, "LESS": os.environ.get("LESS", "FRX")}
+    try:
+        subprocess.run(command, input=text.encode("utf-8", "replace"), env=env, check=False)
+    except OSError:
+        return False
+    return True
 
 
 def _no_report(state_dir: Path) -> str:
