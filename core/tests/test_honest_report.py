@@ -99,3 +99,20 @@ def test_loopctl_report_pages_on_a_terminal(tmp_path: Path) -> None:
     text, code = run_in_terminal(["report", "--no-pager"], work, PAGER="sed s/^/paged:/")
     assert "# the report" in screen(text), text
     assert "paged:" not in text
+
+
+def test_a_fresh_runs_report_counts_its_own_iterations_only(tmp_path: Path) -> None:
+    """Already fixed by the resume work (previous-run-N/, loop.run_id): kept fixed."""
+    failing = ["--agent-cmd", "true", "--test-cmd", "false", "--no-plugins"]
+    first = loopctl("run", "go", *failing, "--max-iterations", "3", cwd=tmp_path)
+    assert first.returncode == 10, first.stderr
+    second = loopctl("run", "again", *failing, "--max-iterations", "1", cwd=tmp_path)
+    assert second.returncode == 10, second.stderr
+    report = json.loads((tmp_path / ".loopctl" / "report.json").read_text())
+    assert report["goal"] == "again"
+    assert report["iterations"] == 1
+    assert report["recorded_iterations"] == 1
+    assert [row["iteration"] for row in report["per_iteration"]] == [1]
+    markdown = (tmp_path / ".loopctl" / "report.md").read_text()
+    assert "summed up" not in markdown
+    assert markdown.count("\n| ") == 2, markdown  # the header and one row
