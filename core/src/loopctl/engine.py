@@ -1598,6 +1598,18 @@ class Engine:
             return None
         return self._escalate(escalation, record, test_run)
 
+    def _extend_streak(self, first: int, text: str) -> bool:
+        """Put ``text`` in the place of the failed approach an earlier escalation of the same
+        streak noted (``iterations FIRST-N kept failing with:`` the same failure): one streak,
+        one entry, said once. False when there is none."""
+        prefix, failure = f"iterations {first}-", text.partition(" kept failing with: ")[2]
+        approaches = self.state.failed_approaches
+        for index, known in enumerate(approaches):
+            if known.startswith(prefix) and known.partition(" kept failing with: ")[2] == failure:
+                approaches[index] = text
+                return True
+        return False
+
     def _escalate(
         self, escalation: Escalation, record: IterationRecord, test_run: TestRun
     ) -> Decision | None:
@@ -1605,10 +1617,9 @@ class Engine:
             test_run.error_lines[0] if test_run.error_lines else ", ".join(record.failing_tests[:3])
         )
         first = record.iteration - self.stuck.streak + 1
-        self.loop.add_failed_approach(
-            f"iterations {first}-{record.iteration} kept failing with: {summary[:300]}",
-            source=ENGINE,
-        )
+        text = f"iterations {first}-{record.iteration} kept failing with: {summary[:300]}"
+        if not self._extend_streak(first, text):
+            self.loop.add_failed_approach(text, source=ENGINE)
         self.emit(
             "loop.stuck",
             escalation=escalation.name.lower(),
