@@ -6,19 +6,13 @@ from __future__ import annotations
 
 import os
 import select
-import struct
-import subprocess
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from test_terminal_pty import COLUMNS, STAMP, private_home, run_in_terminal, screen, stamped
-
-pty = pytest.importorskip("pty")
-fcntl = pytest.importorskip("fcntl")
-termios = pytest.importorskip("termios")
+from test_terminal_pty import STAMP, run_in_terminal, screen, stamped, start_in_terminal
 
 REPLY = "I think the test is wrong; leaving the code as is."
 SCENARIO = f'''
@@ -102,24 +96,7 @@ def run_until(
 ) -> tuple[str, int]:
     """Run ``loopctl ARGS`` in a pseudo-terminal; when what it wrote so far makes ``seen``
     true, call ``then`` (once); read on until it exits."""
-    environ = {
-        key: value
-        for key, value in os.environ.items()
-        if not key.startswith("LOOPCTL_") and key not in ("NO_COLOR", "FORCE_COLOR", "COLUMNS")
-    }
-    environ.update(private_home(cwd.parent / "home"), TERM="xterm-256color")
-    main, child = pty.openpty()
-    fcntl.ioctl(child, termios.TIOCSWINSZ, struct.pack("HHHH", 40, COLUMNS, 0, 0))
-    process = subprocess.Popen(
-        [sys.executable, "-m", "loopctl", *args],
-        stdin=child,
-        stdout=child,
-        stderr=child,
-        cwd=cwd,
-        env=environ,
-        start_new_session=True,
-    )
-    os.close(child)
+    main, process = start_in_terminal(args, cwd)
     output, done, deadline = bytearray(), False, time.monotonic() + 60
     try:
         while time.monotonic() < deadline:
