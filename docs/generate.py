@@ -164,7 +164,7 @@ def cli_page() -> str:
         "`logging.getLogger(__name__)` (a module named `loopctl_…`) shows with `-v` too, and a run",
         "shows the agent's whole stream (every line it writes, each tool call and its answer).",
         "By default a run shows each tool call of the agent in a few words (`agent read FILE`,",
-        "`agent ran `COMMAND``) and the first line of its last message (`agent said: …`).",
+        "``agent ran `COMMAND` ``) and the first line of its last message (`agent said: …`).",
         "`-q`/`--quiet` hides informational lines: a run shows the loop's lines only, not the",
         "agent's actions.",
         "",
