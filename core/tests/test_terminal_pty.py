@@ -77,9 +77,11 @@ def private_home(home: Path) -> dict[str, str]:
     }
 
 
-def run_in_terminal(args: list[str], cwd: Path, **env: str) -> tuple[str, int]:
-    """Run ``loopctl ARGS`` with a pseudo-terminal as its stdin, stdout and stderr; read all it
-    writes until it exits (the terminal's other end closes), then its exit status."""
+def start_in_terminal(
+    args: list[str], cwd: Path, **env: str
+) -> tuple[int, subprocess.Popen[bytes]]:
+    """Start ``loopctl ARGS`` with a pseudo-terminal as its stdin, stdout and stderr; the
+    terminal's other end (to read) and the process."""
     environ = {
         key: value
         for key, value in os.environ.items()
@@ -98,6 +100,13 @@ def run_in_terminal(args: list[str], cwd: Path, **env: str) -> tuple[str, int]:
         start_new_session=True,
     )
     os.close(child)
+    return main, process
+
+
+def run_in_terminal(args: list[str], cwd: Path, **env: str) -> tuple[str, int]:
+    """Run ``loopctl ARGS`` in a pseudo-terminal (:func:`start_in_terminal`); read all it
+    writes until it exits (the terminal's other end closes), then its exit status."""
+    main, process = start_in_terminal(args, cwd, **env)
     output = bytearray()
     try:
         while True:

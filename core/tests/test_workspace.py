@@ -94,3 +94,16 @@ def test_a_snapshot_whose_git_cannot_start_has_no_hash(tmp_path, monkeypatch):
     monkeypatch.setattr(workspace, "_git_exe", str(tmp_path / "no-such-git"))
     snapshot = workspace.start_snapshot().result()
     assert (snapshot.tree_hash, snapshot.commit) == (None, None)
+
+
+@pytest.mark.parametrize(
+    "cache", [".pytest_cache", ".mypy_cache", ".ruff_cache", ".hypothesis", ".cache"]
+)
+def test_without_git_tool_caches_are_not_changes(tmp_path, cache):
+    """Issue 25: a project without git listed `.pytest_cache/` files as the agent's changes."""
+    workspace = Workspace(tmp_path)
+    before = workspace.snapshot()
+    (tmp_path / cache / "v" / "cache").mkdir(parents=True)
+    (tmp_path / cache / "v" / "cache" / "lastfailed").write_text("{}\n")
+    (tmp_path / "calc.py").write_text("x = 1\n")
+    assert workspace.changed_files(before, workspace.snapshot()) == ["calc.py"]

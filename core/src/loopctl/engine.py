@@ -296,6 +296,9 @@ class Engine:
         self.settings_changed = dict(settings_changed or {})
         #: Called with every event as it is recorded (the CLI's live view); plugins use on_event.
         self.event_listener = on_event
+        #: Called with every message of the agent's turn as it is parsed, before the plugins'
+        #: on_agent_message (the CLI's view shows what the agent does); never stops the loop.
+        self.message_listener: Callable[[AgentMessage], None] | None = None
         config = loaded.config
         set_withheld(config.withhold_env)  # before anything is written: their values are masked
         self.max_iterations = config.limits.max_iterations
@@ -1359,6 +1362,11 @@ class Engine:
         )
 
         def on_message(message: AgentMessage) -> Decision | None:
+            if self.message_listener is not None:
+                try:
+                    self.message_listener(message)
+                except Exception:  # noqa: BLE001 - a view never stops a loop
+                    self.message_listener = None
             decision = self.host.hook.on_agent_message(loop=self.loop, message=message)
             if isinstance(decision, Decision):
                 self.pending.append(decision)
@@ -1607,6 +1615,18 @@ class Engine:
         stop = Decision.stop(TEST_COMMAND_BROKEN, message, status=StopStatus.USAGE_ERROR)
         return attrs.evolve(stop, source=ENGINE)
 
+    def _extend_streak(self, first: int, text: str) -> bool:
+        """Put ``text`` in the place of the failed approach an earlier escalation of the same
+        streak noted (``iterations FIRST-N kept failing with:`` the same failure): one streak,
+        one entry, said once. False when there is none."""
+        prefix, failure = f"iterations {first}-", text.partition(" kept failing with: ")[2]
+        approaches = self.state.failed_approaches
+        for index, known in enumerate(approaches):
+            if known.startswith(prefix) and known.partition(" kept failing with: ")[2] == failure:
+                approaches[index] = text
+                return True
+        return False
+
     def _escalate(
         self, escalation: Escalation, record: IterationRecord, test_run: TestRun
     ) -> Decision | None:
@@ -1614,10 +1634,9 @@ class Engine:
             test_run.error_lines[0] if test_run.error_lines else ", ".join(record.failing_tests[:3])
         )
         first = record.iteration - self.stuck.streak + 1
-        self.loop.add_failed_approach(
-            f"iterations {first}-{record.iteration} kept failing with: {summary[:300]}",
-            source=ENGINE,
-        )
+        text = f"iterations {first}-{record.iteration} kept failing with: {summary[:300]}"
+        if not self._extend_streak(first, text):
+            self.loop.add_failed_approach(text, source=ENGINE)
         self.emit(
             "loop.stuck",
             escalation=escalation.name.lower(),

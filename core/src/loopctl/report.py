@@ -39,8 +39,8 @@ NEXT_STEPS = {
     ),
     StopStatus.STUCK.value: (
         "The same failure kept repeating, whatever the loop tried (the reason above says what). "
-        "The failed approaches below did not work; the goal may need a hint, or the failing "
-        "test may be wrong."
+        'The approaches under "What was tried and did not work" above failed; the goal may '
+        "need a hint, or the failing test may be wrong."
     ),
     StopStatus.AGENT_ERROR.value: (
         "The agent kept failing. Its own messages are in `{state_dir}/logs/*.agent.jsonl`; "
@@ -160,8 +160,18 @@ def _earlier(totals: RunTotals, shown: Sequence[IterationRecord]) -> dict[str, A
     }
 
 
+#: How the report's title sums up a run that ended so (any other status: ``gave up``).
+VERDICTS = {
+    StopStatus.COMPLETE.value: "finished",
+    StopStatus.INTERRUPTED.value: "stopped before its end",
+    StopStatus.DISK_FULL.value: "stopped before its end",
+    StopStatus.BUDGET.value: "out of budget",
+    StopStatus.WALL_CLOCK.value: "out of budget",
+}
+
+
 def render_markdown(report: dict[str, Any]) -> str:
-    verdict = "finished" if report["status"] == StopStatus.COMPLETE.value else "gave up"
+    verdict = VERDICTS.get(report["status"], "gave up")
     lines = [
         f"# loopctl run report: {report['status']} ({verdict})",
         "",

@@ -71,10 +71,12 @@ def collect_status(state_dir: Path) -> dict[str, Any]:
             if last is None or _int(event.get("iteration")) != _int(last.get("iteration")):
                 prompt_chars = _int(event.get("prompt_chars"))
             break
+    now = running_now(events, state.iteration) if running else None
     return {
         "state_dir": str(state_dir),
         "status": status,
         "running": running,
+        "now": now,
         "pid": holder.get("pid") if holder else None,
         "state": attrs.asdict(state),
         "last_iteration": last,
@@ -84,6 +86,37 @@ def collect_status(state_dir: Path) -> dict[str, Any]:
         "problems": problems,
         "ended": ended.to_json() if ended is not None else None,
     }
+
+
+#: What a running loop is doing, by the latest of these events it wrote.
+PHASES = {
+    "iteration.start": "starting the iteration",
+    "agent.start": "the agent is working",
+    "agent.rate_limit_wait": "waiting out a rate limit",
+    "agent.end": "the agent's turn ended",
+    "tests.start": "running the tests",
+    "tests.end": "weighing the tests' result",
+    "iteration.end": "between iterations",
+    "loop.restart": "restarting the agent session",
+    "loop.end": "ending",
+}
+
+
+def running_now(events: list[dict[str, Any]], recorded: int) -> dict[str, Any] | None:
+    """``{"iteration": N, "phase": "…", "since": ts}`` of a running loop, from the latest
+    events it wrote (loop-state.md is rewritten between iterations only, so it holds the last
+    finished iteration while the next one runs); None when its events say nothing yet."""
+    for event in reversed(events):
+        phase = PHASES.get(str(event.get("type")))
+        if phase is None:
+            continue
+        iteration = _int(event.get("iteration"))
+        if iteration is None or iteration < recorded:
+            iteration = recorded
+        if event.get("type") == "iteration.end":
+            phase = f"iteration {iteration} ended; the next one is starting"
+        return {"iteration": iteration, "phase": phase, "since": event.get("ts")}
+    return None
 
 
 #: What ``status`` adds to the status of a loop whose loopctl was killed after it recorded how
@@ -163,6 +196,24 @@ def _first_line(text: Any, limit: int = 100) -> str:
     return first if len(first) <= limit and len(lines) == 1 else first[: limit - 1] + "…"
 
 
+def _iteration(state: dict[str, Any], now: Any) -> str:
+    """The running iteration of a running loop (``3 (running)``), else the last recorded."""
+    running = _int(now.get("iteration")) if isinstance(now, dict) else None
+    recorded = state.get("iteration")
+    if running is not None and running > (_int(recorded) or 0):
+        return f"{running:,} (running)"
+    return str(recorded)
+
+
+def _since(ts: Any) -> str:
+    """`` (for 12 s)``: how long ago ``ts`` was, when it is a time."""
+    import time
+
+    if isinstance(ts, bool) or not isinstance(ts, (int, float)) or not math.isfinite(ts):
+        return ""
+    return f" (for {max(0.0, time.time() - ts):,.0f} s)"
+
+
 def render_status(data: dict[str, Any]) -> str:
     """The text ``loopctl status`` prints; tolerant of hand-edited or half-written records."""
     state = data["state"]
@@ -170,10 +221,13 @@ def render_status(data: dict[str, Any]) -> str:
     lines = [
         f"loop in {data['state_dir']}: {data['status']}{pid}",
         f"goal: {_first_line(state.get('original_goal'))}",
-        f"iteration {state.get('iteration')} of {state.get('max_iterations')}, "
+        f"iteration {_iteration(state, data.get('now'))} of {state.get('max_iterations')}, "
         f"{_session(state.get('restarts', state.get('generation')))}, "
         f"agent {state.get('agent') or '?'}, session mode {state.get('session_mode')}",
     ]
+    now = data.get("now")
+    if isinstance(now, dict) and now.get("phase"):
+        lines.append(f"now: {now['phase']}{_since(now.get('since'))}")
     ended = data.get("ended") or {}
     reason = state.get("reason") or ended.get("message") or ended.get("reason")
     if reason:

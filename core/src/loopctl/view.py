@@ -37,6 +37,8 @@ from loopctl.terminal import sanitize_line
 if TYPE_CHECKING:
     from rich.console import Console, RenderableType
 
+    from loopctl.model import AgentMessage
+
 #: Events too frequent to show one line each (a rate-limit wait ticks every second).
 QUIET_EVENTS = frozenset({"agent.rate_limit_waiting"})
 MODES = ("live", "plain", "json")
@@ -44,6 +46,8 @@ MODES = ("live", "plain", "json")
 
 class View(Protocol):
     def __call__(self, event: Event) -> None: ...
+
+    def on_message(self, message: AgentMessage) -> None: ...
 
     def close(self) -> None: ...
 
@@ -366,23 +370,64 @@ def _template_fields(template: str) -> frozenset[str] | None:
 # --- the views ------------------------------------------------------------------------------------
 
 
-class PlainView:
-    """``[HH:MM:SS] line`` per event, flushed at once so ``tail -f`` and pipes see it live."""
+def _stamp(ts: Any) -> str:
+    try:
+        return time.strftime("%H:%M:%S", time.localtime(ts))
+    except (TypeError, ValueError, OverflowError, OSError):
+        return "--:--:--"
 
-    def __init__(self, stream: IO[str] | None = None) -> None:
+
+class _Turn:
+    """What a view keeps of the agent's running turn: the lines its messages add at the
+    view's ``detail`` (:mod:`loopctl.actions`), and the last thing it wrote."""
+
+    def __init__(self, detail: str) -> None:
+        self.detail = detail
+        self.last_text: str | None = None
+
+    def lines(self, message: AgentMessage) -> list[str]:
+        from loopctl.actions import message_lines
+        from loopctl.model import MessageKind
+
+        if message.kind is MessageKind.TEXT and not message.sidechain and message.text:
+            self.last_text = message.text
+        return message_lines(message, self.detail)
+
+    def before(self, event: Event) -> list[str]:
+        """Lines shown before an event's own: the agent's last words before ``agent.end``."""
+        if event.type == "agent.start":
+            self.last_text = None
+        if event.type != "agent.end" or self.detail != "actions":
+            return []
+        from loopctl.actions import said_line
+
+        line, self.last_text = said_line(self.last_text), None
+        return [line] if line else []
+
+
+class PlainView:
+    """``[HH:MM:SS] line`` per event, flushed at once so ``tail -f`` and pipes see it live;
+    and the agent's actions as its turn goes (``detail``, :mod:`loopctl.actions`)."""
+
+    def __init__(self, stream: IO[str] | None = None, *, detail: str = "actions") -> None:
         self.stream = stream or sys.stdout
         self.broken = False
+        self.turn = _Turn(detail)
 
     def __call__(self, event: Event) -> None:
         if event.type in QUIET_EVENTS:
             return
-        try:
-            stamp = time.strftime("%H:%M:%S", time.localtime(event.ts))
-        except (TypeError, ValueError, OverflowError, OSError):
-            stamp = "--:--:--"
-        line = describe(event)
-        if line:
-            self._write(f"[{stamp}] {line}")
+        stamp = _stamp(event.ts)
+        for line in [*self.turn.before(event), describe(event)]:
+            if line:
+                self._write(f"[{stamp}] {line}")
+
+    def on_message(self, message: AgentMessage) -> None:
+        lines = self.turn.lines(message)
+        if lines:
+            stamp = _stamp(time.time())
+            for line in lines:
+                self._write(f"[{stamp}] {line}")
 
     def _write(self, line: str) -> None:
         if self.broken:
@@ -407,6 +452,9 @@ class JsonView(PlainView):
     def __call__(self, event: Event) -> None:
         self._write(json.dumps(event.to_json(), default=str))
 
+    def on_message(self, message: AgentMessage) -> None:
+        pass  # events only: each line is an events.jsonl line
+
 
 def _silence(stream: IO[str]) -> None:
     """Point a dead stdout at /dev/null so the interpreter's final flush does not complain."""
@@ -428,7 +476,12 @@ class LiveView:
     only, and the panel once at the end: there is no terminal to redraw it in."""
 
     def __init__(
-        self, max_iterations: int, *, console: Console | None = None, panel: bool = True
+        self,
+        max_iterations: int,
+        *,
+        console: Console | None = None,
+        panel: bool = True,
+        detail: str = "actions",
     ) -> None:
         from rich.console import Console
         from rich.live import Live
@@ -439,7 +492,10 @@ class LiveView:
         self.phase = "starting"
         self.started = time.monotonic()
         self.tokens: int | None = None  # None until an agent reports its usage
+        #: What the running turn's requests used so far (agent.end then counts the turn).
+        self.turn_tokens: int | None = None
         self.context: tuple[int, int | None] | None = None
+        self.turn = _Turn(detail)
         self.last_tests = "—"
         self._lock = threading.Lock()
         self.live: Live | None = None
@@ -468,6 +524,7 @@ class LiveView:
             elif event.type == "tests.start":
                 self.phase = "running tests"
             elif event.type == "agent.end":
+                self.turn_tokens = None
                 if _number(d.get("tokens")) is not None:
                     self.tokens = (self.tokens or 0) + int(_number(d.get("tokens")) or 0)
                 tokens = _number(d.get("context_tokens"))
@@ -483,23 +540,34 @@ class LiveView:
             elif event.type == "loop.end":
                 self.phase = f"ended: {_text(d.get('status'))}"
         if event.type not in QUIET_EVENTS:
+            for line in self.turn.before(event):
+                self._print(event.ts, line, "italic")
             line = describe(event)
             if line:
-                self._print(event, line)
+                self._print(event.ts, line, _line_style(event))
         if self.live is not None:
             self.live.refresh()
 
-    def _print(self, event: Event, line: str) -> None:
+    def on_message(self, message: AgentMessage) -> None:
+        """An agent's message: its lines (the view's ``detail``), and its tokens in the panel
+        as they are used."""
+        usage = message.usage
+        if usage is not None:
+            with self._lock:
+                self.turn_tokens = (self.turn_tokens or 0) + usage.total_tokens
+                if not message.sidechain and usage.context_tokens:
+                    window = message.context_window or (self.context or (0, None))[1]
+                    self.context = (usage.context_tokens, window)
+        for line in self.turn.lines(message):
+            self._print(time.time(), line, "dim" if line.startswith("  ") else "cyan")
+
+    def _print(self, ts: float, line: str, style: str) -> None:
         """``[HH:MM:SS] line`` above the panel: it goes to the terminal's scrollback."""
         from rich.text import Text
 
-        try:
-            stamp = time.strftime("%H:%M:%S", time.localtime(event.ts))
-        except (TypeError, ValueError, OverflowError, OSError):
-            stamp = "--:--:--"
         text = Text()
-        text.append(f"[{stamp}] ", style="dim")
-        text.append(line, style=_line_style(event))  # Text: brackets in messages are not markup
+        text.append(f"[{_stamp(ts)}] ", style="dim")
+        text.append(line, style=style)  # Text: brackets in messages are not markup
         try:
             self.console.print(text, soft_wrap=True)
         except (BrokenPipeError, ValueError, OSError):  # the terminal is gone; the loop goes on
@@ -518,7 +586,7 @@ class LiveView:
             grid.add_row("iteration", f"{self.iteration} of {self.max_iterations}")
             grid.add_row("phase", Text(self.phase))
             grid.add_row("elapsed", f"{time.monotonic() - self.started:.0f} s")
-            grid.add_row("tokens", humanize.tokens(self.tokens))
+            grid.add_row("tokens", _panel_tokens(self.tokens, self.turn_tokens))
             if self.context is not None:
                 tokens, window = self.context
                 if window:
@@ -544,6 +612,13 @@ class LiveView:
             self.live.stop()
 
 
+def _panel_tokens(done: int | None, running: int | None) -> str:
+    """The run's tokens: its finished turns' and what the running turn used so far."""
+    if running is None:
+        return humanize.tokens(done)
+    return humanize.tokens((done or 0) + running) + " (this turn so far)"
+
+
 def _line_style(event: Event) -> str:
     """The colour of an event's line in the live view (none where the event says nothing bad)."""
     data = event.data if isinstance(event.data, Mapping) else {}
@@ -558,9 +633,11 @@ def _line_style(event: Event) -> str:
     return ""
 
 
-def make_view(mode: str, *, max_iterations: int) -> View:
+def make_view(mode: str, *, max_iterations: int, detail: str = "actions") -> View:
+    """The view of ``mode``; ``detail`` (:data:`loopctl.actions.DETAILS`): how much of the
+    agent's turn it shows (the JSON view shows events only)."""
     if mode == "json":
         return JsonView()
     if mode == "live":
-        return LiveView(max_iterations, panel=_is_terminal(sys.stdout))
-    return PlainView()
+        return LiveView(max_iterations, panel=_is_terminal(sys.stdout), detail=detail)
+    return PlainView(detail=detail)

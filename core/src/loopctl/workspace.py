@@ -21,9 +21,24 @@ import attrs
 
 from loopctl.withhold import child_environment
 
-#: Directories never scanned without git (with git, .gitignore decides).
+#: Directories never scanned without git (with git, .gitignore decides): tools' own, which
+#: the tests and the linters rewrite on every run (not changes the agent made).
 SKIP_DIRS = frozenset(
-    {".git", ".loopctl", "node_modules", "__pycache__", ".venv", "venv", ".tox", ".nox"}
+    {
+        ".git",
+        ".loopctl",
+        "node_modules",
+        "__pycache__",
+        ".venv",
+        "venv",
+        ".tox",
+        ".nox",
+        ".pytest_cache",
+        ".mypy_cache",
+        ".ruff_cache",
+        ".hypothesis",
+        ".cache",
+    }
 )
 MAX_SCANNED_FILES = 20_000
 #: Files larger than this are fingerprinted by size and mtime instead of their content.

@@ -177,7 +177,8 @@ def test_usage_events_carry_the_line_the_views_show() -> None:
     assert _usage_line("iteration", known, None) == ""  # the stream said it: hidden
     unknown = Reading(None, 200_000)
     reason = "the agent reported no token usage"
-    assert _usage_line("iteration", unknown, reason) == f"context fill unknown: {reason}"
+    # said once per session and reason by usage_unknown, not again by every iteration's reading
+    assert _usage_line("iteration", unknown, reason) == ""
     assert "?" not in _usage_line("stream", Reading(5_000, None), None)
 
 

@@ -259,6 +259,7 @@ def test_no_usage_is_unknown_never_zero(buggy: Project, run_loop: Any) -> None:
         assert event["percent"] is None
         assert event["known"] is False
         assert event["reason"] == "the agent reported no token usage"
+        assert event["summary"] == ""  # the views say it once, below (issue 25: twice each)
     (unknown,) = result.events_of(ev.USAGE_UNKNOWN)
     assert unknown["agent"] == "scripted"
     assert not result.events_of(ev.EXHAUSTION_WARNING)

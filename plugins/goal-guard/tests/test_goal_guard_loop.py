@@ -715,3 +715,26 @@ def test_an_iteration_retried_after_a_rate_limit_counts_once(loopctl_project, ru
     goal = result.loop_state().goal
     assert "Mind the cache. _(reviewer, iteration 1, seen 2×, last in iteration 2)" in goal
     assert "test_one` fails: AssertionError: test_a.py::test_one is broken _(tests, " in goal
+
+
+def test_a_resume_of_the_same_loop_without_goal_guards_key_keeps_its_record(
+    loopctl_project, run_loop
+):
+    """A loopctl killed before loop-state.md held goal-guard's key: the record is this loop's
+    (loop.run_id says so), not another run's (issue 25)."""
+    import re
+
+    prepare_project(loopctl_project)
+    first = run_loop(GOAL, turns=SAY, test_cmd=TEST_CMD, plugins=PLUGINS, config=config(1))
+    path = first.state_dir / "loop-state.md"
+    text, removed = re.subn(r'"goal_guard_run": "[0-9a-f]+"(, )?', "", path.read_text())
+    assert removed == 1
+    path.write_text(text)
+    second = run_loop(
+        "x", turns=SAY, test_cmd=TEST_CMD, plugins=PLUGINS, config=config(2), resume=True
+    )
+    assert second.events_of(gg.RECORD_REPLACED) == []
+    assert violations(second) == []
+    [sealed] = second.events_of(gg.SEALED)  # the first run's: nothing sealed anew on resume
+    assert sealed["sealed_from"] == "cli"
+    assert second.loop_state().original_goal == GOAL

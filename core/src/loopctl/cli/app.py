@@ -123,7 +123,8 @@ def _root(
             "-v",
             count=True,
             show_default=False,
-            help="Show debug logging on stderr (-vv: every library's too). Anywhere on the line.",
+            help="Show debug logging on stderr (-vv: every library's too), and a run's whole "
+            "agent stream (all it writes, every tool call and result). Anywhere on the line.",
         ),
     ] = 0,
     quiet: Annotated[
@@ -131,7 +132,8 @@ def _root(
         typer.Option(
             "--quiet",
             "-q",
-            help="Hide informational lines (a run prints only how it ended). Anywhere on the line.",
+            help="Hide informational lines (a run shows the loop's lines only, not the agent's "
+            "actions). Anywhere on the line.",
         ),
     ] = False,
 ) -> None:
@@ -239,9 +241,9 @@ def _run_loop(
         engine = prepared.engine
         if prepared.changed and _verbosity >= 0:
             print(f"loopctl: resume: {_describe_changes(prepared.changed)}", file=sys.stderr)
-        quiet = mode != "json" and _verbosity < 0  # -q: only how it ended
-        view = _Silent() if quiet else make_view(mode, max_iterations=engine.max_iterations)
+        view = make_view(mode, max_iterations=engine.max_iterations, detail=_detail())
         current.append(view)
+        engine.message_listener = view.on_message
         try:
             outcome = engine.run()
         finally:
@@ -256,14 +258,10 @@ def _run_loop(
     raise typer.Exit(outcome.exit_code)
 
 
-class _Silent:
-    """The view of ``-q``: it shows no event (and no live panel)."""
-
-    def __call__(self, event: Any) -> None:
-        pass
-
-    def close(self) -> None:
-        pass
+def _detail() -> str:
+    """How much of the agent's turns a run shows: the loop's lines only with ``-q``, the
+    agent's actions by default, its whole stream with ``-v`` (:mod:`loopctl.actions`)."""
+    return "loop" if _verbosity < 0 else "stream" if _verbosity > 0 else "actions"
 
 
 def _describe_changes(changed: Mapping[str, Mapping[str, Any]]) -> str:
@@ -761,6 +759,49 @@ def status_command(
     raise typer.Exit(
         status(
             state_dir=state_dir, config=config, json_output=json_output, trust_config=trust_config
+        )
+    )
+
+
+# --- report --------------------------------------------------------------------------------------
+
+
+@app.command(
+    "report",
+    epilog=examples(
+        "loopctl report", "loopctl report --path", "loopctl report --json | jq .status"
+    ),
+)
+def report_command(
+    state_dir: Annotated[Optional[Path], typer.Option("--state-dir", help=STATE_DIR_HELP)] = None,
+    config: Annotated[Optional[Path], typer.Option("--config", help=CONFIG_HELP)] = None,
+    path: Annotated[
+        bool, typer.Option("--path", help="Print the report's path (report.md, or report.json).")
+    ] = False,
+    json_output: Annotated[
+        bool, typer.Option("--json", help="The report as JSON (report.json), for scripts.")
+    ] = False,
+    pager: Annotated[
+        bool,
+        typer.Option(
+            "--pager/--no-pager", help="On a terminal, show it through $PAGER (less) or not."
+        ),
+    ] = True,
+    trust_config: Annotated[bool, typer.Option("--trust-config", help=TRUST_HELP)] = False,
+) -> None:
+    """Show the last run's report (report.md, written when a run ends), through a pager on a
+    terminal. A state directory the project's config file puts outside the project is
+    followed only with --trust-config."""
+    from loopctl.cli.fast import report
+
+    raise typer.Exit(
+        report(
+            state_dir=state_dir,
+            config=config,
+            json_output=json_output,
+            path_only=path,
+            pager=pager,
+            trust_config=trust_config,
         )
     )
 

@@ -28,7 +28,18 @@ EXIT_USAGE = 2
 #: The built-in commands and groups of :mod:`loopctl.cli.app` (a test checks they agree): a
 #: plugin's command never takes one of these names.
 BUILTIN_COMMANDS = frozenset(
-    {"agents", "completion", "config", "demo", "events", "plugins", "resume", "run", "status"}
+    {
+        "agents",
+        "completion",
+        "config",
+        "demo",
+        "events",
+        "plugins",
+        "report",
+        "resume",
+        "run",
+        "status",
+    }
 )
 
 # --- output --------------------------------------------------------------------------------------
@@ -178,6 +189,84 @@ def status(
     else:
         print(shown(render_status(data)))
     return 0
+
+
+def report(
+    *,
+    state_dir: Path | None,
+    config: Path | None,
+    json_output: bool,
+    path_only: bool,
+    pager: bool,
+    trust_config: bool = False,
+) -> int:
+    """``loopctl report``: print the last run's report (``report.md``; ``report.json`` with
+    ``json_output``; its path with ``path_only``), through a pager on a terminal; the exit
+    code (1 when no run has written one)."""
+    try:
+        target = state_dir_for(Path.cwd(), state_dir, config, trust_config=trust_config)
+    except Exception as exc:
+        if isinstance(exc, user_error_types()):
+            return report_user_error(exc)
+        raise
+    path = target / ("report.json" if json_output else "report.md")
+    if not path.is_file():
+        error(_no_report(target))
+        return 1
+    if path_only:
+        print(shown(str(path)))
+        return 0
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        error(f"cannot read {path}: {exc.strerror or exc}")
+        return 1
+    if json_output:
+        try:
+            emit_json(json.loads(text))
+        except ValueError:
+            error(f"{path} is not valid JSON; `loopctl report` prints the report.md beside it")
+            return 1
+        return 0
+    text = shown(text)
+    if not (pager and sys.stdout.isatty() and _page(text)):
+        print(text, end="" if text.endswith("\n") else "\n")
+    return 0
+
+
+def _page(text: str) -> bool:
+    """Show ``text`` through ``$PAGER`` (``less``, which quits when it fits a screen); False
+    when there is no pager to run."""
+    import os
+    import shlex
+    import shutil
+    import subprocess
+
+    try:
+        command = shlex.split(os.environ.get("PAGER") or "less")
+    except ValueError:
+        return False
+    if not command or shutil.which(command[0]) is None:
+        return False
+    env = {**os.environ, "LESS": os.environ.get("LESS", "FRX")}
+    try:
+        subprocess.run(command, input=text.encode("utf-8", "replace"), env=env, check=False)
+    except OSError:
+        return False
+    return True
+
+
+def _no_report(state_dir: Path) -> str:
+    """Why there is no report to show, and what to do."""
+    if not (state_dir / "loop-state.md").exists():
+        return (
+            f"no report in {state_dir}: no loop ran here; start one with `loopctl run`, or "
+            "point to another state directory with --state-dir"
+        )
+    return (
+        f"no report in {state_dir} yet: a run writes it when it ends (`loopctl status` shows "
+        "a loop that is running or was stopped before its end)"
+    )
 
 
 # --- plugins -------------------------------------------------------------------------------------

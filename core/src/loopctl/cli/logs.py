@@ -39,7 +39,22 @@ def configure(verbosity: int) -> None:
             record.levelname_lower = record.levelname.lower()
             return super().format(record)
 
-    handler = logging.StreamHandler()
+    class Stderr(logging.StreamHandler):  # type: ignore[type-arg]
+        """To whatever ``sys.stderr`` is when a record comes: under the live view, rich's
+        proxy, which prints each line once above the panel (a stream taken at start-up
+        wrote under the panel, which then drew over the line)."""
+
+        @property
+        def stream(self) -> Any:
+            import sys
+
+            return sys.stderr
+
+        @stream.setter
+        def stream(self, value: Any) -> None:
+            pass
+
+    handler = Stderr()
     handler.setFormatter(Lines("loopctl: %(levelname_lower)s: %(name)s: %(message)s"))
     if verbosity == 1:
         handler.addFilter(lambda record: record.levelno >= logging.WARNING or is_ours(record.name))

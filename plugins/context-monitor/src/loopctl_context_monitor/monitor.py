@@ -829,9 +829,10 @@ def _state_dir_inside(loop: Loop) -> tuple[str, ...]:
 
 def _usage_line(source: str, reading: Reading, reason: Any) -> str:
     """The line loopctl's views show for a usage reading: each streamed change; the
-    iteration's reading only when it says something new (the fill is unknown), else ""
-    (hidden from the views; it is in events.jsonl)."""
-    if source == "iteration" and reading.known:
+    iteration's reading only when it says something new (tokens without a known window), else
+    "" (hidden from the views; it is in events.jsonl): an unknown fill is said once per session
+    and reason, by ``usage_unknown``."""
+    if source == "iteration" and (reading.known or reading.tokens is None):
         return ""
     if reading.tokens is None and isinstance(reason, str) and reason:
         return f"context fill unknown: {reason}"

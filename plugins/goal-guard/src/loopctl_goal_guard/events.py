@@ -70,7 +70,9 @@ def event_schemas() -> dict[str, dict[str, Any]]:
             {"files": STR_LIST, "problems": STR_LIST},
         ),
         RECORD_REPLACED: define_event(
-            "goal-guard's record belonged to another run in this state directory.", {"why": STR}
+            "goal-guard's record belonged to another run in this state directory.",
+            {"why": STR},
+            line="goal-guard's goal record was another loop's; this loop's goal is sealed anew",
         ),
         LEGACY_RECOVERED: define_event(
             "The original goal was recovered from a legacy state file by removing the sections "

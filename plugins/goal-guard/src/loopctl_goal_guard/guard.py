@@ -129,7 +129,9 @@ class GoalGuard:
         return self._resolve_resumed(stored)
 
     def _seal(self, text: str, sealed_from: str, *, keep_notes: bool = False) -> None:
-        run_id = secrets.token_hex(8)
+        # the loop's own id (loop.run_id) where it has one: a resume of the same loop then
+        # knows its record even if loop-state.md was not written with RUN_KEY before a kill
+        run_id = self.loop.run_id or secrets.token_hex(8)
         self.sealed = rec.seal(
             self.loop.state_dir,
             text,
@@ -157,6 +159,9 @@ class GoalGuard:
                 ev.RECORD_REPAIRED, files=list(read.repaired_files), problems=list(read.problems)
             )
         sealed = read.sealed
+        if not isinstance(run_id, str) and sealed is not None and sealed.run_id == loop.run_id:
+            run_id = sealed.run_id  # this loop's record: loop-state.md lost goal-guard's key
+            loop.set_value(RUN_KEY, run_id)
         if sealed is not None and isinstance(run_id, str) and sealed.run_id == run_id:
             self.sealed = sealed
             self._load_notes()
