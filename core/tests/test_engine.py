@@ -108,7 +108,8 @@ def test_a_failed_change_is_in_the_next_prompt_with_its_diff(project):
         (logs / "iteration-0002.prompt.md").read_text(), "Approaches That Did Not Work"
     )
     assert "iteration 1 changed calc.py" in second, second
-    assert "-    return a - b" in second and "+    return a * b" in second, second
+    assert "-    return a - b" in second, second
+    assert "+    return a * b" in second, second
     third = _section(
         (logs / "iteration-0003.prompt.md").read_text(), "Approaches That Did Not Work"
     )

@@ -637,7 +637,10 @@ class Engine:
         self._recent_rows.extend(loaded.rows)
         self._wall_clock_used_before = self.state.wall_clock_used_s + self._unsaved_time()
         self.stuck.resume(
-            self.totals.stuck_streak, self.totals.stuck_previous, self.state.stuck_level
+            self.totals.stuck_streak,
+            self.totals.stuck_previous,
+            self.state.stuck_level,
+            self.history[-100:],
         )
         if ended is not None and not ended.continued:
             self.ended_before = ended

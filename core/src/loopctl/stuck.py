@@ -99,11 +99,22 @@ class StuckDetector:
         """The last iteration observed that was not skipped: the next one is compared with it."""
         return self._previous
 
-    def resume(self, streak: int, previous: IterationRecord | None, level: int) -> None:
+    def resume(
+        self,
+        streak: int,
+        previous: IterationRecord | None,
+        level: int,
+        recent: Sequence[IterationRecord] = (),
+    ) -> None:
         """Continue from a saved ``streak`` (``loopctl resume``), comparing the next iteration
-        with ``previous``: what :meth:`restore` computes from the whole history."""
+        with ``previous``: what :meth:`restore` computes from the whole history. Whether the
+        streak's first iteration changed files is read from ``recent`` (the last records); when
+        they do not reach back so far, it is taken to have (no early stop for changing nothing)."""
         self.streak, self._previous = max(0, streak), previous
         self.level = Escalation(min(max(level, 0), Escalation.STOP))
+        counted = [r for r in recent if not is_infrastructure_failure(r)]
+        first = counted[-self.streak] if 0 < self.streak <= len(counted) else None
+        self.first_changed = first is None or bool(first.changed_files)
 
     def restore(self, history: Sequence[IterationRecord], level: int) -> None:
         """Rebuild the streak from recorded history after ``loopctl resume``."""
