@@ -66,7 +66,10 @@ def test_the_diff_is_capped_and_redacted_and_words_stand_in_without_it():
     assert "more changed lines" in text
     assert "sk-abcdef0123456789" not in text
     _, words = note(
-        book, failed(2, ["c.py"], fingerprint="x"), None, final_text="\nI rewrote c.py.\nmore"
+        book,
+        failed(2, ["c.py"], fingerprint="x"),
+        None,
+        final_text="Let me look.\nI rewrote c.py.\n",
     )
     assert "(the agent said: I rewrote c.py.)" in words
 

@@ -7,7 +7,7 @@ distinct approach in ``loop.failed_approaches``:
 * an iteration that changed files starts an entry: which iteration, which files, the change
   itself (the ``-``/``+`` lines of its diff against the iteration's start, capped) and the
   failure after it. When the diff cannot be told exactly (no git, HEAD moved, a file already
-  changed before the iteration), the agent's own final words (their first line) stand in for it.
+  changed before the iteration), the agent's own words (the last line it said) stand in for it.
   The diff is preferred: a few lines say exactly what was tried, where the agent's report is
   longer, repeats the failure, and may be wrong about what it did;
 * an iteration that changed nothing and failed the same way as the iteration before it is added
@@ -35,7 +35,7 @@ from loopctl.stuck import same_failure
 MAX_DIFF_LINES = 12
 MAX_DIFF_CHARS = 900
 MAX_LINE_CHARS = 160
-#: The agent's words: the first line of its final message, at most this long.
+#: The agent's words: the last line it said in its turn, at most this long.
 MAX_WORDS_CHARS = 200
 MAX_FAILURE_CHARS = 300
 MAX_FILES_NAMED = 5
@@ -130,9 +130,11 @@ def capped_diff(diff: str) -> str:
     return "\n".join(f"    {line}" for line in kept)
 
 
-def first_words(final_text: str) -> str:
-    """The first line of the agent's final message, redacted, at most :data:`MAX_WORDS_CHARS`."""
-    line = next((part.strip() for part in final_text.splitlines() if part.strip()), "")
+def last_words(final_text: str) -> str:
+    """The agent's conclusion: the last line of what it said in its turn (the adapters join
+    the turn's messages, so its first line is often "Let me run the tests"), redacted, at most
+    :data:`MAX_WORDS_CHARS`."""
+    line = next((part.strip() for part in reversed(final_text.splitlines()) if part.strip()), "")
     line = redact(line)
     return line if len(line) <= MAX_WORDS_CHARS else line[: MAX_WORDS_CHARS - 1] + "…"
 
@@ -164,7 +166,7 @@ class ApproachBook:
             ):
                 return None  # progress: no dead end
             diff = capped_diff(diff) if diff else ""
-            words = "" if diff else first_words(final_text)
+            words = "" if diff else last_words(final_text)
             found = next((e for e, _ in self.entries if diff and e.diff == diff), None)
             if found is not None:
                 found.changed.append(record.iteration)
@@ -183,7 +185,7 @@ class ApproachBook:
         ):
             last.idle.append(record.iteration)
             return self._put(last)
-        approach = Approach(failure, words=first_words(final_text))
+        approach = Approach(failure, words=last_words(final_text))
         approach.idle.append(record.iteration)
         return self._put(approach)
 
