@@ -450,13 +450,10 @@ class Engine:
         diff = ""
         if record.changed_files and self.last_snapshot is not None:
             diff = self.workspace.change_diff(before, self.last_snapshot, record.changed_files)
-        failure = test_run.error_lines[0] if test_run.error_lines else ""
         update = self.approaches.note(
             record,
             previous,
-            failure=failure
-            or ", ".join(record.failing_tests[:3])
-            or f"exit code {test_run.exit_code}",
+            failure=_failure_summary(record, test_run) or f"exit code {test_run.exit_code}",
             diff=diff,
             final_text=turn.final_text,
         )
@@ -1643,9 +1640,7 @@ class Engine:
     def _escalate(
         self, escalation: Escalation, record: IterationRecord, test_run: TestRun
     ) -> Decision | None:
-        summary = (
-            test_run.error_lines[0] if test_run.error_lines else ", ".join(record.failing_tests[:3])
-        )
+        summary = _failure_summary(record, test_run)
         self.emit(
             "loop.stuck",
             escalation=escalation.name.lower(),
@@ -1888,6 +1883,11 @@ def end_left_running(state_dir: Path) -> list[str]:
 
 def _engine_stop(status: StopStatus, message: str) -> Decision:
     return attrs.evolve(Decision.stop(status.value, message, status=status), source=ENGINE)
+
+
+def _failure_summary(record: IterationRecord, test_run: TestRun) -> str:
+    """The failure in one line: the first error line, else the first failing tests."""
+    return test_run.error_lines[0] if test_run.error_lines else ", ".join(record.failing_tests[:3])
 
 
 def _through(restarts: int) -> str:
