@@ -84,8 +84,104 @@ def test_the_iteration_limit_stops_with_a_nonzero_documented_code(project):
     assert len(result.records) == 2
 
 
+def _section(prompt: str, title: str) -> str:
+    """The body of a prompt's section ("" when it has none)."""
+    _, found, rest = prompt.partition(f"## {title}\n\n")
+    return rest.split("\n## ", 1)[0] if found else ""
+
+
+WRONG = {"replace": "calc.py", "old": "a - b", "new": "a * b"}
+FIX_WRONG = {"replace": "calc.py", "old": "a * b", "new": "a + b"}
+
+
+def test_a_failed_change_is_in_the_next_prompt_with_its_diff(project):
+    """Iteration 1 changes calc.py wrongly: iteration 2's prompt shows that change (its diff
+    lines), not only the file's name; iteration 3's says iteration 2 changed nothing, and it is
+    one entry (issue 24, defects 1 to 3)."""
+    result = run(
+        project,
+        [[{"read": "calc.py"}, WRONG, {"say": "I made add multiply."}], IDLE, [FIX_WRONG]],
+    )
+    assert result.status == "complete"
+    logs = result.state_dir / "logs"
+    second = _section(
+        (logs / "iteration-0002.prompt.md").read_text(), "Approaches That Did Not Work"
+    )
+    assert "iteration 1 changed calc.py" in second, second
+    assert "-    return a - b" in second, second
+    assert "+    return a * b" in second, second
+    third = _section(
+        (logs / "iteration-0003.prompt.md").read_text(), "Approaches That Did Not Work"
+    )
+    entries = [line for line in third.splitlines() if line.startswith("- ")]
+    assert len(entries) == 1, third
+    assert entries[0].startswith("- iteration 1 changed calc.py; iteration 2 changed nothing;")
+    assert "+    return a * b" in third
+
+
+def test_an_iteration_that_changed_nothing_is_not_credited_with_a_change(project):
+    """Iterations that changed nothing are named as such, never as "changing calc.py"."""
+    result = run(
+        project,
+        [[WRONG], IDLE, IDLE, [FIX_WRONG]],
+        config={"stuck": {"enabled": False}},
+    )
+    assert result.status == "complete"
+    (entry,) = result.loop_state().failed_approaches
+    first = entry.splitlines()[0]
+    assert first.startswith("iteration 1 changed calc.py; iterations 2-3 changed nothing;"), entry
+
+
+def test_a_plugins_growing_line_is_one_entry_updated_in_place(project):
+    """A producer that notes the same failure each iteration with a growing range ("iterations
+    1-2 …", "iterations 1-3 …") keeps one entry, the latest, where it was."""
+
+    class Noter:
+        @hookimpl
+        def after_iteration(self, loop, record):
+            loop.add_failed_approach(
+                f"iterations 1-{record.iteration} kept failing with: the same thing",
+                source="noter",
+            )
+
+    result = run(
+        project,
+        [IDLE],
+        config={"stuck": {"enabled": False}, "limits": {"max_iterations": 4}},
+        plugins={"noter": Noter()},
+    )
+    mine = [t for t in result.loop_state().failed_approaches if "the same thing" in t]
+    assert mine == ["iterations 1-4 kept failing with: the same thing"]
+
+
+def test_a_fresh_session_loop_that_changes_nothing_stops_after_the_window(project):
+    """session = "fresh": three iterations in a row with the same failure and no change at all
+    stop the loop at the third, saying so; no restart (it would give the same prompt again)."""
+    result = run(project, [IDLE], config={"limits": {"max_iterations": 10}})
+    assert result.status == "stuck"
+    assert len(result.records) == 3
+    assert not result.events_of("loop.restart")
+    assert "3 times in a row, and the agent changed nothing in any of them" in (
+        result.outcome.message
+    ), result.outcome.message
+
+
+def test_a_fresh_session_loop_is_nudged_then_stopped_without_a_restart(project):
+    """A change, then the same failure with no change: the nudge, then the stop (a restart in a
+    fresh-session loop would change nothing)."""
+    result = run(project, [[WRONG], IDLE], config={"limits": {"max_iterations": 10}})
+    assert result.status == "stuck"
+    assert [e["escalation"] for e in result.events_of("loop.stuck")] == ["nudge", "stop"]
+    assert not result.events_of("loop.restart")
+    assert len(result.records) == 4
+
+
 def test_stuck_escalates_nudge_then_restart_then_stop(project):
-    result = run(project, [IDLE], config={"stuck": {"window": 2}, "limits": {"max_iterations": 10}})
+    result = run(
+        project,
+        [IDLE],
+        config={"session": "resume", "stuck": {"window": 2}, "limits": {"max_iterations": 10}},
+    )
     assert result.status == "stuck"
     assert result.outcome.exit_code == 12
     escalations = [e["escalation"] for e in result.events_of("loop.stuck")]
@@ -122,7 +218,7 @@ def test_the_stuck_stop_counts_the_restarts_the_streak_went_through(project):
     result = run(
         project,
         [IDLE],
-        config={"stuck": {"window": 2}, "limits": {"max_iterations": 10}},
+        config={"session": "resume", "stuck": {"window": 2}, "limits": {"max_iterations": 10}},
         plugins={"restart-once": RestartOnce()},
     )
     assert result.status == "stuck"
@@ -133,7 +229,7 @@ def test_the_stuck_stop_counts_the_restarts_the_streak_went_through(project):
     ]
     assert len(result.events_of("loop.restart")) == 2
     message = result.outcome.message
-    assert "4 times in a row, through a nudge and 2 restarts: " in message, message
+    assert "4 times in a row, through a nudge and 2 restarts" in message, message
     assert message in (result.state_dir / "report.md").read_text()
 
 

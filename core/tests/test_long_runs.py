@@ -40,7 +40,9 @@ def project(tmp_path) -> Project:
 
 
 def test_git_status_lists_none_of_the_state_files_after_a_run(project):
-    result = run(project, [IDLE], config={"limits": {"max_iterations": 3}})
+    result = run(
+        project, [IDLE], config={"limits": {"max_iterations": 3}, "stuck": {"enabled": False}}
+    )
     assert result.status == "max_iterations"
     assert (result.state_dir / "logs").is_dir()
     assert (result.state_dir / ".gitignore").read_text().startswith("*\n")
@@ -172,7 +174,8 @@ def test_resume_folds_in_what_was_appended_after_the_summary_was_saved(project):
 
 def test_resume_keeps_the_stuck_streak_of_the_iterations_before_it(project):
     """The same failure twice, then a resume: with a window of 3 the third in a row (the
-    first after the resume) nudges, as without the resume."""
+    first after the resume) escalates, as without the resume: in a fresh-session loop where no
+    iteration changed anything, the stop."""
 
     class StopAfterTwo:
         @hookimpl
@@ -186,7 +189,7 @@ def test_resume_keeps_the_stuck_streak_of_the_iterations_before_it(project):
     stuck = [
         (e.iteration, e.data["escalation"]) for e in second.live_events if e.type == "loop.stuck"
     ]
-    assert stuck[0] == (3, "nudge")
+    assert stuck[0] == (3, "stop")
 
 
 @pytest.mark.parametrize(

@@ -14,13 +14,31 @@ def failing(i, fingerprint="fp", tests=("t1",), tree="tree", commit="c"):
     )
 
 
-def feed(detector, records, infra=()):
+def feed(detector, records, infra=(), fresh=False):
     return [
         detector.observe(
-            r, error_lines=["AssertionError: 1 != 2"], infrastructure=r.iteration in infra
+            r,
+            error_lines=["AssertionError: 1 != 2"],
+            infrastructure=r.iteration in infra,
+            fresh=fresh,
         )
         for r in records
     ]
+
+
+def test_a_fresh_session_loop_is_nudged_then_stopped_without_a_restart():
+    """session = "fresh": a restart would give the agent what every iteration gets anyway."""
+    changed = failing(1)
+    changed.changed_files = ["calc.py"]
+    got = feed(StuckDetector(window=3), [changed] + [failing(i) for i in range(2, 5)], fresh=True)
+    assert got == [Escalation.NONE, Escalation.NONE, Escalation.NUDGE, Escalation.STOP]
+
+
+def test_a_fresh_session_loop_that_changes_nothing_stops_after_the_window():
+    detector = StuckDetector(window=3)
+    got = feed(detector, [failing(i) for i in range(1, 4)], fresh=True)
+    assert got == [Escalation.NONE, Escalation.NONE, Escalation.STOP]
+    assert detector.idle == 3
 
 
 def test_escalates_nudge_restart_stop_over_repeated_failures():

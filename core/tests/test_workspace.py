@@ -107,3 +107,35 @@ def test_without_git_tool_caches_are_not_changes(tmp_path, cache):
     (tmp_path / cache / "v" / "cache" / "lastfailed").write_text("{}\n")
     (tmp_path / "calc.py").write_text("x = 1\n")
     assert workspace.changed_files(before, workspace.snapshot()) == ["calc.py"]
+
+
+def _git(root, *args):
+    subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True)
+
+
+def test_change_diff_gives_the_changed_lines_only_when_they_can_be_told_exactly(tmp_path):
+    _git(tmp_path, "init", "-q")
+    (tmp_path / "calc.py").write_text("x = 1\ndef add(a, b):\n    return a - b\n")
+    (tmp_path / "gone.py").write_text("old\n")
+    _git(tmp_path, "add", "-A")
+    _git(tmp_path, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "c")
+    workspace = Workspace(tmp_path)
+    start = workspace.snapshot()
+    (tmp_path / "calc.py").write_text("x = 1\ndef add(a, b):\n    return a * b\n")
+    (tmp_path / "gone.py").unlink()
+    after = workspace.snapshot()
+    changed = workspace.changed_files(start, after)
+    assert workspace.change_diff(start, after, changed).splitlines() == [
+        "calc.py",
+        "-    return a - b",
+        "+    return a * b",
+        "gone.py (deleted)",
+        "-old",
+    ]
+    # calc.py already differed from HEAD at the start: its start content is not known
+    (tmp_path / "calc.py").write_text("x = 1\ndef add(a, b):\n    return a + b\n")
+    assert workspace.change_diff(after, workspace.snapshot(), ["calc.py"]) == ""
+    # HEAD moved during the iteration
+    _git(tmp_path, "add", "-A")
+    _git(tmp_path, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "d")
+    assert workspace.change_diff(start, workspace.snapshot(), ["calc.py"]) == ""

@@ -22,6 +22,7 @@ MAX_ERROR_LINES_SHOWN = 20
 
 @hookimpl(trylast=True)
 def compose_prompt(loop: Loop) -> list[PromptSection]:
+    from loopctl.approaches import bullet
     from loopctl.model import PromptSection
 
     sections = [
@@ -44,7 +45,7 @@ def compose_prompt(loop: Loop) -> list[PromptSection]:
         sections.append(
             PromptSection(
                 "Approaches That Did Not Work",
-                "\n".join(f"- {text}" for text in loop.failed_approaches),
+                "\n".join(bullet(text) for text in loop.failed_approaches),
                 priority=85,
             )
         )

@@ -36,6 +36,7 @@ from loopctl import state as st
 from loopctl._version import __version__
 from loopctl.agents.base import AgentAdapter, TurnRequest
 from loopctl.agents.supervisor import Supervision, run_turn
+from loopctl.approaches import ApproachBook, same_approach
 from loopctl.config import LoadedConfig, context_window_for
 from loopctl.ending import RecordedEnd, recorded_after, recorded_end
 from loopctl.history import History, RunTotals, load_history
@@ -333,6 +334,7 @@ class Engine:
         )
         self.loop = Loop(self)
         self.stuck = StuckDetector(window=config.stuck.window, exempt=config.stuck.exempt)
+        self.approaches = ApproachBook()
         self._supervision = supervision
         self._plugin_configs: dict[str, Any] = {}
         self._config_classes: dict[str, tuple[Any, str]] = {}
@@ -427,10 +429,49 @@ class Engine:
         return context_window_for(model, self.loaded.config.models)
 
     def add_failed_approach(self, text: str) -> bool:
-        if text in self.state.failed_approaches:
-            return False
-        self.state.failed_approaches.append(text)
+        """Add ``text``, or update in place the entry it repeats but for the iterations it
+        names (a producer's growing line is one entry); False when nothing changed."""
+        known = self.state.failed_approaches
+        for index, entry in enumerate(known):
+            if same_approach(entry, text):
+                if entry == text:
+                    return False
+                known[index] = text
+                return True
+        known.append(text)
         return True
+
+    def _note_approach(
+        self, record: IterationRecord, test_run: TestRun, before: Snapshot | None, turn: TurnResult
+    ) -> None:
+        """Put a failed iteration's change (or that it changed nothing) into the failed
+        approaches (:mod:`loopctl.approaches`)."""
+        if test_run.passed or is_infrastructure_failure(record):
+            return
+        previous = next(
+            (r for r in reversed(self.history) if not is_infrastructure_failure(r)), None
+        )
+        diff = ""
+        if record.changed_files and self.last_snapshot is not None:
+            diff = self.workspace.change_diff(before, self.last_snapshot, record.changed_files)
+        update = self.approaches.note(
+            record,
+            previous,
+            failure=_failure_summary(record, test_run) or f"exit code {test_run.exit_code}",
+            diff=diff,
+            final_text=turn.final_text,
+        )
+        if update is None:
+            return
+        old, text = update
+        known = self.state.failed_approaches
+        if old is not None and old in known:
+            known[known.index(old)] = text
+        elif text not in known:
+            known.append(text)
+        else:
+            return
+        self.emit("loop.failed_approach", text=text[:500], source=ENGINE)
 
     def annotate(self, key: str, value: Any) -> None:
         if self.current_record is not None:
@@ -597,7 +638,10 @@ class Engine:
         self._recent_rows.extend(loaded.rows)
         self._wall_clock_used_before = self.state.wall_clock_used_s + self._unsaved_time()
         self.stuck.resume(
-            self.totals.stuck_streak, self.totals.stuck_previous, self.state.stuck_level
+            self.totals.stuck_streak,
+            self.totals.stuck_previous,
+            self.state.stuck_level,
+            self.history[-100:],
         )
         if ended is not None and not ended.continued:
             self.ended_before = ended
@@ -1183,10 +1227,12 @@ class Engine:
             raise
         self.last_test_run, self.reruns = test_run, []
         snapshot = snapshots[0]() if snapshots else self.workspace.snapshot()
+        before = self.last_snapshot
         record = self._record(iteration, started, summary, test_run, composed, snapshot)
         self.current_record = record
         self._write_error_summary(test_run)
         veto = self._judge(record, test_run, turn)
+        self._note_approach(record, test_run, before, turn)
         decisions = [*self.pending, *self._close(record, test_run)]
         own = agent_decision or self._engine_decision(record, test_run, turn, veto)
         if own is not None:
@@ -1598,6 +1644,7 @@ class Engine:
             record,
             error_lines=test_run.error_lines,
             infrastructure=is_infrastructure_failure(record),
+            fresh=self.state.session_mode == "fresh",
         )
         if escalation is Escalation.NONE:
             return None
@@ -1615,28 +1662,10 @@ class Engine:
         stop = Decision.stop(TEST_COMMAND_BROKEN, message, status=StopStatus.USAGE_ERROR)
         return attrs.evolve(stop, source=ENGINE)
 
-    def _extend_streak(self, first: int, text: str) -> bool:
-        """Put ``text`` in the place of the failed approach an earlier escalation of the same
-        streak noted (``iterations FIRST-N kept failing with:`` the same failure): one streak,
-        one entry, said once. False when there is none."""
-        prefix, failure = f"iterations {first}-", text.partition(" kept failing with: ")[2]
-        approaches = self.state.failed_approaches
-        for index, known in enumerate(approaches):
-            if known.startswith(prefix) and known.partition(" kept failing with: ")[2] == failure:
-                approaches[index] = text
-                return True
-        return False
-
     def _escalate(
         self, escalation: Escalation, record: IterationRecord, test_run: TestRun
     ) -> Decision | None:
-        summary = (
-            test_run.error_lines[0] if test_run.error_lines else ", ".join(record.failing_tests[:3])
-        )
-        first = record.iteration - self.stuck.streak + 1
-        text = f"iterations {first}-{record.iteration} kept failing with: {summary[:300]}"
-        if not self._extend_streak(first, text):
-            self.loop.add_failed_approach(text, source=ENGINE)
+        summary = _failure_summary(record, test_run)
         self.emit(
             "loop.stuck",
             escalation=escalation.name.lower(),
@@ -1651,10 +1680,16 @@ class Engine:
                 StopStatus.STUCK.value,
                 f"the same failure {self.stuck.streak} times in a row, even after a nudge",
             )
+        streak, idle = self.stuck.streak, self.stuck.idle
+        if streak <= self.stuck.window:  # stopped before any nudge: it changed nothing
+            how = "and the agent changed nothing in any of them"
+        else:
+            how = _through(self._restarts_in_streak(record))
+            if idle >= self.stuck.window:
+                how += f"; the agent changed nothing in the last {idle}"
         return _engine_stop(
             StopStatus.STUCK,
-            f"the same failure {self.stuck.streak} times in a row, "
-            f"{_through(self._restarts_in_streak(record))}: {summary[:300]}",
+            f"the same failure {streak} times in a row, {how}: {summary[:300]}",
         )
 
     def _restarts_in_streak(self, record: IterationRecord) -> int:
@@ -1873,6 +1908,11 @@ def end_left_running(state_dir: Path) -> list[str]:
 
 def _engine_stop(status: StopStatus, message: str) -> Decision:
     return attrs.evolve(Decision.stop(status.value, message, status=status), source=ENGINE)
+
+
+def _failure_summary(record: IterationRecord, test_run: TestRun) -> str:
+    """The failure in one line: the first error line, else the first failing tests."""
+    return test_run.error_lines[0] if test_run.error_lines else ", ".join(record.failing_tests[:3])
 
 
 def _through(restarts: int) -> str:

@@ -393,8 +393,11 @@ class Loop:
         self.emit("loop.working_goal_set", source=source, chars=len(text))
 
     def add_failed_approach(self, text: str, *, source: str) -> None:
-        """Add to the protected list of failed approaches (deduplicated, kept across restarts and
-        resume, shown in every prompt and briefing)."""
+        """Add to the protected list of failed approaches (kept across restarts and resume, shown
+        in every prompt and briefing). A text that repeats an entry but for the iterations it
+        names (``iterations 1-3 …``, then ``iterations 1-4 …``) replaces that entry in place.
+        The engine itself lists every failed iteration's change (:mod:`loopctl.approaches`):
+        add what it cannot know, not that the same failure repeated."""
         if self._driver.add_failed_approach(text):
             self.emit("loop.failed_approach", text=text[:500], source=source)
 

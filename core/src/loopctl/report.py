@@ -16,6 +16,7 @@ import attrs
 
 from loopctl import humanize, records
 from loopctl import state as st
+from loopctl.approaches import bullet
 from loopctl.history import RunTotals, usage_known
 from loopctl.loop import LoopOutcome, ReportSection
 from loopctl.model import IterationRecord, StopStatus
@@ -202,7 +203,7 @@ def render_markdown(report: dict[str, Any]) -> str:
         )
     if report["failed_approaches"]:
         lines += ["", "## What was tried and did not work", ""]
-        lines += [f"- {text}" for text in report["failed_approaches"]]
+        lines += [bullet(text) for text in report["failed_approaches"]]
     if report["plugin_errors"]:
         lines += ["", "## Plugin errors", ""]
         lines += [

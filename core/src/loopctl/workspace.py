@@ -205,6 +205,20 @@ class Workspace:
             return ""
         return (_git(self.root, "diff", "--stat", base) or "").rstrip()
 
+    def change_diff(self, before: Snapshot | None, after: Snapshot, paths: list[str]) -> str:
+        """The changed lines (``git diff -U0``, without headers) of what happened to ``paths``
+        between two snapshots, or "" when that cannot be told exactly: without git, when HEAD
+        moved, or when a path already differed from HEAD at ``before`` (its content then is not
+        kept). A path new and untracked has no lines here."""
+        if not self.is_git or before is None or not before.commit:
+            return ""
+        if after.commit != before.commit or any(p in before.files for p in paths) or not paths:
+            return ""
+        out = _git(
+            self.root, "diff", "-U0", "--no-color", "--no-ext-diff", before.commit, "--", *paths
+        )
+        return _changed_lines(out or "")
+
     def _filter(self, paths: list[str]) -> list[str]:
         return [p for p in paths if not any(p == i or p.startswith(i + "/") for i in self.ignore)]
 
@@ -255,6 +269,20 @@ class Workspace:
     def _filter_dict(self, files: dict[str, str]) -> dict[str, str]:
         kept = set(self._filter(list(files)))
         return {p: v for p, v in files.items() if p in kept}
+
+
+def _changed_lines(diff: str) -> str:
+    """A ``git diff -U0`` reduced to each file's name and its ``-``/``+`` lines."""
+    lines: list[str] = []
+    old = ""
+    for line in diff.splitlines():
+        if line.startswith("--- "):
+            old = line[6:] if line.startswith("--- a/") else ""
+        elif line.startswith("+++ "):
+            lines.append(line[6:] if line.startswith("+++ b/") else f"{old} (deleted)")
+        elif line.startswith(("-", "+")):
+            lines.append(line)
+    return "\n".join(lines)
 
 
 class PendingSnapshot:

@@ -522,7 +522,13 @@ def test_the_memory_is_made_once_a_run_until_what_chooses_it_changes(
 
     project = _calc_project(tmp_path / "shop", mul_broken=True)
     turns = [[{"say": "x"}], [{"say": "y"}], [{"say": "z"}], [FIX_MUL], [FIX_ADD]]
-    result = run_loop(project, "fix", turns=turns, plugins={**PLUGINS, "watcher": Watcher()})
+    result = run_loop(
+        project,
+        "fix",
+        turns=turns,
+        plugins={**PLUGINS, "watcher": Watcher()},
+        config={"stuck": {"enabled": False}},  # three idle turns would stop a fresh loop
+    )
     assert result.status == "complete"
     first, second, third = seen[:3]
     assert first is second  # made once for the first two failures

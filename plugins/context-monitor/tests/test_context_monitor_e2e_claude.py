@@ -125,19 +125,20 @@ def test_resume_mode_climbing_usage_restarts_at_the_right_iteration_with_a_brief
     assert iteration_tokens(result) == [62_000, 120_000, 145_000, 23_000]
     session = result.records[0]["agent"]["session_id"]
     assert argv.resumed() == [None, session, session, None]  # the fresh session is not resumed
-    (approach,) = [e["text"] for e in result.events_of("loop.failed_approach")]
-    assert approach.startswith("iterations 1-3 all ended with the same failure")
+    (approach,) = result.loop_state().failed_approaches  # one entry, updated in place
+    assert approach.startswith("iteration 1 changed calc.py; iterations 2-3 changed nothing")
+    assert "+    return a * b" in approach  # the change that failed, not only the file
 
     briefing = (result.state_dir / "context-summary.md").read_text(encoding="utf-8")
     assert "calc.py | 2 +-" in briefing  # the modified file, from git diff --stat
-    assert approach in briefing
+    assert approach.splitlines()[0] in briefing
     assert "72.5% full (145,000 of 200,000 tokens)" in briefing
     fresh = [r for r in main if r.reply_index == 6]  # iteration 4's first request
     assert len(fresh) == 1
     sent = first_message(fresh[0])
     assert "Previous Session Context (Summarized)" in sent
     assert "calc.py | 2 +-" in sent
-    assert "all ended with the same failure" in sent
+    assert "iterations 2-3 changed nothing" in sent
     assert len(fresh[0].messages) == 1  # a fresh conversation: the prompt alone
 
 

@@ -313,13 +313,35 @@ def test_an_infinite_loop_names_the_failed_approach_cuts_the_budget_and_restarts
     assert restart["iteration"] == 3
     budget = events_of(result, "loop.iteration_budget_reduced")[0]
     assert budget["max_iterations"] == 3 + 10
-    approach = events_of(result, "loop.failed_approach")[0]["text"]
-    assert approach.startswith("iterations 1-3: making no code change")
     after = prompt(result, 4)
     assert "## Change Strategy" in after
-    assert "iterations 1-3" in after
+    # each iteration is credited with what it did: here, nothing (it said "making no code
+    # change" before, and credited every change of a run to all of its iterations)
+    assert "iterations 1-3 changed nothing; the tests kept failing with: " in after
+    # the engine lists the approach (with the agent's words); the plugin does not repeat it
+    approaches = events_of(result, "loop.failed_approach")
+    assert approaches
+    assert {e["source"] for e in approaches} == {"engine"}
     assert "## Approaches That Did Not Work" in after
     assert result.outcome.reason == "infinite_loop"  # the third time: the limit of 2 is spent
+
+
+def test_an_infinite_loop_credits_a_change_only_to_the_iteration_that_made_it(
+    loopctl_project: Project, run_loop: Any
+) -> None:
+    """Iteration 1 changes calc.py, 2 and 3 change nothing: the note said "iterations 1-3:
+    changing calc.py" (issue 24, defect 2)."""
+    loopctl_project.write("calc.py", CALC)
+    loopctl_project.write("test_calc.py", CALC_TEST)
+    loopctl_project.commit("code")
+    wrong = {"replace": "calc.py", "old": "a - b", "new": "a * b"}
+    result = run(
+        run_loop,
+        [[wrong], [{"say": "it looks fine"}], [{"say": "it looks fine"}]],
+        config={"limits": {"max_iterations": 4}, "stuck": {"enabled": False}},
+    )
+    after = prompt(result, 4)
+    assert "iteration 1 changed calc.py; iterations 2-3 changed nothing; the tests kept" in after
 
 
 def test_an_infinite_loop_with_few_iterations_left_restarts_without_a_budget_cut(

@@ -555,7 +555,7 @@ def test_your_goal_stays_the_original_when_stuck_and_after_a_restart(loopctl_pro
         turns=SAY,
         test_cmd=TEST_CMD,
         plugins={**PLUGINS, "reviewer": NoteSource(per_iteration=0, steady=["Mind the cache."])},
-        config=config(6, stuck={"enabled": True, "window": 2}),
+        config=config(6, session="resume", stuck={"enabled": True, "window": 2}),
     )
     assert result.status == "stuck"
     assert result.events_of("loop.restart")

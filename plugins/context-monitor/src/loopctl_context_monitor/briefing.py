@@ -156,7 +156,11 @@ def sections_for(inputs: BriefingInputs) -> list[Section]:
         sections.append(
             Section(
                 "Approaches that did not work (do not repeat them)",
-                [f"- {line}" for line in _single_lines(inputs.failed_approaches)],
+                [
+                    ("  " if index else "- ") + line
+                    for approach in inputs.failed_approaches
+                    for index, line in enumerate(_single_lines([approach]))
+                ],
                 protected=True,
             )
         )

@@ -53,8 +53,6 @@ BRIEFING_FILE = "context-summary.md"
 #: The restart reason (and the engine's own, for context overflow).
 REASON = "context_exhaustion"
 STOP_REASON = "context_baseline_too_high"
-#: The same test failure this many iterations in a row becomes a failed approach.
-FINGERPRINT_STREAK = 3
 #: Characters per token when estimating how much of a baseline the briefing is (a low figure:
 #: it over-estimates the briefing's share, so shrinking is tried before stopping).
 CHARS_PER_TOKEN_LOW = 3
@@ -115,9 +113,6 @@ class Monitor:
         self.handoff_check: list[str] = []
         self.incomplete: list[str] = []
         self.restored: list[str] = []
-        self.fingerprint = ""
-        self.fingerprint_first = 0
-        self.fingerprint_count = 0
         self.unknown_reported: set[tuple[int, str]] = set()
         self.warned_about: set[str] = set()
         # for the report
@@ -171,7 +166,6 @@ class Monitor:
             self.gauge.restore(
                 self.loop.session_id, last.agent.context_tokens, last.agent.context_window
             )
-        self._restore_fingerprint()
 
     # --- hooks -------------------------------------------------------------------------------
 
@@ -384,7 +378,6 @@ class Monitor:
         overflow = turn is not None and turn.outcome.error_kind is ErrorKind.CONTEXT_OVERFLOW
         if turn is not None and (turn.interrupted or overflow):
             self._cut_off(turn, record)
-        self._count_fingerprint(record, test_run, add=True)
         decision = self._decide(record, turn, overflow)
         self.persist()
         return decision
@@ -626,48 +619,6 @@ class Monitor:
             files=files[:50],
             count=len(files),
         )
-
-    def _count_fingerprint(
-        self, record: IterationRecord, run: TestRun | None = None, *, add: bool = False
-    ) -> None:
-        fingerprint = record.error_fingerprint
-        if record.tests_passed or not fingerprint:
-            self.fingerprint, self.fingerprint_count = "", 0
-            return
-        if fingerprint == self.fingerprint:
-            self.fingerprint_count += 1
-        else:
-            self.fingerprint = fingerprint
-            self.fingerprint_first = record.iteration
-            self.fingerprint_count = 1
-        if add and self.fingerprint_count == FINGERPRINT_STREAK:
-            parts = []
-            if record.failing_tests:
-                parts.append(", ".join(record.failing_tests[:2]))
-            if run is not None and run.error_lines:
-                parts.append(run.error_lines[-1])  # the exception itself, usually
-            line = " ".join(" — ".join(parts).split())[:300]
-            if not line or any(line in known for known in self.loop.failed_approaches):
-                return
-            self.loop.add_failed_approach(
-                f"iterations {self.fingerprint_first}-{record.iteration} all ended with the same "
-                f"failure: {line}",
-                source=SECTION,
-            )
-
-    def _restore_fingerprint(self) -> None:
-        """The streak of the same failure at the end of the history, as :meth:`_count_fingerprint`
-        left it: read from the end, only as far back as the streak goes."""
-        self.fingerprint, self.fingerprint_count = "", 0
-        for record in reversed(self.loop.history):
-            fingerprint = record.error_fingerprint
-            if record.tests_passed or not fingerprint:
-                break
-            if self.fingerprint and fingerprint != self.fingerprint:
-                break
-            self.fingerprint = fingerprint
-            self.fingerprint_first = record.iteration
-            self.fingerprint_count += 1
 
     def _collect_handoff(self) -> None:
         from loopctl_context_monitor.handoff import cross_check, mentioned_paths, read_handoff

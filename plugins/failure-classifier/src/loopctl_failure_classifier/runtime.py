@@ -559,21 +559,34 @@ def _approach(pending: Pending) -> str:
     run = detectors.failed_run(pending.evidence.history)
     if not run:
         return f"the approach of iteration {pending.iteration}: {pending.verdict.evidence[0]}"
-    files: list[str] = []
-    for record in run:
-        files.extend(f for f in record.changed_files if f not in files)
-    what = f"changing {', '.join(files[:5])}" if files else "making no code change"
+    # Each iteration is credited with its own change only; those that changed nothing say so.
+    parts = [
+        f"iteration {record.iteration} changed {', '.join(record.changed_files[:5])}"
+        for record in run
+        if record.changed_files
+    ]
+    idle = [record.iteration for record in run if not record.changed_files]
+    if idle:
+        parts.append(f"{_iterations(idle)} changed nothing")
     failure = pending.evidence.error_lines[0] if pending.evidence.error_lines else ""
     failure = failure or detectors._failure_words(run[-1])
-    return (
-        f"iterations {run[0].iteration}-{run[-1].iteration}: {what}; the tests kept failing "
-        f"with: {failure[:300]}"
-    )
+    return f"{'; '.join(parts)}; the tests kept failing with: {failure[:300]}"
+
+
+def _iterations(numbers: list[int]) -> str:
+    """``iteration 3``, ``iterations 2-4``, or ``iterations 2, 4`` when they do not follow
+    each other."""
+    if len(numbers) == 1:
+        return f"iteration {numbers[0]}"
+    if numbers[-1] - numbers[0] == len(numbers) - 1:
+        return f"iterations {numbers[0]}-{numbers[-1]}"
+    return "iterations " + ", ".join(map(str, numbers))
 
 
 def _recover_loop(loop: Loop, state: RunState, pending: Pending, memory: dict[str, Any]) -> Handled:
+    # The loop's failed approaches already list each of these iterations, with its change:
+    # the approach is named in this plugin's note, not added there a second time.
     approach = _approach(pending)
-    loop.add_failed_approach(approach, source=PLUGIN_NAME)
     cut = loop.remaining_iterations - state.config.loop_max_remaining
     body = (
         "The last iterations repeated one approach and failed the same way each time:\n\n"
