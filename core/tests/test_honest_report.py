@@ -104,7 +104,8 @@ def test_loopctl_report_pages_on_a_terminal(tmp_path: Path) -> None:
 def test_a_fresh_runs_report_counts_its_own_iterations_only(tmp_path: Path) -> None:
     """Already fixed by the resume work (previous-run-N/, loop.run_id): kept fixed."""
     failing = ["--agent-cmd", "true", "--test-cmd", "false", "--no-plugins"]
-    first = loopctl("run", "go", *failing, "--max-iterations", "3", cwd=tmp_path)
+    # two iterations: an agent that changes nothing would be stopped as stuck at the third
+    first = loopctl("run", "go", *failing, "--max-iterations", "2", cwd=tmp_path)
     assert first.returncode == 10, first.stderr
     second = loopctl("run", "again", *failing, "--max-iterations", "1", cwd=tmp_path)
     assert second.returncode == 10, second.stderr

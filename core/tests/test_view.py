@@ -395,3 +395,13 @@ def test_a_plugin_event_line_makes_text_of_the_values_its_template_names_only():
     use_event_lines({"demo.count": "{count} items in {where[0]} ({ratio:.1f})"})
     line = describe(event("demo.count", count=3, where="here", ratio=0.25, items=Unprintable()))
     assert line == "3 items in h (0.2)"
+
+
+def test_a_failed_approach_updated_in_place_is_not_noted_again() -> None:
+    """Issue 25: one approach, one "noted a failed approach" line, however often it grows."""
+    noted = Event("loop.failed_approach", 0.0, data={"text": "iteration 1 changed a.py"})
+    grown = Event(
+        "loop.failed_approach", 0.0, data={"text": "iterations 1-2 changed a.py", "updated": True}
+    )
+    assert describe(noted) == "noted a failed approach: iteration 1 changed a.py"
+    assert describe(grown) == ""

@@ -428,16 +428,16 @@ class Engine:
         model = model or (turn.model if turn else None) or self.agent.settings.model
         return context_window_for(model, self.loaded.config.models)
 
-    def add_failed_approach(self, text: str) -> bool:
-        """Add ``text``, or update in place the entry it repeats but for the iterations it
-        names (a producer's growing line is one entry); False when nothing changed."""
+    def add_failed_approach(self, text: str) -> bool | None:
+        """Add ``text`` (True), or update in place the entry it repeats but for the iterations
+        it names (None: a producer's growing line is one entry); False when nothing changed."""
         known = self.state.failed_approaches
         for index, entry in enumerate(known):
             if same_approach(entry, text):
                 if entry == text:
                     return False
                 known[index] = text
-                return True
+                return None
         known.append(text)
         return True
 
@@ -465,13 +465,14 @@ class Engine:
             return
         old, text = update
         known = self.state.failed_approaches
-        if old is not None and old in known:
+        updated = old is not None and old in known
+        if old is not None and updated:
             known[known.index(old)] = text
         elif text not in known:
             known.append(text)
         else:
             return
-        self.emit("loop.failed_approach", text=text[:500], source=ENGINE)
+        self.emit("loop.failed_approach", text=text[:500], source=ENGINE, updated=updated)
 
     def annotate(self, key: str, value: Any) -> None:
         if self.current_record is not None:

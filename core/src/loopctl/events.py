@@ -184,8 +184,10 @@ CORE_EVENTS: dict[str, dict[str, Any]] = {
         {"escalation": {"enum": ["nudge", "restart", "stop"]}, "streak": INT, "fingerprint": STR},
     ),
     "loop.failed_approach": define_event(
-        "An approach was added to the protected list of failed approaches.",
+        "An approach was added to the protected list of failed approaches, or an entry of it "
+        "updated in place (``updated``: the same approach, more iterations).",
         {"text": STR, "source": STR},
+        {"updated": BOOL},
     ),
     "loop.not_agents_fault": define_event(
         "An iteration's failure is not counted against the agent.", {"reason": STR, "source": STR}

@@ -100,7 +100,7 @@ class LoopDriver(Protocol):
     def emit(self, type: str, **data: Any) -> Event: ...
     def plugin_config(self, name: str) -> Any: ...
     def context_window(self, model: str | None) -> int | None: ...
-    def add_failed_approach(self, text: str) -> bool: ...
+    def add_failed_approach(self, text: str) -> bool | None: ...
     def annotate(self, key: str, value: Any) -> None: ...
     def persist(
         self, path: Path, render: Callable[[], str], *, background: bool, durable: bool
@@ -398,8 +398,9 @@ class Loop:
         names (``iterations 1-3 …``, then ``iterations 1-4 …``) replaces that entry in place.
         The engine itself lists every failed iteration's change (:mod:`loopctl.approaches`):
         add what it cannot know, not that the same failure repeated."""
-        if self._driver.add_failed_approach(text):
-            self.emit("loop.failed_approach", text=text[:500], source=source)
+        added = self._driver.add_failed_approach(text)
+        if added is not False:
+            self.emit("loop.failed_approach", text=text[:500], source=source, updated=added is None)
 
     def run_tests(self, command: str | None = None, *, label: str = "rerun") -> TestRun:
         """Run the test command (or ``command``) again, now, with the run's timeout, limits and

@@ -224,7 +224,9 @@ _DESCRIBERS: dict[str, Callable[[Event, Mapping[str, Any]], str]] = {
         f"stuck: the same failure {_plural(d.get('streak'), 'time')} in a row → "
         + _STUCK_WORDS.get(str(d.get("escalation")), _text(d.get("escalation")))
     ),
-    "loop.failed_approach": lambda e, d: f"noted a failed approach: {_text(d.get('text'))}",
+    "loop.failed_approach": lambda e, d: (
+        "" if d.get("updated") else f"noted a failed approach: {_text(d.get('text'))}"
+    ),  # an entry updated in place was noted once already
     "loop.not_agents_fault": lambda e, d: (
         f"not counted against the agent ({_text(d.get('source'))}): {_text(d.get('reason'))}"
     ),
