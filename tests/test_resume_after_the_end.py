@@ -29,7 +29,7 @@ import pytest
 
 from loopctl import state as st
 from loopctl.model import EXIT_CODES
-from loopctl.state.faults import KILL_AFTER_WRITE_ENV, WRITE_LOG_ENV
+from loopctl.state.faults import KILL_AFTER_WRITE_ENV
 
 GOAL = "Make add() return the sum of its arguments."
 SAY = {"say": "Looked at calc.py; not done yet."}
@@ -75,21 +75,13 @@ def _start_over(box: Any) -> None:
     box.project.write("calc.py", box.BUGGY_CALC)
 
 
-def write_number(
-    box: Any, log: Path, found: Callable[[list[str], list[dict[str, Any]]], int]
-) -> int:
-    """The number (1-based) of the durable write ``found(writes, events)`` picks (its index in
-    the run's list of written paths) after a whole run that logged its writes."""
-    writes = [line.split(" ", 1)[1] for line in log.read_text().splitlines()]
-    return found(writes, box.events()) + 1
+def append_of(name: str, nth: Callable[[list[dict[str, Any]]], int]) -> Callable[..., str]:
+    """The write that appended line ``nth(events)`` (0-based) to the journal ``name``, as the
+    kill seam names it (``N@NAME``: the writes to one file keep their order from run to run,
+    the background writer's interleave with the loop's differently)."""
 
-
-def append_of(name: str, nth: Callable[[list[dict[str, Any]]], int]) -> Callable[..., int]:
-    """The write that appended line ``nth(events)`` (0-based) to the journal ``name``."""
-
-    def found(writes: list[str], events: list[dict[str, Any]]) -> int:
-        appends = [i for i, path in enumerate(writes) if Path(path).name == name]
-        return appends[nth(events)]
+    def found(events: list[dict[str, Any]]) -> str:
+        return f"{nth(events) + 1}@{name}"
 
     return found
 
@@ -98,14 +90,13 @@ def the_event(type: str) -> Callable[[list[dict[str, Any]]], int]:
     return lambda events: next(i for i, e in enumerate(events) if e["type"] == type)
 
 
-def killed_after(box: Any, flags: list[str], found: Callable[..., int]) -> int:
-    """Run the loop once whole, logging its writes; start over and run it again, SIGKILLed right
-    after the write ``found`` picks. Returns the whole run's exit code."""
-    log = box.root / "writes.log"
-    whole = _loopctl(box, "run", GOAL, *flags, env={WRITE_LOG_ENV: str(log)})
-    number = write_number(box, log, found)
+def killed_after(box: Any, flags: list[str], found: Callable[..., str]) -> int:
+    """Run the loop once whole; start over and run it again, SIGKILLed right after the write
+    ``found(events)`` names. Returns the whole run's exit code."""
+    whole = _loopctl(box, "run", GOAL, *flags)
+    spec = found(box.events())
     _start_over(box)
-    killed = _loopctl(box, "run", GOAL, *flags, env={KILL_AFTER_WRITE_ENV: str(number)})
+    killed = _loopctl(box, "run", GOAL, *flags, env={KILL_AFTER_WRITE_ENV: spec})
     assert killed.returncode == -signal.SIGKILL, killed.stderr[-3000:]
     return whole.returncode
 
