@@ -293,7 +293,8 @@ def test_a_locked_memory_file_keeps_the_failures_until_it_is_free(
     project = _calc_project(tmp_path / "p")
     four = [[{"say": "x"}], [{"say": "y"}], [{"say": "z"}], [{"say": "w"}], [FIX_ADD]]
     result = run_loop(project, "fix", turns=four, plugins={**PLUGINS, "lock": LockThenFree()},
-                      config={"plugins": {"context-errors": {"memory_timeout_s": 0.3}}})  # fmt: skip
+                      config={"plugins": {"context-errors": {"memory_timeout_s": 0.3}},
+                              "stuck": {"enabled": False}})  # fmt: skip  # idle turns
     assert result.status == "complete"
     with contextlib.closing(sqlite3.connect(private_memory)) as conn:
         rows = conn.execute("SELECT occurrences, resolved_at IS NOT NULL FROM failures").fetchall()
@@ -324,7 +325,7 @@ def test_a_full_spool_is_said_once_and_keeps_no_more(
     monkeypatch.setattr(spool, "MAX_BYTES", 1)  # room for one record
     monkeypatch.setenv("LOOPCTL_FAILURE_MEMORY", "postgresql://loop@127.0.0.1:1/mem")
     project = _calc_project(tmp_path / "p")
-    result = run_loop(project, "fix", plugins=PLUGINS,
+    result = run_loop(project, "fix", plugins=PLUGINS, config={"stuck": {"enabled": False}},
                       turns=[[{"say": "x"}], [{"say": "y"}], [{"say": "z"}], [FIX_ADD]])  # fmt: skip
     assert result.status == "complete"
     (warning,) = result.events_of(MEMORY_UNAVAILABLE)

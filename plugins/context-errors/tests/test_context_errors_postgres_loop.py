@@ -232,7 +232,8 @@ def _with_outage(tmp_path: Path, proxy: Proxy, *, cut: int, restore: int = 0) ->
                 proxy.restore()
 
     result = run_loop(_calc_project(tmp_path / "p"), "fix", turns=SAME_FAILURE_FOUR_TIMES,
-                      plugins={**PLUGINS, "outage": Outage()})  # fmt: skip
+                      plugins={**PLUGINS, "outage": Outage()},
+                      config={"stuck": {"enabled": False}})  # fmt: skip  # idle turns
     assert result.status == "complete"
     return result
 
