@@ -4,6 +4,7 @@ fresh tree, its progress heartbeated, its result one pushed commit; cancelled, n
 from __future__ import annotations
 
 import asyncio
+import os
 import shlex
 import sys
 from pathlib import Path
@@ -21,9 +22,9 @@ from loopctl_fleet.taskfile import TaskSpec
 FIX = "cat >/dev/null; echo fixed > f.txt"
 
 
-def spec(bare: Path, agent_cmd: str = FIX, **settings: Any) -> TaskSpec:
+def spec(bare: Path, agent_cmd: str = FIX, *, task: str = "t1", **settings: Any) -> TaskSpec:
     return TaskSpec(
-        "t1", str(bare), "main", "Fix f.txt",
+        task, str(bare), "main", "Fix f.txt",
         {"agent_cmd": f"sh -c {shlex.quote(agent_cmd)}", "test_cmd": "sh check.sh", **settings},
     )  # fmt: skip
 
@@ -115,15 +116,17 @@ def test_a_cancelled_attempt_returns_once_the_loop_and_its_agent_are_gone(
     async def main() -> None:
         canceller = asyncio.create_task(cancel_once_the_agent_runs())
         try:
-            await env.run(acts.run_loop, LoopInput(spec(bare, agent), base_sha(bare)))
+            await env.run(acts.run_loop, LoopInput(spec(bare, agent, task=task), base_sha(bare)))
         finally:
             await canceller
 
+    # a task id of its own: other tests, in other pytest workers, run tasks named t1 meanwhile
+    task = f"cancelled-{os.getpid()}"
     with pytest.raises((asyncio.CancelledError, CancelledError)):
         asyncio.run(main())
     pid = int(marker.read_text())
     assert not alive(pid)
-    assert marked("t1") == []  # nothing with the task's mark
+    assert marked(task) == []  # nothing with the task's mark
 
 
 def test_a_loop_that_never_starts_says_why(tmp_path: Path, bare: Path) -> None:
