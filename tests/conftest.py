@@ -85,6 +85,14 @@ def _proc_state(pid: int) -> bytes | None:
     return fields[0] if fields else None
 
 
+def _children(pid: int) -> tuple[int, ...]:
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children", "rb") as handle:
+            return tuple(int(child) for child in handle.read().split())
+    except OSError:
+        return ()
+
+
 class Sandbox:
     """A project with a failing test, a scenario file, and the ``loopctl`` command run in it.
 
@@ -302,6 +310,32 @@ class Sandbox:
             if not left or time.monotonic() >= deadline:
                 return left
             time.sleep(0.02)
+
+    def kill_loop(self, proc: subprocess.Popen[bytes]) -> None:
+        """``kill -9`` of the loop: on Linux the process behind the ``loopctl`` the test started
+        (its guard's one child; the guard then ends what the loop left running and exits as it
+        did), else that process itself. The guard is held stopped meanwhile, so that it cannot
+        start the loop between a look for it and the kill. Waits for ``proc`` to exit."""
+        self._stopped(proc.pid)
+        (loop,) = _children(proc.pid) or (proc.pid,)
+        os.kill(loop, signal.SIGKILL)
+        if loop != proc.pid:
+            os.kill(proc.pid, signal.SIGCONT)
+        proc.wait(timeout=30)
+
+    def kill_guard_and_loop(self, proc: subprocess.Popen[bytes]) -> None:
+        """``kill -9`` of the loop and its guard at once (as ``kill -9 -PGID`` does): neither
+        can end anything, and what the loop ran is left running. Waits for ``proc`` to exit."""
+        self._stopped(proc.pid)
+        for loop in _children(proc.pid):
+            os.kill(loop, signal.SIGKILL)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+
+    def _stopped(self, pid: int) -> None:
+        """Stop ``pid`` (one that has exited already stays as it is)."""
+        os.kill(pid, signal.SIGSTOP)
+        poll(lambda: _proc_state(pid) in (b"T", b"Z", None), f"process {pid} to stop")
 
     def cleanup(self) -> None:
         """SIGKILL, by pid, whatever this sandbox started that is still alive."""

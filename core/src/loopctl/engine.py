@@ -36,6 +36,7 @@ from loopctl._version import __version__
 from loopctl.agents.base import AgentAdapter, TurnRequest
 from loopctl.agents.supervisor import Supervision, run_turn
 from loopctl.config import LoadedConfig, context_window_for
+from loopctl.guard import heard, loop_pid
 from loopctl.history import History, RunTotals, load_history
 from loopctl.loop import Loop, LoopOutcome, ReportSection, Restart, RunFacts
 from loopctl.model import (
@@ -498,7 +499,7 @@ class Engine:
         except BaseException:
             self._lock.release()
             raise
-        self.state.pid = os.getpid()
+        self.state.pid = loop_pid()
         if self.state.status != "restarting":
             self.state.status = "running"
         # The first durable write, made at once (there is no writer yet), with the run's
@@ -758,6 +759,7 @@ class Engine:
         being started, if one is); later ones, and one while the loop ends, only cut short a
         plugin hook holding up the end: the agent's and the tests' groups are being ended, and
         that must finish for nothing to be left behind."""
+        heard(signum)  # for the command's guard (loopctl.guard): the signal came to the loop
         if signum == signal.SIGHUP:
             _leave_the_terminal()
         first = self._stop_signal is None
