@@ -66,6 +66,26 @@ print("working", flush=True)
 time.sleep(300)
 """
 
+#: The agent: a process that hides from every turn's search (it leaves the agent's session and
+#: clears its environment), then it fixes the bug.
+HIDING_AGENT = """\
+import os, sys
+from pathlib import Path
+
+root = Path(sys.argv[1])
+sys.stdin.read()
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() != 0:
+        os._exit(0)
+    (root / "hidden.pid").write_text(str(os.getpid()))
+    code = "import time; time.sleep(300)"
+    os.execve(sys.executable, [sys.executable, "-c", code, "hidden"], {})
+os.wait()
+Path("calc.py").write_text("def add(a, b):\\n    return a + b\\n")
+print("fixed")
+"""
+
 #: A plugin whose ``on_loop_end`` holds the loop's end until the test releases it: a second stop
 #: signal would cut it short (then it never writes ``end-finished``).
 HOLDING_PLUGIN = """\
@@ -124,7 +144,9 @@ class Loopctl:
     """One ``python -m loopctl run`` in a project, in a process group of its own (so that a
     test can signal the group, as a terminal does), every process of it marked."""
 
-    def __init__(self, root: Path, *args: str, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, root: Path, *args: str, env: dict[str, str] | None = None, agent: str = AGENT
+    ) -> None:
         self.root = root
         self.project: Project = make_project(root / "project")
         self.project.write("calc.py", "def add(a, b):\n    return a - b\n")
@@ -134,7 +156,7 @@ class Loopctl:
             "    def test_add(self):\n        self.assertEqual(add(1, 2), 3)\n",
         )
         self.project.commit("a failing test")
-        (root / "agent.py").write_text(AGENT)
+        (root / "agent.py").write_text(agent)
         self.marker = f"{MARKER_VAR}={uuid.uuid4().hex}".encode()
         argv = [
             sys.executable, "-m", "loopctl", "run", "Make add() add.",
@@ -229,8 +251,8 @@ class Loopctl:
 def started(tmp_path: Path) -> Iterator[Callable[..., Loopctl]]:
     runs: list[Loopctl] = []
 
-    def start(*args: str, env: dict[str, str] | None = None) -> Loopctl:
-        run = Loopctl(tmp_path, *args, env=env)
+    def start(*args: str, env: dict[str, str] | None = None, agent: str = AGENT) -> Loopctl:
+        run = Loopctl(tmp_path, *args, env=env, agent=agent)
         runs.append(run)
         return run
 
@@ -298,6 +320,22 @@ def test_nothing_the_loop_started_outlives_a_kill_9(
         assert code == -signal.SIGKILL
         assert state.status == "interrupted", state.status
         assert "SIGTERM" in (state.reason or ""), state.reason
+
+
+@pytest.mark.skipif(not LINUX, reason="the guard is Linux's")
+def test_a_process_that_hid_from_every_turn_is_ended_before_loopctl_exits(
+    started: Callable[..., Loopctl],
+) -> None:
+    """A process that left the agent's session and cleared its environment is not found when
+    the turn ends (nothing tells it from one of the user's); it is the loop's child then, and
+    its guard's once the loop has exited: gone when the command returns."""
+    run = started("--no-plugins", agent=HIDING_AGENT)
+    assert run.wait() == 0, run.text()
+    hidden = int((run.root / "hidden.pid").read_text())
+    stat = _stat(hidden)
+    if stat is not None and stat[0] not in (b"Z", b"X"):
+        os.kill(hidden, signal.SIGKILL)  # it carries no marker for the clean-up to find
+        pytest.fail(f"the hidden process {hidden} was still running: {stat[:4]}")
 
 
 # --- stop signals to the whole group -----------------------------------------------------------
