@@ -386,19 +386,6 @@ def {hook}(loop, **_rest):
 """
 
 
-def install_plugin(box: Any, name: str, source: str) -> None:
-    """A real (tiny) installed distribution with a ``loopctl.plugins`` entry point, the only
-    installed plugin the sandbox's loopctl loads."""
-    site = box.root / "site"
-    module = "loopctl_test_" + name.replace("-", "_")
-    info = site / f"loopctl_{module}-1.0.dist-info"
-    info.mkdir(parents=True)
-    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: loopctl-{name}\nVersion: 1.0\n")
-    (info / "entry_points.txt").write_text(f"[loopctl.plugins]\n{name} = {module}\n")
-    (site / f"{module}.py").write_text(source)
-    box.extra_env.update(PYTHONPATH=str(site), LOOPCTL_PLUGINS=name)
-
-
 @pytest.mark.parametrize("hook", ["on_loop_start", "on_agent_message"])
 def test_a_plugin_hook_that_never_returns_is_stopped_at_the_wall_clock(
     sandbox: Any, hook: str
@@ -406,7 +393,7 @@ def test_a_plugin_hook_that_never_returns_is_stopped_at_the_wall_clock(
     """The hook is named (stderr, a ``plugin.hung`` event, the outcome) and the loop ends with
     ``wall_clock`` (exit 16), a report, and no agent left running: it does not hang."""
     box = sandbox
-    install_plugin(box, "sleepy", SLEEPY_PLUGIN.format(hook=hook))
+    box.install_plugin("sleepy", SLEEPY_PLUGIN.format(hook=hook))
     box.configure()
     box.script([[{"say": "Looking at calc.py."}, {"sleep": 120}]])
     proc = box.spawn("run", GOAL, "--wall-clock", "3")
