@@ -133,6 +133,18 @@ def _wait(box: Any, proc: subprocess.Popen[bytes]) -> int:
         pytest.fail(f"loopctl did not exit:\n{box.output_of(proc)}")
 
 
+def test_the_guard_passes_on_the_signals_that_stop_a_loop() -> None:
+    from loopctl.engine import STOP_SIGNALS
+    from loopctl.guard import PASSED_ON
+    from loopctl.guard import STOP_SIGNALS as GUARDED
+
+    assert set(GUARDED) == set(STOP_SIGNALS)
+    if sys.platform.startswith("linux"):
+        assert set(PASSED_ON) == set(STOP_SIGNALS)
+        assert len(set(PASSED_ON.values())) == len(STOP_SIGNALS)
+        assert min(PASSED_ON.values()) >= signal.SIGRTMIN
+
+
 # --- kill -9 -------------------------------------------------------------------------------------
 
 
