@@ -16,6 +16,7 @@ import signal
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
@@ -85,6 +86,22 @@ def _proc_state(pid: int) -> bytes | None:
     return fields[0] if fields else None
 
 
+def _carries(pid: int, marker: bytes) -> bool:
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as handle:
+            return marker in handle.read()
+    except OSError:
+        return False
+
+
+def _children(pid: int) -> tuple[int, ...]:
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children", "rb") as handle:
+            return tuple(int(child) for child in handle.read().split())
+    except OSError:
+        return ()
+
+
 class Sandbox:
     """A project with a failing test, a scenario file, and the ``loopctl`` command run in it.
 
@@ -110,6 +127,8 @@ class Sandbox:
         self.test_cmd = ""
         #: Added to the environment of every loopctl this sandbox runs.
         self.extra_env: dict[str, str] = {}
+        #: In the environment of every loopctl this sandbox runs, so of all they start.
+        self.marker = f"TEST_SANDBOX_ID={uuid.uuid4().hex}"
         self.project.write("calc.py", BUGGY_CALC)
         self.project.write("test_calc.py", TEST_CALC)
         self.project.commit("a failing test")
@@ -159,13 +178,31 @@ class Sandbox:
         env["PYTHONUNBUFFERED"] = "1"  # the JSON event lines survive a SIGKILL, for debugging
         env["PYTHONDONTWRITEBYTECODE"] = "1"
         env.update(self.extra_env)
+        name, _, value = self.marker.partition("=")
+        env[name] = value
         return env
 
     def argv(self, *args: str) -> list[str]:
         return [sys.executable, "-m", "loopctl", *args]
 
-    def spawn(self, *args: str) -> subprocess.Popen[bytes]:
-        """Start ``loopctl ARGS`` in the project; its output goes to a file in :attr:`out_dir`."""
+    def install_plugin(self, name: str, source: str) -> None:
+        """A real (tiny) installed distribution with a ``loopctl.plugins`` entry point, the only
+        installed plugin the sandbox's loopctl loads."""
+        site = self.root / "site"
+        module = "loopctl_test_" + name.replace("-", "_")
+        info = site / f"loopctl_{module}-1.0.dist-info"
+        info.mkdir(parents=True)
+        (info / "METADATA").write_text(
+            f"Metadata-Version: 2.1\nName: loopctl-{name}\nVersion: 1.0\n"
+        )
+        (info / "entry_points.txt").write_text(f"[loopctl.plugins]\n{name} = {module}\n")
+        (site / f"{module}.py").write_text(source)
+        self.extra_env.update(PYTHONPATH=str(site), LOOPCTL_PLUGINS=name)
+
+    def spawn(self, *args: str, group: bool = False) -> subprocess.Popen[bytes]:
+        """Start ``loopctl ARGS`` in the project; its output goes to a file in :attr:`out_dir`.
+        ``group``: in a process group of its own, which the test can signal as a terminal
+        signals its foreground job."""
         out = self.out_dir / f"{len(self.spawned) + 1:03d}-{args[0] if args else 'loopctl'}.out"
         with open(out, "wb") as stream:
             proc = subprocess.Popen(
@@ -176,6 +213,7 @@ class Sandbox:
                 stdout=stream,
                 stderr=subprocess.STDOUT,
                 preexec_fn=sigint_as_in_a_terminal(),
+                process_group=0 if group else None,
             )
         self.outputs[proc.pid] = out
         self.spawned.append(proc)
@@ -263,10 +301,12 @@ class Sandbox:
 
     def processes(self, *, needle: str = "") -> list[tuple[int, str]]:
         """Live (non-zombie) processes that belong to this sandbox: its path is in their command
-        line or they run inside it. The test process itself is never listed. Zombies are
-        ignored: killed orphans stay zombies here because PID 1 does not reap them.
-        ``needle`` further restricts the list to command lines containing it."""
+        line, they run inside it, or they carry its :attr:`marker` in their environment. The
+        test process itself is never listed. Zombies are ignored: killed orphans stay zombies
+        here because PID 1 does not reap them. ``needle`` further restricts the list to command
+        lines containing it."""
         roots = {str(self.root), str(self.root.resolve())}
+        marker = self.marker.encode() + b"\0"
         found: list[tuple[int, str]] = []
         for entry in os.listdir("/proc"):
             if not entry.isdigit() or int(entry) == os.getpid():
@@ -286,7 +326,7 @@ class Sandbox:
                 cwd = ""
             inside = any(
                 root in cmdline or cwd == root or cwd.startswith(root + os.sep) for root in roots
-            )
+            ) or _carries(pid, marker)
             if inside and needle in cmdline:
                 found.append((pid, cmdline))
         return found
@@ -302,6 +342,32 @@ class Sandbox:
             if not left or time.monotonic() >= deadline:
                 return left
             time.sleep(0.02)
+
+    def kill_loop(self, proc: subprocess.Popen[bytes]) -> None:
+        """``kill -9`` of the loop: on Linux the process behind the ``loopctl`` the test started
+        (its guard's one child; the guard then ends what the loop left running and exits as it
+        did), else that process itself. The guard is held stopped meanwhile, so that it cannot
+        start the loop between a look for it and the kill. Waits for ``proc`` to exit."""
+        self._stopped(proc.pid)
+        (loop,) = _children(proc.pid) or (proc.pid,)
+        os.kill(loop, signal.SIGKILL)
+        if loop != proc.pid:
+            os.kill(proc.pid, signal.SIGCONT)
+        proc.wait(timeout=30)
+
+    def kill_guard_and_loop(self, proc: subprocess.Popen[bytes]) -> None:
+        """``kill -9`` of the loop and its guard at once (as ``kill -9 -PGID`` does): neither
+        can end anything, and what the loop ran is left running. Waits for ``proc`` to exit."""
+        self._stopped(proc.pid)
+        for loop in _children(proc.pid):
+            os.kill(loop, signal.SIGKILL)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+
+    def _stopped(self, pid: int) -> None:
+        """Stop ``pid`` (one that has exited already stays as it is)."""
+        os.kill(pid, signal.SIGSTOP)
+        poll(lambda: _proc_state(pid) in (b"T", b"Z", None), f"process {pid} to stop")
 
     def cleanup(self) -> None:
         """SIGKILL, by pid, whatever this sandbox started that is still alive."""

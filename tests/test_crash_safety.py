@@ -13,7 +13,6 @@ import os
 import random
 import re
 import shutil
-import signal
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -273,8 +272,7 @@ def test_sigkill_at_random_points_then_resume_finishes(sandbox: Any) -> None:
             proc.wait(timeout=delay)
             killed = False
         except subprocess.TimeoutExpired:
-            proc.send_signal(signal.SIGKILL)
-            proc.wait(timeout=10)
+            box.kill_loop(proc)
             killed = True
         since = "its start" if from_spawn else "the loop's first event"
         where = f"round {round_number} (`loopctl {command[0]}`, kill {delay:.2f} s after {since})"
@@ -344,8 +342,7 @@ def _killed_in_iteration_two(box: Any) -> None:
     assert first_end["iteration"] == 1
     starts = box.events().index(first_end)
     box.wait_for_event("agent.start", proc, after=starts)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait(timeout=10)
+    box.kill_loop(proc)
     left = box.wait_for_no_processes(ORPHAN_GRACE_S)
     assert not left, f"the orphaned agent outlived the kill by {ORPHAN_GRACE_S:g} s: {left}"
     assert [r["iteration"] for r in box.iterations()] == [1]

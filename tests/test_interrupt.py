@@ -159,8 +159,9 @@ def test_second_loop_in_the_same_state_dir_is_refused(sandbox: Any) -> None:
 
 
 def test_an_agent_left_running_by_a_killed_loop_is_ended_on_resume(sandbox: Any) -> None:
-    """SIGKILL gives loopctl no chance to end its agent, which lives in its own session: the
-    next loop to take the state directory ends it before starting another agent."""
+    """SIGKILL of the loop and its guard at once gives neither a chance to end the agent,
+    which lives in its own session: the next loop to take the state directory ends it before
+    starting another agent."""
     box = sandbox
     box.configure()
     box.script([[{"say": "Looking."}, {"write": "notes.md", "content": "hi\n"}, {"hang": True}]])
@@ -168,8 +169,7 @@ def test_an_agent_left_running_by_a_killed_loop_is_ended_on_resume(sandbox: Any)
     box.wait_for_event("agent.start", proc)
     box.poll((box.path / "notes.md").is_file, "the agent's write")
     ((agent_pid, *_rest),) = box.agent_processes()
-    proc.send_signal(signal.SIGKILL)
-    proc.wait(timeout=10)
+    box.kill_guard_and_loop(proc)
     assert group_members(agent_pid) != []  # the hung agent survived its loopctl
 
     box.script([[{"say": "Fixing add()."}, box.FIX_ACTION, {"done": True}]])
@@ -200,8 +200,7 @@ def test_progress_of_a_killed_loop_says_it_died_and_resume_makes_it_final(sandbo
         lambda: progress.is_file() and "| 1 | fail |" in progress.read_text("utf-8"),
         "iteration 1's row in progress.md",
     )
-    proc.send_signal(signal.SIGKILL)
-    proc.wait(timeout=10)
+    box.kill_loop(proc)
     assert "**Status:** running\n" in progress.read_text("utf-8")
 
     status = box.status()
@@ -234,9 +233,10 @@ def test_progress_of_a_killed_loop_says_it_died_and_resume_makes_it_final(sandbo
 def test_a_test_command_left_running_by_a_killed_loop_is_ended_by_the_next_one(
     sandbox: Any, then: str
 ) -> None:
-    """SIGKILL gives loopctl no chance to end the test command, which lives in its own session:
-    its process group is recorded like the agent's, and the next loop in the state directory
-    ends it first, also one that starts over and discards the record."""
+    """SIGKILL of the loop and its guard at once gives neither a chance to end the test
+    command, which lives in its own session: its process group is recorded like the agent's,
+    and the next loop in the state directory ends it first, also one that starts over and
+    discards the record."""
     box = sandbox
     started, slow = box.root / "tests-started", box.root / "slow-tests"
     slow.touch()
@@ -257,8 +257,7 @@ def test_a_test_command_left_running_by_a_killed_loop_is_ended_by_the_next_one(
     )
     assert kind == "tests"
     assert recorded[0] == os.getpgid(sleeper)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait(timeout=10)
+    box.kill_guard_and_loop(proc)
     assert group_members(recorded[0]) != []  # the test command survived its loopctl
 
     slow.unlink()
@@ -387,19 +386,6 @@ def {hook}(loop, **_rest):
 """
 
 
-def install_plugin(box: Any, name: str, source: str) -> None:
-    """A real (tiny) installed distribution with a ``loopctl.plugins`` entry point, the only
-    installed plugin the sandbox's loopctl loads."""
-    site = box.root / "site"
-    module = "loopctl_test_" + name.replace("-", "_")
-    info = site / f"loopctl_{module}-1.0.dist-info"
-    info.mkdir(parents=True)
-    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: loopctl-{name}\nVersion: 1.0\n")
-    (info / "entry_points.txt").write_text(f"[loopctl.plugins]\n{name} = {module}\n")
-    (site / f"{module}.py").write_text(source)
-    box.extra_env.update(PYTHONPATH=str(site), LOOPCTL_PLUGINS=name)
-
-
 @pytest.mark.parametrize("hook", ["on_loop_start", "on_agent_message"])
 def test_a_plugin_hook_that_never_returns_is_stopped_at_the_wall_clock(
     sandbox: Any, hook: str
@@ -407,7 +393,7 @@ def test_a_plugin_hook_that_never_returns_is_stopped_at_the_wall_clock(
     """The hook is named (stderr, a ``plugin.hung`` event, the outcome) and the loop ends with
     ``wall_clock`` (exit 16), a report, and no agent left running: it does not hang."""
     box = sandbox
-    install_plugin(box, "sleepy", SLEEPY_PLUGIN.format(hook=hook))
+    box.install_plugin("sleepy", SLEEPY_PLUGIN.format(hook=hook))
     box.configure()
     box.script([[{"say": "Looking at calc.py."}, {"sleep": 120}]])
     proc = box.spawn("run", GOAL, "--wall-clock", "3")

@@ -14,9 +14,11 @@ import sys
 
 def main(argv: list[str] | None = None) -> int:
     """Run ``loopctl ARGS``; its exit code. A reader that goes away (``loopctl … | head``) ends
-    the command quietly with exit code 1, as click does, not with a traceback."""
+    the command quietly with exit code 1, as click does, not with a traceback. Without
+    ``argv`` (the console script, ``python -m loopctl``) this is the command's own process,
+    which a run splits in two (:mod:`loopctl.guard`)."""
     try:
-        code = _main(sys.argv[1:] if argv is None else list(argv))
+        code = _main(sys.argv[1:] if argv is None else list(argv), own_process=argv is None)
         sys.stdout.flush()  # here, not at exit, where a closed pipe could only be reported
     except BrokenPipeError:
         _quiet_closed_pipe()
@@ -36,7 +38,7 @@ def _quiet_closed_pipe() -> None:
     os.close(devnull)
 
 
-def _main(args: list[str]) -> int:
+def _main(args: list[str], *, own_process: bool = False) -> int:
     if args in (["--version"], ["-V"]):
         from loopctl._version import __version__
 
@@ -64,6 +66,10 @@ def _main(args: list[str]) -> int:
             code = fast.plugin_command(args)  # a plugin's CliCommand, without typer
             if code is not None:
                 return code
+    if own_process:  # the command's own process, not a program calling main(): it may split
+        from loopctl.guard import for_this_process
+
+        for_this_process()
     from loopctl.cli.app import main as app_main
 
     try:

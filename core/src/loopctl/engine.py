@@ -39,6 +39,7 @@ from loopctl.agents.supervisor import Supervision, run_turn
 from loopctl.approaches import ApproachBook, same_approach
 from loopctl.config import LoadedConfig, context_window_for
 from loopctl.ending import RecordedEnd, recorded_after, recorded_end
+from loopctl.guard import heard, loop_pid
 from loopctl.history import History, RunTotals, load_history
 from loopctl.loop import Loop, LoopOutcome, ReportSection, Restart, RunFacts
 from loopctl.model import (
@@ -554,7 +555,7 @@ class Engine:
         if self.closing:
             self._opened = True  # nothing to start: run() closes the loop
             return
-        self.state.pid = os.getpid()
+        self.state.pid = loop_pid()
         if self.state.status != "restarting":
             self.state.status = "running"
         # The first durable write, made at once (there is no writer yet), with the run's
@@ -835,6 +836,7 @@ class Engine:
         being started, if one is); later ones, and one while the loop ends, only cut short a
         plugin hook holding up the end: the agent's and the tests' groups are being ended, and
         that must finish for nothing to be left behind."""
+        heard(signum)  # for the command's guard (loopctl.guard): the signal came to the loop
         if signum == signal.SIGHUP:
             _leave_the_terminal()
         first = self._stop_signal is None
@@ -948,7 +950,7 @@ class Engine:
         self.outcome = outcome = self._outcome(end.status, end.reason, end.message)
         self.state.status = end.status
         self.state.reason = end.message or end.reason
-        self.state.pid = os.getpid()
+        self.state.pid = loop_pid()
         try:
             with _unless_disk_full():
                 if not reported(self.state_dir, outcome):

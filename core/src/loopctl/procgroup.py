@@ -168,6 +168,7 @@ def interrupt(exc: BaseException) -> None:
 SUPERVISOR_ENV = "LOOPCTL_SUPERVISOR"
 _PR_SET_CHILD_SUBREAPER = 36
 _PR_GET_CHILD_SUBREAPER = 37
+_PR_SET_PDEATHSIG = 1
 
 
 def supervisor_token() -> str:
@@ -219,6 +220,13 @@ def set_subreaper(on: bool) -> bool | None:
     if prctl(_PR_SET_CHILD_SUBREAPER, int(on), 0, 0, 0) != 0:
         return None
     return previous
+
+
+def set_parent_death_signal(signum: int) -> bool:
+    """Have the kernel send this process ``signum`` when its parent dies (Linux's
+    ``PR_SET_PDEATHSIG``; not inherited by its children); False where that is not possible."""
+    prctl = _prctl()
+    return prctl is not None and prctl(_PR_SET_PDEATHSIG, int(signum), 0, 0, 0) == 0
 
 
 def _stat(pid: int) -> tuple[bytes, int, int] | None:

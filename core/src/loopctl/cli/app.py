@@ -26,6 +26,7 @@ from loopctl.cli.fast import USER_ERRORS as USER_ERRORS
 from loopctl.cli.fast import emit_json, error, forgiving_streams, shown, warn
 from loopctl.cli.fast import user_error_types as _user_error_types
 from loopctl.cli.lazy import LazyGroup, lazy_group
+from loopctl.guard import guard_the_loop, quiet_after
 from loopctl.trust import TRUST_HELP
 
 if TYPE_CHECKING:
@@ -245,7 +246,8 @@ def _run_loop(
         current.append(view)
         engine.message_listener = view.on_message
         try:
-            outcome = engine.run()
+            with quiet_after(lambda: engine.outcome is not None):  # the exit code is the outcome's
+                outcome = engine.run()
         finally:
             view.close()
     if engine.closing and _verbosity >= 0:  # said by no event: said here
@@ -413,6 +415,7 @@ def run_command(
     plain: Annotated[bool, typer.Option("--plain", help=PLAIN_HELP)] = False,
 ) -> None:
     """Run the agent in a loop until the test command passes (or a limit stops it)."""
+    guard_the_loop()
     text = _read_goal(goal, goal_file)
     overrides = _setting_overrides(
         test_cmd=test_cmd,
@@ -550,6 +553,7 @@ def resume_command(
     It keeps the flags, LOOPCTL_* variables and config file the run was started with.
 
     A flag given here changes that setting, and resume says what it changed."""
+    guard_the_loop()
     import attrs
 
     from loopctl import state as st
@@ -834,6 +838,7 @@ def demo_command(
 ) -> None:
     """Run a complete loop offline: a small project with failing tests, fixed by the scripted
     agent. The project and its report are kept; nothing outside it is written."""
+    guard_the_loop()
     from loopctl.demo import demo_environment, prepare_demo
 
     if directory is not None:

@@ -77,7 +77,9 @@ class StateLock:
         self._lock(fd)
         import socket  # here: `loopctl status` reads a lock, it never takes one
 
-        record = {"pid": os.getpid(), "started_at": time.time(), "hostname": socket.gethostname()}
+        from loopctl.guard import loop_pid  # the process the user started, its guard
+
+        record = {"pid": loop_pid(), "started_at": time.time(), "hostname": socket.gethostname()}
         with contextlib.suppress(OSError):
             os.ftruncate(fd, 0)
             os.pwrite(fd, (json.dumps(record) + "\n").encode(), 0)
