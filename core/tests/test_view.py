@@ -405,3 +405,9 @@ def test_a_failed_approach_updated_in_place_is_not_noted_again() -> None:
     )
     assert describe(noted) == "noted a failed approach: iteration 1 changed a.py"
     assert describe(grown) == ""
+    with_diff = Event(
+        "loop.failed_approach",
+        0.0,
+        data={"text": "iteration 1 changed a.py\n    a.py\n    -x\n    +y"},
+    )
+    assert describe(with_diff) == "noted a failed approach: iteration 1 changed a.py"

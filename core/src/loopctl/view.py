@@ -225,8 +225,10 @@ _DESCRIBERS: dict[str, Callable[[Event, Mapping[str, Any]], str]] = {
         + _STUCK_WORDS.get(str(d.get("escalation")), _text(d.get("escalation")))
     ),
     "loop.failed_approach": lambda e, d: (
-        "" if d.get("updated") else f"noted a failed approach: {_text(d.get('text'))}"
-    ),  # an entry updated in place was noted once already
+        ""
+        if d.get("updated")
+        else f"noted a failed approach: {_text(str(d.get('text') or '').partition(chr(10))[0])}"
+    ),  # its first line (the diff under it is the prompt's); an entry updated was noted once
     "loop.not_agents_fault": lambda e, d: (
         f"not counted against the agent ({_text(d.get('source'))}): {_text(d.get('reason'))}"
     ),
