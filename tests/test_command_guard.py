@@ -49,6 +49,8 @@ quiet = dict(stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subproc
 def setsid(name, *prefix):
     script = f"echo $$ > {root}/{name}.tmp && mv {root}/{name}.tmp {root}/{name}.pid; exec sleep 300"
     subprocess.run(["setsid", "-f", *prefix, "sh", "-c", script], check=True, **quiet)
+    while not (root / f"{name}.pid").exists():  # setsid -f returns before the shell has run
+        time.sleep(0.01)
 
 
 if mode == "hide":
