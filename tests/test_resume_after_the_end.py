@@ -151,6 +151,23 @@ def test_a_loop_killed_after_it_recorded_its_end_is_closed_by_resume_without_a_t
     assert "is complete" in again.stderr
 
 
+def test_run_over_a_loop_that_ended_but_was_not_closed_says_resume_closes_it(
+    sandbox: Any,
+) -> None:
+    box = sandbox
+    box.configure(max_iterations=5)
+    _script(box, [SAY], _fix(box))
+    flags = ["--no-plugins"]
+    killed_after(box, flags, append_of(st.EVENTS_FILE, the_event("loop.end")))
+    played = turns(box)
+    again = _loopctl(box, "run", GOAL, *flags)
+    assert again.returncode == 2, again.stdout + again.stderr
+    assert "had ended (complete, decided by iteration 2)" in again.stderr
+    assert "`loopctl resume` closes it" in again.stderr
+    assert "unfinished loop" not in again.stderr
+    assert turns(box) == played, "run started the agent"
+
+
 def test_a_loop_killed_after_a_non_zero_ending_closes_with_that_ending_s_exit_code(
     sandbox: Any,
 ) -> None:

@@ -593,13 +593,26 @@ class Engine:
                     f"{exc}; start over with --fresh-state (the old state is discarded)"
                 ) from exc
             if old in UNFINISHED:
-                raise LoopError(
-                    f"{self.state_dir} holds an unfinished loop (status {old!r}); continue it "
-                    "with `loopctl resume`, or start over with --fresh-state"
-                )
+                raise LoopError(self._unfinished_message(st.read_loop_state(state_file)))
         self._set_aside_previous_run(ended=state_file.exists())
         self.state.start_commit = self.workspace.head()
         self.state.started_at = round(time.time(), 3)
+
+    def _unfinished_message(self, state: st.LoopState) -> str:
+        """Why ``run`` refuses to start over a loop whose state says it did not end: one that
+        ended but was killed before going through its end is closed by ``resume``."""
+        ended = recorded_end(self.state_dir, state)
+        if ended is not None and not ended.continued:
+            return (
+                f"{self.state_dir} holds a loop that had ended ({ended.status}, decided by "
+                f"iteration {ended.iterations}) when its loopctl process was killed, before it "
+                "went through its end: `loopctl resume` closes it (no agent, no tests), or "
+                "start over with --fresh-state"
+            )
+        return (
+            f"{self.state_dir} holds an unfinished loop (status {state.status!r}); continue it "
+            "with `loopctl resume`, or start over with --fresh-state"
+        )
 
     def _set_aside_previous_run(self, *, ended: bool) -> None:
         """A new run never appends to an earlier loop's journals nor shares its logs, restart
