@@ -47,6 +47,34 @@ def test_load_project_reads_the_config_and_names_bad_keys(tmp_path):
         loopctl.load_project(tmp_path).plugin_config("mine", MineConfig)
 
 
+@attrs.define
+class NeedsName:
+    name: str
+    level: int = 1
+
+
+def test_a_plugin_config_with_a_missing_required_field_is_checked_once(tmp_path, monkeypatch):
+    """The retry that adds a class's own checks structures the good fields once; it used to
+    go back through the same hook, which failed the same way on the missing field and retried
+    again, until Python's recursion limit (swallowed): ~0.1 s per section, not milliseconds."""
+    from loopctl.config import convert
+
+    calls = []
+    original = convert._with_range_problems
+
+    def counted(*args):
+        calls.append(args[2])
+        return original(*args)
+
+    monkeypatch.setattr(convert, "_with_range_problems", counted)
+    (tmp_path / "loopctl.toml").write_text('[plugins.mine]\nlevel = "high"\n')
+    with pytest.raises(loopctl.ConfigError) as caught:
+        loopctl.load_project(tmp_path).plugin_config("mine", NeedsName)
+    assert "plugins.mine.level" in str(caught.value)
+    assert "plugins.mine.name" in str(caught.value)
+    assert calls == [NeedsName]
+
+
 def test_a_saved_run_is_read_back_and_says_what_it_skipped(loopctl_project, run_loop):
     loopctl_project.write(
         "test_x.py",

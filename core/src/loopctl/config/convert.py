@@ -102,7 +102,7 @@ def _class_hook(cls: Any, inner: Callable[[Any, Any], Any]) -> Callable[[Any, An
         try:
             return structure_table(obj, cls)
         except ClassValidationError as exc:
-            raise _with_range_problems(exc, obj, cls) from None
+            raise _with_range_problems(exc, obj, cls, structure_table) from None
 
     return structure_class
 
@@ -128,12 +128,20 @@ def _array_hook(tp: Any, converter: cattrs.Converter) -> Callable[[Any, Any], An
     return structure_array
 
 
-def _with_range_problems(exc: ClassValidationError, obj: object, cls: Any) -> ClassValidationError:
+def _with_range_problems(
+    exc: ClassValidationError,
+    obj: object,
+    cls: Any,
+    structure_table: Callable[[Any, Any], Any],
+) -> ClassValidationError:
     """Add the class's own checks of the fields that did structure.
 
     cattrs builds the instance only when every field structured, so a wrong type would hide an
     out-of-range value next to it until the next run. Retrying with the good fields alone (the
-    others at their defaults) runs ``__attrs_post_init__`` and reports both at once.
+    others at their defaults) runs ``__attrs_post_init__`` and reports both at once. The retry
+    goes through ``structure_table`` (this hook's inner structuring), never through this hook
+    again: a class with a required field that is missing fails the retry the same way, and
+    retrying that would recurse to Python's recursion limit.
     """
     with_notes, _ = exc.group_exceptions()
     failed = {note.name for _, note in with_notes}
@@ -142,7 +150,7 @@ def _with_range_problems(exc: ClassValidationError, obj: object, cls: Any) -> Cl
     allowed = set(field_names(cls))
     kept = {key: value for key, value in obj.items() if key in allowed and key not in failed}
     try:
-        converter.structure(kept, cls)
+        structure_table(kept, cls)
     except ClassValidationError as retry:
         _, class_level = retry.group_exceptions()
         extra = [
