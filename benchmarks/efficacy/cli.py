@@ -14,17 +14,19 @@ a process running (the harness kills them either way).
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import datetime
 import json
 import os
 import platform
 import sys
 import tempfile
+import threading
 from pathlib import Path
 
 from efficacy import chart, harness, report
-from efficacy.contestants import CONTESTANTS
-from efficacy.scenario import SCENARIOS, load_all
+from efficacy.contestants import CONTESTANTS, Contestant
+from efficacy.scenario import SCENARIOS, Scenario, load_all
 from loopctl.configfile import ConfigError
 from loopctl.testing.realcli import find_cli
 
@@ -37,6 +39,14 @@ def _arguments(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("-c", "--contestant", action="append", help="run this contestant (repeat)")
     parser.add_argument("--scenarios", type=Path, default=SCENARIOS, help="the scenarios' folder")
     parser.add_argument("--json", action="store_true", help="print one JSON document")
+    parser.add_argument(
+        "-j",
+        "--jobs",
+        type=int,
+        default=1,
+        help="run this many contestants at once (each run has its own directory, server and "
+        "processes; wall clocks are the scenarios' own, so keep it at most the cores)",
+    )
     parser.add_argument("--keep", action="store_true", help="keep each run's directory")
     parser.add_argument("--list", action="store_true", help="list scenarios and contestants")
     parser.add_argument("--chart", type=Path, help="write the chart (SVG) to this file")
@@ -56,6 +66,33 @@ def _arguments(argv: list[str]) -> argparse.Namespace:
         "behaviour error, nothing left running)",
     )
     return parser.parse_args(argv)
+
+
+def _run_all(
+    args: argparse.Namespace, pairs: list[tuple[Scenario, Contestant]], cli: str, base: Path
+) -> list[harness.RunRecord]:
+    """Every (scenario, contestant) run, ``args.jobs`` at a time; the records in ``pairs``'
+    order, each appended to ``args.records`` as it ends."""
+    lock = threading.Lock()
+
+    def run(pair: tuple[Scenario, Contestant]) -> harness.RunRecord:
+        scenario, contestant = pair
+        record = harness.run_one(
+            scenario,
+            contestant,
+            cli=cli,
+            base=base,
+            keep=args.keep,
+            log=lambda line: print(line, file=sys.stderr, flush=True),
+        )
+        if args.records:
+            line = json.dumps(report.as_json([record], {})["runs"][0]) + "\n"
+            with lock, args.records.open("a", encoding="utf-8") as handle:
+                handle.write(line)
+        return record
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
+        return list(pool.map(run, pairs))
 
 
 def _error(message: str) -> int:
@@ -87,6 +124,8 @@ def main(argv: list[str]) -> int:
             print(f"{scenario.name}: {scenario.spec.pattern}")
         print("contestants: " + ", ".join(CONTESTANTS))
         return 0
+    if args.jobs < 1:
+        return _error(f"--jobs must be at least 1, not {args.jobs}")
     unknown = [name for name in args.contestant or [] if name not in CONTESTANTS]
     if unknown:
         return _error(f"unknown contestant {unknown[0]!r} (there are: {', '.join(CONTESTANTS)})")
@@ -98,22 +137,8 @@ def main(argv: list[str]) -> int:
         )
     contestants = [CONTESTANTS[name] for name in args.contestant or CONTESTANTS]
     started = datetime.datetime.now(datetime.timezone.utc)
-    records = []
     with tempfile.TemporaryDirectory(prefix="loopctl-efficacy-") as base:
-        for scenario in scenarios:
-            for contestant in contestants:
-                record = harness.run_one(
-                    scenario,
-                    contestant,
-                    cli=cli,
-                    base=Path(base),
-                    keep=args.keep,
-                    log=lambda line: print(line, file=sys.stderr, flush=True),
-                )
-                records.append(record)
-                if args.records:
-                    with args.records.open("a", encoding="utf-8") as handle:
-                        handle.write(json.dumps(report.as_json([record], {})["runs"][0]) + "\n")
+        records = _run_all(args, [(s, c) for s in scenarios for c in contestants], cli, Path(base))
         if args.keep:  # the runs' directories outlive the temporary one
             kept = Path(tempfile.mkdtemp(prefix="loopctl-efficacy-kept-"))
             for entry in Path(base).iterdir():

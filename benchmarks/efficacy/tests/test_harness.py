@@ -193,3 +193,41 @@ def test_the_final_check_runs_the_scenarios_check_cmd(tmp_path: Path) -> None:
         checked, CONTESTANTS["bare-fresh"], cli=fake_cli(tmp_path, "pass\n"), base=tmp_path
     )
     assert (record.tests_pass, record.iterations) == (True, 2)  # the loop never passed
+
+
+def test_jobs_run_contestants_at_once_and_keep_the_records_in_order(tmp_path: Path) -> None:
+    """With ``--jobs 2`` two runs are under way together: each stand-in waits for the other to
+    have started before it fixes the bug (run one after the other, the first gives up)."""
+    import argparse
+
+    from efficacy import cli
+
+    rendezvous = tmp_path / "started"
+    rendezvous.mkdir()
+    body = f"""
+        import os, pathlib, time
+        here = pathlib.Path({str(rendezvous)!r})
+        (here / str(os.getpid())).touch()
+        deadline = time.monotonic() + 30
+        while len(list(here.iterdir())) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if len(list(here.iterdir())) >= 2:
+    """ + textwrap.indent(textwrap.dedent(FIXES), " " * 12)
+    records_file = tmp_path / "records.jsonl"
+    args = argparse.Namespace(jobs=2, keep=False, records=records_file)
+    pairs = [
+        (scenario(iterations=1), CONTESTANTS[name]) for name in ("bare-fresh", "bare-continue")
+    ]
+    records = cli._run_all(args, pairs, fake_cli(tmp_path, body), tmp_path)
+    assert [(r.contestant, r.completed) for r in records] == [
+        ("bare-fresh", True),
+        ("bare-continue", True),
+    ]
+    assert len(records_file.read_text().splitlines()) == 2
+
+
+def test_jobs_below_one_is_a_clear_error(capsys: pytest.CaptureFixture[str]) -> None:
+    from efficacy import cli
+
+    assert cli.main(["--jobs", "0", "-s", "control-add"]) == 2
+    assert "--jobs must be at least 1, not 0" in capsys.readouterr().err
