@@ -29,6 +29,12 @@ def claude_cli() -> str:
     return path
 
 
+@pytest.fixture(scope="session")
+def codex_cli() -> str:
+    """The real Codex CLI, or a skip saying how to get it."""
+    return require_cli("codex", "@openai/codex")
+
+
 @pytest.fixture(autouse=True)
 def _clean_agent_env(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in FOREIGN_ENV:
