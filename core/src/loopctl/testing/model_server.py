@@ -436,6 +436,11 @@ class ReplyServer:
         """The request handler class of the server's API."""
         raise NotImplementedError
 
+    def cli_env(self, home: Path, *, model: str | None = None) -> dict[str, str]:
+        """Environment for the agent CLI that speaks the server's API: talk to this server, stay
+        offline and quiet, and read nothing of the user's (``home`` becomes ``HOME``)."""
+        raise NotImplementedError
+
     # --- lifecycle ---------------------------------------------------------------------------
 
     def start(self: _ServerT) -> _ServerT:
