@@ -45,7 +45,6 @@ from typing import Any
 
 from loopctl.testing.model_server import (
     DONE_TEXT,
-    Behaviour,
     Reply,
     ReplyHandler,
     ReplyServer,
@@ -92,31 +91,34 @@ _CODES = {
 # --- pointing Codex at a server ------------------------------------------------------------------
 
 
-def _provider(base_url: str) -> dict[str, str]:
+def _provider(base_url: str, retries: int) -> dict[str, str]:
     return {
         "name": '"loopctl scripted"',
         "base_url": json.dumps(base_url),
         "env_key": json.dumps(API_KEY_ENV),
         "wire_api": '"responses"',
         # fail fast instead of reconnects with back-off
-        "stream_max_retries": "1",
-        "request_max_retries": "1",
+        "stream_max_retries": str(retries),
+        "request_max_retries": str(retries),
     }
 
 
-def codex_provider_args(base_url: str) -> list[str]:
-    """``codex exec`` options that send every model request to ``base_url`` (``…/v1``)."""
+def codex_provider_args(base_url: str, *, retries: int = 1) -> list[str]:
+    """``codex exec`` options that send every model request to ``base_url`` (``…/v1``); Codex
+    retries a failed request ``retries`` times (after the ``retry-after`` a 429 gives)."""
     args = ["-c", f"model_provider={json.dumps(PROVIDER_ID)}"]
-    for key, value in _provider(base_url).items():
+    for key, value in _provider(base_url, retries).items():
         args += ["-c", f"model_providers.{PROVIDER_ID}.{key}={value}"]
     return args
 
 
-def codex_config(base_url: str, model: str = CODEX_MODEL) -> str:
-    """A ``config.toml`` for ``CODEX_HOME`` that sends every model request to ``base_url``."""
+def codex_config(base_url: str, model: str = CODEX_MODEL, *, retries: int = 0) -> str:
+    """A ``config.toml`` for ``CODEX_HOME`` that sends every model request to ``base_url``
+    (``retries``: as for :func:`codex_provider_args`; none by default, as the Claude server's
+    environment asks of Claude Code)."""
     lines = [f"model = {json.dumps(model)}", f"model_provider = {json.dumps(PROVIDER_ID)}", ""]
     lines.append(f"[model_providers.{PROVIDER_ID}]")
-    lines += [f"{key} = {value}" for key, value in _provider(base_url).items()]
+    lines += [f"{key} = {value}" for key, value in _provider(base_url, retries).items()]
     return "\n".join(lines) + "\n"
 
 
@@ -312,27 +314,19 @@ def _failed_events(response_id: str, code: str, message: str) -> list[dict[str, 
 
 class ResponsesModelServer(ReplyServer):
     """A threaded HTTP server on 127.0.0.1 speaking enough of the Responses API for Codex
-    (``POST /v1/responses``, streamed); the same arguments as
+    (``POST /v1/responses``, streamed). It takes the keyword arguments of
+    :class:`~loopctl.testing.model_server.ReplyServer` (``behaviour``, ``measured_usage``,
+    ``context_window``, ``model``, ``log_path``): those of
     :class:`~loopctl.testing.model_server.ScriptedModelServer` but the Claude-only ones."""
 
     def __init__(
         self,
         scenario: Iterable[Reply | Mapping[str, Any]] = (),
         *,
-        behaviour: Behaviour | None = None,
-        measured_usage: bool = False,
-        context_window: int | None = None,
         model: str = CODEX_MODEL,
-        log_path: Path | None = None,
+        **settings: Any,
     ) -> None:
-        super().__init__(
-            scenario,
-            behaviour=behaviour,
-            measured_usage=measured_usage,
-            context_window=context_window,
-            model=model,
-            log_path=log_path,
-        )
+        super().__init__(scenario, model=model, **settings)
         self._calls: dict[str, ToolUse] = {}
 
     def handler(self) -> type[BaseHTTPRequestHandler]:
