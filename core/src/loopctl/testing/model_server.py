@@ -42,7 +42,11 @@ Every request is recorded for assertions::
         ...  # run `claude -p` with env
         assert server.main_requests[1].body["messages"][-1]["role"] == "user"
 
-The server is stdlib ``http.server`` (threaded), bound to 127.0.0.1 on a free port.
+The server is stdlib ``http.server`` (threaded), bound to 127.0.0.1 on a free port. What does
+not depend on the API (the scenario then the behaviour, the measured usage and the window, the
+records) is :class:`ReplyServer`, with :class:`ReplyHandler` for the handlers' plumbing:
+:class:`loopctl.testing.responses_server.ResponsesModelServer` is the same server speaking the
+OpenAI Responses API, for the Codex CLI.
 """
 
 from __future__ import annotations
@@ -110,7 +114,8 @@ COMPACT_MARKERS = (
 _ids = itertools.count(1)
 
 
-def _new_id(prefix: str) -> str:
+def new_id(prefix: str) -> str:
+    """A unique id in the API's style (``msg_…``, ``toolu_…``)."""
     return f"{prefix}_{int(time.time() * 1000):013d}{next(_ids):06d}"
 
 
@@ -123,7 +128,7 @@ class ToolUse:
 
     name: str
     input: dict[str, Any] = attrs.Factory(dict)
-    id: str = attrs.Factory(lambda: _new_id("toolu"))
+    id: str = attrs.Factory(lambda: new_id("toolu"))
 
 
 @attrs.define
@@ -736,7 +741,7 @@ class ReplyHandler(BaseHTTPRequestHandler):
         self.send_response(status)
         self.send_header("content-type", "application/json")
         self.send_header("content-length", str(len(data)))
-        self.send_header("request-id", _new_id("req"))
+        self.send_header("request-id", new_id("req"))
         for name, value in (headers or {}).items():
             self.send_header(name, value)
         self.end_headers()
@@ -770,7 +775,7 @@ class ReplyHandler(BaseHTTPRequestHandler):
         self.send_response(200)
         self.send_header("content-type", "text/event-stream; charset=utf-8")
         self.send_header("cache-control", "no-cache")
-        self.send_header("request-id", _new_id("req"))
+        self.send_header("request-id", new_id("req"))
         self.send_header("connection", "close")
         self.end_headers()
         self.close_connection = True
@@ -842,11 +847,11 @@ class _Handler(ReplyHandler):
                 {
                     "type": "error",
                     "error": {"type": error.type, "message": error.message},
-                    "request_id": _new_id("req"),
+                    "request_id": new_id("req"),
                 },
             )
             return
-        message_id = _new_id("msg")
+        message_id = new_id("msg")
         blocks = _content_blocks(reply)
         if not stream:
             self.send_json(

@@ -49,7 +49,7 @@ from loopctl.testing.model_server import (
     ReplyHandler,
     ReplyServer,
     ToolUse,
-    _new_id,
+    new_id,
 )
 
 __all__ = [
@@ -257,12 +257,12 @@ def _items(reply: Reply) -> Iterator[dict[str, Any]]:
     """The output items of ``reply``: its text as a message, then its tool calls."""
     if reply.text is not None or not reply.tool_calls:
         words = reply.text if reply.text is not None else DONE_TEXT
-        yield {"type": "message", "role": "assistant", "id": _new_id("msg"),
+        yield {"type": "message", "role": "assistant", "id": new_id("msg"),
                "content": [{"type": "output_text", "text": words, "annotations": []}]}  # fmt: skip
     for call in reply.tool_calls:
         # not a login shell: its profile would reset PATH
         arguments = {"cmd": codex_command(call), "login": False, "yield_time_ms": YIELD_MS}
-        yield {"type": "function_call", "id": _new_id("fc"), "call_id": call.id,
+        yield {"type": "function_call", "id": new_id("fc"), "call_id": call.id,
                "name": "exec_command", "arguments": json.dumps(arguments)}  # fmt: skip
 
 
@@ -397,7 +397,7 @@ class _ResponsesHandler(ReplyHandler):
         self._answer(reply, usage)
 
     def _answer(self, reply: Reply, usage: dict[str, int]) -> None:
-        response_id = _new_id("resp")
+        response_id = new_id("resp")
         error = reply.error
         if error is not None and error.type == "invalid_request_error":
             self.send_events(_failed_events(response_id, "context_length_exceeded", error.message))
