@@ -1,9 +1,10 @@
 """Run one contestant on one scenario, in a temporary directory, and score the run.
 
 The run gets its own directory holding the project (a git repository of the scenario's files),
-HOME (Claude Code's config and sessions, the XDG directories, so the failure memory too), the
-temporary directories (``TMPDIR``, and Claude Code's ``CLAUDE_CODE_TMPDIR`` from the server's
-``cli_env``) and loopctl's state; its own model server on 127.0.0.1 with a new behaviour model;
+HOME (the CLI's config and sessions: Claude Code's, or Codex's ``CODEX_HOME``; the XDG
+directories, so the failure memory too), the temporary directories (``TMPDIR``, and Claude Code's
+``CLAUDE_CODE_TMPDIR`` from the server's ``cli_env``) and loopctl's state; its own model server on
+127.0.0.1 with a new behaviour model, speaking the contestant's CLI's API;
 and an environment built from scratch (PATH and the locale of this process, nothing else of the
 caller's). The contestant is cut (SIGTERM to its
 session, SIGKILL five seconds later) at the scenario's wall clock or as soon as the server has
