@@ -305,15 +305,20 @@ E2E_NPM_PACKAGES = [
 E2E_AIDER = "aider-chat==0.86.2"
 
 
-def _install_claude_code(session: nox.Session) -> Path:
-    """Claude Code (pinned in E2E_NPM_PACKAGES) under the e2e cache; returns the npm prefix."""
+def _install_efficacy_clis(session: nox.Session) -> Path:
+    """Claude Code and Codex (pinned in E2E_NPM_PACKAGES) under the e2e cache, for the efficacy
+    benchmark's contestants; returns the npm prefix."""
     cache = Path(os.environ.get("LOOPCTL_E2E_CACHE", os.path.expanduser("~/.cache/loopctl-e2e")))
     npm_prefix = cache / "npm"
     npm_prefix.mkdir(parents=True, exist_ok=True)
-    claude = next(p for p in E2E_NPM_PACKAGES if p.startswith("@anthropic-ai/claude-code@"))
+    clis = [
+        p
+        for p in E2E_NPM_PACKAGES
+        if p.startswith(("@anthropic-ai/claude-code@", "@openai/codex@"))
+    ]
     session.run(
         "npm", "install", "--prefix", str(npm_prefix), "--no-audit", "--no-fund",
-        "--loglevel=error", claude,
+        "--loglevel=error", *clis,
         external=True,
     )  # fmt: skip
     return npm_prefix
@@ -322,10 +327,10 @@ def _install_claude_code(session: nox.Session) -> Path:
 @nox.session(default=False)
 def efficacy(session: nox.Session) -> None:
     """The efficacy benchmark (docs/efficacy.md): bare agent loops and loopctl, with and without
-    the four first-party plugins, on the same scenarios through the real Claude Code CLI and a
-    reactive scripted model server. Runs the benchmark's own tests first; ``-- --json``,
+    the four first-party plugins, on the same scenarios through the real Claude Code CLI (and
+    Codex, with ``-c codex-…``) and a reactive scripted model server. Runs the benchmark's own tests first; ``-- --json``,
     ``-- -s SCENARIO -c CONTESTANT`` go to benchmarks/efficacy/run.py."""
-    npm_prefix = _install_claude_code(session)
+    npm_prefix = _install_efficacy_clis(session)
     plugins = [f"./{p.relative_to(ROOT)}" for p in distributions("plugins")]
     session.install(*wheels(session, "./core", *plugins), *TEST_DEPS)
     session.run("pytest", "-q", "-p", "no:cacheprovider", "benchmarks/efficacy/tests")

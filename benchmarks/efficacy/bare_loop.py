@@ -3,7 +3,9 @@
 ``--mode fresh`` is ``until TESTS; do claude -p "$GOAL"; done``: a new session every time.
 ``--mode continue`` is the same with ``--continue`` from the second call on (what the Stop-hook loop
 plugin for Claude Code does: the session goes on). Both give the CLI
-``--permission-mode bypassPermissions``, as an unattended loop must, and stop after
+``--permission-mode bypassPermissions``, as an unattended loop must. With ``--kind codex`` the
+call is ``codex exec "$GOAL"`` (continued: ``codex exec resume --last "$GOAL"``) with
+``--dangerously-bypass-approvals-and-sandbox``, the same thing for Codex. Both loops stop after
 ``--max-iterations`` calls (the scenario's iteration budget). Each call's exit code is ignored, as
 the ``until`` loop ignores it. A JSON line as each call starts and one as it ends (with its exit
 code), and a last one saying why the loop stopped, go to ``--record``.
@@ -33,10 +35,22 @@ def _passes(test_cmd: str) -> bool:
     )
 
 
+def _call(kind: str, cli: str, goal: str, *, resume: bool) -> list[str]:
+    """One call of the agent CLI ``cli`` (``kind``: claude or codex) on ``goal``."""
+    if kind == "codex":
+        again = ["resume", "--last"] if resume else []
+        unattended = ["--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox"]
+        return [cli, "exec", *again, *unattended, goal]
+    return [cli, "-p", goal, "--permission-mode", "bypassPermissions"] + (
+        ["--continue"] if resume else []
+    )
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--mode", choices=("fresh", "continue"), required=True)
-    parser.add_argument("--cli", required=True, help="the claude executable")
+    parser.add_argument("--kind", choices=("claude", "codex"), default="claude")
+    parser.add_argument("--cli", required=True, help="the claude (or codex) executable")
     parser.add_argument("--test-cmd", required=True)
     parser.add_argument("--max-iterations", type=int, required=True)
     parser.add_argument("--record", type=Path, required=True)
@@ -46,9 +60,9 @@ def main(argv: list[str]) -> int:
         if _passes(args.test_cmd):
             _record(args.record, {"stopped": "tests pass", "iterations": iteration - 1})
             return 0
-        command = [args.cli, "-p", args.goal, "--permission-mode", "bypassPermissions"]
-        if args.mode == "continue" and iteration > 1:
-            command.append("--continue")
+        command = _call(
+            args.kind, args.cli, args.goal, resume=args.mode == "continue" and iteration > 1
+        )
         _record(args.record, {"iteration": iteration})  # a call that never returns still counts
         code = subprocess.run(command, stdin=subprocess.DEVNULL, check=False).returncode
         _record(args.record, {"iteration": iteration, "exit_code": code})

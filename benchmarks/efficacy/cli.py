@@ -5,8 +5,10 @@
     run.py -s control-add -c bare-fresh -c loopctl
     run.py --list                            # the scenarios and contestants there are
 
-Claude Code comes from ``$LOOPCTL_E2E_NPM_PREFIX`` (``nox -s efficacy`` installs it there) or
-PATH. Exit status: 0 when every run finished (whatever its score), 2 for bad input (a malformed
+Without ``-c`` the Claude Code contestants run; the Codex ones (``codex-bare-fresh``, …) run when
+named, on the scenarios whose ``clis`` name ``codex`` (a pair a scenario does not support is left
+out, and said so). Claude Code and Codex come from ``$LOOPCTL_E2E_NPM_PREFIX`` (``nox -s
+efficacy`` installs them there) or PATH. Exit status: 0 when every run finished (whatever its score), 2 for bad input (a malformed
 scenario, an unknown name, no CLI), 3 when a behaviour model failed or a run that was not cut left
 a process running (the harness kills them either way).
 """
@@ -22,10 +24,11 @@ import platform
 import sys
 import tempfile
 import threading
+from collections.abc import Mapping
 from pathlib import Path
 
 from efficacy import chart, harness, report
-from efficacy.contestants import CONTESTANTS, Contestant
+from efficacy.contestants import CONTESTANTS, DEFAULT_CONTESTANTS, Contestant
 from efficacy.scenario import SCENARIOS, Scenario, load_all
 from loopctl.configfile import ConfigError
 from loopctl.testing.realcli import find_cli
@@ -69,7 +72,10 @@ def _arguments(argv: list[str]) -> argparse.Namespace:
 
 
 def _run_all(
-    args: argparse.Namespace, pairs: list[tuple[Scenario, Contestant]], cli: str, base: Path
+    args: argparse.Namespace,
+    pairs: list[tuple[Scenario, Contestant]],
+    clis: Mapping[str, str | None],
+    base: Path,
 ) -> list[harness.RunRecord]:
     """Every (scenario, contestant) run, ``args.jobs`` at a time; the records in ``pairs``'
     order, each appended to ``args.records`` as it ends."""
@@ -80,7 +86,7 @@ def _run_all(
         record = harness.run_one(
             scenario,
             contestant,
-            cli=cli,
+            cli=str(clis[contestant.cli]),
             base=base,
             keep=args.keep,
             log=lambda line: print(line, file=sys.stderr, flush=True),
@@ -129,16 +135,17 @@ def main(argv: list[str]) -> int:
     unknown = [name for name in args.contestant or [] if name not in CONTESTANTS]
     if unknown:
         return _error(f"unknown contestant {unknown[0]!r} (there are: {', '.join(CONTESTANTS)})")
-    cli = find_cli("claude")
-    if cli is None:
+    contestants = [CONTESTANTS[name] for name in args.contestant or DEFAULT_CONTESTANTS]
+    clis = {c.cli: find_cli(c.cli) for c in contestants}
+    missing = next((name for name, path in clis.items() if path is None), None)
+    if missing is not None:
         return _error(
-            "Claude Code not found: install it with `npm install --prefix DIR "
-            "@anthropic-ai/claude-code` and set LOOPCTL_E2E_NPM_PREFIX=DIR (nox -s efficacy does)"
+            f"{PACKAGES[missing][0]} not found: install it with `npm install --prefix DIR "
+            f"{PACKAGES[missing][1]}` and set LOOPCTL_E2E_NPM_PREFIX=DIR (nox -s efficacy does)"
         )
-    contestants = [CONTESTANTS[name] for name in args.contestant or CONTESTANTS]
     started = datetime.datetime.now(datetime.timezone.utc)
     with tempfile.TemporaryDirectory(prefix="loopctl-efficacy-") as base:
-        records = _run_all(args, [(s, c) for s in scenarios for c in contestants], cli, Path(base))
+        records = _run_all(args, list(runs(scenarios, contestants)), clis, Path(base))
         if args.keep:  # the runs' directories outlive the temporary one
             kept = Path(tempfile.mkdtemp(prefix="loopctl-efficacy-kept-"))
             for entry in Path(base).iterdir():
@@ -147,7 +154,7 @@ def main(argv: list[str]) -> int:
     meta = {
         "started": started.isoformat(timespec="seconds"),
         "python": platform.python_version(),
-        "cli": cli,
+        "clis": clis,
         "scenarios": {s.name: s.spec.pattern for s in scenarios},
     }
     print(
@@ -164,6 +171,32 @@ def main(argv: list[str]) -> int:
             print(f"efficacy: smoke: {problem}", file=sys.stderr)
         return 1 if problems or broken else 0
     return 3 if broken else 0
+
+
+#: Each agent CLI's name and npm package.
+PACKAGES = {
+    "claude": ("Claude Code", "@anthropic-ai/claude-code"),
+    "codex": ("Codex", "@openai/codex"),
+}
+
+
+def runs(
+    scenarios: list[Scenario], contestants: list[Contestant]
+) -> list[tuple[Scenario, Contestant]]:
+    """Every scenario with every contestant whose CLI it names in ``clis`` (the others are left
+    out, said so on stderr)."""
+    pairs = []
+    for scenario in scenarios:
+        for contestant in contestants:
+            if contestant.cli in scenario.spec.clis:
+                pairs.append((scenario, contestant))
+            else:
+                print(
+                    f"efficacy: {scenario.name} / {contestant.name}: left out (the scenario runs "
+                    f"with {', '.join(scenario.spec.clis)})",
+                    file=sys.stderr,
+                )
+    return pairs
 
 
 #: The smoke run's scenarios: a control, a crash mid-turn, an API error for good.

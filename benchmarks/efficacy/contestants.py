@@ -3,7 +3,11 @@
 * ``bare-fresh``: ``until TESTS; do claude -p "$GOAL"; done`` (:mod:`efficacy.bare_loop`);
 * ``bare-continue``: the same, continuing one session (``claude -p --continue``);
 * ``loopctl``: ``loopctl run`` with the claude agent and no plugins (``--no-plugins``);
-* ``loopctl-plugins``: the same with the four first-party plugins at their defaults.
+* ``loopctl-plugins``: the same with the four first-party plugins at their defaults;
+* ``codex-bare-fresh``, ``codex-bare-continue``, ``codex-loopctl``, ``codex-loopctl-plugins``:
+  the same four with the Codex CLI (``codex exec "$GOAL"``, ``codex exec resume --last``, and
+  loopctl's codex agent, its sandbox left to the run's own directory), on the scenarios that
+  name ``codex`` among their ``clis``.
 
 Each is one process tree started in its own session in the project directory, with the run's
 environment (its own HOME, temporary directory and model server). loopctl gets the scenario's
@@ -33,7 +37,7 @@ class RunContext:
 
     root: Path
     scenario: Scenario
-    #: The Claude Code executable.
+    #: The agent CLI's executable (Claude Code or Codex: the contestant's ``cli``).
     cli: str
     #: The scenario's earlier run (``[earlier]``), in a sibling project, not the scored one.
     earlier: bool = False
@@ -76,15 +80,18 @@ class Outcome:
 
 @attrs.frozen
 class BareLoop:
-    """A bare shell-style loop around ``claude -p``."""
+    """A bare shell-style loop around ``claude -p`` (or ``codex exec``)."""
 
     name: str
     mode: str
+    #: The agent CLI it loops: ``claude`` or ``codex``.
+    cli: str = "claude"
 
     def argv(self, ctx: RunContext) -> list[str]:
         budget = ctx.scenario.spec.budget
         return [
-            sys.executable, str(BARE_LOOP), "--mode", self.mode, "--cli", ctx.cli,
+            sys.executable, str(BARE_LOOP), "--mode", self.mode, "--kind", self.cli,
+            "--cli", ctx.cli,
             "--test-cmd", ctx.scenario.spec.test_cmd,
             "--max-iterations", str(budget.iterations), "--record", str(ctx.record),
             "--", ctx.scenario.spec.goal,
@@ -99,21 +106,26 @@ class BareLoop:
 
 @attrs.frozen
 class Loopctl:
-    """``loopctl run`` with the claude agent, with or without the first-party plugins."""
+    """``loopctl run`` with the claude (or codex) agent, with or without the first-party
+    plugins."""
 
     name: str
     plugins: bool
+    #: The agent: ``claude`` or ``codex``.
+    cli: str = "claude"
 
     def argv(self, ctx: RunContext) -> list[str]:
         spec = ctx.scenario.spec
         config = ctx.root / f"{ctx.prefix}loopctl.toml"
-        lines = ["[agents.claude]", f"command = {json.dumps(ctx.cli)}"]
+        lines = [f"[agents.{self.cli}]", f"command = {json.dumps(ctx.cli)}"]
+        if self.cli == "codex":  # as the bare loops run it: the run's directory is the sandbox
+            lines.append("bypass_sandbox = true")
         if self.plugins:
             lines += ["", "[plugins]", f"enable = {json.dumps(list(FIRST_PARTY_PLUGINS))}"]
         config.write_text("\n".join(lines) + "\n", encoding="utf-8")
         return [
             sys.executable, "-m", "loopctl", "run", spec.goal,
-            "--test-cmd", spec.test_cmd, "--agent", "claude",
+            "--test-cmd", spec.test_cmd, "--agent", self.cli,
             "--max-iterations", str(spec.budget.iterations),
             "--max-tokens", str(spec.budget.tokens),
             "--wall-clock", f"{spec.budget.wall_clock_s:g}",
@@ -139,8 +151,14 @@ CONTESTANTS: dict[str, Contestant] = {
         BareLoop("bare-continue", "continue"),
         Loopctl("loopctl", plugins=False),
         Loopctl("loopctl-plugins", plugins=True),
+        BareLoop("codex-bare-fresh", "fresh", cli="codex"),
+        BareLoop("codex-bare-continue", "continue", cli="codex"),
+        Loopctl("codex-loopctl", plugins=False, cli="codex"),
+        Loopctl("codex-loopctl-plugins", plugins=True, cli="codex"),
     )
 }
+#: The contestants a run without ``-c`` has: the Claude Code ones (the Codex ones by name).
+DEFAULT_CONTESTANTS = tuple(name for name, c in CONTESTANTS.items() if c.cli == "claude")
 
 
 def _jsonl(path: Path) -> list[dict[str, Any]]:

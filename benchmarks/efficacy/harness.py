@@ -1,9 +1,10 @@
 """Run one contestant on one scenario, in a temporary directory, and score the run.
 
 The run gets its own directory holding the project (a git repository of the scenario's files),
-HOME (Claude Code's config and sessions, the XDG directories, so the failure memory too), the
-temporary directories (``TMPDIR``, and Claude Code's ``CLAUDE_CODE_TMPDIR`` from the server's
-``cli_env``) and loopctl's state; its own model server on 127.0.0.1 with a new behaviour model;
+HOME (the CLI's config and sessions: Claude Code's, or Codex's ``CODEX_HOME``; the XDG
+directories, so the failure memory too), the temporary directories (``TMPDIR``, and Claude Code's
+``CLAUDE_CODE_TMPDIR`` from the server's ``cli_env``) and loopctl's state; its own model server on
+127.0.0.1 with a new behaviour model, speaking the contestant's CLI's API;
 and an environment built from scratch (PATH and the locale of this process, nothing else of the
 caller's). The contestant is cut (SIGTERM to its
 session, SIGKILL five seconds later) at the scenario's wall clock or as soon as the server has
@@ -38,6 +39,7 @@ import attrs
 from efficacy.contestants import Contestant, Outcome, RunContext
 from efficacy.scenario import Scenario
 from loopctl.testing import model_server as ms
+from loopctl.testing.responses_server import ResponsesModelServer
 
 #: Claude Sonnet 4.5's list prices, US dollars per million tokens (every token is priced
 #: uncached: the server reports no cache use).
@@ -84,7 +86,7 @@ def cost(input_tokens: int, output_tokens: int) -> float:
     return (input_tokens * PRICE_INPUT + output_tokens * PRICE_OUTPUT) / 1_000_000
 
 
-def run_environment(ctx: RunContext, server: ms.ScriptedModelServer, marker: str) -> dict[str, str]:
+def run_environment(ctx: RunContext, server: ms.ReplyServer, marker: str) -> dict[str, str]:
     """The run's whole environment: this interpreter's bin directory first on PATH (so
     ``python`` is one with pytest), everything per-user inside the run's directory."""
     tmp = ctx.root / "tmp"
@@ -120,9 +122,17 @@ def make_project(ctx: RunContext, env: dict[str, str]) -> None:
         subprocess.run(argv, cwd=ctx.project, env=env, check=True, capture_output=True)
 
 
-def model_server(scenario: Scenario, log_path: Path | None) -> ms.ScriptedModelServer:
-    """A new model server on 127.0.0.1 with a new behaviour model of ``scenario``."""
+def model_server(scenario: Scenario, log_path: Path | None, cli: str = "claude") -> ms.ReplyServer:
+    """A new model server on 127.0.0.1 with a new behaviour model of ``scenario``, speaking the
+    API of the agent CLI ``cli``: the Messages API (Claude Code) or the Responses API (Codex)."""
     spec = scenario.spec.agent
+    if cli == "codex":
+        return ResponsesModelServer(
+            behaviour=scenario.behaviour(),
+            measured_usage=True,
+            context_window=spec.context_window,
+            log_path=log_path,
+        )
     return ms.ScriptedModelServer(
         behaviour=scenario.behaviour(),
         measured_usage=True,
@@ -151,13 +161,15 @@ def run_one(
         if scenario.spec.earlier is not None:
             earlier = attrs.evolve(ctx, earlier=True)
             with model_server(
-                scenario, root / "earlier-requests.jsonl" if keep else None
+                scenario, root / "earlier-requests.jsonl" if keep else None, contestant.cli
             ) as server:
                 env = run_environment(earlier, server, marker)
                 make_project(earlier, env)
                 _race(contestant.argv(earlier), earlier, env, server)
                 leaked = kill_marked(marker)
-        with model_server(scenario, root / "requests.jsonl" if keep else None) as server:
+        with model_server(
+            scenario, root / "requests.jsonl" if keep else None, contestant.cli
+        ) as server:
             env = run_environment(ctx, server, marker)
             make_project(ctx, env)
             wall_s, cut = _race(contestant.argv(ctx), ctx, env, server)
@@ -176,7 +188,7 @@ def run_one(
 
 
 def _race(
-    argv: list[str], ctx: RunContext, env: dict[str, str], server: ms.ScriptedModelServer
+    argv: list[str], ctx: RunContext, env: dict[str, str], server: ms.ReplyServer
 ) -> tuple[float, str]:
     """Run the contestant until it exits, or cut it at the wall clock or the token budget.
     Returns the wall time and why it was cut ("" when it ended by itself)."""

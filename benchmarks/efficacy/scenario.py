@@ -43,6 +43,9 @@ and before the scored run the same contestant runs there, in the same HOME (so w
 the contestant keeps across runs is there), with a new model server and behaviour. Only the
 second run is scored.
 
+``clis`` names the agent CLIs the scenario runs with (default ``["claude"]``; ``"codex"`` too
+where the scenario means the same through Codex): a contestant of another CLI skips it.
+
 ``agent.params.test_cmd`` defaults to the scenario's ``test_cmd``. Every key is checked: an unknown
 key, a wrong type, a value out of range, a file path that leaves the project, or a behaviour
 parameter the model does not take is a :class:`loopctl.ConfigError` naming the file and the key.
@@ -69,6 +72,8 @@ DEFAULT_TEST_CMD = "python -m pytest -q"
 MAX_WALL_CLOCK_S = 600.0
 MAX_ITERATIONS = 50
 _NAME = re.compile(r"[a-z0-9][a-z0-9-]*")
+#: The agent CLIs a scenario can run with.
+CLIS = ("claude", "codex")
 
 
 def _problem(name: str, message: str) -> InvalidFields:
@@ -137,8 +142,14 @@ class ScenarioFile:
     expect: Literal["pass", "stop"] = "pass"
     check_cmd: str | None = None
     earlier: Earlier | None = None
+    clis: list[str] = attrs.Factory(lambda: ["claude"])
 
     def __attrs_post_init__(self) -> None:
+        if not self.clis:
+            raise _problem("clis", f"must name at least one of {', '.join(CLIS)}")
+        unknown = [cli for cli in self.clis if cli not in CLIS]
+        if unknown:
+            raise _problem("clis", f"unknown CLI {unknown[0]!r} (known: {', '.join(CLIS)})")
         if not self.goal.strip():
             raise _problem("goal", "must not be empty")
         if not self.test_cmd.strip():

@@ -16,10 +16,14 @@ from typing import Any
 import attrs
 from fake_http import QuietHandler, ScriptedServer
 
-#: The provider id the Codex command line is told to use.
-PROVIDER_ID = "loopctl_fake"
-#: The environment variable Codex reads the (fake) API key from.
-API_KEY_ENV = "LOOPCTL_FAKE_OPENAI_KEY"
+from loopctl.testing.responses_server import (
+    API_KEY_ENV,
+    PROVIDER_ID,
+    codex_provider_args,
+    response_events,
+)
+
+__all__ = ["API_KEY_ENV", "PROVIDER_ID", "codex_provider_args"]
 
 
 @attrs.define
@@ -54,15 +58,7 @@ def text_reply(text: str, response_id: str, tokens: dict[str, Any]) -> Reply:
         "id": f"msg_{response_id}",
         "content": [{"type": "output_text", "text": text}],
     }
-    return Reply(
-        events=[
-            {"type": "response.created", "response": {"id": response_id}},
-            {"type": "response.output_item.added", "item": {**item, "content": []}},
-            {"type": "response.output_text.delta", "delta": text},
-            {"type": "response.output_item.done", "item": item},
-            {"type": "response.completed", "response": {"id": response_id, "usage": tokens}},
-        ]
-    )
+    return Reply(events=list(response_events(response_id, [item], tokens)))
 
 
 def function_call_reply(
@@ -76,14 +72,7 @@ def function_call_reply(
         "name": name,
         "arguments": json.dumps(arguments),
     }
-    return Reply(
-        events=[
-            {"type": "response.created", "response": {"id": response_id}},
-            {"type": "response.output_item.added", "item": {**item, "arguments": ""}},
-            {"type": "response.output_item.done", "item": item},
-            {"type": "response.completed", "response": {"id": response_id, "usage": tokens}},
-        ]
-    )
+    return Reply(events=list(response_events(response_id, [item], tokens)))
 
 
 def custom_tool_reply(
@@ -97,13 +86,7 @@ def custom_tool_reply(
         "name": name,
         "input": tool_input,
     }
-    return Reply(
-        events=[
-            {"type": "response.created", "response": {"id": response_id}},
-            {"type": "response.output_item.done", "item": item},
-            {"type": "response.completed", "response": {"id": response_id, "usage": tokens}},
-        ]
-    )
+    return Reply(events=list(response_events(response_id, [item], tokens)))
 
 
 def failed_reply(code: str, message: str, response_id: str) -> Reply:
@@ -166,25 +149,3 @@ class FakeResponsesServer(ScriptedServer[Reply]):
 def serve(replies: Sequence[Reply], fallback: Reply | None = None) -> FakeResponsesServer:
     """``with serve([...]) as server:`` a started server, stopped at the end."""
     return FakeResponsesServer(replies, fallback)
-
-
-def codex_provider_args(base_url: str) -> list[str]:
-    """``codex exec`` options that send every model request to ``base_url``."""
-    provider = f"model_providers.{PROVIDER_ID}"
-    return [
-        "-c",
-        f"model_provider={json.dumps(PROVIDER_ID)}",
-        "-c",
-        f'{provider}.name="loopctl fake"',
-        "-c",
-        f"{provider}.base_url={json.dumps(base_url)}",
-        "-c",
-        f"{provider}.env_key={json.dumps(API_KEY_ENV)}",
-        "-c",
-        f'{provider}.wire_api="responses"',
-        # fail fast instead of five reconnects with back-off
-        "-c",
-        f"{provider}.stream_max_retries=1",
-        "-c",
-        f"{provider}.request_max_retries=1",
-    ]

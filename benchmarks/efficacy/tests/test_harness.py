@@ -4,13 +4,14 @@ or the token budget, and nothing of a run outlives it."""
 
 from __future__ import annotations
 
+import json
 import sys
 import textwrap
 from pathlib import Path
 from typing import Any
 
 import pytest
-from efficacy import harness
+from efficacy import cli, harness
 from efficacy.contestants import CONTESTANTS, Outcome, RunContext
 from efficacy.scenario import Scenario, parse
 
@@ -218,7 +219,7 @@ def test_jobs_run_contestants_at_once_and_keep_the_records_in_order(tmp_path: Pa
     pairs = [
         (scenario(iterations=1), CONTESTANTS[name]) for name in ("bare-fresh", "bare-continue")
     ]
-    records = cli._run_all(args, pairs, fake_cli(tmp_path, body), tmp_path)
+    records = cli._run_all(args, pairs, {"claude": fake_cli(tmp_path, body)}, tmp_path)
     assert [(r.contestant, r.completed) for r in records] == [
         ("bare-fresh", True),
         ("bare-continue", True),
@@ -231,3 +232,48 @@ def test_jobs_below_one_is_a_clear_error(capsys: pytest.CaptureFixture[str]) -> 
 
     assert cli.main(["--jobs", "0", "-s", "control-add"]) == 2
     assert "--jobs must be at least 1, not 0" in capsys.readouterr().err
+
+
+RECORDS_ARGV = """
+    import json, os, pathlib, sys
+    home = pathlib.Path(os.environ["CODEX_HOME"])
+    line = {"argv": sys.argv[1:], "config": (home / "config.toml").read_text()}
+    with open(os.environ["TMPDIR"] + "/../calls.jsonl", "a") as out:
+        out.write(json.dumps(line) + "\\n")
+"""
+
+
+def test_a_codex_bare_loop_calls_codex_exec_then_resumes_against_the_responses_server(
+    tmp_path: Path,
+) -> None:
+    record = harness.run_one(
+        scenario(),
+        CONTESTANTS["codex-bare-continue"],
+        cli=fake_cli(tmp_path, RECORDS_ARGV),
+        base=tmp_path,
+        keep=True,
+    )
+    (root,) = [p for p in tmp_path.iterdir() if p.is_dir()]
+    calls = [json.loads(line) for line in (root / "calls.jsonl").read_text().splitlines()]
+    unattended = ["--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox"]
+    assert [c["argv"] for c in calls] == [
+        ["exec", *unattended, "Make the tests pass."],
+        ["exec", "resume", "--last", *unattended, "Make the tests pass."],
+    ]
+    assert 'model_provider = "loopctl_fake"' in calls[0]["config"]
+    assert 'base_url = "http://127.0.0.1:' in calls[0]["config"]
+    assert (record.iterations, record.stopped) == (2, "iteration budget used up")
+
+
+def test_a_contestant_runs_only_the_scenarios_that_name_its_cli() -> None:
+    claude_only = scenario()
+    both = parse(
+        {**_document(), "clis": ["claude", "codex"]}, name="both", source=Path("both.toml")
+    )
+    contestants = [CONTESTANTS["bare-fresh"], CONTESTANTS["codex-loopctl"]]
+    pairs = cli.runs([claude_only, both], contestants)
+    assert [(s.name, c.name) for s, c in pairs] == [
+        ("fake", "bare-fresh"),
+        ("both", "bare-fresh"),
+        ("both", "codex-loopctl"),
+    ]

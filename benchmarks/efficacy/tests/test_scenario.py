@@ -55,6 +55,15 @@ def test_every_shipped_scenario_loads_with_its_behaviour() -> None:
         assert scenario.spec.files
 
 
+def test_a_scenario_runs_with_claude_unless_it_names_its_clis() -> None:
+    assert parse(GOOD, name="ok", source=SOURCE).spec.clis == ["claude"]
+    both = parse(with_("clis", ["claude", "codex"]), name="ok", source=SOURCE)
+    assert both.spec.clis == ["claude", "codex"]
+    assert {"control-add", "repeats-first-idea"} <= {
+        s.name for s in load_all() if "codex" in s.spec.clis
+    }
+
+
 def test_faults_wrap_the_behaviour() -> None:
     data = with_("agent.faults", [{"kind": "api-outage", "status": 401, "seconds": float("inf")}])
     behaviour = parse(data, name="ok", source=SOURCE).behaviour()
@@ -113,6 +122,9 @@ def test_the_behaviours_test_command_defaults_to_the_scenarios(tmp_path: Path) -
             "agent.params.ideas[0].recalled",
         ),
         (with_("agent.params", {"batch": "yes"}), "bad.toml: agent.params.batch"),
+        (with_("clis", ["claude", "cursor"]), "bad.toml: clis: unknown CLI 'cursor' (known: "),
+        (with_("clis", []), "scenarios/bad.toml: clis: must name at least one of claude, codex"),
+        (with_("clis", "codex"), "scenarios/bad.toml: clis: "),
     ],
 )
 def test_a_malformed_scenario_names_the_file_and_the_key(

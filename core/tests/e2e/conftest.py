@@ -8,12 +8,14 @@ unless ``LOOPCTL_E2E_REQUIRE=1`` (set by the nox session), where a missing CLI i
 from __future__ import annotations
 
 import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
 import pytest
 
 from loopctl.testing import Project, make_project
+from loopctl.testing.behaviours import Change, Fixer
 from loopctl.testing.realcli import FOREIGN_ENV, ArgvLog, require_cli
 
 
@@ -27,6 +29,12 @@ def claude_cli() -> str:
     if done.returncode != 0:
         pytest.fail(f"{path} --version failed: {done.stderr.strip() or done.stdout.strip()}")
     return path
+
+
+@pytest.fixture(scope="session")
+def codex_cli() -> str:
+    """The real Codex CLI, or a skip saying how to get it."""
+    return require_cli("codex", "@openai/codex")
 
 
 @pytest.fixture(autouse=True)
@@ -67,3 +75,21 @@ def buggy_project(tmp_path: Path) -> Project:
 @pytest.fixture
 def claude_argv(tmp_path: Path, claude_cli: str) -> ArgvLog:
     return ArgvLog(tmp_path, claude_cli)
+
+
+@pytest.fixture
+def pricing_project(tmp_path: Path) -> tuple[Project, Fixer]:
+    """A git repository whose total() rounds to whole units, and the ``fixer`` agent for it:
+    its first idea (``float(round(…))``) is wrong, its second right."""
+    project = make_project(tmp_path / "project")
+    project.write("pricing.py", "def total(prices):\n    return round(sum(prices))\n")
+    project.write(
+        "test_pricing.py",
+        "import unittest\nfrom pricing import total\n\n\nclass T(unittest.TestCase):\n"
+        "    def test_total(self):\n        self.assertEqual(total([9.99, 7.00]), 16.99)\n",
+    )
+    project.commit("a pricing bug")
+    old = "return round(sum(prices))"
+    wrong = Change("pricing.py", old, "return float(round(sum(prices)))")
+    right = Change("pricing.py", old, "return round(sum(prices), 2)")
+    return project, Fixer(test_cmd=f"{sys.executable} -m unittest -q", ideas=[wrong, right])

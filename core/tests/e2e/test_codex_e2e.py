@@ -18,16 +18,11 @@ from fake_responses_api import (
 )
 
 from loopctl.testing import Project, RunResult, python_test_cmd, run_loop
-from loopctl.testing.realcli import ArgvLog, require_cli
+from loopctl.testing.realcli import ArgvLog
 
 pytestmark = pytest.mark.e2e
 
 FIX = "sed -i 's/a - b/a + b/' calc.py"
-
-
-@pytest.fixture(scope="session")
-def codex_cli() -> str:
-    return require_cli("codex", "@openai/codex")
 
 
 def run_codex_loop(

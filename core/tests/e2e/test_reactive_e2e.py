@@ -6,35 +6,22 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from loopctl.testing import make_project
+from loopctl.testing import Project
 from loopctl.testing import model_server as ms
-from loopctl.testing.behaviours import Change, Fixer
+from loopctl.testing.behaviours import Fixer
 from loopctl.testing.conversation import request_tokens
 
 pytestmark = pytest.mark.e2e
 
-TEST_CMD = f"{sys.executable} -m unittest -q"
-WRONG = Change("pricing.py", "return round(sum(prices))", "return float(round(sum(prices)))")
-RIGHT = Change("pricing.py", "return round(sum(prices))", "return round(sum(prices), 2)")
-
 
 def test_a_fresh_session_repeats_its_failed_change_and_a_resumed_one_moves_on(
-    claude_cli: str, tmp_path: Path
+    claude_cli: str, pricing_project: tuple[Project, Fixer], tmp_path: Path
 ) -> None:
-    project = make_project(tmp_path / "project")
-    project.write("pricing.py", "def total(prices):\n    return round(sum(prices))\n")
-    project.write(
-        "test_pricing.py",
-        "import unittest\nfrom pricing import total\n\n\nclass T(unittest.TestCase):\n"
-        "    def test_total(self):\n        self.assertEqual(total([9.99, 7.00]), 16.99)\n",
-    )
-    project.commit("a pricing bug")
-    fixer = Fixer(test_cmd=TEST_CMD, ideas=[WRONG, RIGHT])
+    project, fixer = pricing_project
     with ms.ScriptedModelServer(behaviour=fixer, measured_usage=True) as server:
         env = {"PATH": os.environ["PATH"], **server.cli_env(tmp_path / "home")}
 

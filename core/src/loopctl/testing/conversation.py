@@ -30,7 +30,9 @@ import attrs
 CHARS_PER_TOKEN = 4
 
 _REMINDER = re.compile(r"<system-reminder>.*?</system-reminder>", re.DOTALL)
-_WORKDIR = re.compile(r"Primary working directory: (\S+)")
+#: How the CLIs announce the working directory: Claude Code in its system prompt, Codex in its
+#: ``<environment_context>``.
+_WORKDIR = re.compile(r"Primary working directory: (\S+)|<cwd>([^<\s]+)</cwd>")
 _SPACES = re.compile(r"\s+")
 
 
@@ -140,7 +142,7 @@ class AgentRequest:
             system=system,
             tokens=request_tokens(data),
             message_count=len(messages),
-            workdir=found.group(1) if found else "",
+            workdir=(found.group(1) or found.group(2)) if found else "",
             model=model if isinstance(model, str) else "",
             number=number,
             elapsed_s=elapsed_s,

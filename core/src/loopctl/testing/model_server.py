@@ -42,7 +42,11 @@ Every request is recorded for assertions::
         ...  # run `claude -p` with env
         assert server.main_requests[1].body["messages"][-1]["role"] == "user"
 
-The server is stdlib ``http.server`` (threaded), bound to 127.0.0.1 on a free port.
+The server is stdlib ``http.server`` (threaded), bound to 127.0.0.1 on a free port. What does
+not depend on the API (the scenario then the behaviour, the measured usage and the window, the
+records) is :class:`ReplyServer`, with :class:`ReplyHandler` for the handlers' plumbing:
+:class:`loopctl.testing.responses_server.ResponsesModelServer` is the same server speaking the
+OpenAI Responses API, for the Codex CLI.
 """
 
 from __future__ import annotations
@@ -56,7 +60,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import attrs
 
@@ -71,6 +75,8 @@ __all__ = [
     "Behaviour",
     "RecordedRequest",
     "Reply",
+    "ReplyHandler",
+    "ReplyServer",
     "ScriptedModelServer",
     "ToolUse",
     "api_error",
@@ -108,7 +114,8 @@ COMPACT_MARKERS = (
 _ids = itertools.count(1)
 
 
-def _new_id(prefix: str) -> str:
+def new_id(prefix: str) -> str:
+    """A unique id in the API's style (``msg_…``, ``toolu_…``)."""
     return f"{prefix}_{int(time.time() * 1000):013d}{next(_ids):06d}"
 
 
@@ -121,7 +128,7 @@ class ToolUse:
 
     name: str
     input: dict[str, Any] = attrs.Factory(dict)
-    id: str = attrs.Factory(lambda: _new_id("toolu"))
+    id: str = attrs.Factory(lambda: new_id("toolu"))
 
 
 @attrs.define
@@ -389,20 +396,17 @@ class RecordedRequest:
 # --- the server ----------------------------------------------------------------------------------
 
 
-class ScriptedModelServer:
-    """A threaded HTTP server on 127.0.0.1 speaking enough of the Messages API for Claude Code.
+_ServerT = TypeVar("_ServerT", bound="ReplyServer")
 
-    ``scenario`` replies answer the main-conversation requests in order; once they are used up,
-    ``behaviour`` (a :data:`Behaviour`) answers the rest, or a plain ``done`` when there is none.
-    ``measured_usage`` and ``context_window`` make the usage figures and the window follow the
-    requests' real size (see the module's docstring). ``early_output_tokens`` puts a reply's
-    whole usage (output tokens included) into ``message_start``: Claude Code's stream-json
-    ``assistant`` lines show the usage of ``message_start`` only (the real API sends the final
-    output count in ``message_delta``), so this makes the lines carry exactly the scenario's
-    numbers. Set it to False to mimic the real API (``output_tokens: 1`` at start).
 
-    A behaviour that raises is answered with an HTTP 500 ``api_error`` naming the exception, and
-    the exception is kept in :attr:`behaviour_errors`, so a broken behaviour fails loudly.
+class ReplyServer:
+    """What every scripted model server shares, whatever API it speaks: a threaded HTTP server on
+    127.0.0.1 (a free port), the scenario's replies then the ``behaviour``'s (or ``done``), the
+    ``measured_usage`` and ``context_window`` rules, the recorded requests and their usage.
+
+    A subclass gives :meth:`handler` (the request handler class of its API; its instances reach
+    the server as ``server_ref``) and reads each conversation request into the Messages-shaped
+    body that :meth:`main_reply`, :meth:`over_window` and :meth:`usage` take.
     """
 
     def __init__(
@@ -413,8 +417,6 @@ class ScriptedModelServer:
         measured_usage: bool = False,
         context_window: int | None = None,
         model: str = DEFAULT_MODEL,
-        early_output_tokens: bool = True,
-        compact_reply: Reply | Mapping[str, Any] | None = None,
         log_path: Path | None = None,
     ) -> None:
         if context_window is not None and context_window < 1:
@@ -423,12 +425,6 @@ class ScriptedModelServer:
         self.behaviour = behaviour
         self.measured_usage = measured_usage
         self.context_window = context_window
-        self.compact_reply = (
-            as_reply(compact_reply)
-            if compact_reply is not None
-            else Reply(text=COMPACT_SUMMARY, usage={"input_tokens": 3000, "output_tokens": 400})
-        )
-        self.early_output_tokens = early_output_tokens
         self.log_path = log_path
         #: Exceptions the behaviour raised, oldest first.
         self.behaviour_errors: list[BaseException] = []
@@ -441,13 +437,22 @@ class ScriptedModelServer:
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
+    def handler(self) -> type[BaseHTTPRequestHandler]:
+        """The request handler class of the server's API."""
+        raise NotImplementedError
+
+    def cli_env(self, home: Path, *, model: str | None = None) -> dict[str, str]:
+        """Environment for the agent CLI that speaks the server's API: talk to this server, stay
+        offline and quiet, and read nothing of the user's (``home`` becomes ``HOME``)."""
+        raise NotImplementedError
+
     # --- lifecycle ---------------------------------------------------------------------------
 
-    def start(self) -> ScriptedModelServer:
+    def start(self: _ServerT) -> _ServerT:
         if self._httpd is not None:
             return self
         self._started_at = time.monotonic()
-        handler = type("_BoundHandler", (_Handler,), {"server_ref": self})
+        handler = type("_BoundHandler", (self.handler(),), {"server_ref": self})
         httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
         httpd.daemon_threads = True
         self._httpd = httpd
@@ -466,7 +471,7 @@ class ScriptedModelServer:
         if self._thread is not None:
             self._thread.join(timeout=5)
 
-    def __enter__(self) -> ScriptedModelServer:
+    def __enter__(self: _ServerT) -> _ServerT:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
@@ -516,37 +521,10 @@ class ScriptedModelServer:
                     totals[key] += request.usage.get(key, 0)
         return {**totals, "requests": answered}
 
-    def cli_env(self, home: Path, *, model: str | None = None) -> dict[str, str]:
-        """Environment for the Claude Code CLI: talk to this server, stay offline and quiet, and
-        read nothing of the user's (``home`` becomes ``HOME`` and holds the CLI's config, and
-        ``home/tmp`` the files it would otherwise leave in ``/tmp/claude-UID``)."""
-        home = Path(home)
-        (home / ".claude").mkdir(parents=True, exist_ok=True)
-        (home / "tmp").mkdir(exist_ok=True)
-        return {
-            "CLAUDE_CODE_TMPDIR": str(home / "tmp"),
-            "ANTHROPIC_BASE_URL": self.url,
-            "ANTHROPIC_API_KEY": "sk-ant-test-loopctl",
-            "ANTHROPIC_MODEL": model or self.model,
-            "ANTHROPIC_SMALL_FAST_MODEL": "claude-3-5-haiku-20241022",
-            "HOME": str(home),
-            "CLAUDE_CONFIG_DIR": str(home / ".claude"),
-            "XDG_CONFIG_HOME": str(home / ".config"),
-            "IS_SANDBOX": "1",
-            "DISABLE_AUTOUPDATER": "1",
-            "DISABLE_TELEMETRY": "1",
-            "DISABLE_ERROR_REPORTING": "1",
-            "DISABLE_BUG_COMMAND": "1",
-            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-            "CLAUDE_CODE_DISABLE_TERMINAL_TITLE": "1",
-            "CLAUDE_CODE_MAX_RETRIES": "0",
-            "NO_PROXY": "127.0.0.1,localhost",
-            "no_proxy": "127.0.0.1,localhost",
-        }
-
     # --- answering (called from handler threads) -----------------------------------------------
 
-    def _record(self, request: RecordedRequest) -> None:
+    def record(self, request: RecordedRequest) -> None:
+        """Keep ``request`` (and append it to ``log_path`` as a JSON line)."""
         with self._lock:
             self._requests.append(request)
         if self.log_path is not None:
@@ -576,7 +554,7 @@ class ScriptedModelServer:
                 self._used_of_next = 0
             return reply, index
 
-    def _over_window(self, body: Any) -> Reply | None:
+    def over_window(self, body: Any) -> Reply | None:
         """The prompt-too-long answer for a request over ``context_window`` (None: it fits)."""
         if self.context_window is None:
             return None
@@ -585,13 +563,15 @@ class ScriptedModelServer:
             return None
         return prompt_too_long(tokens, self.context_window)
 
-    def _main_reply(self, body: Any) -> tuple[Reply, int | None]:
+    def main_reply(self, body: Any) -> tuple[Reply, int | None]:
         """The answer to a conversation request: the scenario's next reply, else the
         behaviour's, else ``done``; and the scenario index (None when not from the scenario)."""
         taken, index = self._take_reply()
         with self._lock:
             number = sum(1 for request in self._requests if request.kind == "main")
         if taken is not None:
+            if taken.delay_s > 0:
+                time.sleep(taken.delay_s)
             return taken, index
         if self.behaviour is None:
             return Reply(text=DONE_TEXT), None
@@ -606,7 +586,7 @@ class ScriptedModelServer:
             message = f"behaviour failed: {type(error).__name__}: {error}"
             return api_error(500, "api_error", message), None
 
-    def _usage(self, reply: Reply, body: Any) -> dict[str, int]:
+    def usage(self, reply: Reply, body: Any) -> dict[str, int]:
         """The usage to report for ``reply`` (empty for an error answer)."""
         if reply.error is not None:
             return {}
@@ -617,6 +597,81 @@ class ScriptedModelServer:
             "output_tokens": reply_tokens(reply),
             "cache_creation_input_tokens": 0,
             "cache_read_input_tokens": 0,
+        }
+
+
+class ScriptedModelServer(ReplyServer):
+    """A threaded HTTP server on 127.0.0.1 speaking enough of the Messages API for Claude Code.
+
+    ``scenario`` replies answer the main-conversation requests in order; once they are used up,
+    ``behaviour`` (a :data:`Behaviour`) answers the rest, or a plain ``done`` when there is none.
+    ``measured_usage`` and ``context_window`` make the usage figures and the window follow the
+    requests' real size (see the module's docstring). ``early_output_tokens`` puts a reply's
+    whole usage (output tokens included) into ``message_start``: Claude Code's stream-json
+    ``assistant`` lines show the usage of ``message_start`` only (the real API sends the final
+    output count in ``message_delta``), so this makes the lines carry exactly the scenario's
+    numbers. Set it to False to mimic the real API (``output_tokens: 1`` at start).
+
+    A behaviour that raises is answered with an HTTP 500 ``api_error`` naming the exception, and
+    the exception is kept in :attr:`behaviour_errors`, so a broken behaviour fails loudly.
+    """
+
+    def __init__(
+        self,
+        scenario: Iterable[Reply | Mapping[str, Any]] = (),
+        *,
+        behaviour: Behaviour | None = None,
+        measured_usage: bool = False,
+        context_window: int | None = None,
+        model: str = DEFAULT_MODEL,
+        early_output_tokens: bool = True,
+        compact_reply: Reply | Mapping[str, Any] | None = None,
+        log_path: Path | None = None,
+    ) -> None:
+        super().__init__(
+            scenario,
+            behaviour=behaviour,
+            measured_usage=measured_usage,
+            context_window=context_window,
+            model=model,
+            log_path=log_path,
+        )
+        self.compact_reply = (
+            as_reply(compact_reply)
+            if compact_reply is not None
+            else Reply(text=COMPACT_SUMMARY, usage={"input_tokens": 3000, "output_tokens": 400})
+        )
+        self.early_output_tokens = early_output_tokens
+
+    def handler(self) -> type[BaseHTTPRequestHandler]:
+        return _Handler
+
+    def cli_env(self, home: Path, *, model: str | None = None) -> dict[str, str]:
+        """Environment for the Claude Code CLI: talk to this server, stay offline and quiet, and
+        read nothing of the user's (``home`` becomes ``HOME`` and holds the CLI's config, and
+        ``home/tmp`` the files it would otherwise leave in ``/tmp/claude-UID``)."""
+        home = Path(home)
+        (home / ".claude").mkdir(parents=True, exist_ok=True)
+        (home / "tmp").mkdir(exist_ok=True)
+        return {
+            "CLAUDE_CODE_TMPDIR": str(home / "tmp"),
+            "ANTHROPIC_BASE_URL": self.url,
+            "ANTHROPIC_API_KEY": "sk-ant-test-loopctl",
+            "ANTHROPIC_MODEL": model or self.model,
+            "ANTHROPIC_SMALL_FAST_MODEL": "claude-3-5-haiku-20241022",
+            "HOME": str(home),
+            "CLAUDE_CONFIG_DIR": str(home / ".claude"),
+            "XDG_CONFIG_HOME": str(home / ".config"),
+            "IS_SANDBOX": "1",
+            "DISABLE_AUTOUPDATER": "1",
+            "DISABLE_TELEMETRY": "1",
+            "DISABLE_ERROR_REPORTING": "1",
+            "DISABLE_BUG_COMMAND": "1",
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+            "CLAUDE_CODE_DISABLE_TERMINAL_TITLE": "1",
+            "CLAUDE_CODE_MAX_RETRIES": "0",
+            "NO_PROXY": "127.0.0.1,localhost",
+            "no_proxy": "127.0.0.1,localhost",
         }
 
 
@@ -656,16 +711,17 @@ def is_compaction_request(body: Any) -> bool:
     return any(marker in text for text in texts for marker in COMPACT_MARKERS)
 
 
-class _Handler(BaseHTTPRequestHandler):
-    server_ref: ScriptedModelServer
+class ReplyHandler(BaseHTTPRequestHandler):
+    """What the servers' request handlers share: quiet, keep-alive, JSON in and out, and
+    recording each request on the server (``server_ref``)."""
+
+    server_ref: ReplyServer
     protocol_version = "HTTP/1.1"
 
     def log_message(self, format: str, *args: Any) -> None:
         """Quiet: the requests are recorded instead."""
 
-    # --- plumbing ------------------------------------------------------------------------------
-
-    def _read_body(self) -> Any:
+    def read_body(self) -> Any:
         try:
             length = int(self.headers.get("content-length") or 0)
         except ValueError:
@@ -678,20 +734,20 @@ class _Handler(BaseHTTPRequestHandler):
         except ValueError:
             return None
 
-    def _send_json(
+    def send_json(
         self, status: int, payload: Any, headers: Mapping[str, str] | None = None
     ) -> None:
         data = json.dumps(payload).encode("utf-8")
         self.send_response(status)
         self.send_header("content-type", "application/json")
         self.send_header("content-length", str(len(data)))
-        self.send_header("request-id", _new_id("req"))
+        self.send_header("request-id", new_id("req"))
         for name, value in (headers or {}).items():
             self.send_header(name, value)
         self.end_headers()
         self.wfile.write(data)
 
-    def _recorded(
+    def recorded(
         self,
         body: Any,
         kind: str,
@@ -700,7 +756,7 @@ class _Handler(BaseHTTPRequestHandler):
         usage: dict[str, int] | None = None,
     ) -> None:
         path = self.path
-        self.server_ref._record(
+        self.server_ref.record(
             RecordedRequest(
                 method=self.command,
                 path=path,
@@ -713,34 +769,58 @@ class _Handler(BaseHTTPRequestHandler):
             )
         )
 
+    def send_events(self, events: Iterable[Mapping[str, Any]]) -> None:
+        """A streamed answer: ``events`` as server-sent events (each named by its ``type``), then
+        the connection closes."""
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream; charset=utf-8")
+        self.send_header("cache-control", "no-cache")
+        self.send_header("request-id", new_id("req"))
+        self.send_header("connection", "close")
+        self.end_headers()
+        self.close_connection = True
+        for data in events:
+            self.wfile.write(f"event: {data['type']}\ndata: {json.dumps(data)}\n\n".encode())
+        self.wfile.flush()
+
+    def send_error_json(self, error: ApiError, payload: Any) -> None:
+        """An HTTP error answer with ``payload`` (its API's error JSON) and ``error.headers``."""
+        self.send_json(error.status, payload, {"x-should-retry": "false", **error.headers})
+
+
+class _Handler(ReplyHandler):
+    """The Messages API (Claude Code)."""
+
+    server_ref: ScriptedModelServer
+
     # --- verbs ----------------------------------------------------------------------------------
 
     def do_GET(self) -> None:
-        self._recorded(None, "other")
-        self._send_json(200, {"data": [], "has_more": False})
+        self.recorded(None, "other")
+        self.send_json(200, {"data": [], "has_more": False})
 
     def do_HEAD(self) -> None:
-        self._recorded(None, "other")
+        self.recorded(None, "other")
         self.send_response(200)
         self.send_header("content-length", "0")
         self.end_headers()
 
     def do_POST(self) -> None:
-        body = self._read_body()
+        body = self.read_body()
         path = self.path.split("?", 1)[0].rstrip("/")
         if path.endswith("/v1/messages/count_tokens"):
-            self._recorded(body, "count_tokens")
-            self._send_json(200, {"input_tokens": _estimate_tokens(body)})
+            self.recorded(body, "count_tokens")
+            self.send_json(200, {"input_tokens": _estimate_tokens(body)})
             return
         if not path.endswith("/v1/messages"):
-            self._recorded(body, "other")
-            self._send_json(200, {})
+            self.recorded(body, "other")
+            self.send_json(200, {})
             return
         server = self.server_ref
         stream = isinstance(body, dict) and body.get("stream") is True
         model = body.get("model") if isinstance(body, dict) else None
         model = model if isinstance(model, str) and model else server.model
-        too_long = server._over_window(body)
+        too_long = server.over_window(body)
         index: int | None = None
         if is_compaction_request(body):
             kind, reply = "compact", too_long or server.compact_reply
@@ -751,12 +831,10 @@ class _Handler(BaseHTTPRequestHandler):
             kind, reply = "main", too_long
         else:
             kind = "main"
-            reply, index = server._main_reply(body)
-            if reply.delay_s > 0:
-                time.sleep(reply.delay_s)
-        usage = server._usage(reply, body)
+            reply, index = server.main_reply(body)
+        usage = server.usage(reply, body)
         status = reply.error.status if reply.error is not None else 200
-        self._recorded(body, kind, index, status, usage)
+        self.recorded(body, kind, index, status, usage)
         self._answer(reply, model, stream, usage)
 
     # --- answers --------------------------------------------------------------------------------
@@ -764,20 +842,19 @@ class _Handler(BaseHTTPRequestHandler):
     def _answer(self, reply: Reply, model: str, stream: bool, usage: dict[str, int]) -> None:
         if reply.error is not None:
             error = reply.error
-            self._send_json(
-                error.status,
+            self.send_error_json(
+                error,
                 {
                     "type": "error",
                     "error": {"type": error.type, "message": error.message},
-                    "request_id": _new_id("req"),
+                    "request_id": new_id("req"),
                 },
-                {"x-should-retry": "false", **error.headers},
             )
             return
-        message_id = _new_id("msg")
+        message_id = new_id("msg")
         blocks = _content_blocks(reply)
         if not stream:
-            self._send_json(
+            self.send_json(
                 200,
                 {
                     "id": message_id,
@@ -801,19 +878,10 @@ class _Handler(BaseHTTPRequestHandler):
         blocks: list[dict[str, Any]],
         usage: dict[str, int],
     ) -> None:
-        self.send_response(200)
-        self.send_header("content-type", "text/event-stream; charset=utf-8")
-        self.send_header("cache-control", "no-cache")
-        self.send_header("request-id", _new_id("req"))
-        self.send_header("connection", "close")
-        self.end_headers()
-        self.close_connection = True
         start_usage = dict(usage)
         if not self.server_ref.early_output_tokens:
             start_usage["output_tokens"] = min(1, usage["output_tokens"])
-        for data in _sse_events(reply, model, message_id, blocks, usage, start_usage):
-            self.wfile.write(f"event: {data['type']}\ndata: {json.dumps(data)}\n\n".encode())
-        self.wfile.flush()
+        self.send_events(_sse_events(reply, model, message_id, blocks, usage, start_usage))
 
 
 def _sse_events(
