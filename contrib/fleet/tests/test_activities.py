@@ -4,6 +4,7 @@ fresh tree, its progress heartbeated, its result one pushed commit; cancelled, n
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 import shlex
 import sys
@@ -77,6 +78,18 @@ def test_an_attempt_after_a_pushed_result_returns_that_result(tmp_path: Path, ba
     )
     assert again.reused
     assert again.commit == first.commit
+
+
+def test_a_branch_another_run_pushed_is_a_repository_fault(tmp_path: Path, bare: Path) -> None:
+    acts = FleetActivities(tmp_path / "home", "w1", heartbeat_s=0.05)
+    asyncio.run(ActivityEnvironment().run(acts.run_loop, LoopInput(spec(bare), base_sha(bare))))
+    other = ActivityEnvironment()  # the same task id, in another fleet or another run
+    other.info = dataclasses.replace(other.info, workflow_id="loopctl-task-t2-t1")
+    with pytest.raises(ApplicationError) as caught:
+        asyncio.run(other.run(acts.run_loop, LoopInput(spec(bare), base_sha(bare), attempt=2)))
+    assert caught.value.type == "repository"
+    assert caught.value.non_retryable
+    assert "loopctl/t1 already exists" in caught.value.message
 
 
 def test_a_loop_that_gives_up_is_a_result_with_its_class(tmp_path: Path, bare: Path) -> None:

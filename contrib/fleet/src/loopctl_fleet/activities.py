@@ -75,10 +75,7 @@ class FleetActivities:
     async def run_loop(self, inp: LoopInput) -> LoopResult:
         spec = inp.spec
         progress = Progress(attempt=inp.attempt, worker=self.worker)
-        try:
-            earlier = await asyncio.to_thread(checkout.existing_result, spec.repo, spec.id)
-        except checkout.GitError as exc:
-            raise fault(str(exc), exc.failure_class) from None
+        earlier = await self._earlier_result(spec)
         if earlier is not None:  # an attempt that died after its push: the task is done
             return LoopResult("complete", 0, "the result was already pushed", branch=spec.branch,
                               commit=earlier, worker=self.worker, attempt=inp.attempt, reused=True)  # fmt: skip
@@ -88,6 +85,47 @@ class FleetActivities:
         )
         run = _Attempt(self, inp, attempt_dir, progress)
         return await run.run()
+
+    async def _earlier_result(self, spec: TaskSpec) -> str | None:
+        """The commit an earlier attempt of this very run pushed, or None; a fault if the
+        branch exists but is not this run's result."""
+        try:
+            sha = await asyncio.to_thread(checkout.existing_result, spec.repo, spec.id)
+            if sha is None:
+                return None
+            mirror = await asyncio.to_thread(checkout.mirror_with, self.home, spec.repo, sha)
+            found = await asyncio.to_thread(checkout.trailers_of, mirror, sha)
+        except checkout.GitError as exc:
+            raise fault(str(exc), exc.failure_class) from None
+        if found == {**found, **_own_trailers(spec)}:
+            return sha
+        raise fault(
+            f"the branch {spec.branch} already exists in {spec.repo} and is not this task's "
+            f"result (commit {sha[:12]}, {_made_by(found)}): delete that branch, or give the "
+            "task another id",
+            FailureClass.REPOSITORY,
+        )
+
+
+def _own_trailers(spec: TaskSpec) -> dict[str, str]:
+    """The trailers that make a commit this run's result (the workflow id names the fleet)."""
+    info = activity.info()
+    return {
+        checkout.TASK_TRAILER: spec.id,
+        checkout.WORKFLOW_TRAILER: info.workflow_id or "",
+        checkout.RUN_TRAILER: info.workflow_run_id or "",
+    }
+
+
+def _made_by(trailers: Mapping[str, str]) -> str:
+    workflow = trailers.get(checkout.WORKFLOW_TRAILER)
+    if workflow:
+        return f"made by {workflow}, run {trailers.get(checkout.RUN_TRAILER, '?')}"
+    return (
+        "not made by a fleet task"
+        if checkout.TASK_TRAILER not in trailers
+        else "made by an older fleet"
+    )
 
 
 class _Attempt:
@@ -244,7 +282,7 @@ class _Attempt:
 
     async def _commit(self, result: LoopResult) -> str:
         trailers = {
-            checkout.TASK_TRAILER: self.spec.id,
+            **_own_trailers(self.spec),
             "Loopctl-Attempt": str(self.inp.attempt),
             "Loopctl-Worker": self.acts.worker,
             "Loopctl-Iterations": str(result.iterations),
