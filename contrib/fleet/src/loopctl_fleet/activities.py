@@ -64,27 +64,34 @@ class FleetActivities:
 
     @activity.defn(name="loopctl-fleet.resolve_base")
     async def resolve_base(self, spec: TaskSpec) -> str:
-        """The commit the task's base names now (pinned by the workflow for every attempt)."""
+        """The commit the task's base names now (pinned by the workflow for every attempt).
+        Heartbeats while git works: a clone may take minutes, a dead worker must not."""
+        beating = asyncio.create_task(_heartbeat(None, self.heartbeat_s))
         try:
             mirror = await asyncio.to_thread(checkout.update_mirror, self.home, spec.repo)
             return await asyncio.to_thread(checkout.resolve, mirror, spec.repo, spec.base)
         except checkout.GitError as exc:
             raise fault(str(exc), exc.failure_class) from None
+        finally:
+            beating.cancel()
 
     @activity.defn(name="loopctl-fleet.run_loop")
     async def run_loop(self, inp: LoopInput) -> LoopResult:
         spec = inp.spec
         progress = Progress(attempt=inp.attempt, worker=self.worker)
-        earlier = await self._earlier_result(spec)
-        if earlier is not None:  # an attempt that died after its push: the task is done
-            return LoopResult("complete", 0, "the result was already pushed", branch=spec.branch,
-                              commit=earlier, worker=self.worker, attempt=inp.attempt, reused=True)  # fmt: skip
-        info = activity.info()  # the run too: `fleet retry` starts a new run of the same id
-        attempt_dir = (
-            self.home / "runs" / spec.id / f"{info.workflow_run_id}-{inp.attempt}-{info.attempt}"
-        )
-        run = _Attempt(self, inp, attempt_dir, progress)
-        return await run.run()
+        # from the start: fetching a mirror and making a tree may take a while too
+        beating = asyncio.create_task(_heartbeat(progress, self.heartbeat_s))
+        try:
+            earlier = await self._earlier_result(spec)
+            if earlier is not None:  # an attempt that died after its push: the task is done
+                return LoopResult("complete", 0, "the result was already pushed",
+                                  branch=spec.branch, commit=earlier, worker=self.worker,
+                                  attempt=inp.attempt, reused=True)  # fmt: skip
+            info = activity.info()  # the run too: `fleet retry` starts a new run of the same id
+            name = f"{info.workflow_run_id}-{inp.attempt}-{info.attempt}"
+            return await _Attempt(self, inp, self.home / "runs" / spec.id / name, progress).run()
+        finally:
+            beating.cancel()
 
     async def _earlier_result(self, spec: TaskSpec) -> str | None:
         """The commit an earlier attempt of this very run pushed, or None; a fault if the
@@ -189,7 +196,6 @@ class _Attempt:
                 stderr=stderr,
                 start_new_session=True,
             )
-        beating = asyncio.create_task(self._heartbeat())
         try:
             await self._follow(guard)
             return await guard.wait()
@@ -200,8 +206,6 @@ class _Attempt:
                     "the worker shut down during the loop", FailureClass.INFRASTRUCTURE
                 ) from None
             raise
-        finally:
-            beating.cancel()
 
     async def _end(self, guard: asyncio.subprocess.Process) -> None:
         """Tell the guard to end the loop; wait until it has (it kills after its grace)."""
@@ -209,11 +213,6 @@ class _Attempt:
         with contextlib.suppress(ProcessLookupError):
             guard.send_signal(signal.SIGTERM)
         await asyncio.shield(guard.wait())
-
-    async def _heartbeat(self) -> None:
-        while True:
-            activity.heartbeat(self.progress)
-            await asyncio.sleep(self.acts.heartbeat_s)
 
     async def _follow(self, guard: asyncio.subprocess.Process) -> None:
         assert guard.stdout is not None
@@ -294,6 +293,13 @@ class _Attempt:
         except checkout.GitError as exc:
             raise fault(str(exc), exc.failure_class) from None
         return made
+
+
+async def _heartbeat(progress: Progress | None, every_s: float) -> None:
+    """Heartbeat ``progress`` (or nothing) every ``every_s`` until cancelled."""
+    while True:
+        activity.heartbeat(*([progress] if progress is not None else []))
+        await asyncio.sleep(every_s)
 
 
 def _merged_settings(tree: Path, settings: Mapping[str, Any], inp: LoopInput) -> dict[str, Any]:

@@ -122,7 +122,10 @@ async def _add_progress(client: Client, handle: WorkflowHandle[Any, Any], row: T
     """The live figures of a running task: its loop activity's last heartbeat."""
     description = await handle.describe()
     for pending in description.raw_description.pending_activities:
+        dead = _dead_worker(pending)
         if not pending.activity_type.name.endswith("run_loop"):
+            if dead is not None:
+                row.state = f"{row.state} (resolving the base: {dead})"
             continue
         details: list[Any] = []
         if pending.heartbeat_details.payloads:
@@ -136,8 +139,28 @@ async def _add_progress(client: Client, handle: WorkflowHandle[Any, Any], row: T
         if row.state == "running":
             attempt = progress.get("attempt") or row.attempts or 1
             where = f"on {row.worker}" if row.worker else "waiting for a worker"
-            row.state = f"running (attempt {attempt} {where})"
+            row.state = (
+                f"running (attempt {attempt}: {dead})"
+                if dead
+                else f"running (attempt {attempt} {where})"
+            )
         return
+
+
+def _dead_worker(pending: Any) -> str | None:
+    """What a pending activity waits for when its last worker stopped heartbeating (the server
+    took it for dead, and waits for another worker to take the activity), else None."""
+    from temporalio.api.enums.v1 import PendingActivityState, TimeoutType
+
+    failure = pending.last_failure
+    if (
+        pending.state != PendingActivityState.PENDING_ACTIVITY_STATE_SCHEDULED
+        or not failure.HasField("timeout_failure_info")
+        or failure.timeout_failure_info.timeout_type != TimeoutType.TIMEOUT_TYPE_HEARTBEAT
+    ):
+        return None
+    who = pending.last_worker_identity or "its worker"
+    return f"{who} stopped answering, taken for dead; waiting for another worker"
 
 
 def _iso(when: Any) -> str | None:

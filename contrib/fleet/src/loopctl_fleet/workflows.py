@@ -96,7 +96,8 @@ class LoopctlTask:
                 "loopctl-fleet.resolve_base",
                 spec,
                 result_type=str,
-                start_to_close_timeout=timedelta(minutes=15),
+                start_to_close_timeout=timedelta(minutes=15),  # a clone may take minutes
+                heartbeat_timeout=timedelta(seconds=task.heartbeat_timeout_s),  # a dead worker not
                 retry_policy=_infrastructure_retry(spec),
             )
             while True:
