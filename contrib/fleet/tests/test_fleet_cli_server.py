@@ -4,6 +4,7 @@ result branches out; a bad file submits nothing; cancel leaves no process; retry
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import shlex
@@ -281,3 +282,68 @@ def test_fleet_limits_hold_new_loops_and_status_says_why(shared: Fleet) -> None:
     assert "no new loop starts" not in unlimited  # the old reason is not shown as the new state
     ended = shared.ok("logs", "t-held", "--follow")
     assert "t-held: complete" in ended
+
+
+def test_two_fleets_on_one_machine_never_cross(tmp_path: Path) -> None:
+    fleet = Fleet(tmp_path)
+    del fleet.env["TEMPORAL_ADDRESS"]  # each fleet is found by its name alone
+    ports = {name: (free_port(), free_port()) for name in ("t1", "t2")}
+    try:
+        for name, (port, ui_port) in ports.items():
+            said = fleet.ok("up", "--name", name, "--port", str(port), "--ui-port", str(ui_port))
+            assert f"Temporal server at 127.0.0.1:{port}" in said
+            fleet.outlive(*(int(r["pid"]) for r in named_records(fleet, name)))
+        done = fleet.submit("only-t2", "echo fixed > f.txt", "--fleet", "t2")
+        assert done.returncode == 0, done.stderr
+        assert "only-t2: complete" in fleet.ok("logs", "only-t2", "--fleet", "t2", "--follow")
+        assert fleet.status("--fleet", "t1") == []
+        assert [row["task"] for row in fleet.status("--fleet", "t2")] == ["only-t2"]
+        assert fleet.run("logs", "only-t2", "--fleet", "t1").returncode == 1
+
+        # a fleet never started here is never looked for on some other server
+        t3 = fleet.run("status", "--fleet", "t3")
+        assert t3.returncode == 1
+        assert "fleet 't3'" in t3.stderr
+        assert "loopctl fleet up --name t3" in t3.stderr
+        # nor on a server that is up but holds no such fleet
+        t1_address = f"127.0.0.1:{ports['t1'][0]}"
+        assert asyncio.run(holds(t1_address, "t1")) == ""
+        assert "no fleet 't3' on the Temporal server at" in asyncio.run(holds(t1_address, "t3"))
+
+        # a stopped fleet is not looked for elsewhere either, and comes back on its own port
+        fleet.ok("down", "--name", "t2")
+        stopped = fleet.run("status", "--fleet", "t2")
+        assert stopped.returncode == 1
+        assert f"127.0.0.1:{ports['t2'][0]}" in stopped.stderr
+        assert "not running" in stopped.stderr
+        again = fleet.ok("up", "--name", "t2")
+        fleet.outlive(*(int(r["pid"]) for r in named_records(fleet, "t2")))
+        assert f"Temporal server at 127.0.0.1:{ports['t2'][0]}" in again
+        assert [row["task"] for row in fleet.status("--fleet", "t2")] == ["only-t2"]
+    finally:
+        for name in ports:
+            fleet.run("down", "--name", name)
+            for record in named_records(fleet, name):
+                service.stop(record, timeout=10)
+        fleet.cleanup()
+
+
+def named_records(fleet: Fleet, name: str) -> list[dict[str, Any]]:
+    found = []
+    for file in (service.WORKER_FILE, service.SERVER_FILE):
+        path = fleet.home / "state" / "loopctl-fleet" / name / file
+        if path.exists():
+            found.append(json.loads(path.read_text()))
+    return found
+
+
+async def holds(address: str, fleet: str) -> str:
+    """ "" if the server at ``address`` holds ``fleet``, else why not."""
+    from loopctl_fleet.connect import ConnectError, ConnectOptions, check_fleet, connect
+
+    client = await connect(ConnectOptions(address=address, use_env=False))
+    try:
+        await check_fleet(client, fleet)
+    except ConnectError as exc:
+        return str(exc)
+    return ""

@@ -131,7 +131,7 @@ def with_flags(flags: Sequence[Flag], *, into: str) -> Callable[[F], F]:
 CONNECTION = (
     Flag(
         "address", ("--address",), str,
-        "The Temporal server (default: $TEMPORAL_ADDRESS, else 127.0.0.1:7233, `fleet up`'s).",
+        "The Temporal server (default: $TEMPORAL_ADDRESS, else where `fleet up` started the fleet, else 127.0.0.1:7233).",
         "HOST:PORT",
     ),
     Flag("namespace", ("--namespace",), str, "The Temporal namespace (default: default).", "NS"),
@@ -350,7 +350,7 @@ def submit(
                 code = EXIT_USAGE
         return code
 
-    finish(with_client(connect_options(connection, config), body))
+    finish(with_client(connect_options(connection, config, fleet=name), body))
 
 
 async def submit_task(
@@ -425,7 +425,7 @@ def status(
         rows = await list_rows(client, fleet_name, task=task, every_run=every_run)
         return rows, await ledger_memo(client, fleet_name)
 
-    rows, ledger = with_client(connect_options(connection or {}, config), body)
+    rows, ledger = with_client(connect_options(connection or {}, config, fleet=fleet_name), body)
     if task is not None and not rows:
         error(f"no task {task!r} in fleet {fleet_name!r}")
         finish(EXIT_FAILED)
@@ -488,7 +488,7 @@ def logs(
                 return
             await asyncio.sleep(1.0)  # a poll: heartbeats are read, not pushed
 
-    with_client(connect_options(connection or {}, config), body)
+    with_client(connect_options(connection or {}, config, fleet=fleet_name), body)
     finish(0)
 
 
@@ -568,7 +568,7 @@ def cancel(
         row = await row_of(client, fleet_name, await handle.describe())
         return f"{task}: {row.state}"
 
-    say(with_client(connect_options(connection or {}, config), body))
+    say(with_client(connect_options(connection or {}, config, fleet=fleet_name), body))
     finish(0)
 
 
@@ -628,7 +628,7 @@ def limits(
             memo["held"] = ""  # what held tasks, the ledger decides again under the new limits
         return memo
 
-    memo = with_client(connect_options(connection or {}, config), body)
+    memo = with_client(connect_options(connection or {}, config, fleet=fleet_name), body)
     if json_output:
         import json
 
@@ -679,7 +679,7 @@ def retry(
         )
         return f"{task}: submitted again (it was {row.state})"
 
-    say(with_client(connect_options(connection or {}, config), body))
+    say(with_client(connect_options(connection or {}, config, fleet=fleet_name), body))
     finish(0)
 
 
@@ -734,8 +734,14 @@ NameOption = Annotated[
 )
 def up(
     name: NameOption = None,
-    port: Annotated[int, typer.Option("--port", metavar="PORT", help="The server's gRPC port.")] = 7233,
-    ui_port: Annotated[int, typer.Option("--ui-port", metavar="PORT", help="The Web UI's port.")] = 8233,
+    port: Annotated[
+        Optional[int],
+        typer.Option("--port", metavar="PORT", help="The server's gRPC port (default: the fleet's last, else 7233)."),
+    ] = None,
+    ui_port: Annotated[
+        Optional[int],
+        typer.Option("--ui-port", metavar="PORT", help="The Web UI's port (default: the fleet's last, else 8233)."),
+    ] = None,
     slots: Annotated[
         Optional[int],
         typer.Option("--slots", metavar="N", min=1, help="Loops the worker runs at once (default 4)."),
@@ -858,7 +864,10 @@ def worker(
         fleet_name, config = fleet_settings(fleet)
     slots = slots or (config.slots if config is not None else 4)
     name = identity or default_identity(fleet_name)
-    options = connect_options(connection or {}, config, identity=name, use_env=not no_env_config)
+    options = connect_options(
+        connection or {}, config, identity=name, use_env=not no_env_config,
+        fleet=fleet_name, verify_fleet=False,
+    )  # fmt: skip
     where = home or service.fleet_dir(fleet_name) / "worker"
 
     async def body(client: Client) -> None:
