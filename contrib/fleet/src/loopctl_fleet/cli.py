@@ -64,8 +64,13 @@ def say(text: str) -> None:
         typer.echo(shown(line))
 
 
-def error(message: str) -> None:
-    for line in shown(str(message)).strip().splitlines() or ["unknown error"]:
+def error(message: str, *, redacted: bool = False) -> None:
+    """``loopctl: error: …`` lines on stderr; ``redacted``: the message was redacted already,
+    part by part (a task file's problems), and is only sanitised."""
+    from loopctl import sanitize
+
+    text = sanitize(str(message)) if redacted else shown(str(message))
+    for line in text.strip().splitlines() or ["unknown error"]:
         typer.echo(f"loopctl: error: {line}", err=True)
 
 
@@ -271,7 +276,7 @@ def read_tasks(task_file: Path) -> list[TaskSpec]:
         return read_task_file(task_file)
     except TaskFileError as exc:
         for line in exc.problems:
-            error(line)
+            error(line, redacted=True)
         raise typer.Exit(EXIT_USAGE) from None
 
 
@@ -293,7 +298,7 @@ def tasks_from_flags(values: dict[str, Any]) -> list[TaskSpec]:
         return tasks_from_data({"task": [task]}, name="submit", base_dir=Path.cwd())
     except TaskFileError as exc:
         for line in exc.problems:
-            error(line.replace("task[0].", "").replace("task[0]: ", ""))
+            error(line.replace("task[0].", "").replace("task[0]: ", ""), redacted=True)
         raise typer.Exit(EXIT_USAGE) from None
 
 
