@@ -103,6 +103,19 @@ def test_a_loop_that_gives_up_is_a_result_with_its_class(tmp_path: Path, bare: P
     assert "loopctl/t1" not in run_git("branch", "--list", cwd=bare)
 
 
+def test_an_agent_that_crashes_every_turn_is_an_agent_crash_whatever_ends_the_loop(
+    tmp_path: Path, bare: Path
+) -> None:
+    # two iterations end the loop before three crashes would: still the agent's crash
+    acts = FleetActivities(tmp_path / "home", "w1", heartbeat_s=0.05)
+    task = spec(
+        bare, "cat >/dev/null; exit 3", limits={"max_iterations": 2, "max_agent_crashes": 3}
+    )
+    result = asyncio.run(ActivityEnvironment().run(acts.run_loop, LoopInput(task, base_sha(bare))))
+    assert result.status == "max_iterations"
+    assert result.failure_class == "agent_crash"
+
+
 def test_a_missing_base_is_a_repository_fault_not_retried(tmp_path: Path, bare: Path) -> None:
     acts = FleetActivities(tmp_path / "home", "w1")
     task = TaskSpec("t1", str(bare), "nope", "g")

@@ -33,6 +33,8 @@ from loopctl_fleet.classes import FailureClass, class_of
 from loopctl_fleet.model import LoopInput, LoopResult, Progress
 from loopctl_fleet.taskfile import TaskSpec, deep_merge
 
+#: The agent errors the engine counts as crashes (``limits.max_agent_crashes``).
+_CRASH_KINDS = ("crashed", "invalid_output", "unknown")
 #: The loop must never see the Temporal connection's settings (an API key among them).
 WITHHELD = ("TEMPORAL_*",)
 CONFIG_FILE = "loopctl.toml"
@@ -149,6 +151,9 @@ class _Attempt:
         self.state = attempt_dir / "state"
         self.progress = progress
         self.loop_end: dict[str, Any] | None = None
+        #: Agent turns, and how many of them crashed (the engine's crash kinds).
+        self.turns = 0
+        self.crashed = 0
 
     async def run(self) -> LoopResult:
         self.dir.mkdir(parents=True, exist_ok=True)
@@ -227,6 +232,8 @@ class _Attempt:
         elif kind in ("agent.start", "tests.start"):
             self.progress.phase = "agent" if kind == "agent.start" else "tests"
         elif kind == "agent.end":
+            self.turns += 1
+            self.crashed += event.get("error_kind") in _CRASH_KINDS
             self.progress.tokens = _add(self.progress.tokens, event.get("tokens"))
             self.progress.cost_usd = _add(self.progress.cost_usd, event.get("cost_usd"))
         elif kind == "loop.end":
@@ -236,6 +243,9 @@ class _Attempt:
         end = self.loop_end or {}
         status = str(end.get("status") or "")
         cls = class_of(status or None, code)
+        if cls is FailureClass.GAVE_UP and 0 < self.turns == self.crashed:
+            # the iterations ran out before max_agent_crashes did: the agent's crash still
+            cls = FailureClass.AGENT_CRASH
         result = LoopResult(
             status=status or f"exit {code}",
             exit_code=code,
