@@ -92,6 +92,18 @@ def test_a_branch_another_run_pushed_is_a_repository_fault(tmp_path: Path, bare:
     assert "loopctl/t1 already exists" in caught.value.message
 
 
+def test_an_attempt_the_server_retried_after_a_dead_worker_counts_as_one_more(
+    tmp_path: Path, bare: Path
+) -> None:
+    acts = FleetActivities(tmp_path / "home", "w2", heartbeat_s=0.05)
+    env = Recorded()
+    env.env.info = dataclasses.replace(env.env.info, attempt=2)  # the first died with w1
+    result = asyncio.run(env.env.run(acts.run_loop, LoopInput(spec(bare), base_sha(bare))))
+    assert result.attempt == 2
+    assert all(beat.attempt == 2 for beat in env.beats)
+    assert "Loopctl-Attempt: 2" in run_git("log", "-1", "--format=%B", "loopctl/t1", cwd=bare)
+
+
 def test_a_loop_that_gives_up_is_a_result_with_its_class(tmp_path: Path, bare: Path) -> None:
     acts = FleetActivities(tmp_path / "home", "w1", heartbeat_s=0.05)
     task = spec(bare, "cat >/dev/null; echo still broken > f.txt", limits={"max_iterations": 2})

@@ -133,7 +133,8 @@ def test_twenty_tasks_on_two_workers_and_one_killed_mid_task(tmp_path: Path, bar
         slow = outcomes[int(SLOW[1:])]
         assert slow.result is not None
         assert slow.result.worker != victim  # finished on the other worker
-        assert slow.attempts == 1  # one task attempt: the server retried its activity
+        assert slow.attempts == 2  # the one on the killed worker, then the server's retry
+        assert slow.result.attempt == 2
 
     asyncio.run(main())
     assert not (log / "overlap").exists(), (log / "overlap").read_text()

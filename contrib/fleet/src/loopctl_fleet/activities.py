@@ -80,7 +80,10 @@ class FleetActivities:
     @activity.defn(name="loopctl-fleet.run_loop")
     async def run_loop(self, inp: LoopInput) -> LoopResult:
         spec = inp.spec
-        progress = Progress(attempt=inp.attempt, worker=self.worker)
+        info = activity.info()
+        # the server's retries (a dead worker's attempt, a worker's fault) are attempts too
+        attempt = inp.attempt + max(info.attempt, 1) - 1
+        progress = Progress(attempt=attempt, worker=self.worker)
         # from the start: fetching a mirror and making a tree may take a while too
         beating = asyncio.create_task(_heartbeat(progress, self.heartbeat_s))
         try:
@@ -88,8 +91,8 @@ class FleetActivities:
             if earlier is not None:  # an attempt that died after its push: the task is done
                 return LoopResult("complete", 0, "the result was already pushed",
                                   branch=spec.branch, commit=earlier, worker=self.worker,
-                                  attempt=inp.attempt, reused=True)  # fmt: skip
-            info = activity.info()  # the run too: `fleet retry` starts a new run of the same id
+                                  attempt=attempt, reused=True)  # fmt: skip
+            # the run too: `fleet retry` starts a new run of the same id
             name = f"{info.workflow_run_id}-{inp.attempt}-{info.attempt}"
             return await _Attempt(self, inp, self.home / "runs" / spec.id / name, progress).run()
         finally:
@@ -255,7 +258,7 @@ class _Attempt:
             tokens=self.progress.tokens,
             cost_usd=self.progress.cost_usd,
             worker=self.acts.worker,
-            attempt=self.inp.attempt,
+            attempt=self.progress.attempt,
             logs=str(self.dir),
         )
         if cls is None:
@@ -271,7 +274,7 @@ class _Attempt:
 
         body = (
             f"{self.spec.goal.strip()}\n\n---\nloopctl fleet: task `{self.spec.id}`, "
-            f"{result.iterations} iteration(s), attempt {self.inp.attempt} on {self.acts.worker}."
+            f"{result.iterations} iteration(s), attempt {self.progress.attempt} on {self.acts.worker}."
         )
         try:
             result.pull_request = await asyncio.to_thread(open_pull_request, self.spec, body)
@@ -292,7 +295,7 @@ class _Attempt:
     async def _commit(self, result: LoopResult) -> str:
         trailers = {
             **_own_trailers(self.spec),
-            "Loopctl-Attempt": str(self.inp.attempt),
+            "Loopctl-Attempt": str(self.progress.attempt),
             "Loopctl-Worker": self.acts.worker,
             "Loopctl-Iterations": str(result.iterations),
         }

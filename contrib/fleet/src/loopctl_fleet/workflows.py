@@ -136,6 +136,7 @@ class LoopctlTask:
             retry_policy=_infrastructure_retry(task.spec),
             cancellation_type=workflow.ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
         )
+        self.attempt = max(self.attempt, result.attempt)  # with the server's retries in it
         if result.cost_usd is not None:
             self.spent.cost_usd = (self.spent.cost_usd or 0.0) + result.cost_usd
         if result.tokens is not None:
