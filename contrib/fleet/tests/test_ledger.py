@@ -129,3 +129,36 @@ def test_the_ledgers_line_says_what_holds_the_fleet() -> None:
         "usage unknown for 1 task(s) — no new loop starts: the fleet runs 2 of at most 2 loops"
     )
     assert describe_memo({"running": 0}) == "0 running"
+
+
+def test_status_counts_only_loops_on_a_worker_as_running_and_every_held_task_as_held(
+    tmp_path: Path, bare: Path
+) -> None:
+    from loopctl_fleet.status import fleet_summary, list_rows
+
+    go = tmp_path / "go"
+    agent = f"sh -c {shlex.quote(f'cat >/dev/null; touch {tmp_path}/started; while [ ! -e {go} ]; do sleep 0.05; done; echo fixed > f.txt')}"
+    specs = [
+        TaskSpec(f"s{i}", str(bare), "main", f"task {i}", {"agent_cmd": agent, "test_cmd": "sh check.sh"})
+        for i in range(4)
+    ]  # fmt: skip
+
+    async def body(client: Client, queue: str) -> None:
+        await start_ledger(client, queue, Limits(max_running=2))  # two granted, one worker slot
+        handles = [await start_task(client, queue, spec) for spec in specs]
+        held = [await asyncio.wait_for(held_or_closed(h), 60) for h in handles[2:]]
+        assert all(str(m["state"]).startswith("held: the fleet runs 2") for m in held), held
+        while not (tmp_path / "started").exists():
+            await asyncio.sleep(0.05)
+        rows = await list_rows(client, queue.removeprefix("loopctl-"))
+        states = {row.task.removeprefix("loopctl-task-"): row.state for row in rows}
+        assert states["s0"] == "running (attempt 1 on w1)", states
+        assert not states["s1"].startswith("running"), states  # granted, but no slot free
+        assert states["s2"].startswith("held: "), states
+        assert states["s3"].startswith("held: "), states
+        memo = dict(await (await client.get_workflow_handle(LEDGER).describe()).memo())
+        assert fleet_summary(rows, memo).startswith("1 running of at most 2; 2 waiting")
+        go.touch()
+        assert [(await h.result()).state for h in handles] == ["complete"] * 4
+
+    with_fleet(tmp_path, body, slots=1)

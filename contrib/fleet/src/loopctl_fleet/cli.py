@@ -450,9 +450,9 @@ def status(
     else:
         say(plain_table(rows))
     if ledger and not json_output and task is None:
-        from loopctl_fleet.ledger import describe_memo
+        from loopctl_fleet.status import fleet_summary
 
-        say(f"Fleet {fleet_name!r}: {describe_memo(ledger)}")
+        say(f"Fleet {fleet_name!r}: {fleet_summary(rows, ledger)}")
     finish(0)
 
 

@@ -9,6 +9,7 @@ tokens, cost, worker) is the last heartbeat of its loop's activity, read with ``
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -137,14 +138,22 @@ async def _add_progress(client: Client, handle: WorkflowHandle[Any, Any], row: T
         row.cost_usd = progress.get("cost_usd", row.cost_usd)
         row.phase = progress.get("phase")
         if row.state == "running":
-            attempt = progress.get("attempt") or row.attempts or 1
-            where = f"on {row.worker}" if row.worker else "waiting for a worker"
-            row.state = (
-                f"running (attempt {attempt}: {dead})"
-                if dead
-                else f"running (attempt {attempt} {where})"
-            )
+            row.state = _running_state(pending, progress, row, dead)
         return
+
+
+def _running_state(pending: Any, progress: dict[str, Any], row: TaskRow, dead: str | None) -> str:
+    """A started task's state: running on a worker, or queued until a worker takes its loop
+    (every slot busy, a backoff, a dead worker): only loops on a worker count as running."""
+    from temporalio.api.enums.v1 import PendingActivityState
+
+    attempt = progress.get("attempt") or row.attempts or 1
+    if dead:
+        return f"queued (attempt {attempt}: {dead})"
+    if pending.state == PendingActivityState.PENDING_ACTIVITY_STATE_SCHEDULED:
+        row.worker = None
+        return f"queued (attempt {attempt}: waiting for a free worker slot)"
+    return f"running (attempt {attempt} on {row.worker or 'a worker'})"
 
 
 def _dead_worker(pending: Any) -> str | None:
@@ -213,3 +222,12 @@ def rich_table(rows: list[TaskRow]) -> Any:
 
 _NUMBERS = ("iteration", "tokens", "cost")
 _STYLES = {"complete": "green", "failed": "red", "gave up": "yellow", "cancelled": "dim"}
+
+
+def fleet_summary(rows: list[TaskRow], ledger: Mapping[str, Any]) -> str:
+    """The ledger's line, with running counted from ``rows`` (loops on a worker now): the
+    ledger counts the tasks it let start, some of which may wait for a free worker slot."""
+    from loopctl_fleet.ledger import describe_memo
+
+    running = sum(row.state.startswith("running") for row in rows)
+    return describe_memo({**ledger, "running": running})
