@@ -564,7 +564,7 @@ def cancel(
         description = await _describe(handle, fleet_name, task)
         if description.status != WorkflowExecutionStatus.RUNNING:
             row = await row_of(client, fleet_name, description)
-            return f"{task}: already ended ({row.state})"
+            raise Refused(f"{task} has already ended ({row.state}): there is nothing to cancel")
         await handle.cancel()
         try:  # the workflow ends once the loop's activity confirms its tree is gone
             await handle.result()
