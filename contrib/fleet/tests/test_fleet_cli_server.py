@@ -91,7 +91,7 @@ class Fleet:
         self.lifeline_keys.append(lifeline().register(end=pids, kill_after_s=15))
 
     def status(self, *args: str) -> list[dict[str, Any]]:
-        rows = json.loads(self.ok("status", "--json", *args))
+        rows = json.loads(self.ok("status", "--json", *args))["tasks"]
         assert isinstance(rows, list)
         return rows
 
@@ -282,6 +282,11 @@ def test_fleet_limits_hold_new_loops_and_status_says_why(shared: Fleet) -> None:
     [row] = shared.status("t-held")
     assert row["state"] == "held: the fleet runs 0 of at most 0 loops"
     assert "no new loop starts: the fleet runs 0 of at most 0 loops" in shared.ok("status")
+    fleet_line = json.loads(shared.ok("status", "--json"))["fleet"]  # the same line for scripts
+    assert fleet_line["name"] == "default"
+    assert fleet_line["max_running"] == 0
+    assert fleet_line["waiting"] == 1
+    assert "no new loop starts: the fleet runs 0 of at most 0 loops" in fleet_line["summary"]
     assert json.loads(shared.ok("limits", "--json"))["max_running"] == 0
     unlimited = shared.ok("limits", "--unlimited")
     assert "no new loop starts" not in unlimited  # the old reason is not shown as the new state

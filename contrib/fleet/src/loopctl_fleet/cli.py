@@ -437,8 +437,14 @@ def status(
     if json_output:
         import json
 
+        from loopctl_fleet.status import fleet_json
+
         # json.dumps writes control characters as \u escapes: nothing reaches the terminal raw
-        typer.echo(json.dumps([row.as_json() for row in rows], indent=2, default=str))
+        listed = {
+            "fleet": fleet_json(fleet_name, rows, ledger),
+            "tasks": [row.as_json() for row in rows],
+        }
+        typer.echo(json.dumps(listed, indent=2, default=str))
     elif not rows:
         say(
             f"No tasks in fleet {fleet_name!r} yet: `loopctl fleet submit tasks.toml` hands it some."

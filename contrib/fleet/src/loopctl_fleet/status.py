@@ -229,5 +229,18 @@ def fleet_summary(rows: list[TaskRow], ledger: Mapping[str, Any]) -> str:
     ledger counts the tasks it let start, some of which may wait for a free worker slot."""
     from loopctl_fleet.ledger import describe_memo
 
-    running = sum(row.state.startswith("running") for row in rows)
-    return describe_memo({**ledger, "running": running})
+    return describe_memo(_counted(rows, ledger))
+
+
+def fleet_json(name: str, rows: list[TaskRow], ledger: Mapping[str, Any]) -> dict[str, Any]:
+    """``status --json``'s fleet: the ledger's figures (running counted as in the line) and the
+    line itself (``summary``; null before the fleet has a ledger)."""
+    from loopctl import redact
+
+    figures = _counted(rows, ledger) if ledger else {}
+    summary = redact(fleet_summary(rows, ledger)) if ledger else None
+    return {"name": name, **figures, "summary": summary}
+
+
+def _counted(rows: list[TaskRow], ledger: Mapping[str, Any]) -> dict[str, Any]:
+    return {**ledger, "running": sum(row.state.startswith("running") for row in rows)}
