@@ -345,3 +345,11 @@ def test_a_secret_refusal_is_readable_and_only_values_are_redacted(tmp_path: Pat
         ) in lines, lines
     [limits] = [line for line in lines if "max_iterations: expected" in line]
     assert limits.startswith("loopctl: error: secret.toml: task[0]: "), lines
+
+
+def test_plain_status_shows_a_reason_whole() -> None:
+    from loopctl_fleet.status import TaskRow, plain_table
+
+    reason = "the agent failed 3 times in a row; last error: " + "word " * 40 + "the end"
+    table = plain_table([TaskRow("t1", "failed: agent_crash", reason=reason + "\nmore")])
+    assert table.splitlines()[1].endswith(reason.strip())

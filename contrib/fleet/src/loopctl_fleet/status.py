@@ -187,7 +187,9 @@ def cells(row: TaskRow) -> list[str]:
         return "-" if value in (None, "") else sanitize(redact(str(value)))
 
     cost = None if row.cost_usd is None else f"${row.cost_usd:.2f}"
-    reason = row.reason.strip().splitlines()[0][:80] if row.reason.strip() else ""
+    reason = (
+        row.reason.strip().splitlines()[0] if row.reason.strip() else ""
+    )  # whole: rich folds it
     return [
         text(row.task),
         text(row.state),
