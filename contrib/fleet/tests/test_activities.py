@@ -104,6 +104,22 @@ def test_an_attempt_the_server_retried_after_a_dead_worker_counts_as_one_more(
     assert "Loopctl-Attempt: 2" in run_git("log", "-1", "--format=%B", "loopctl/t1", cwd=bare)
 
 
+def test_the_fleets_own_credentials_never_reach_the_agent_or_the_tests(
+    tmp_path: Path, bare: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("PGPASSWORD", "PGPASSFILE", "LOOPCTL_FAILURE_MEMORY", "TEAM_TOKEN"):
+        monkeypatch.setenv(name, f"value-of-{name}")
+    monkeypatch.setenv("LOOPCTL_FAILURE_MEMORY", "off")  # the loop must still read it
+    seen = tmp_path / "env"
+    task = spec(bare, f"env > {seen}; {FIX}", withhold_env=["TEAM_TOKEN"])
+    acts = FleetActivities(tmp_path / "home", "w1", heartbeat_s=0.05)
+    result = asyncio.run(ActivityEnvironment().run(acts.run_loop, LoopInput(task, base_sha(bare))))
+    assert result.status == "complete"
+    agent_env = seen.read_text()
+    for name in ("PGPASSWORD", "PGPASSFILE", "LOOPCTL_FAILURE_MEMORY", "TEAM_TOKEN"):
+        assert f"{name}=" not in agent_env, name  # the task's own list is kept too
+
+
 def test_a_loop_that_gives_up_is_a_result_with_its_class(tmp_path: Path, bare: Path) -> None:
     acts = FleetActivities(tmp_path / "home", "w1", heartbeat_s=0.05)
     task = spec(bare, "cat >/dev/null; echo still broken > f.txt", limits={"max_iterations": 2})

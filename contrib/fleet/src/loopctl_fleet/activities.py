@@ -37,6 +37,10 @@ from loopctl_fleet.taskfile import TaskSpec, deep_merge
 _CRASH_KINDS = ("crashed", "invalid_output", "unknown")
 #: The loop must never see the Temporal connection's settings (an API key among them).
 WITHHELD = ("TEMPORAL_*",)
+#: The worker's own credentials that its loop may need (the failure memory's Postgres password,
+#: wherever libpq reads it) but the agent and the test command never see: added to every
+#: task's ``withhold_env``.
+AGENT_WITHHELD = ("PGPASSWORD", "PGPASSFILE", "LOOPCTL_FAILURE_MEMORY")
 CONFIG_FILE = "loopctl.toml"
 PYPROJECT = "pyproject.toml"
 
@@ -318,6 +322,9 @@ async def _heartbeat(progress: Progress | None, every_s: float) -> None:
 def _merged_settings(tree: Path, settings: Mapping[str, Any], inp: LoopInput) -> dict[str, Any]:
     """The repository's own loopctl settings, the task's over them, the fleet's caps over both."""
     merged = deep_merge(_repository_settings(tree), settings)
+    withheld = merged.get("withhold_env", [])
+    if isinstance(withheld, list):  # anything else: the loop refuses it, and says why
+        merged["withhold_env"] = list(dict.fromkeys([*withheld, *AGENT_WITHHELD]))
     limits = merged.setdefault("limits", {})
     for key, cap in (("max_cost_usd", inp.cap_usd), ("max_tokens", inp.cap_tokens)):
         if cap is not None:
