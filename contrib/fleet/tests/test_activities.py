@@ -4,6 +4,7 @@ fresh tree, its progress heartbeated, its result one pushed commit; cancelled, n
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 import shlex
 import sys
@@ -79,6 +80,46 @@ def test_an_attempt_after_a_pushed_result_returns_that_result(tmp_path: Path, ba
     assert again.commit == first.commit
 
 
+def test_a_branch_another_run_pushed_is_a_repository_fault(tmp_path: Path, bare: Path) -> None:
+    acts = FleetActivities(tmp_path / "home", "w1", heartbeat_s=0.05)
+    asyncio.run(ActivityEnvironment().run(acts.run_loop, LoopInput(spec(bare), base_sha(bare))))
+    other = ActivityEnvironment()  # the same task id, in another fleet or another run
+    other.info = dataclasses.replace(other.info, workflow_id="loopctl-task-t2-t1")
+    with pytest.raises(ApplicationError) as caught:
+        asyncio.run(other.run(acts.run_loop, LoopInput(spec(bare), base_sha(bare), attempt=2)))
+    assert caught.value.type == "repository"
+    assert caught.value.non_retryable
+    assert "loopctl/t1 already exists" in caught.value.message
+
+
+def test_an_attempt_the_server_retried_after_a_dead_worker_counts_as_one_more(
+    tmp_path: Path, bare: Path
+) -> None:
+    acts = FleetActivities(tmp_path / "home", "w2", heartbeat_s=0.05)
+    env = Recorded()
+    env.env.info = dataclasses.replace(env.env.info, attempt=2)  # the first died with w1
+    result = asyncio.run(env.env.run(acts.run_loop, LoopInput(spec(bare), base_sha(bare))))
+    assert result.attempt == 2
+    assert all(beat.attempt == 2 for beat in env.beats)
+    assert "Loopctl-Attempt: 2" in run_git("log", "-1", "--format=%B", "loopctl/t1", cwd=bare)
+
+
+def test_the_fleets_own_credentials_never_reach_the_agent_or_the_tests(
+    tmp_path: Path, bare: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("PGPASSWORD", "PGPASSFILE", "LOOPCTL_FAILURE_MEMORY", "TEAM_TOKEN"):
+        monkeypatch.setenv(name, f"value-of-{name}")
+    monkeypatch.setenv("LOOPCTL_FAILURE_MEMORY", "off")  # the loop must still read it
+    seen = tmp_path / "env"
+    task = spec(bare, f"env > {seen}; {FIX}", withhold_env=["TEAM_TOKEN"])
+    acts = FleetActivities(tmp_path / "home", "w1", heartbeat_s=0.05)
+    result = asyncio.run(ActivityEnvironment().run(acts.run_loop, LoopInput(task, base_sha(bare))))
+    assert result.status == "complete"
+    agent_env = seen.read_text()
+    for name in ("PGPASSWORD", "PGPASSFILE", "LOOPCTL_FAILURE_MEMORY", "TEAM_TOKEN"):
+        assert f"{name}=" not in agent_env, name  # the task's own list is kept too
+
+
 def test_a_loop_that_gives_up_is_a_result_with_its_class(tmp_path: Path, bare: Path) -> None:
     acts = FleetActivities(tmp_path / "home", "w1", heartbeat_s=0.05)
     task = spec(bare, "cat >/dev/null; echo still broken > f.txt", limits={"max_iterations": 2})
@@ -88,6 +129,19 @@ def test_a_loop_that_gives_up_is_a_result_with_its_class(tmp_path: Path, bare: P
     assert result.failure_class == "gave_up"
     assert result.branch is None
     assert "loopctl/t1" not in run_git("branch", "--list", cwd=bare)
+
+
+def test_an_agent_that_crashes_every_turn_is_an_agent_crash_whatever_ends_the_loop(
+    tmp_path: Path, bare: Path
+) -> None:
+    # two iterations end the loop before three crashes would: still the agent's crash
+    acts = FleetActivities(tmp_path / "home", "w1", heartbeat_s=0.05)
+    task = spec(
+        bare, "cat >/dev/null; exit 3", limits={"max_iterations": 2, "max_agent_crashes": 3}
+    )
+    result = asyncio.run(ActivityEnvironment().run(acts.run_loop, LoopInput(task, base_sha(bare))))
+    assert result.status == "max_iterations"
+    assert result.failure_class == "agent_crash"
 
 
 def test_a_missing_base_is_a_repository_fault_not_retried(tmp_path: Path, bare: Path) -> None:

@@ -321,3 +321,35 @@ def test_commands_read_the_projects_config_section(tmp_path: Path) -> None:
     assert typo.returncode == 2
     assert "plugins.fleet" in typo.stderr
     assert "adress" in typo.stderr
+
+
+def test_a_secret_refusal_is_readable_and_only_values_are_redacted(tmp_path: Path) -> None:
+    token = "ghp_" + "a1B2" * 9
+    tasks = tmp_path / "secret.toml"  # a file name the redactor could take for a key
+    tasks.write_text(
+        f'[[task]]\nid = "s1"\nrepo = "/r"\ngoal = "g"\ntest_cmd = "true"\n'
+        f'agent_cmd = "env TOKEN={token} true"\n'
+        f'[task.agents.claude.env]\nANTHROPIC_API_KEY = "{token}"\n'
+        '[task.limits]\nmax_iterations = "password=hunter2hunter2"\n'
+    )
+    done = fleet("check", str(tasks))
+    assert done.returncode == 2
+    lines = done.stderr.splitlines()
+    assert token not in done.stderr
+    assert "hunter2hunter2" not in done.stderr  # a value in a message is still redacted
+    for where in ("task[0].agent_cmd", "task[0].agents.claude.env.ANTHROPIC_API_KEY"):
+        assert (
+            f"loopctl: error: secret.toml: {where}: looks like a secret, and tasks are kept in "
+            "the Temporal server's history (its Web UI shows them): give the worker the secret "
+            "in its environment"
+        ) in lines, lines
+    [limits] = [line for line in lines if "max_iterations: expected" in line]
+    assert limits.startswith("loopctl: error: secret.toml: task[0]: "), lines
+
+
+def test_plain_status_shows_a_reason_whole() -> None:
+    from loopctl_fleet.status import TaskRow, plain_table
+
+    reason = "the agent failed 3 times in a row; last error: " + "word " * 40 + "the end"
+    table = plain_table([TaskRow("t1", "failed: agent_crash", reason=reason + "\nmore")])
+    assert table.splitlines()[1].endswith(reason.strip())

@@ -4,6 +4,7 @@ result branches out; a bad file submits nothing; cancel leaves no process; retry
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import shlex
@@ -90,7 +91,7 @@ class Fleet:
         self.lifeline_keys.append(lifeline().register(end=pids, kill_after_s=15))
 
     def status(self, *args: str) -> list[dict[str, Any]]:
-        rows = json.loads(self.ok("status", "--json", *args))
+        rows = json.loads(self.ok("status", "--json", *args))["tasks"]
         assert isinstance(rows, list)
         return rows
 
@@ -213,7 +214,12 @@ def test_cancel_returns_once_the_loop_is_gone(shared: Fleet) -> None:
     assert not marked("t-sleep")
     [row] = shared.status("t-sleep")
     assert row["state"] == "cancelled"
-    assert shared.ok("cancel", "t-sleep") == "t-sleep: already ended (cancelled)\n"
+    again = shared.run("cancel", "t-sleep")  # an ended task cannot be acted on: exit 1
+    assert again.returncode == 1
+    assert again.stdout == ""
+    assert again.stderr == (
+        "loopctl: error: t-sleep has already ended (cancelled): there is nothing to cancel\n"
+    )
 
 
 def test_retry_runs_an_ended_task_again(shared: Fleet) -> None:
@@ -276,8 +282,78 @@ def test_fleet_limits_hold_new_loops_and_status_says_why(shared: Fleet) -> None:
     [row] = shared.status("t-held")
     assert row["state"] == "held: the fleet runs 0 of at most 0 loops"
     assert "no new loop starts: the fleet runs 0 of at most 0 loops" in shared.ok("status")
+    fleet_line = json.loads(shared.ok("status", "--json"))["fleet"]  # the same line for scripts
+    assert fleet_line["name"] == "default"
+    assert fleet_line["max_running"] == 0
+    assert fleet_line["waiting"] == 1
+    assert "no new loop starts: the fleet runs 0 of at most 0 loops" in fleet_line["summary"]
     assert json.loads(shared.ok("limits", "--json"))["max_running"] == 0
     unlimited = shared.ok("limits", "--unlimited")
     assert "no new loop starts" not in unlimited  # the old reason is not shown as the new state
     ended = shared.ok("logs", "t-held", "--follow")
     assert "t-held: complete" in ended
+
+
+def test_two_fleets_on_one_machine_never_cross(tmp_path: Path) -> None:
+    fleet = Fleet(tmp_path)
+    del fleet.env["TEMPORAL_ADDRESS"]  # each fleet is found by its name alone
+    ports = {name: (free_port(), free_port()) for name in ("t1", "t2")}
+    try:
+        for name, (port, ui_port) in ports.items():
+            said = fleet.ok("up", "--name", name, "--port", str(port), "--ui-port", str(ui_port))
+            assert f"Temporal server at 127.0.0.1:{port}" in said
+            fleet.outlive(*(int(r["pid"]) for r in named_records(fleet, name)))
+        done = fleet.submit("only-t2", "echo fixed > f.txt", "--fleet", "t2")
+        assert done.returncode == 0, done.stderr
+        assert "only-t2: complete" in fleet.ok("logs", "only-t2", "--fleet", "t2", "--follow")
+        assert fleet.status("--fleet", "t1") == []
+        assert [row["task"] for row in fleet.status("--fleet", "t2")] == ["only-t2"]
+        assert fleet.run("logs", "only-t2", "--fleet", "t1").returncode == 1
+
+        # a fleet never started here is never looked for on some other server
+        t3 = fleet.run("status", "--fleet", "t3")
+        assert t3.returncode == 1
+        assert "fleet 't3'" in t3.stderr
+        assert "loopctl fleet up --name t3" in t3.stderr
+        # nor on a server that is up but holds no such fleet
+        t1_address = f"127.0.0.1:{ports['t1'][0]}"
+        assert asyncio.run(holds(t1_address, "t1")) == ""
+        assert "no fleet 't3' on the Temporal server at" in asyncio.run(holds(t1_address, "t3"))
+
+        # a stopped fleet is not looked for elsewhere either, and comes back on its own port
+        fleet.ok("down", "--name", "t2")
+        stopped = fleet.run("status", "--fleet", "t2")
+        assert stopped.returncode == 1
+        assert f"127.0.0.1:{ports['t2'][0]}" in stopped.stderr
+        assert "not running" in stopped.stderr
+        again = fleet.ok("up", "--name", "t2")
+        fleet.outlive(*(int(r["pid"]) for r in named_records(fleet, "t2")))
+        assert f"Temporal server at 127.0.0.1:{ports['t2'][0]}" in again
+        assert [row["task"] for row in fleet.status("--fleet", "t2")] == ["only-t2"]
+    finally:
+        for name in ports:
+            fleet.run("down", "--name", name)
+            for record in named_records(fleet, name):
+                service.stop(record, timeout=10)
+        fleet.cleanup()
+
+
+def named_records(fleet: Fleet, name: str) -> list[dict[str, Any]]:
+    found = []
+    for file in (service.WORKER_FILE, service.SERVER_FILE):
+        path = fleet.home / "state" / "loopctl-fleet" / name / file
+        if path.exists():
+            found.append(json.loads(path.read_text()))
+    return found
+
+
+async def holds(address: str, fleet: str) -> str:
+    """ "" if the server at ``address`` holds ``fleet``, else why not."""
+    from loopctl_fleet.connect import ConnectError, ConnectOptions, check_fleet, connect
+
+    client = await connect(ConnectOptions(address=address, use_env=False))
+    try:
+        await check_fleet(client, fleet)
+    except ConnectError as exc:
+        return str(exc)
+    return ""

@@ -129,3 +129,45 @@ def test_the_ledgers_line_says_what_holds_the_fleet() -> None:
         "usage unknown for 1 task(s) — no new loop starts: the fleet runs 2 of at most 2 loops"
     )
     assert describe_memo({"running": 0}) == "0 running"
+
+
+def test_status_counts_only_loops_on_a_worker_as_running_and_every_held_task_as_held(
+    tmp_path: Path, bare: Path
+) -> None:
+    from loopctl_fleet.status import fleet_summary, list_rows
+
+    go = tmp_path / "go"
+    agent = f"sh -c {shlex.quote(f'cat >/dev/null; touch {tmp_path}/started; while [ ! -e {go} ]; do sleep 0.05; done; echo fixed > f.txt')}"
+    specs = [
+        TaskSpec(f"s{i}", str(bare), "main", f"task {i}", {"agent_cmd": agent, "test_cmd": "sh check.sh"})
+        for i in range(4)
+    ]  # fmt: skip
+
+    async def body(client: Client, queue: str) -> None:
+        await start_ledger(client, queue, Limits(max_running=2))  # two granted, one worker slot
+        handles = [await start_task(client, queue, spec) for spec in specs]
+        # the two the ledger let start are whichever asked first; the other two must say held
+        deadline = asyncio.get_running_loop().time() + 60
+        memos = await states_of(handles)
+        while sum(m.startswith("held: the fleet runs 2") for m in memos) < 2:
+            assert asyncio.get_running_loop().time() < deadline, memos
+            await asyncio.sleep(0.05)
+            memos = await states_of(handles)
+        while not (tmp_path / "started").exists():
+            await asyncio.sleep(0.05)
+        rows = await list_rows(client, queue.removeprefix("loopctl-"))
+        held = sorted(row.state for row in rows if row.state.startswith("held"))
+        assert held == ["held: the fleet runs 2 of at most 2 loops"] * 2, rows
+        granted = sorted(row.state for row in rows if not row.state.startswith("held"))
+        assert granted[1] == "running (attempt 1 on w1)", granted  # the worker's only slot
+        assert granted[0].startswith("queued"), granted  # let start, but no slot is free
+        memo = dict(await (await client.get_workflow_handle(LEDGER).describe()).memo())
+        assert fleet_summary(rows, memo).startswith("1 running of at most 2; 2 waiting")
+        go.touch()
+        assert [(await h.result()).state for h in handles] == ["complete"] * 4
+
+    with_fleet(tmp_path, body, slots=1)
+
+
+async def states_of(handles: list[WorkflowHandle[LoopctlTask, TaskOutcome]]) -> list[str]:
+    return [str((await (await h.describe()).memo()).get("state", "")) for h in handles]

@@ -49,7 +49,9 @@ echo fixed > f.txt
 """
 
 
-def start_worker(address: str, tmp_path: Path, name: str) -> subprocess.Popen[bytes]:
+def start_worker(
+    address: str, tmp_path: Path, name: str, env: dict[str, str] | None = None
+) -> subprocess.Popen[bytes]:
     ready = tmp_path / f"{name}.ready"
     flags = {
         "--address": address, "--task-queue": QUEUE, "--home": str(tmp_path / name),
@@ -59,7 +61,11 @@ def start_worker(address: str, tmp_path: Path, name: str) -> subprocess.Popen[by
     argv = [sys.executable, "-m", "loopctl_fleet.worker", *(x for kv in flags.items() for x in kv)]
     with (tmp_path / f"{name}.log").open("wb") as out:
         process = subprocess.Popen(
-            argv, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+            argv,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            env={**os.environ, **(env or {})},
         )
     lifeline().register(end=[process.pid])  # a killed pytest takes it along (the test kills it)
     deadline = time.monotonic() + 120
@@ -127,7 +133,8 @@ def test_twenty_tasks_on_two_workers_and_one_killed_mid_task(tmp_path: Path, bar
         slow = outcomes[int(SLOW[1:])]
         assert slow.result is not None
         assert slow.result.worker != victim  # finished on the other worker
-        assert slow.attempts == 1  # one task attempt: the server retried its activity
+        assert slow.attempts == 2  # the one on the killed worker, then the server's retry
+        assert slow.result.attempt == 2
 
     asyncio.run(main())
     assert not (log / "overlap").exists(), (log / "overlap").read_text()
@@ -137,3 +144,75 @@ def test_twenty_tasks_on_two_workers_and_one_killed_mid_task(tmp_path: Path, bar
         assert run_git("rev-list", "--count", f"main..loopctl/{spec.id}", cwd=bare).strip() == "1"
     workers_used = {line.split()[1] for line in (log / "starts").read_text().splitlines()}
     assert workers_used == {"w1", "w2"}
+
+
+#: A stand-in for ssh (``GIT_SSH_COMMAND``): runs git's remote command here. With ``$HOLD`` set
+#: (w1 only), it first says it started and waits for a file that never comes: the worker's
+#: clone in ``resolve_base`` hangs until the test kills the worker.
+FAKE_SSH = r"""
+shift
+if [ -n "$HOLD" ]; then
+  echo $$ > "$HOLD/resolving"
+  while [ ! -e "$HOLD/never" ]; do sleep 0.05; done
+fi
+exec sh -c "$1"
+"""
+
+
+def test_a_worker_killed_while_resolving_the_base_hands_the_task_on(
+    tmp_path: Path, bare: Path
+) -> None:
+    from loopctl_fleet.classes import RetryPolicy
+    from loopctl_fleet.status import row_of
+
+    ssh = tmp_path / "fake-ssh"
+    ssh.write_text(FAKE_SSH)
+    hold = tmp_path / "hold"
+    hold.mkdir()
+    git_env = {"GIT_SSH_COMMAND": f"sh {ssh}", "GIT_SSH_VARIANT": "simple"}
+    spec = TaskSpec(
+        "resolving", f"ssh://fleet-test{bare}", "main", "Fix f.txt",
+        {"agent_cmd": "sh -c 'cat >/dev/null; echo fixed > f.txt'", "test_cmd": "sh check.sh"},
+        retry={"infrastructure": RetryPolicy(max_attempts=5, initial_interval_s=0.2)},
+    )  # fmt: skip
+
+    async def main() -> None:
+        async with dev_server() as env:
+            address = env.client.service_client.config.target_host
+            w1 = start_worker(address, tmp_path, "w1", {**git_env, "HOLD": str(hold)})
+            w2 = None
+            try:
+                handle = await env.client.start_workflow(
+                    LoopctlTask.run,
+                    TaskInput(spec, heartbeat_timeout_s=3),
+                    id="loopctl-task-resolving",
+                    task_queue=QUEUE,
+                )
+                while not (hold / "resolving").exists():
+                    await asyncio.sleep(0.02)
+                os.killpg(w1.pid, signal.SIGKILL)  # the worker, its git and the stand-in ssh
+                w1.wait()
+                killed_at = time.monotonic()
+                # the server takes w1 for dead once its heartbeats stop: status says so
+                while "w1 stopped answering" not in (state := await task_state(env.client)):
+                    assert time.monotonic() - killed_at < 30, state
+                    await asyncio.sleep(0.1)
+                assert "waiting for another worker" in state
+                w2 = start_worker(address, tmp_path, "w2", git_env)
+                outcome = await asyncio.wait_for(handle.result(), timeout=120)
+            finally:
+                for process in (w1, w2):
+                    if process is not None and process.poll() is None:
+                        process.kill()
+                    if process is not None:
+                        process.wait()
+        assert outcome.state == "complete", outcome
+        assert outcome.result is not None
+        assert outcome.result.worker == "w2"
+        assert run_git("show", "loopctl/resolving:f.txt", cwd=bare) == "fixed\n"
+
+    async def task_state(client: Client) -> str:
+        handle = client.get_workflow_handle("loopctl-task-resolving")
+        return (await row_of(client, "", await handle.describe())).state
+
+    asyncio.run(main())

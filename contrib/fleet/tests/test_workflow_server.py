@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import os
 import shlex
 from pathlib import Path
 from typing import Any
@@ -72,6 +73,23 @@ def test_a_stuck_or_exhausted_loop_is_not_tried_again(tmp_path: Path, bare: Path
     assert "loopctl/t1" not in run_git("branch", "--list", cwd=bare)
 
 
+def test_a_branch_that_already_exists_is_never_taken_for_the_result(
+    tmp_path: Path, bare: Path
+) -> None:
+    # a branch made by hand (or by another fleet, or before the fleet's state was wiped)
+    run_git("branch", "loopctl/pre-1", "main", cwd=bare)
+    before = run_git("rev-parse", "loopctl/pre-1", cwd=bare)
+    ran = tmp_path / "agent-ran"
+    spec = dataclasses.replace(task(bare, f"touch {ran}; echo fixed > f.txt"), id="pre-1")
+    outcome = with_fleet(tmp_path, lambda c, q: submit(c, q, spec))
+    assert outcome.state == "failed", outcome
+    assert outcome.failure_class == "repository"
+    assert "loopctl/pre-1" in outcome.reason
+    assert "already exists" in outcome.reason
+    assert not ran.exists()  # refused before any agent ran
+    assert run_git("rev-parse", "loopctl/pre-1", cwd=bare) == before
+
+
 def test_a_base_that_does_not_exist_fails_the_task_at_once(tmp_path: Path, bare: Path) -> None:
     spec = TaskSpec("t1", str(bare), "nope", "g", {"agent_cmd": "true", "test_cmd": "true"})
     outcome = with_fleet(tmp_path, lambda c, q: submit(c, q, spec))
@@ -119,7 +137,10 @@ def test_no_secret_of_the_worker_reaches_the_history_and_the_loop_never_sees_tem
 
 def test_a_cancelled_task_ends_once_its_loop_and_agent_are_gone(tmp_path: Path, bare: Path) -> None:
     marker = tmp_path / "agent.pid"
-    spec = task(bare, f"echo $$ > {marker}; setsid sleep 300 & exec sleep 300")
+    spec = dataclasses.replace(
+        task(bare, f"echo $$ > {marker}; setsid sleep 300 & exec sleep 300"),
+        id=f"cancelled-{os.getpid()}",  # other pytest workers run tasks named t1 meanwhile
+    )
 
     async def body(client: Client, queue: str) -> tuple[str, dict[str, Any]]:
         handle = await client.start_workflow(

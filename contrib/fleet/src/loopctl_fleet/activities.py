@@ -33,8 +33,14 @@ from loopctl_fleet.classes import FailureClass, class_of
 from loopctl_fleet.model import LoopInput, LoopResult, Progress
 from loopctl_fleet.taskfile import TaskSpec, deep_merge
 
+#: The agent errors the engine counts as crashes (``limits.max_agent_crashes``).
+_CRASH_KINDS = ("crashed", "invalid_output", "unknown")
 #: The loop must never see the Temporal connection's settings (an API key among them).
 WITHHELD = ("TEMPORAL_*",)
+#: The worker's own credentials that its loop may need (the failure memory's Postgres password,
+#: wherever libpq reads it) but the agent and the test command never see: added to every
+#: task's ``withhold_env``.
+AGENT_WITHHELD = ("PGPASSWORD", "PGPASSFILE", "LOOPCTL_FAILURE_MEMORY")
 CONFIG_FILE = "loopctl.toml"
 PYPROJECT = "pyproject.toml"
 
@@ -64,30 +70,78 @@ class FleetActivities:
 
     @activity.defn(name="loopctl-fleet.resolve_base")
     async def resolve_base(self, spec: TaskSpec) -> str:
-        """The commit the task's base names now (pinned by the workflow for every attempt)."""
+        """The commit the task's base names now (pinned by the workflow for every attempt).
+        Heartbeats while git works: a clone may take minutes, a dead worker must not."""
+        beating = asyncio.create_task(_heartbeat(None, self.heartbeat_s))
         try:
             mirror = await asyncio.to_thread(checkout.update_mirror, self.home, spec.repo)
             return await asyncio.to_thread(checkout.resolve, mirror, spec.repo, spec.base)
         except checkout.GitError as exc:
             raise fault(str(exc), exc.failure_class) from None
+        finally:
+            beating.cancel()
 
     @activity.defn(name="loopctl-fleet.run_loop")
     async def run_loop(self, inp: LoopInput) -> LoopResult:
         spec = inp.spec
-        progress = Progress(attempt=inp.attempt, worker=self.worker)
+        info = activity.info()
+        # the server's retries (a dead worker's attempt, a worker's fault) are attempts too
+        attempt = inp.attempt + max(info.attempt, 1) - 1
+        progress = Progress(attempt=attempt, worker=self.worker)
+        # from the start: fetching a mirror and making a tree may take a while too
+        beating = asyncio.create_task(_heartbeat(progress, self.heartbeat_s))
         try:
-            earlier = await asyncio.to_thread(checkout.existing_result, spec.repo, spec.id)
+            earlier = await self._earlier_result(spec)
+            if earlier is not None:  # an attempt that died after its push: the task is done
+                return LoopResult("complete", 0, "the result was already pushed",
+                                  branch=spec.branch, commit=earlier, worker=self.worker,
+                                  attempt=attempt, reused=True)  # fmt: skip
+            # the run too: `fleet retry` starts a new run of the same id
+            name = f"{info.workflow_run_id}-{inp.attempt}-{info.attempt}"
+            return await _Attempt(self, inp, self.home / "runs" / spec.id / name, progress).run()
+        finally:
+            beating.cancel()
+
+    async def _earlier_result(self, spec: TaskSpec) -> str | None:
+        """The commit an earlier attempt of this very run pushed, or None; a fault if the
+        branch exists but is not this run's result."""
+        try:
+            sha = await asyncio.to_thread(checkout.existing_result, spec.repo, spec.id)
+            if sha is None:
+                return None
+            mirror = await asyncio.to_thread(checkout.mirror_with, self.home, spec.repo, sha)
+            found = await asyncio.to_thread(checkout.trailers_of, mirror, sha)
         except checkout.GitError as exc:
             raise fault(str(exc), exc.failure_class) from None
-        if earlier is not None:  # an attempt that died after its push: the task is done
-            return LoopResult("complete", 0, "the result was already pushed", branch=spec.branch,
-                              commit=earlier, worker=self.worker, attempt=inp.attempt, reused=True)  # fmt: skip
-        info = activity.info()  # the run too: `fleet retry` starts a new run of the same id
-        attempt_dir = (
-            self.home / "runs" / spec.id / f"{info.workflow_run_id}-{inp.attempt}-{info.attempt}"
+        if found == {**found, **_own_trailers(spec)}:
+            return sha
+        raise fault(
+            f"the branch {spec.branch} already exists in {spec.repo} and is not this task's "
+            f"result (commit {sha[:12]}, {_made_by(found)}): delete that branch, or give the "
+            "task another id",
+            FailureClass.REPOSITORY,
         )
-        run = _Attempt(self, inp, attempt_dir, progress)
-        return await run.run()
+
+
+def _own_trailers(spec: TaskSpec) -> dict[str, str]:
+    """The trailers that make a commit this run's result (the workflow id names the fleet)."""
+    info = activity.info()
+    return {
+        checkout.TASK_TRAILER: spec.id,
+        checkout.WORKFLOW_TRAILER: info.workflow_id or "",
+        checkout.RUN_TRAILER: info.workflow_run_id or "",
+    }
+
+
+def _made_by(trailers: Mapping[str, str]) -> str:
+    workflow = trailers.get(checkout.WORKFLOW_TRAILER)
+    if workflow:
+        return f"made by {workflow}, run {trailers.get(checkout.RUN_TRAILER, '?')}"
+    return (
+        "not made by a fleet task"
+        if checkout.TASK_TRAILER not in trailers
+        else "made by an older fleet"
+    )
 
 
 class _Attempt:
@@ -104,6 +158,9 @@ class _Attempt:
         self.state = attempt_dir / "state"
         self.progress = progress
         self.loop_end: dict[str, Any] | None = None
+        #: Agent turns, and how many of them crashed (the engine's crash kinds).
+        self.turns = 0
+        self.crashed = 0
 
     async def run(self) -> LoopResult:
         self.dir.mkdir(parents=True, exist_ok=True)
@@ -151,7 +208,6 @@ class _Attempt:
                 stderr=stderr,
                 start_new_session=True,
             )
-        beating = asyncio.create_task(self._heartbeat())
         try:
             await self._follow(guard)
             return await guard.wait()
@@ -162,8 +218,6 @@ class _Attempt:
                     "the worker shut down during the loop", FailureClass.INFRASTRUCTURE
                 ) from None
             raise
-        finally:
-            beating.cancel()
 
     async def _end(self, guard: asyncio.subprocess.Process) -> None:
         """Tell the guard to end the loop; wait until it has (it kills after its grace)."""
@@ -171,11 +225,6 @@ class _Attempt:
         with contextlib.suppress(ProcessLookupError):
             guard.send_signal(signal.SIGTERM)
         await asyncio.shield(guard.wait())
-
-    async def _heartbeat(self) -> None:
-        while True:
-            activity.heartbeat(self.progress)
-            await asyncio.sleep(self.acts.heartbeat_s)
 
     async def _follow(self, guard: asyncio.subprocess.Process) -> None:
         assert guard.stdout is not None
@@ -190,6 +239,8 @@ class _Attempt:
         elif kind in ("agent.start", "tests.start"):
             self.progress.phase = "agent" if kind == "agent.start" else "tests"
         elif kind == "agent.end":
+            self.turns += 1
+            self.crashed += event.get("error_kind") in _CRASH_KINDS
             self.progress.tokens = _add(self.progress.tokens, event.get("tokens"))
             self.progress.cost_usd = _add(self.progress.cost_usd, event.get("cost_usd"))
         elif kind == "loop.end":
@@ -199,6 +250,9 @@ class _Attempt:
         end = self.loop_end or {}
         status = str(end.get("status") or "")
         cls = class_of(status or None, code)
+        if cls is FailureClass.GAVE_UP and 0 < self.turns == self.crashed:
+            # the iterations ran out before max_agent_crashes did: the agent's crash still
+            cls = FailureClass.AGENT_CRASH
         result = LoopResult(
             status=status or f"exit {code}",
             exit_code=code,
@@ -208,7 +262,7 @@ class _Attempt:
             tokens=self.progress.tokens,
             cost_usd=self.progress.cost_usd,
             worker=self.acts.worker,
-            attempt=self.inp.attempt,
+            attempt=self.progress.attempt,
             logs=str(self.dir),
         )
         if cls is None:
@@ -224,7 +278,7 @@ class _Attempt:
 
         body = (
             f"{self.spec.goal.strip()}\n\n---\nloopctl fleet: task `{self.spec.id}`, "
-            f"{result.iterations} iteration(s), attempt {self.inp.attempt} on {self.acts.worker}."
+            f"{result.iterations} iteration(s), attempt {self.progress.attempt} on {self.acts.worker}."
         )
         try:
             result.pull_request = await asyncio.to_thread(open_pull_request, self.spec, body)
@@ -244,8 +298,8 @@ class _Attempt:
 
     async def _commit(self, result: LoopResult) -> str:
         trailers = {
-            checkout.TASK_TRAILER: self.spec.id,
-            "Loopctl-Attempt": str(self.inp.attempt),
+            **_own_trailers(self.spec),
+            "Loopctl-Attempt": str(self.progress.attempt),
             "Loopctl-Worker": self.acts.worker,
             "Loopctl-Iterations": str(result.iterations),
         }
@@ -258,9 +312,19 @@ class _Attempt:
         return made
 
 
+async def _heartbeat(progress: Progress | None, every_s: float) -> None:
+    """Heartbeat ``progress`` (or nothing) every ``every_s`` until cancelled."""
+    while True:
+        activity.heartbeat(*([progress] if progress is not None else []))
+        await asyncio.sleep(every_s)
+
+
 def _merged_settings(tree: Path, settings: Mapping[str, Any], inp: LoopInput) -> dict[str, Any]:
     """The repository's own loopctl settings, the task's over them, the fleet's caps over both."""
     merged = deep_merge(_repository_settings(tree), settings)
+    withheld = merged.get("withhold_env", [])
+    if isinstance(withheld, list):  # anything else: the loop refuses it, and says why
+        merged["withhold_env"] = list(dict.fromkeys([*withheld, *AGENT_WITHHELD]))
     limits = merged.setdefault("limits", {})
     for key, cap in (("max_cost_usd", inp.cap_usd), ("max_tokens", inp.cap_tokens)):
         if cap is not None:

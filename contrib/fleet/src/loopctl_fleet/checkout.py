@@ -6,7 +6,9 @@ attempt its own worktree of it, detached at the task's base commit: tens of mill
 of a clone. The result is one commit on ``loopctl/<task id>``, pushed to the task's repository
 with a lease that the branch must not exist yet: however many attempts a task takes and
 whichever worker ran them, exactly one result branch exists, and an attempt that finds the branch
-already made by an earlier attempt of the same task returns that one.
+already made by an earlier attempt of the same task (its trailers name the task, the fleet's
+workflow and its run) returns that one. Any other branch of that name (made by hand, by another
+fleet, before a fleet's state was wiped) is never taken for the result.
 
 Git never asks for credentials here (``GIT_TERMINAL_PROMPT=0``): a worker's git uses its own
 credential helper or SSH key, or fails with a message that says so.
@@ -27,6 +29,10 @@ from loopctl_fleet.classes import FailureClass
 AUTHOR = ("loopctl fleet", "fleet@loopctl.invalid")
 #: The trailer that marks a result commit as a task's (and which task's).
 TASK_TRAILER = "Loopctl-Task"
+#: The trailers that say which fleet's workflow (its id names the fleet and the task) and which
+#: run of it made the commit: only a commit with all three of the task's is its result.
+WORKFLOW_TRAILER = "Loopctl-Workflow"
+RUN_TRAILER = "Loopctl-Run"
 GIT_TIMEOUT_S = 600.0
 
 #: git's words for a repository that is not there or not ours to read: trying again elsewhere
@@ -170,6 +176,21 @@ def existing_result(repo: str, task_id: str) -> str | None:
         if ref == f"refs/heads/loopctl/{task_id}":
             return sha
     return None
+
+
+def trailers_of(mirror: Path, sha: str) -> dict[str, str]:
+    """The trailers of commit ``sha`` in ``mirror`` (the last value of each key)."""
+    out = git(
+        ["log", "-1", "--format=%(trailers:only,unfold)", sha, "--"],
+        cwd=mirror,
+        what=f"reading commit {sha[:12]}",
+    )
+    found = {}
+    for line in out.splitlines():
+        key, sep, value = line.partition(":")
+        if sep:
+            found[key.strip()] = value.strip()
+    return found
 
 
 def commit_result(tree: Path, message: str, trailers: dict[str, str]) -> str:

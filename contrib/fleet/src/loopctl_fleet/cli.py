@@ -64,8 +64,13 @@ def say(text: str) -> None:
         typer.echo(shown(line))
 
 
-def error(message: str) -> None:
-    for line in shown(str(message)).strip().splitlines() or ["unknown error"]:
+def error(message: str, *, redacted: bool = False) -> None:
+    """``loopctl: error: …`` lines on stderr; ``redacted``: the message was redacted already,
+    part by part (a task file's problems), and is only sanitised."""
+    from loopctl import sanitize
+
+    text = sanitize(str(message)) if redacted else shown(str(message))
+    for line in text.strip().splitlines() or ["unknown error"]:
         typer.echo(f"loopctl: error: {line}", err=True)
 
 
@@ -131,7 +136,7 @@ def with_flags(flags: Sequence[Flag], *, into: str) -> Callable[[F], F]:
 CONNECTION = (
     Flag(
         "address", ("--address",), str,
-        "The Temporal server (default: $TEMPORAL_ADDRESS, else 127.0.0.1:7233, `fleet up`'s).",
+        "The Temporal server (default: $TEMPORAL_ADDRESS, else where `fleet up` started the fleet, else 127.0.0.1:7233).",
         "HOST:PORT",
     ),
     Flag("namespace", ("--namespace",), str, "The Temporal namespace (default: default).", "NS"),
@@ -271,7 +276,7 @@ def read_tasks(task_file: Path) -> list[TaskSpec]:
         return read_task_file(task_file)
     except TaskFileError as exc:
         for line in exc.problems:
-            error(line)
+            error(line, redacted=True)
         raise typer.Exit(EXIT_USAGE) from None
 
 
@@ -293,7 +298,7 @@ def tasks_from_flags(values: dict[str, Any]) -> list[TaskSpec]:
         return tasks_from_data({"task": [task]}, name="submit", base_dir=Path.cwd())
     except TaskFileError as exc:
         for line in exc.problems:
-            error(line.replace("task[0].", "").replace("task[0]: ", ""))
+            error(line.replace("task[0].", "").replace("task[0]: ", ""), redacted=True)
         raise typer.Exit(EXIT_USAGE) from None
 
 
@@ -350,7 +355,7 @@ def submit(
                 code = EXIT_USAGE
         return code
 
-    finish(with_client(connect_options(connection, config), body))
+    finish(with_client(connect_options(connection, config, fleet=name), body))
 
 
 async def submit_task(
@@ -425,15 +430,21 @@ def status(
         rows = await list_rows(client, fleet_name, task=task, every_run=every_run)
         return rows, await ledger_memo(client, fleet_name)
 
-    rows, ledger = with_client(connect_options(connection or {}, config), body)
+    rows, ledger = with_client(connect_options(connection or {}, config, fleet=fleet_name), body)
     if task is not None and not rows:
         error(f"no task {task!r} in fleet {fleet_name!r}")
         finish(EXIT_FAILED)
     if json_output:
         import json
 
+        from loopctl_fleet.status import fleet_json
+
         # json.dumps writes control characters as \u escapes: nothing reaches the terminal raw
-        typer.echo(json.dumps([row.as_json() for row in rows], indent=2, default=str))
+        listed = {
+            "fleet": fleet_json(fleet_name, rows, ledger),
+            "tasks": [row.as_json() for row in rows],
+        }
+        typer.echo(json.dumps(listed, indent=2, default=str))
     elif not rows:
         say(
             f"No tasks in fleet {fleet_name!r} yet: `loopctl fleet submit tasks.toml` hands it some."
@@ -445,9 +456,9 @@ def status(
     else:
         say(plain_table(rows))
     if ledger and not json_output and task is None:
-        from loopctl_fleet.ledger import describe_memo
+        from loopctl_fleet.status import fleet_summary
 
-        say(f"Fleet {fleet_name!r}: {describe_memo(ledger)}")
+        say(f"Fleet {fleet_name!r}: {fleet_summary(rows, ledger)}")
     finish(0)
 
 
@@ -488,7 +499,7 @@ def logs(
                 return
             await asyncio.sleep(1.0)  # a poll: heartbeats are read, not pushed
 
-    with_client(connect_options(connection or {}, config), body)
+    with_client(connect_options(connection or {}, config, fleet=fleet_name), body)
     finish(0)
 
 
@@ -559,7 +570,7 @@ def cancel(
         description = await _describe(handle, fleet_name, task)
         if description.status != WorkflowExecutionStatus.RUNNING:
             row = await row_of(client, fleet_name, description)
-            return f"{task}: already ended ({row.state})"
+            raise Refused(f"{task} has already ended ({row.state}): there is nothing to cancel")
         await handle.cancel()
         try:  # the workflow ends once the loop's activity confirms its tree is gone
             await handle.result()
@@ -568,7 +579,7 @@ def cancel(
         row = await row_of(client, fleet_name, await handle.describe())
         return f"{task}: {row.state}"
 
-    say(with_client(connect_options(connection or {}, config), body))
+    say(with_client(connect_options(connection or {}, config, fleet=fleet_name), body))
     finish(0)
 
 
@@ -628,7 +639,7 @@ def limits(
             memo["held"] = ""  # what held tasks, the ledger decides again under the new limits
         return memo
 
-    memo = with_client(connect_options(connection or {}, config), body)
+    memo = with_client(connect_options(connection or {}, config, fleet=fleet_name), body)
     if json_output:
         import json
 
@@ -679,7 +690,7 @@ def retry(
         )
         return f"{task}: submitted again (it was {row.state})"
 
-    say(with_client(connect_options(connection or {}, config), body))
+    say(with_client(connect_options(connection or {}, config, fleet=fleet_name), body))
     finish(0)
 
 
@@ -734,8 +745,14 @@ NameOption = Annotated[
 )
 def up(
     name: NameOption = None,
-    port: Annotated[int, typer.Option("--port", metavar="PORT", help="The server's gRPC port.")] = 7233,
-    ui_port: Annotated[int, typer.Option("--ui-port", metavar="PORT", help="The Web UI's port.")] = 8233,
+    port: Annotated[
+        Optional[int],
+        typer.Option("--port", metavar="PORT", help="The server's gRPC port (default: the fleet's last, else 7233)."),
+    ] = None,
+    ui_port: Annotated[
+        Optional[int],
+        typer.Option("--ui-port", metavar="PORT", help="The Web UI's port (default: the fleet's last, else 8233)."),
+    ] = None,
     slots: Annotated[
         Optional[int],
         typer.Option("--slots", metavar="N", min=1, help="Loops the worker runs at once (default 4)."),
@@ -858,7 +875,10 @@ def worker(
         fleet_name, config = fleet_settings(fleet)
     slots = slots or (config.slots if config is not None else 4)
     name = identity or default_identity(fleet_name)
-    options = connect_options(connection or {}, config, identity=name, use_env=not no_env_config)
+    options = connect_options(
+        connection or {}, config, identity=name, use_env=not no_env_config,
+        fleet=fleet_name, verify_fleet=False,
+    )  # fmt: skip
     where = home or service.fleet_dir(fleet_name) / "worker"
 
     async def body(client: Client) -> None:

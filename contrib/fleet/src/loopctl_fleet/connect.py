@@ -51,10 +51,20 @@ class ConnectOptions:
     use_env: bool = True
     #: ``[plugins.fleet]`` of the project's loopctl.toml.
     config: FleetConfig | None = None
+    #: The fleet the command names: with no server named anywhere, the one ``fleet up`` started
+    #: it on here; else the default server, which must hold that fleet (``check_fleet``).
+    fleet: str | None = None
+    #: Refuse a default server that holds no such fleet (off for a worker: it joins one).
+    verify_fleet: bool = True
 
 
 def connect_kwargs(options: ConnectOptions) -> dict[str, Any]:
     """The keyword arguments of :meth:`temporalio.client.Client.connect` for ``options``."""
+    return _resolved(options)[0]
+
+
+def _resolved(options: ConnectOptions) -> tuple[dict[str, Any], bool]:
+    """The keyword arguments, and whether the address is the default one (named nowhere)."""
     kwargs: dict[str, Any] = {}
     if options.config is not None:
         kwargs.update(_file_config(options.config))
@@ -62,6 +72,12 @@ def connect_kwargs(options: ConnectOptions) -> dict[str, Any]:
         kwargs.update(_env_config())
     if options.address:
         kwargs["target_host"] = options.address
+    if "target_host" not in kwargs and options.fleet:
+        local = _local_fleet(options.fleet)
+        if local is not None:
+            kwargs["target_host"] = local["address"]
+            kwargs.setdefault("namespace", local.get("namespace") or DEFAULT_NAMESPACE)
+    defaulted = "target_host" not in kwargs
     kwargs.setdefault("target_host", DEFAULT_ADDRESS)
     if options.namespace:
         kwargs["namespace"] = options.namespace
@@ -75,18 +91,68 @@ def connect_kwargs(options: ConnectOptions) -> dict[str, Any]:
         kwargs["tls"] = options.tls
     if options.identity:
         kwargs["identity"] = options.identity
-    return kwargs
+    return kwargs, defaulted
 
 
 async def connect(options: ConnectOptions) -> Client:
-    """A connected client, or :class:`ConnectError` saying in one line why not."""
+    """A connected client, or :class:`ConnectError` saying in one line why not. With no server
+    named anywhere, the fleet named must be on the default server: never someone else's."""
     from temporalio.client import Client
 
-    kwargs = connect_kwargs(options)
+    kwargs, defaulted = _resolved(options)
+    checked = options.fleet if defaulted and options.verify_fleet else None
     try:
-        return await Client.connect(**kwargs)
+        client = await Client.connect(**kwargs)
     except RuntimeError as exc:
-        raise ConnectError(unreachable(kwargs["target_host"], exc)) from None
+        message = unreachable(kwargs["target_host"], exc)
+        if checked:
+            message += (
+                f" (fleet {checked!r} was never started here: `loopctl fleet up --name {checked}`)"
+            )
+        raise ConnectError(message) from None
+    if checked:
+        await check_fleet(client, checked)
+    return client
+
+
+async def check_fleet(client: Client, fleet: str) -> None:
+    """:class:`ConnectError` unless the server holds ``fleet``: a worker polls its task queue,
+    or its ledger (made by the first ``submit`` or ``limits``) is there."""
+    from temporalio.api.taskqueue.v1 import TaskQueue
+    from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
+    from temporalio.service import RPCError
+
+    from loopctl_fleet.ledger import ledger_id
+    from loopctl_fleet.service import task_queue
+
+    queue = await client.workflow_service.describe_task_queue(
+        DescribeTaskQueueRequest(
+            namespace=client.namespace, task_queue=TaskQueue(name=task_queue(fleet))
+        )
+    )
+    if queue.pollers:
+        return
+    try:
+        await client.get_workflow_handle(ledger_id(fleet)).describe()
+        return
+    except RPCError:
+        pass
+    address = client.service_client.config.target_host
+    raise ConnectError(
+        f"no fleet {fleet!r} on the Temporal server at {address} (no worker polls it, nothing "
+        f"was submitted to it), and it was never started on this machine: start it with "
+        f"`loopctl fleet up --name {fleet}`, or name its server with --address"
+    )
+
+
+def _local_fleet(fleet: str) -> dict[str, Any] | None:
+    from loopctl_fleet.server import ServerError
+    from loopctl_fleet.service import local_server
+
+    try:
+        return local_server(fleet)
+    except ServerError as exc:
+        raise ConnectError(str(exc)) from None
 
 
 def unreachable(address: str, exc: BaseException) -> str:

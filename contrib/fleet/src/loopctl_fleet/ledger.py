@@ -81,6 +81,8 @@ class FleetLedger:
     def __init__(self, state: LedgerState) -> None:
         self.state = state
         self._signals: set[asyncio.Task[None]] = set()
+        #: What each waiting task was last told holds it (told again only when that changes).
+        self._told: dict[str, str] = {}
 
     @workflow.run
     async def run(self, state: LedgerState) -> None:
@@ -109,6 +111,7 @@ class FleetLedger:
     def release(self, usage: Usage) -> None:
         self.state.holders.pop(usage.workflow_id, None)
         self.state.waiting = [w for w in self.state.waiting if w.workflow_id != usage.workflow_id]
+        self._told.pop(usage.workflow_id, None)
         if usage.cost_usd is None and usage.tokens is None:
             self.state.unknown_usage += 1
         self.state.spent_usd += usage.cost_usd or 0.0
@@ -133,10 +136,14 @@ class FleetLedger:
         while self.state.waiting:
             reason = self.held_because()
             first = self.state.waiting[0]
-            if reason:
-                self._tell(first.workflow_id, "held", reason)
+            if reason:  # every waiting task says why it waits, not only the first
+                for waiting in self.state.waiting:
+                    if self._told.get(waiting.workflow_id) != reason:
+                        self._told[waiting.workflow_id] = reason
+                        self._tell(waiting.workflow_id, "held", reason)
                 return
             self.state.waiting.pop(0)
+            self._told.pop(first.workflow_id, None)
             grant = self._grant_for(first)
             self.state.holders[first.workflow_id] = grant
             self._tell(first.workflow_id, "granted", grant)

@@ -32,6 +32,11 @@ from typing import Any
 from loopctl_fleet.server import ServerError, temporal_binary
 
 SERVER_FILE = "server.json"
+#: Where ``up`` records how to reach the fleet (address, ports, namespace); kept by ``down``, so a
+#: stopped fleet is never looked for on another server and ``up`` brings it back on its port.
+FLEET_FILE = "fleet.json"
+DEFAULT_PORT = 7233
+DEFAULT_UI_PORT = 8233
 WORKER_FILE = "worker.json"
 READY_FILE = "worker.ready"
 #: How long a starting server or worker may take before ``up`` gives up on it.
@@ -79,24 +84,59 @@ class Fleet:
         return ui_url(self.ui_port)
 
 
+def recorded(name: str) -> dict[str, Any] | None:
+    """How fleet ``name`` was last started on this machine by ``up`` (None: never)."""
+    try:
+        record = json.loads((fleet_dir(name) / FLEET_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return record if isinstance(record, dict) and record.get("address") else None
+
+
+def local_server(name: str) -> dict[str, Any] | None:
+    """Fleet ``name``'s record if ``up`` started it on this machine and its server runs; None if
+    it never did; :class:`ServerError` if its server is not running now."""
+    record = recorded(name)
+    if record is None:
+        return None
+    if running(fleet_dir(name) / SERVER_FILE) is None:
+        raise ServerError(
+            f"fleet {name!r} was started on this machine (`loopctl fleet up`, "
+            f"{record['address']}) and its server is not running: "
+            f"start it again with `loopctl fleet up --name {name}`"
+        )
+    return record
+
+
 def up(
     name: str = "default",
     *,
-    port: int = 7233,
-    ui_port: int = 8233,
+    port: int | None = None,
+    ui_port: int | None = None,
     slots: int = 4,
     say: Callable[[str], None] = lambda line: None,
 ) -> Fleet:
     """Start (or find running) fleet ``name``'s server and worker; :class:`ServerError` if
-    either cannot be started, with what its log says."""
+    either cannot be started, with what its log says. Ports not given are the ones the fleet
+    had last time (its database is there), else the defaults."""
     home = fleet_dir(name)
     home.mkdir(parents=True, exist_ok=True)
+    before = recorded(name) or {}
     server = running(home / SERVER_FILE)
     reused_server = server is not None
     if server is None:
-        server = _start_server(home, port, ui_port)
+        server = _start_server(
+            home,
+            port or int(before.get("port") or DEFAULT_PORT),
+            ui_port or int(before.get("ui_port") or DEFAULT_UI_PORT),
+        )
         say(f"Started the Temporal dev server (pid {server['pid']}).")
     address = f"127.0.0.1:{server['port']}"
+    write_record(
+        home / FLEET_FILE,
+        {"address": address, "port": server["port"], "ui_port": server["ui_port"],
+         "namespace": "default"},
+    )  # fmt: skip
     worker = running(home / WORKER_FILE)
     reused_worker = worker is not None
     if worker is None:

@@ -9,6 +9,7 @@ tokens, cost, worker) is the last heartbeat of its loop's activity, read with ``
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -122,7 +123,10 @@ async def _add_progress(client: Client, handle: WorkflowHandle[Any, Any], row: T
     """The live figures of a running task: its loop activity's last heartbeat."""
     description = await handle.describe()
     for pending in description.raw_description.pending_activities:
+        dead = _dead_worker(pending)
         if not pending.activity_type.name.endswith("run_loop"):
+            if dead is not None:
+                row.state = f"{row.state} (resolving the base: {dead})"
             continue
         details: list[Any] = []
         if pending.heartbeat_details.payloads:
@@ -134,10 +138,38 @@ async def _add_progress(client: Client, handle: WorkflowHandle[Any, Any], row: T
         row.cost_usd = progress.get("cost_usd", row.cost_usd)
         row.phase = progress.get("phase")
         if row.state == "running":
-            attempt = progress.get("attempt") or row.attempts or 1
-            where = f"on {row.worker}" if row.worker else "waiting for a worker"
-            row.state = f"running (attempt {attempt} {where})"
+            row.state = _running_state(pending, progress, row, dead)
         return
+
+
+def _running_state(pending: Any, progress: dict[str, Any], row: TaskRow, dead: str | None) -> str:
+    """A started task's state: running on a worker, or queued until a worker takes its loop
+    (every slot busy, a backoff, a dead worker): only loops on a worker count as running."""
+    from temporalio.api.enums.v1 import PendingActivityState
+
+    attempt = progress.get("attempt") or row.attempts or 1
+    if dead:
+        return f"queued (attempt {attempt}: {dead})"
+    if pending.state == PendingActivityState.PENDING_ACTIVITY_STATE_SCHEDULED:
+        row.worker = None
+        return f"queued (attempt {attempt}: waiting for a free worker slot)"
+    return f"running (attempt {attempt} on {row.worker or 'a worker'})"
+
+
+def _dead_worker(pending: Any) -> str | None:
+    """What a pending activity waits for when its last worker stopped heartbeating (the server
+    took it for dead, and waits for another worker to take the activity), else None."""
+    from temporalio.api.enums.v1 import PendingActivityState, TimeoutType
+
+    failure = pending.last_failure
+    if (
+        pending.state != PendingActivityState.PENDING_ACTIVITY_STATE_SCHEDULED
+        or not failure.HasField("timeout_failure_info")
+        or failure.timeout_failure_info.timeout_type != TimeoutType.TIMEOUT_TYPE_HEARTBEAT
+    ):
+        return None
+    who = pending.last_worker_identity or "its worker"
+    return f"{who} stopped answering, taken for dead; waiting for another worker"
 
 
 def _iso(when: Any) -> str | None:
@@ -155,7 +187,9 @@ def cells(row: TaskRow) -> list[str]:
         return "-" if value in (None, "") else sanitize(redact(str(value)))
 
     cost = None if row.cost_usd is None else f"${row.cost_usd:.2f}"
-    reason = row.reason.strip().splitlines()[0][:80] if row.reason.strip() else ""
+    reason = (
+        row.reason.strip().splitlines()[0] if row.reason.strip() else ""
+    )  # whole: rich folds it
     return [
         text(row.task),
         text(row.state),
@@ -190,3 +224,25 @@ def rich_table(rows: list[TaskRow]) -> Any:
 
 _NUMBERS = ("iteration", "tokens", "cost")
 _STYLES = {"complete": "green", "failed": "red", "gave up": "yellow", "cancelled": "dim"}
+
+
+def fleet_summary(rows: list[TaskRow], ledger: Mapping[str, Any]) -> str:
+    """The ledger's line, with running counted from ``rows`` (loops on a worker now): the
+    ledger counts the tasks it let start, some of which may wait for a free worker slot."""
+    from loopctl_fleet.ledger import describe_memo
+
+    return describe_memo(_counted(rows, ledger))
+
+
+def fleet_json(name: str, rows: list[TaskRow], ledger: Mapping[str, Any]) -> dict[str, Any]:
+    """``status --json``'s fleet: the ledger's figures (running counted as in the line) and the
+    line itself (``summary``; null before the fleet has a ledger)."""
+    from loopctl import redact
+
+    figures = _counted(rows, ledger) if ledger else {}
+    summary = redact(fleet_summary(rows, ledger)) if ledger else None
+    return {"name": name, **figures, "summary": summary}
+
+
+def _counted(rows: list[TaskRow], ledger: Mapping[str, Any]) -> dict[str, Any]:
+    return {**ledger, "running": sum(row.state.startswith("running") for row in rows)}

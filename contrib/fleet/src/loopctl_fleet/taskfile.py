@@ -54,7 +54,9 @@ MAX_GOAL_BYTES = 64 * 1024
 
 
 class TaskFileError(ValueError):
-    """The task file (or ``submit``'s flags) cannot be submitted: one line per problem."""
+    """The task file (or ``submit``'s flags) cannot be submitted: one line per problem, each
+    already redacted (its file name, key path and message each on its own: see
+    :func:`_redacted_line`), so it is printed as it is."""
 
     def __init__(self, problems: list[str]) -> None:
         super().__init__("\n".join(problems))
@@ -134,7 +136,7 @@ class _Reader:
         self.problems: list[str] = []
 
     def problem(self, where: str, message: str) -> None:
-        self.problems.append(f"{self.name}: {where}: {message}")
+        self.problems.append(_redacted_line(self.name, where, message))
 
     def raise_problems(self) -> None:
         if self.problems:
@@ -239,8 +241,8 @@ class _Reader:
             if _looks_secret(value):
                 self.problem(
                     f"{where}.{path}",
-                    "looks like a secret: tasks are kept in the Temporal server's history, "
-                    "which its Web UI shows; give the worker the secret in its environment",
+                    "looks like a secret, and tasks are kept in the Temporal server's history "
+                    "(its Web UI shows them): give the worker the secret in its environment",
                 )
 
     def settings(self, settings: dict[str, Any], where: str) -> None:
@@ -249,7 +251,14 @@ class _Reader:
         try:
             check_settings(settings, where=f"{self.name}: {where}")
         except ConfigError as exc:
-            self.problems += [line for line in str(exc).splitlines() if line.strip()]
+            prefix = f"{self.name}: {where}: "
+            self.problems += [
+                _redacted_line(self.name, where, line[len(prefix) :])
+                if line.startswith(prefix)
+                else _redacted_line(line)
+                for line in str(exc).splitlines()
+                if line.strip()
+            ]
 
     def check_ids(self, tasks: list[TaskSpec | None]) -> None:
         seen: dict[str, int] = {}
@@ -373,3 +382,13 @@ def _type_name(value: object) -> str:
     names = {bool: "a boolean", int: "an integer", float: "a number", str: "text"}
     names.update({list: "an array", dict: "a table"})
     return names.get(type(value), type(value).__name__)
+
+
+def _redacted_line(*parts: str) -> str:
+    """``parts`` joined with ": ", each redacted on its own. Redacted as one line, a file name
+    or key path before our message reads as an assignment ("secret.toml: task[0]…",
+    "…env.API_KEY: looks like…") and our own words would be masked as its value; the values
+    in a message are still masked."""
+    from loopctl import redact
+
+    return ": ".join(redact(part) for part in parts)

@@ -96,7 +96,8 @@ class LoopctlTask:
                 "loopctl-fleet.resolve_base",
                 spec,
                 result_type=str,
-                start_to_close_timeout=timedelta(minutes=15),
+                start_to_close_timeout=timedelta(minutes=15),  # a clone may take minutes
+                heartbeat_timeout=timedelta(seconds=task.heartbeat_timeout_s),  # a dead worker not
                 retry_policy=_infrastructure_retry(spec),
             )
             while True:
@@ -135,6 +136,7 @@ class LoopctlTask:
             retry_policy=_infrastructure_retry(task.spec),
             cancellation_type=workflow.ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
         )
+        self.attempt = max(self.attempt, result.attempt)  # with the server's retries in it
         if result.cost_usd is not None:
             self.spent.cost_usd = (self.spent.cost_usd or 0.0) + result.cost_usd
         if result.tokens is not None:
