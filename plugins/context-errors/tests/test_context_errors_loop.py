@@ -14,7 +14,8 @@ import pytest
 
 import loopctl_context_errors.plugin as plugin
 from loopctl import hookimpl, read_jsonl
-from loopctl.testing import make_project, run_loop
+from loopctl.testing import make_project
+from loopctl.testing import run_loop as run_a_loop
 from loopctl_context_errors.categories import Rule
 from loopctl_context_errors.events import (
     CONTEXT_GENERATED,
@@ -26,6 +27,15 @@ from loopctl_context_errors.events import (
     validate,
 )
 from loopctl_context_errors.runtime import report_path, sanitize_stage
+
+
+def run_loop(project: Any, goal: str, **kwargs: Any) -> Any:
+    """:func:`loopctl.testing.run_loop` without the tests before the first turn: these tests
+    are about the failures of iterations (the one before the first turn has a test of its own,
+    ``test_a_failure_fixed_in_the_first_turn_is_remembered_with_its_change``)."""
+    config = {"test_first": False, **kwargs.pop("config", {})}
+    return run_a_loop(project, goal, config=config, **kwargs)
+
 
 PLUGINS = {"context-errors": plugin}
 CALC_TEST = (
