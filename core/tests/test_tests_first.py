@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from calc_loop import FIX, make_calc_project, run
 
-from loopctl import IterationEnd, hookimpl
+from loopctl import CompletionVeto, IterationEnd, hookimpl
 from loopctl.testing import run_loop
 
 #: A turn that leaves a mark: the agent ran only if the file exists.
@@ -139,3 +139,19 @@ def test_no_tests_run_first_after_a_restart(project):
     assert result.status == "complete"
     before_turns = [e for e in result.events_of("tests.start") if e.get("iteration") is None]
     assert len(before_turns) == 2  # the first run and its flaky-check, nothing at the restart
+
+
+def test_a_plugins_veto_of_the_pass_before_the_first_turn_has_the_agent_work(passing):
+    class Veto:
+        @hookimpl
+        def on_success(self, record):
+            if record.iteration == 0:
+                return CompletionVeto("the pass is not to be trusted yet")
+            return None
+
+    result = run(passing, [[MARK]], plugins={"veto": Veto()})
+    assert result.status == "complete"
+    assert [r["iteration"] for r in result.records] == [1]
+    assert (passing.path / "agent-ran.txt").exists()
+    vetoed = result.events_of("loop.completion_vetoed")
+    assert [e["reason"] for e in vetoed] == ["veto: the pass is not to be trusted yet"]
