@@ -141,9 +141,11 @@ class Sandbox:
         test_cmd: str | None = None,
         max_iterations: int = 20,
         limits: Mapping[str, float] | None = None,
+        test_first: bool = True,
     ) -> None:
         """Write ``loopctl.toml``: the scripted agent on :attr:`scenario`, stuck detection off,
-        short timeouts so a broken test fails fast instead of hanging."""
+        short timeouts so a broken test fails fast instead of hanging; ``test_first`` false
+        for a test that counts the test command's runs from the first turn."""
         self.test_cmd = test_cmd or python_test_cmd()
         bounds = {
             "max_iterations": max_iterations,
@@ -155,6 +157,7 @@ class Sandbox:
         lines = [
             'agent = "scripted"',
             f"test_cmd = {json.dumps(self.test_cmd)}",
+            f"test_first = {'true' if test_first else 'false'}",
             "",
             "[limits]",
             *(f"{key} = {value!r}" for key, value in bounds.items()),

@@ -537,7 +537,7 @@ def test_env_stray_variables_warn_and_loopctl_own_variables_are_silent(project: 
     assert loaded.config == LoopctlConfig()
     assert len(loaded.warnings) == 2
     assert "LOOPCTL_TESTS" in loaded.warnings[1]
-    assert "did you mean LOOPCTL_TEST_CMD?" in loaded.warnings[1]
+    assert "did you mean LOOPCTL_TEST_FIRST?" in loaded.warnings[1]  # the closest spelling
     assert loaded.warnings[0].startswith("environment variable LOOPCTL_MODELS__X: models.x cannot")
 
 

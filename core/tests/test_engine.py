@@ -511,6 +511,10 @@ def test_a_loop_that_hit_its_limit_can_be_resumed_with_a_higher_one(project):
     )
     assert second.status == "complete"
     assert [r["iteration"] for r in second.records] == [1, 2]
+    # a resumed loop runs no tests before its first turn (test_tests_first: a new run does)
+    resumed = max(i for i, e in enumerate(second.events) if e["type"] == "loop.resume")
+    after = [e["type"] for e in second.events[resumed:]]
+    assert after.index("iteration.start") < after.index("tests.start")
 
 
 def test_a_corrupt_state_file_is_not_overwritten_by_a_new_run(project):
@@ -735,7 +739,8 @@ def test_background_work_waits_until_the_agent_and_the_tests_have_started(projec
         engine_module, "run_test_command", watched("tests", engine_module.run_test_command)
     )
     monkeypatch.setattr(workspace_module.Workspace, "start_snapshot", start_snapshot)
-    result = run(project, [IDLE, [FIX]], plugins={"grab": Grab()})
+    # the iterations' commands (the tests run before the first turn have no agent beside them)
+    result = run(project, [IDLE, [FIX]], plugins={"grab": Grab()}, config={"test_first": False})
     assert result.status == "complete"
     assert sorted(set(seen)) == [
         ("agent started: background may run", True),
@@ -772,7 +777,7 @@ def test_loop_state_is_rendered_when_the_loop_waits_not_when_an_iteration_ends(
 
     monkeypatch.setattr(engine_module.st, "render_loop_state", counting)
     monkeypatch.setattr(engine_module.st.RunningRecord, "set", recording)
-    result = run(project, [IDLE, IDLE, [FIX]])
+    result = run(project, [IDLE, IDLE, [FIX]], config={"test_first": False})
     assert result.status == "complete"
     # the start; iteration 1's end when iteration 2's agent starts, 2's at 3's; the end
     assert [iteration for iteration, _, _ in rendered] == [0, 2, 3, 3]

@@ -77,7 +77,8 @@ def test_verbose_shows_the_whole_stream(workdir: Path) -> None:
     assert not [line for line in lines if line.startswith("agent said:")]  # said already
     # -v's debug lines: each once, above the panel (not drawn over by it)
     shown = "\n".join(screen(text))
-    assert shown.count("loopctl: debug: loopctl.tests: the test command ended: exit 1") == 1, shown
+    ended = "loopctl: debug: loopctl.tests: the test command ended: exit 1"
+    assert shown.count(ended) == 2, shown  # before the first turn, and after it
     assert shown.count("loopctl: debug: loopctl.agent: starting the scripted agent") == 1, shown
 
 

@@ -52,6 +52,7 @@ def test_a_plugins_rerun_never_changes_what_the_next_plugin_sees(project):
         project,
         [IDLE, [FIX]],
         plugins={"observer": Observer(), "rerunner": Rerunner()},
+        config={"test_first": False},  # an iteration's own failure (test_tests_first: before)
     )
     assert result.status == "complete"
     assert seen == [
@@ -93,6 +94,7 @@ def test_a_rate_limit_wait_closes_the_iteration_before_it_runs_again(project):
     result = run(project, [[rate_limited, FIX]], plugins={"lifecycle": lifecycle})
     assert result.status == "complete"
     assert lifecycle.calls == [
+        ("failure", IterationEnd.TESTS_FIRST.value, False),  # before the first turn: no iteration
         ("before", 1),
         ("after", 1, IterationEnd.RATE_LIMITED.value),
         ("before", 1),
@@ -109,6 +111,7 @@ def test_an_agent_failure_closes_the_iteration_with_its_ending(project):
     )
     assert result.status == "auth"
     assert lifecycle.calls == [
+        ("failure", "tests_first", False),
         ("before", 1),
         ("failure", "agent_failed", True),
         ("after", 1, "agent_failed"),
@@ -126,7 +129,11 @@ def test_an_interrupted_iteration_is_closed_too(project):
 
     result = run(project, [IDLE], plugins={"l": lifecycle, "ctrl-c": CtrlC()})
     assert result.status == "interrupted"
-    assert lifecycle.calls == [("before", 1), ("after", 1, "interrupted")]
+    assert lifecycle.calls == [
+        ("failure", "tests_first", False),
+        ("before", 1),
+        ("after", 1, "interrupted"),
+    ]
     assert result.records == []  # resume runs it again
 
 

@@ -60,6 +60,11 @@ SAMPLES: dict[str, dict[str, Any]] = {
     "agent.rate_limit_wait": {"seconds": 30.0, "until": "12:00:30", "message": "429 slow down"},
     "agent.rate_limit_waiting": {"seconds_left": 12},
     "tests.start": {"command": "pytest -q"},
+    "tests.flaky": {
+        "command": "pytest -q",
+        "failing_tests": ["test_up.py::test_fetch"],
+        "error_lines": ["TimeoutError: upstream did not answer"],
+    },
     "tests.end": {
         "command": "pytest -q",
         "passed": False,
@@ -411,3 +416,12 @@ def test_a_failed_approach_updated_in_place_is_not_noted_again() -> None:
         data={"text": "iteration 1 changed a.py\n    a.py\n    -x\n    +y"},
     )
     assert describe(with_diff) == "noted a failed approach: iteration 1 changed a.py"
+
+
+def test_the_tests_before_the_first_turn_and_a_flaky_failure_read_as_such() -> None:
+    first = event("tests.start", iteration=None, command="pytest -q")
+    assert describe(first) == "running tests before the first turn: pytest -q"
+    again = event("tests.start", iteration=None, command="pytest -q", label="flaky-check")
+    assert describe(again) == "running tests again (flaky-check) before the first turn: pytest -q"
+    flaky = event("tests.flaky", iteration=None, command="pytest -q", failing_tests=["t.py::a"])
+    assert describe(flaky).startswith("flaky: t.py::a failed, then passed on an immediate re-run")

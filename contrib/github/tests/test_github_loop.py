@@ -61,7 +61,7 @@ def test_one_comment_created_then_updated_then_marked_resolved(
 
     assert result.status == "complete"
     assert github.violations == []
-    assert len(result.events_of(CONTEXT_GENERATED)) == 2
+    assert len(result.events_of(CONTEXT_GENERATED)) == 3  # before the first turn, after 1, 2
     # one search, one comment created, every later report an update of it
     assert github.methods()[:2] == ["GET", "POST"]
     assert github.methods().count("POST") == 1

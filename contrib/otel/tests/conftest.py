@@ -29,8 +29,16 @@ def project(loopctl_project: Project) -> Project:
 
 @pytest.fixture
 def run_loop(project: Project, run_loop: Any) -> Any:
-    """The kit's ``run_loop``, in :func:`project`."""
-    return run_loop
+    """The kit's ``run_loop``, in :func:`project`, without the tests before the first turn
+    (``test_first = false``): these tests check the spans and metrics of iterations, counted
+    from the first turn; ``test_the_tests_before_the_first_turn_are_a_span_of_the_run`` has
+    them on."""
+
+    def runner(goal: str, **kwargs: Any) -> Any:
+        config = {"test_first": False, **kwargs.pop("config", {})}
+        return run_loop(goal, config=config, **kwargs)
+
+    return runner
 
 
 @pytest.fixture

@@ -204,8 +204,9 @@ class PricedAgentPlugin:
 
 
 def priced_config(project: Project, turns: list[list[dict[str, Any]]]) -> dict[str, Any]:
-    """Config that runs the ``priced`` agent through ``turns``."""
+    """Config that runs the ``priced`` agent through ``turns``, the test runs counted from the
+    first turn (``test_first = false``: the metrics tests count the iterations' runs)."""
     from loopctl.testing import write_scenario
 
     scenario = write_scenario(project.path / ".priced-scenario.json", turns)
-    return {"agents": {"priced": {"scenario": str(scenario)}}}
+    return {"agents": {"priced": {"scenario": str(scenario)}}, "test_first": False}

@@ -457,3 +457,21 @@ def test_the_run_state_lives_in_the_loop_stash(run_loop: Any, memory: Memory) ->
     runs = memory.named("loopctl.run")
     assert len(runs) == 2
     assert runs[0].context.trace_id != runs[1].context.trace_id
+
+
+def test_the_tests_before_the_first_turn_are_a_span_of_the_run(
+    run_loop: Any, memory: Memory
+) -> None:
+    """The test run before the first agent turn (and its flaky check) belongs to no iteration:
+    its spans are children of the run's."""
+    result = run_two(run_loop, config={"test_first": True})
+    assert result.status == "complete"
+    (run,) = memory.named("loopctl.run")
+    children = memory.children(run)
+    assert [s.name for s in children] == [
+        "loopctl.tests",
+        "loopctl.tests",
+        "loopctl.iteration",
+        "loopctl.iteration",
+    ]
+    assert len(memory.finished()) == 1 + 2 + 2 * 3  # every span started was ended and exported

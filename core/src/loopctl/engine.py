@@ -79,6 +79,14 @@ from loopctl.stuck import Escalation, StuckDetector, is_infrastructure_failure
 from loopctl.terminal import sanitize
 from loopctl.testbroken import TEST_COMMAND_BROKEN, agent_may_have_caused, broken_test_command
 from loopctl.testcmd import run_test_command
+from loopctl.testfirst import (
+    ALREADY_PASSING,
+    FLAKY_CHECK,
+    MAX_FLAKY_NAMED,
+    already_passing_message,
+    flaky_text,
+    worth_a_rerun,
+)
 from loopctl.withhold import child_environment, set_withheld
 from loopctl.workspace import PendingSnapshot, Snapshot, Workspace
 
@@ -1129,9 +1137,62 @@ class Engine:
     def _iterate(self) -> LoopOutcome:
         self._waiting.clear()  # background work waits for the loop to wait
         try:
-            return self._iterate_until_the_end()
+            return self._tests_first() or self._iterate_until_the_end()
         finally:
             self._set_waiting()
+
+    def _tests_first(self) -> LoopOutcome | None:
+        """Before the first agent turn of a fresh run (``test_first``): run the tests once,
+        and once more if they fail in a way a flaky test may (:mod:`loopctl.testfirst`).
+        Plugins see the result as they see an iteration's (``on_failure`` or ``on_success``,
+        with a record of iteration 0); a failure goes into the first prompt. Tests that pass
+        end the run complete with no turn, unless a plugin vetoes that or a completion signal
+        is wanted (the agent must give it); None: the loop goes on to its first turn."""
+        if self.resumed or not self.loaded.config.test_first or not self.state.test_cmd:
+            return None
+        self._stop_if_disk_full()
+        started = time.time()
+        test_run = self._run_test_command(None, label="")
+        flaky: TestRun | None = None
+        if worth_a_rerun(test_run):
+            rerun = self._run_test_command(None, label=FLAKY_CHECK)
+            if rerun.passed and not self._tree_changed():
+                flaky, test_run = test_run, rerun
+                self._note_flaky(flaky)
+        self.last_test_run, self.reruns = test_run, []
+        self._write_error_summary(test_run)
+        # the snapshot the first turn's changes are counted from: not the tests' own files
+        record = self._record(0, started, AgentSummary(), test_run, None, self.workspace.snapshot())
+        record.ending = IterationEnd.TESTS_FIRST.value
+        self.current_record = record
+        try:
+            veto = self._judge(record, test_run, None)
+        finally:
+            self.current_record = None
+        if not test_run.passed:
+            return None
+        if veto:
+            self.emit("loop.completion_vetoed", reason=veto)
+            return None
+        if self.loaded.config.completion_signal:
+            return None  # done needs the agent's word
+        return self._outcome(
+            StopStatus.COMPLETE.value, ALREADY_PASSING, already_passing_message(flaky)
+        )
+
+    def _tree_changed(self) -> bool:
+        """Whether the working tree changed since the run started (the tests wrote to it)."""
+        return bool(self.workspace.changed_files(self.last_snapshot, self.workspace.snapshot()))
+
+    def _note_flaky(self, failed: TestRun) -> None:
+        """A failure that passed on an immediate re-run: an event, and a line in the report."""
+        self.emit(
+            "tests.flaky",
+            command=failed.command,
+            failing_tests=failed.failing_tests[:MAX_FLAKY_NAMED],
+            error_lines=failed.error_lines[:5],
+        )
+        self.add_report_section(ReportSection("Flaky Tests", flaky_text(failed), ENGINE))
 
     @contextmanager
     def _wait_window(self, *, from_start: bool = False) -> Iterator[None]:
@@ -1287,11 +1348,13 @@ class Engine:
         return summary
 
     def _judge(
-        self, record: IterationRecord, test_run: TestRun | None, turn: TurnResult
+        self, record: IterationRecord, test_run: TestRun | None, turn: TurnResult | None
     ) -> str | None:
         """``on_success`` or ``on_failure``, and what their verdicts mean: a completion veto
-        (returned, as ``source: reason``) or a failure that is not the agent's (noted)."""
-        if test_run is not None and test_run.passed and turn.outcome.ok:
+        (returned, as ``source: reason``) or a failure that is not the agent's (noted).
+        ``turn`` is None for the test run before the first turn."""
+        ok = turn is None or turn.outcome.ok
+        if test_run is not None and test_run.passed and ok:
             results = self.host.hook.on_success(loop=self.loop, record=record, test_run=test_run)
             vetoes = [r for r in results if isinstance(r, CompletionVeto)]
             return f"{vetoes[0].source}: {vetoes[0].reason}" if vetoes else None
@@ -1549,7 +1612,7 @@ class Engine:
         started: float,
         summary: AgentSummary,
         test_run: TestRun | None,
-        composed: ComposedPrompt,
+        composed: ComposedPrompt | None,
         snapshot: Snapshot | None,
     ) -> IterationRecord:
         changed: list[str] = []
@@ -1569,7 +1632,7 @@ class Engine:
             commit=snapshot.commit if snapshot else None,
             tree_hash=snapshot.tree_hash if snapshot else None,
             agent=summary,
-            prompt_chars=len(composed.text),
+            prompt_chars=len(composed.text) if composed is not None else 0,
         )
 
     def _agent_error_decision(self, turn: TurnResult) -> Decision | None:

@@ -148,8 +148,10 @@ CORE_EVENTS: dict[str, dict[str, Any]] = {
         "Still waiting out a rate limit.", {"seconds_left": NUM}
     ),
     "tests.start": define_event(
-        "The test command starts. label is there when a plugin runs the tests again "
-        "(loop.run_tests): the iteration's own run has none.",
+        "The test command starts. label is there when the tests run again: a plugin's "
+        "loop.run_tests, or loopctl's own re-run (flaky-check) of a failure before the first "
+        "turn; the iteration's own run has none. Before the first turn (test_first) the "
+        "iteration is null.",
         {"command": STR},
         {"label": STR},
     ),
@@ -167,6 +169,11 @@ CORE_EVENTS: dict[str, dict[str, Any]] = {
             "duration_s": NUM,
         },
         {"label": STR},
+    ),
+    "tests.flaky": define_event(
+        "Before the first agent turn the tests failed, then passed on an immediate re-run with "
+        "nothing changed: a flaky failure, taken as a pass (failing_tests: the ones that failed).",
+        {"command": STR, "failing_tests": STR_LIST, "error_lines": STR_LIST},
     ),
     "iteration.end": define_event(
         "The iteration was recorded in iterations.jsonl.",

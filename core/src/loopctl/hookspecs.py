@@ -18,6 +18,7 @@ The lifecycle of one run, in order:
 
     add_hookspecs → register_config, register_agents, register_run_options
     → resolve_original_goal → on_loop_start
+    → (a new run: tests first) → on_failure | on_success (iteration 0, ending tests_first)
     ┌→ before_iteration → compose_prompt → (agent runs: on_agent_message …)
     │  → (tests run) → on_failure | on_success → after_iteration → decide
     └─ restart? → on_restart ──┘
@@ -28,6 +29,12 @@ Every ``before_iteration`` is closed by exactly one ``after_iteration``, whose r
 the agent failed before them, a rate limit was waited out (the iteration is tried again), or
 the run was interrupted. ``on_failure``/``on_success`` run before it whenever the iteration
 got as far as judging its result.
+
+Before the first agent turn of a new run (not on resume, not after a restart), loopctl runs
+the test command once (``test_first``) and calls ``on_failure`` or ``on_success`` with its
+result and a record of iteration 0 whose ``ending`` is ``tests_first``: no agent ran, and no
+``before_iteration``/``after_iteration`` surrounds it (the engine decides: a pass ends the run
+``complete`` unless a ``CompletionVeto`` or a completion signal asks for the agent).
 
 ``on_event`` sees every event written to ``events.jsonl`` along the way.
 """
@@ -254,7 +261,9 @@ def on_agent_message(loop: Loop, message: AgentMessage) -> Decision | None:
 def on_failure(
     loop: Loop, record: IterationRecord, test_run: TestRun | None
 ) -> NotAgentsFault | None:
-    """The iteration's tests failed, or the agent's turn failed. Runs before ``after_iteration``.
+    """The iteration's tests failed, or the agent's turn failed. Runs before ``after_iteration``;
+    also for the tests run before the first turn (``record.iteration`` 0, ``record.ending``
+    ``tests_first``, no ``after_iteration``).
 
     :param record: this iteration's :class:`~loopctl.model.IterationRecord`, complete but not yet
         written; ``record.ending`` says whether the tests ran.
@@ -275,7 +284,8 @@ def on_failure(
 @hookspec
 def on_success(loop: Loop, record: IterationRecord, test_run: TestRun) -> CompletionVeto | None:
     """The iteration's tests passed (and the agent's turn did not fail). Runs before
-    ``after_iteration``.
+    ``after_iteration``; also for the tests run before the first turn (``record.iteration`` 0,
+    ``record.ending`` ``tests_first``, no ``after_iteration``): a veto then has the agent work.
 
     :param record: this iteration's :class:`~loopctl.model.IterationRecord`, complete but not yet
         written.

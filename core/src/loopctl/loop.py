@@ -218,7 +218,10 @@ class Loop:
 
     @property
     def workspace(self) -> Workspace:
-        """The working tree: ``is_git``, ``head()``, ``snapshot()``, ``diff_stat(base)``."""
+        """The working tree: ``is_git``, ``head()``, ``snapshot()``, ``diff_stat(base)``, and
+        between two snapshots (:attr:`last_snapshot`, say) ``changed_files(before, after)`` and
+        ``change_diff(before, after, paths)``: each changed file's name and its ``-``/``+``
+        lines ("" when that cannot be told exactly, as without git)."""
         return self._driver.facts.workspace
 
     def context_window(self, model: str | None = None) -> int | None:

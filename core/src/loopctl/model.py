@@ -146,6 +146,11 @@ class IterationEnd(str, enum.Enum):
     #: Ctrl-C, SIGTERM or an error inside loopctl ended the iteration early; it is not
     #: recorded in ``iterations.jsonl`` and ``loopctl resume`` runs it again.
     INTERRUPTED = "interrupted"
+    #: Not an iteration: the test run before the first agent turn of a fresh run
+    #: (``test_first``). Its record (iteration 0, no agent) is seen by ``on_failure`` or
+    #: ``on_success`` only, with no ``before_iteration``/``after_iteration`` around it, and is
+    #: not written to ``iterations.jsonl``.
+    TESTS_FIRST = "tests_first"
 
 
 @attrs.define

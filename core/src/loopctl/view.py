@@ -157,6 +157,12 @@ def _agent_end(e: Event, d: Mapping[str, Any]) -> str:
     )
 
 
+def _tests_start(e: Event, d: Mapping[str, Any]) -> str:
+    again = f" again ({_text(d.get('label'))})" if d.get("label") else ""
+    first = " before the first turn" if e.iteration is None else ""
+    return f"running tests{again}{first}: {_text(d.get('command'))}"
+
+
 def _tests_end(e: Event, d: Mapping[str, Any]) -> str:
     if d.get("passed"):
         return f"tests passed ({_seconds(d.get('duration_s'))})"
@@ -211,8 +217,12 @@ _DESCRIBERS: dict[str, Callable[[Event, Mapping[str, Any]], str]] = {
     "agent.rate_limit_waiting": lambda e, d: (
         f"still rate limited: {_seconds(d.get('seconds_left'))} left"
     ),
-    "tests.start": lambda e, d: f"running tests: {_text(d.get('command'))}",
+    "tests.start": _tests_start,
     "tests.end": _tests_end,
+    "tests.flaky": lambda e, d: (
+        f"flaky: {_text(', '.join(str(t) for t in d.get('failing_tests') or []), 'a test', 300)} "
+        "failed, then passed on an immediate re-run with nothing changed; taken as passing"
+    ),
     "iteration.end": _iteration_end,
     "loop.completion_vetoed": lambda e, d: (
         f"tests passed, but completion was vetoed: {_text(d.get('reason'))}"

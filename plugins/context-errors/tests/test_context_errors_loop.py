@@ -14,7 +14,8 @@ import pytest
 
 import loopctl_context_errors.plugin as plugin
 from loopctl import hookimpl, read_jsonl
-from loopctl.testing import make_project, run_loop
+from loopctl.testing import make_project
+from loopctl.testing import run_loop as run_a_loop
 from loopctl_context_errors.categories import Rule
 from loopctl_context_errors.events import (
     CONTEXT_GENERATED,
@@ -26,6 +27,15 @@ from loopctl_context_errors.events import (
     validate,
 )
 from loopctl_context_errors.runtime import report_path, sanitize_stage
+
+
+def run_loop(project: Any, goal: str, **kwargs: Any) -> Any:
+    """:func:`loopctl.testing.run_loop` without the tests before the first turn: these tests
+    are about the failures of iterations (the one before the first turn has a test of its own,
+    ``test_a_failure_fixed_in_the_first_turn_is_remembered_with_its_change``)."""
+    config = {"test_first": False, **kwargs.pop("config", {})}
+    return run_a_loop(project, goal, config=config, **kwargs)
+
 
 PLUGINS = {"context-errors": plugin}
 CALC_TEST = (
@@ -585,3 +595,35 @@ def test_the_report_section_counts_without_reading_the_ledger_back(
     assert _section(second) == expected.replace(
         "3 (ASSERTION_FAILURE 3)", "4 (ASSERTION_FAILURE 4)"
     ).replace("judged: 2", "judged: 3")
+
+
+TESTS_FIRST = {"test_first": True}
+
+
+def test_a_failure_fixed_in_the_first_turn_is_remembered_with_its_change(
+    tmp_path: Path, private_memory: Path
+) -> None:
+    """The failure the tests show before the first turn, fixed by that turn: the memory keeps
+    it with the change that fixed it, and shows that change when the failure comes back."""
+    project = _calc_project(tmp_path / "shop")
+    first = run_loop(
+        project, "make the tests pass", turns=[[FIX_ADD]], plugins=PLUGINS, config=TESTS_FIRST
+    )
+    assert first.status == "complete"
+    assert [r["iteration"] for r in first.records] == [1]  # fixed within one turn
+    with contextlib.closing(sqlite3.connect(private_memory)) as conn:
+        files, summary = conn.execute("SELECT fix_files, fix_summary FROM failures").fetchone()
+    assert json.loads(files) == ["calc.py"]
+    assert "-    return a - b" in summary
+    assert "+    return a + b" in summary
+
+    other = _calc_project(tmp_path / "crm")
+    second = run_loop(
+        other, "make the tests pass", turns=[[FIX_ADD]], plugins=PLUGINS, config=TESTS_FIRST
+    )
+    prompt = (second.state_dir / "logs" / "iteration-0001.prompt.md").read_text(encoding="utf-8")
+    context = prompt.split("## Historical Context", 1)[1]
+    assert "before the first turn" in context
+    assert "(another project: shop)" in context
+    assert "the change that fixed it:" in context
+    assert "    +    return a + b" in context  # the fix's own line, for the agent to apply

@@ -427,3 +427,30 @@ def test_a_project_id_is_compared_redacted_as_it_is_stored(tmp_path: Path) -> No
     assert [(r.match, r.same_project) for r in outcome.results] == [("exact", True)]
     assert outcome.results[0].record.project_id == redact(project_id)  # stored redacted
     assert memory.prune(project=project_id, dry_run=True) == 1
+
+
+def test_a_fixs_change_is_kept_capped_with_its_summary() -> None:
+    from loopctl_context_errors.memory import (
+        MAX_CHANGE_LINE_CHARS,
+        MAX_CHANGE_LINES,
+        FailureRecord,
+        fix_summary_of,
+    )
+
+    change = "calc.py\n-    return a - b\n+    return a + b\n" + "+x" * 300 + "\n"
+    change += "".join(f"+line {n}\n" for n in range(20))
+    summary = fix_summary_of("resolved at iteration 1 (tests_pass)", change)
+    assert len(summary) <= 1000  # what the store keeps of a summary
+    record = FailureRecord(
+        id=1, signature="s", category="c", rule="", stage="tests", project="p",
+        decisive=[], created_at=0.0, resolved_at=1.0, fix_summary=summary,
+    )  # fmt: skip
+    lines = record.fix_change
+    assert lines[:3] == ["calc.py", "-    return a - b", "+    return a + b"]
+    assert len(lines) == MAX_CHANGE_LINES
+    assert max(len(line) for line in lines) == MAX_CHANGE_LINE_CHARS
+    assert fix_summary_of("resolved", "") == "resolved"  # no change: the summary alone
+    assert FailureRecord(
+        id=2, signature="s", category="c", rule="", stage="", project="", decisive=[],
+        created_at=0.0, fix_summary="resolved at iteration 2",
+    ).fix_change == []  # fmt: skip

@@ -19,7 +19,7 @@ require_psycopg()
 from test_context_errors_loop import FIX_ADD, PLUGINS, _calc_project  # noqa: E402
 
 from loopctl import hookimpl  # noqa: E402
-from loopctl.testing import run_loop  # noqa: E402
+from loopctl.testing import run_loop as run_a_loop  # noqa: E402
 from loopctl_context_errors.events import (  # noqa: E402
     CONTEXT_GENERATED,
     MEMORY_SPOOL,
@@ -43,6 +43,14 @@ def proxy(pg_server: PgServer) -> Iterator[Proxy]:
     relay = Proxy(pg_server.host, pg_server.port)
     yield relay
     relay.cut()
+
+
+def run_loop(project: Any, goal: str, **kwargs: Any) -> Any:
+    """:func:`loopctl.testing.run_loop` without the tests before the first turn: these tests
+    are about the failures of iterations (the one before the first turn has a test of its own,
+    ``test_a_failure_fixed_in_the_first_turn_is_remembered_with_its_change``)."""
+    config = {"test_first": False, **kwargs.pop("config", {})}
+    return run_a_loop(project, goal, config=config, **kwargs)
 
 
 def _through(url: str, proxy: Proxy, server: PgServer) -> str:

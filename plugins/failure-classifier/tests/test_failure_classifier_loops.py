@@ -45,8 +45,11 @@ def flaky_test(counter: Path) -> str:
 
 
 def run(run_loop: Any, turns: list[list[dict[str, Any]]], **kwargs: Any) -> Any:
+    """A loop with the plugin, without the tests before the first turn: these tests are about
+    how it diagnoses the iterations' failures (a flaky failure before the first turn is the
+    core's to tell: core/tests/test_tests_first.py)."""
     plugins = {PLUGIN_NAME: plugin, **kwargs.pop("extra_plugins", {})}
-    config = {"limits": {"max_iterations": 6}, **kwargs.pop("config", {})}
+    config = {"limits": {"max_iterations": 6}, "test_first": False, **kwargs.pop("config", {})}
     return run_loop("make the tests pass", turns=turns, plugins=plugins, config=config, **kwargs)
 
 

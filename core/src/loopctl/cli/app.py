@@ -399,6 +399,14 @@ def run_command(
             "--completion-signal", help="Also require this line, alone, in the agent's final reply."
         ),
     ] = None,
+    test_first: Annotated[
+        Optional[bool],
+        typer.Option(
+            "--test-first/--no-test-first",
+            help="Run the tests before the first agent turn; if they pass, the run is complete "
+            "with no turn (default: test_first, on).",
+        ),
+    ] = None,
     state_dir: Annotated[Optional[Path], typer.Option("--state-dir", help=STATE_DIR_HELP)] = None,
     config: Annotated[Optional[Path], typer.Option("--config", help=CONFIG_HELP)] = None,
     no_plugins: Annotated[
@@ -429,6 +437,7 @@ def run_command(
         max_cost=max_cost,
         model=model,
     )
+    overrides.update(_overrides(test_first=test_first))
     workdir = Path.cwd()
     overrides.update(_plugin_option_overrides(ctx, workdir, config))
     if fresh_state:

@@ -340,6 +340,15 @@ class LoopctlConfig:
             "agent's final message."
         ),
     )
+    test_first: bool = attrs.field(
+        default=True,
+        metadata=_doc(
+            "Run the test command once before the first agent turn of a new run (not on "
+            "resume): its failure goes into the first prompt, a failure that passes on one "
+            "immediate re-run counts as flaky, and tests that already pass end the run "
+            "complete with no agent turn (unless completion_signal is set)."
+        ),
+    )
     required_plugins: list[str] = attrs.field(
         factory=list,
         metadata=_doc(

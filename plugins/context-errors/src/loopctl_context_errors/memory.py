@@ -196,6 +196,14 @@ class FailureRecord:
     def fixed(self) -> bool:
         return self.resolved_at is not None
 
+    @property
+    def fix_change(self) -> list[str]:
+        """The change that fixed it as recorded (:func:`fix_summary_of`): each file's name and
+        its ``-``/``+`` lines; empty when none was (a fix recorded without its diff, or by an
+        older version)."""
+        _, marker, change = self.fix_summary.partition(CHANGE_MARKER)
+        return change.splitlines() if marker else []
+
     def to_json(self) -> dict[str, Any]:
         return {
             "id": self.id,
@@ -214,6 +222,28 @@ class FailureRecord:
             "fix_suggestion": self.fix_suggestion,
             "fix_summary": self.fix_summary,
         }
+
+
+#: The line of a fix's summary after which the change that fixed it follows.
+CHANGE_MARKER = "\nchange:\n"
+#: Lines of a fix's change kept, at most, and characters of each.
+MAX_CHANGE_LINES = 8
+MAX_CHANGE_LINE_CHARS = 100
+
+
+def fix_summary_of(summary: str, change: str) -> str:
+    """``summary``, then ``change`` (what :meth:`loopctl.Workspace.change_diff` gives: each
+    file's name and its ``-``/``+`` lines), at most :data:`MAX_CHANGE_LINES` lines, each cut at
+    :data:`MAX_CHANGE_LINE_CHARS` characters, after a ``change:`` line. The stored summary keeps
+    1,000 characters, which these caps fit within beside a summary line."""
+    lines = [
+        line.rstrip()[:MAX_CHANGE_LINE_CHARS]
+        for line in change.splitlines()
+        if line.strip() and not line.startswith(("---", "+++", "@@"))
+    ]
+    if not lines:
+        return summary
+    return summary[:150] + CHANGE_MARKER + "\n".join(lines[:MAX_CHANGE_LINES])
 
 
 @attrs.define
@@ -504,13 +534,16 @@ class FailureMemory:
         files: Sequence[str] = (),
         suggestion: str = "",
         summary: str = "",
+        change: str = "",
         now: float | None = None,
     ) -> bool:
-        """Remember what resolved the failure with ``signature`` recorded by run ``run_id``."""
+        """Remember what resolved the failure with ``signature`` recorded by run ``run_id``;
+        ``change``: the diff of the fix (its ``-``/``+`` lines are kept with the summary,
+        capped: :func:`fix_summary_of`)."""
         if not run_id:
             return False
         target = FixTarget(signature=signature, run_id=run_id)
-        return self._record_fix(target, files, suggestion, summary, now)
+        return self._record_fix(target, files, suggestion, fix_summary_of(summary, change), now)
 
     def _record_fix(
         self,

@@ -18,7 +18,7 @@ from functools import lru_cache, partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from loopctl import StashKey, redact
+from loopctl import Snapshot, StashKey, redact
 from loopctl_context_errors import events, outage
 from loopctl_context_errors import lines as say
 from loopctl_context_errors.categories import Categorization, Rule, RuleSet, categorize
@@ -260,9 +260,26 @@ def _judge(
                     files=files,
                     suggestion=first,
                     summary=summary,
+                    change=_fix_change(loop, files),
                 )
             )
     loop.set_value(OUTSTANDING_KEY, [])
+    if FAILED_TREE in loop.stash:
+        del loop.stash[FAILED_TREE]
+
+
+#: The working tree as it was when the outstanding failure was reported: the change from it to
+#: the tree that passes is the fix the memory keeps (this process only: a resumed loop has none).
+FAILED_TREE = StashKey[Snapshot]()
+
+
+def _fix_change(loop: Loop, files: list[str]) -> str:
+    """The diff of ``files`` from the tree of the failure to the tree that passes now ("" when
+    it cannot be told: see :meth:`loopctl.Workspace.change_diff`)."""
+    before, after = loop.stash.get(FAILED_TREE), loop.last_snapshot
+    if before is None or after is None or not files:
+        return ""
+    return loop.workspace.change_diff(before, after, files)
 
 
 #: The run's ledger, kept open between appends (closed when the loop ends).
@@ -346,6 +363,8 @@ def handle_failure(loop: Loop, record: IterationRecord, test_run: TestRun | None
     passed = test_run is not None and test_run.passed
     failing_now = list(test_run.failing_tests) if test_run is not None else []
     _judge(loop, record, memory, tests_passed=passed, failing_now=failing_now)
+    if loop.last_snapshot is not None:  # the tree of this failure, which a fix starts from
+        loop.stash[FAILED_TREE] = loop.last_snapshot
 
     stage, text, decisive, failing, runner = _failure_input(loop, test_run)
     found: Categorization = categorize(
@@ -480,7 +499,10 @@ def _prompt_summary(report: ErrorReport, suggestion_id: str, path: Path | None) 
             else "not fixed yet"
         )
         where = f" {item.place()}" if record.project or not item.same_project else ""
-        similar.append(redact(f"{item.match}{where}: {head[:160]} — {fix}")[:400])
+        change = "".join(f"\n    {line}" for line in record.fix_change) if record.fixed else ""
+        if change:
+            fix += "; the change that fixed it:"
+        similar.append(redact(f"{item.match}{where}: {head[:160]} — {fix}")[:400] + redact(change))
     return {
         "iteration": report.iteration,
         "stage": report.stage,
@@ -502,15 +524,19 @@ def historical_context(loop: Loop) -> PromptSection | None:
     from loopctl import PromptSection
 
     config = settings(loop)
+    when = (
+        f"iteration {last.get('iteration')}" if last.get("iteration") else "before the first turn"
+    )
     lines = [
-        f"The last failure ({last.get('stage', 'tests')}, iteration {last.get('iteration')}) "
+        f"The last failure ({last.get('stage', 'tests')}, {when}) "
         f"was categorized {last['category']} by rule {last.get('rule', 'none')}.",
     ]
     if last.get("matched_line"):
         lines.append(f"Decisive line: {last['matched_line']}")
     if last.get("similar"):
         lines += ["", "Similar past failures and their fixes:"]
-        lines += [f"- {text}" for text in last["similar"]]
+        for text in last["similar"]:  # a fix's change follows on lines of its own
+            lines += f"- {text}".split("\n")
     if last.get("actions"):
         lines += ["", "Suggested actions:"]
         lines += [f"{i}. {text}" for i, text in enumerate(last["actions"], 1)]
