@@ -155,3 +155,29 @@ def test_a_plugins_veto_of_the_pass_before_the_first_turn_has_the_agent_work(pas
     assert (passing.path / "agent-ran.txt").exists()
     vetoed = result.events_of("loop.completion_vetoed")
     assert [e["reason"] for e in vetoed] == ["veto: the pass is not to be trusted yet"]
+
+
+TWO_BUGS = "def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a ** b\n"
+TWO_TESTS = (
+    "import unittest\nfrom calc import add, mul\n\n"
+    "class T(unittest.TestCase):\n"
+    "    def test_add(self):\n        self.assertEqual(add(1, 2), 3)\n\n"
+    "    def test_mul(self):\n        self.assertEqual(mul(2, 3), 6)\n"
+)
+
+
+def test_a_first_turn_that_fixed_one_of_the_failing_tests_is_no_failed_approach(
+    loopctl_project,
+):
+    """The tests before the first turn are what the first turn is measured against: one
+    failing test fewer is progress, not a dead end to warn the next turn off (it was listed
+    under "Approaches That Did Not Work" with its diff, which told a fresh agent its own right
+    change had failed)."""
+    loopctl_project.write("calc.py", TWO_BUGS)
+    loopctl_project.write("test_calc.py", TWO_TESTS)
+    loopctl_project.commit("two bugs")
+    fix_mul = {"replace": "calc.py", "old": "a ** b", "new": "a * b"}
+    result = run(loopctl_project, [[FIX], [fix_mul]])
+    assert result.status == "complete"
+    assert "Approaches That Did Not Work" not in _prompt(result, 2)
+    assert not result.events_of("loop.failed_approach")

@@ -14,8 +14,8 @@ distinct approach in ``loop.failed_approaches``:
   to that iteration's entry ("iterations 2-3 changed nothing"), updated in place; one that
   starts a streak of its own gets an entry with the agent's words (why it changed nothing);
 * an iteration that made the same change as an earlier entry (the same diff) updates that entry;
-* an iteration that made progress (fewer failing tests than the one before) is no failed
-  approach and gets no entry.
+* an iteration that made progress (fewer failing tests than the one before; for the first
+  turn, than the tests run before it, ``test_first``) is no failed approach and gets no entry.
 
 Everything an entry quotes is redacted.
 """

@@ -344,6 +344,9 @@ class Engine:
         self.loop = Loop(self)
         self.stuck = StuckDetector(window=config.stuck.window, exempt=config.stuck.exempt)
         self.approaches = ApproachBook()
+        #: The tests before the first turn, as a record of iteration 0 (``test_first``): what
+        #: the first turn's failing tests are compared with (one fewer is progress).
+        self.before_first_turn: IterationRecord | None = None
         self._supervision = supervision
         self._plugin_configs: dict[str, Any] = {}
         self._config_classes: dict[str, tuple[Any, str]] = {}
@@ -458,7 +461,8 @@ class Engine:
         if test_run.passed or is_infrastructure_failure(record):
             return
         previous = next(
-            (r for r in reversed(self.history) if not is_infrastructure_failure(r)), None
+            (r for r in reversed(self.history) if not is_infrastructure_failure(r)),
+            self.before_first_turn,
         )
         diff = ""
         if record.changed_files and self.last_snapshot is not None:
@@ -1164,7 +1168,7 @@ class Engine:
         # the snapshot the first turn's changes are counted from: not the tests' own files
         record = self._record(0, started, AgentSummary(), test_run, None, self.workspace.snapshot())
         record.ending = IterationEnd.TESTS_FIRST.value
-        self.current_record = record
+        self.current_record = self.before_first_turn = record
         try:
             veto = self._judge(record, test_run, None)
         finally:
