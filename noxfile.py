@@ -224,7 +224,7 @@ def load(session: nox.Session) -> None:
 
 @nox.session(name="kill-campaign", default=False)
 def kill_campaign(session: nox.Session) -> None:
-    """SIGKILL a loop after every one of its durable writes, each resumed to the end (about five
+    """SIGKILL a loop after every one of its durable writes, each resumed to the end (a few
     minutes; the suite kills after one write of each kind: tests/test_kill_at_every_write.py).
     Not run by CI: run it when the state files, the journal or resume change."""
     session.install(*wheels(session, *all_distributions()), *TEST_DEPS)
@@ -313,13 +313,12 @@ def isolation(session: nox.Session) -> None:
     empty venv, each in turn: it installs alone, every module of it and of its tests imports,
     and loopctl loads it.
 
-    What this proves is what is installed, nothing else: a plugin that imports another one (or
-    a module of core's but the public ``loopctl``) without declaring it, or an extra it treats
-    as required (psycopg), fails here. Its tests are collected, so their imports and fixtures
-    are checked too, but not run again: they ran in every ``tests`` session, with all the
-    plugins installed, as users install them (running them here too cost three minutes a
-    run). What is left unproved is a test that passes only because another plugin's hooks
-    ran beside it."""
+    What this proves is what is installed, nothing else: a plugin that imports another one
+    without declaring it, or an extra it treats as required (psycopg), fails here. Its tests
+    are collected, so their imports are checked too, but not run again: they ran in every
+    ``tests`` session, with all the plugins installed, as users install them (running them
+    here too took more than half of this session's time). What is left unproved is code that
+    runs only in a test and works only because another plugin is installed beside it."""
     for dist in distributions("plugins") + distributions("contrib"):
         venv = Path(session.create_tmp()) / f"iso-{dist.name}"
         shutil.rmtree(venv, ignore_errors=True)
