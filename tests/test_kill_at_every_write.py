@@ -9,9 +9,9 @@ flag, so a first write without them would be fatal (the agent command, say: find
 
 Which N: with ``LOOPCTL_KILL_EVERY_WRITE=1`` (``nox -s kill-campaign``) every write, the
 exhaustive campaign; by default, in the suite, the first point of each kind
-(:func:`kill_points`: the file just written and the file written next), 10 of the 23 writes of
-the first test and 19 of the 44 of the second: each iteration repeats the same sequences of
-writes, and the first occurrence of each pair is the one with the least behind it. What the
+(:func:`kill_points`: the file just written and the file written next), about 10 of 23 writes
+in the first test and 19 of 44 in the second (the counts vary a little with the background
+writer): each iteration repeats the same sequences of writes, and the first occurrence of each pair is the one with the least behind it. What the
 sample does not cover: the same pair later in the run (a later iteration, between two other
 events of ``events.jsonl``). Run the campaign when the state files, the journal or resume
 change.
