@@ -401,15 +401,17 @@ def _install_efficacy_clis(session: nox.Session) -> Path:
 @nox.session(default=False)
 def efficacy(session: nox.Session) -> None:
     """The efficacy benchmark (docs/efficacy.md): bare agent loops and loopctl, with and without
-    the four first-party plugins, on the same scenarios through the real Claude Code CLI (and
-    Codex, with ``-c codex-…``) and a reactive scripted model server. Runs the benchmark's own tests first; ``-- --json``,
-    ``-- -s SCENARIO -c CONTESTANT`` go to benchmarks/efficacy/run.py."""
+    the four first-party plugins, on the same scenarios through the real Claude Code and Codex
+    CLIs and a reactive scripted model server, two runs at a time (about 13 minutes on 2
+    cores). Runs the benchmark's own tests first; ``-- --json``, ``-- -s SCENARIO -c
+    CONTESTANT``, ``-- -j 1`` go to benchmarks/efficacy/run.py."""
     npm_prefix = _install_efficacy_clis(session)
     plugins = [f"./{p.relative_to(ROOT)}" for p in distributions("plugins")]
     session.install(*wheels(session, "./core", *plugins), *TEST_DEPS)
     session.run("pytest", "-q", "-p", "no:cacheprovider", "benchmarks/efficacy/tests")
     session.run(
-        "python", "benchmarks/efficacy/run.py", *session.posargs,
+        "python", "benchmarks/efficacy/run.py", "--jobs", str(min(2, _cores())),
+        *session.posargs,
         env={"LOOPCTL_E2E_NPM_PREFIX": str(npm_prefix)},
     )  # fmt: skip
 
@@ -459,8 +461,10 @@ def e2e(session: nox.Session) -> None:
             "LOOPCTL_E2E_REQUIRE": "1",
         },
     )
-    # the efficacy benchmark's smoke run (3 scenarios, 2 contestants, about 2 minutes): the
-    # harness works end to end through the real Claude Code CLI (not the benchmark's targets)
+    # the efficacy benchmark's own tests (its harness with stand-in CLIs, the scenario format),
+    # then its smoke run (3 scenarios, 2 contestants, about 2 minutes): the harness works end
+    # to end through the real Claude Code CLI (not the benchmark's targets)
+    session.run("pytest", "-q", "-p", "no:cacheprovider", "-n", "2", "benchmarks/efficacy/tests")
     session.run(
         "python", "benchmarks/efficacy/run.py", "--smoke",
         env={"LOOPCTL_E2E_NPM_PREFIX": str(npm_prefix)},

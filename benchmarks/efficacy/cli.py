@@ -28,7 +28,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from efficacy import chart, harness, report
-from efficacy.contestants import CONTESTANTS, DEFAULT_CONTESTANTS, Contestant
+from efficacy.contestants import CONTESTANTS, Contestant
 from efficacy.scenario import SCENARIOS, Scenario, load_all
 from loopctl.configfile import ConfigError
 from loopctl.testing.realcli import find_cli
@@ -135,7 +135,7 @@ def main(argv: list[str]) -> int:
     unknown = [name for name in args.contestant or [] if name not in CONTESTANTS]
     if unknown:
         return _error(f"unknown contestant {unknown[0]!r} (there are: {', '.join(CONTESTANTS)})")
-    contestants = [CONTESTANTS[name] for name in args.contestant or DEFAULT_CONTESTANTS]
+    contestants = [CONTESTANTS[name] for name in args.contestant or CONTESTANTS]
     clis = {c.cli: find_cli(c.cli) for c in contestants}
     missing = next((name for name, path in clis.items() if path is None), None)
     if missing is not None:

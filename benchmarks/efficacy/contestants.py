@@ -157,8 +157,6 @@ CONTESTANTS: dict[str, Contestant] = {
         Loopctl("codex-loopctl-plugins", plugins=True, cli="codex"),
     )
 }
-#: The contestants a run without ``-c`` has: the Claude Code ones (the Codex ones by name).
-DEFAULT_CONTESTANTS = tuple(name for name, c in CONTESTANTS.items() if c.cli == "claude")
 
 
 def _jsonl(path: Path) -> list[dict[str, Any]]:
