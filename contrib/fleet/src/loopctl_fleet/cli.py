@@ -370,7 +370,7 @@ async def submit_task(
     from temporalio.exceptions import WorkflowAlreadyStartedError
 
     from loopctl_fleet.service import task_queue
-    from loopctl_fleet.status import workflow_id
+    from loopctl_fleet.status import task_memo, workflow_id
     from loopctl_fleet.workflows import LoopctlTask, TaskInput
 
     wf_id = workflow_id(fleet, spec.id)
@@ -394,11 +394,6 @@ async def submit_task(
             False,
         )
     return f"{spec.id}: submitted ({spec.repo} @ {spec.base} -> {spec.branch})", True
-
-
-def task_memo(spec: TaskSpec) -> dict[str, Any]:
-    goal = spec.goal.strip().splitlines()[0][:200] if spec.goal.strip() else ""
-    return {"state": "queued", "goal": goal, "repo": spec.repo, "digest": spec.digest()}
 
 
 # --- status / logs -----------------------------------------------------------------------------

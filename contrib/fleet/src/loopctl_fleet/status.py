@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from temporalio.client import Client, WorkflowExecution, WorkflowHandle
 
+    from loopctl_fleet.taskfile import TaskSpec
+
 WORKFLOW_PREFIX = "loopctl-task-"
 COLUMNS = ("task", "state", "iteration", "tokens", "cost", "branch", "reason")
 #: Memo states that mean the workflow still runs; a closed workflow's own status wins over them.
@@ -29,6 +31,12 @@ def task_query(fleet: str) -> str:
     from loopctl_fleet.service import task_queue
 
     return f"WorkflowType = 'LoopctlTask' AND TaskQueue = '{task_queue(fleet)}'"
+
+
+def task_memo(spec: TaskSpec) -> dict[str, Any]:
+    """A task's memo as submitted (the workflow adds to it as it goes)."""
+    goal = spec.goal.strip().splitlines()[0][:200] if spec.goal.strip() else ""
+    return {"state": "queued", "goal": goal, "repo": spec.repo, "digest": spec.digest()}
 
 
 @dataclasses.dataclass

@@ -118,7 +118,9 @@ def read_task_file(path: Path, fleet_defaults: Mapping[str, Any] | None = None) 
         raise TaskFileError([f"{path}: not UTF-8 text"]) from None
     except tomllib.TOMLDecodeError as exc:
         raise TaskFileError([f"{path}: not valid TOML: {exc}"]) from None
-    return tasks_from_data(data, name=path.name, base_dir=path.parent, fleet_defaults=fleet_defaults)
+    return tasks_from_data(
+        data, name=path.name, base_dir=path.parent, fleet_defaults=fleet_defaults
+    )
 
 
 def tasks_from_data(
@@ -259,9 +261,17 @@ class _Reader:
         problems = land_problems(fleet.get("land_mode", "rebase"), fleet.get("land_attempts", 2))
         for key, message in problems:
             self.problem(f"{where}.{key}", message)
+        if land and pr:
+            problems.append(
+                ("land", "landing through a pull request (pr = true) is not supported yet: "
+                 "give the task pr or land, not both")
+            )  # fmt: skip
+            self.problem(f"{where}.land", problems[-1][1])
         if not land or problems:
             return pr, policies, None
-        options = LandOptions(fleet.get("land_mode", "rebase"), fleet.get("land_attempts", 2), delete)
+        options = LandOptions(
+            fleet.get("land_mode", "rebase"), fleet.get("land_attempts", 2), delete
+        )
         return pr, policies, options
 
     def flag(self, fleet: dict[str, Any], key: str, where: str) -> bool:
@@ -345,7 +355,9 @@ def land_problems(mode: object, attempts: object) -> list[tuple[str, str]]:
     if mode not in ("rebase", "merge"):
         problems.append(("land_mode", f'expected "rebase" or "merge", got {mode!r}'))
     if not (_is_int(attempts) and 0 <= attempts <= 10):  # type: ignore[operator]
-        problems.append(("land_attempts", f"expected a whole number from 0 to 10, got {attempts!r}"))
+        problems.append(
+            ("land_attempts", f"expected a whole number from 0 to 10, got {attempts!r}")
+        )
     return problems
 
 
