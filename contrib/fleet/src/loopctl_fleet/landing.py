@@ -11,18 +11,34 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import os
+import re
 import signal
 import uuid
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from temporalio import activity
 
 from loopctl_fleet import checkout, landgit
 from loopctl_fleet.activities import AGENT_WITHHELD, WITHHELD, fault, heartbeat, repository_settings
 from loopctl_fleet.classes import FailureClass
-from loopctl_fleet.lander import CONFLICT, LANDED, RED, LandOutcome, LandRequest, lander_id
-from loopctl_fleet.taskfile import deep_merge
+from loopctl_fleet.lander import (
+    CONFLICT,
+    LANDED,
+    LANDING,
+    RED,
+    LandOutcome,
+    LandRequest,
+    lander_id,
+)
+from loopctl_fleet.taskfile import LandOptions, deep_merge
+
+if TYPE_CHECKING:
+    from temporalio.client import Client
+
+    from loopctl_fleet.workflows import TaskInput
 
 #: A base that moves this many times in a row while one result is tested on it is given up on
 #: for now (an infrastructure fault: the server tries again later).
@@ -102,13 +118,10 @@ class FleetLanding:
         )
 
 
-async def enqueue(client: object, task_queue: str, request: LandRequest) -> None:
+async def enqueue(client: Client, task_queue: str, request: LandRequest) -> None:
     """Signal ``request`` to its landing queue, starting the queue if it is not running."""
-    from temporalio.client import Client
-
     from loopctl_fleet.lander import LANDER_NAME, LanderState
 
-    assert isinstance(client, Client)
     await client.start_workflow(
         LANDER_NAME,
         LanderState(),
@@ -147,3 +160,61 @@ async def run_tests(tree: Path, settings: dict[str, object]) -> tuple[bool, str]
         await asyncio.shield(process.wait())
     text = out.decode("utf-8", "replace")[-OUTPUT_TAIL_CHARS:]
     return process.returncode == 0, redact(text)
+
+
+#: A follow-up task's id (``<task>.land<N>``): it lands for its task, never on its own.
+FOLLOW_UP_ID = re.compile(r"\.land\d+$")
+
+
+async def land_rows(
+    client: Client, fleet: str, named: list[str], flags: dict[str, Any]
+) -> tuple[list[str], list[str]]:
+    """Hand ``named`` tasks' results (or every complete result not handed yet) to their landing
+    queues, in the order they completed; what was queued and what was refused, a line each."""
+    from loopctl_fleet.service import task_queue
+    from loopctl_fleet.status import list_rows
+
+    rows = {row.task: row for row in await list_rows(client, fleet)}
+    refused = [f"no task {task!r} in fleet {fleet!r}" for task in named if task not in rows]
+    chosen = [rows[t] for t in named if t in rows] if named else [
+        row for row in rows.values() if row.state == "complete" and not FOLLOW_UP_ID.search(row.task)
+    ]  # fmt: skip
+    queued = []
+    for row in sorted(chosen, key=lambda r: r.closed or ""):
+        if (
+            not row.commit
+            or row.state in (LANDED, LANDING)
+            or (row.land is None and row.state != "complete")
+        ):
+            refused.append(
+                f"{row.task} is {row.state}: only a complete result not landed yet lands"
+            )
+            continue
+        started = await task_input(client, row.workflow_id, row.run_id)
+        spec = started.spec
+        if spec.pr:
+            refused.append(
+                f"{row.task}: landing through a pull request (pr = true) is not supported yet"
+            )
+            continue
+        given = {key: value for key, value in flags.items() if value is not None}
+        options = dataclasses.replace(spec.land or LandOptions(), **given)
+        request = LandRequest(
+            spec.id, row.workflow_id, spec.goal, spec, row.commit, options,
+            started.ledger_id, started.heartbeat_timeout_s,
+        )  # fmt: skip
+        await enqueue(client, task_queue(fleet), request)
+        queued.append(f"{row.task}: queued to land {spec.branch} on {spec.base}")
+    return queued, refused
+
+
+async def task_input(client: Client, workflow_id: str, run_id: str) -> TaskInput:
+    """What a task's workflow was started with (its first event)."""
+    from loopctl_fleet.workflows import TaskInput
+
+    handle = client.get_workflow_handle(workflow_id, run_id=run_id)
+    async for event in handle.fetch_history_events():
+        payloads = event.workflow_execution_started_event_attributes.input.payloads
+        [started] = await client.data_converter.decode(payloads, [TaskInput])
+        return started  # type: ignore[no-any-return]
+    raise RuntimeError(f"{workflow_id} has no history")

@@ -51,6 +51,8 @@ class TaskRow:
     branch: str | None = None
     reason: str = ""
     attempts: int = 0
+    #: The result commit (a complete task).
+    commit: str | None = None
     worker: str | None = None
     phase: str | None = None
     failure_class: str | None = None
@@ -126,6 +128,7 @@ async def row_of(client: Client, fleet: str, execution: WorkflowExecution) -> Ta
         tokens=memo.get("tokens"),
         cost_usd=memo.get("cost_usd"),
         branch=memo.get("branch"),
+        commit=memo.get("commit"),
         reason=str(memo.get("reason") or ""),
         attempts=int(memo.get("attempts") or 0),
         failure_class=memo.get("failure_class"),
