@@ -140,7 +140,7 @@ async def run_tests(tree: Path, settings: dict[str, object]) -> tuple[bool, str]
     merged = deep_merge(repository_settings(tree), settings)
     command = merged.get("test_cmd")
     if not isinstance(command, str) or not command.strip():
-        return False, "the task has no test command: nothing lands untested"
+        raise fault("the task has no test command: nothing lands untested", FailureClass.CONFIG)
     limits = merged.get("limits", {})
     timeout = float(limits.get("test_timeout_s") or DEFAULT_TEST_TIMEOUT_S)
     own = merged.get("withhold_env", [])
