@@ -15,6 +15,7 @@ from fleet_testkit import run_git, with_fleet
 from temporalio.client import Client
 
 from loopctl_fleet.cli import submit_task
+from loopctl_fleet.landing import task_input
 from loopctl_fleet.status import TaskRow, list_rows
 from loopctl_fleet.taskfile import LandOptions, TaskSpec
 
@@ -106,13 +107,22 @@ def test_ten_results_land_one_at_a_time_each_green_a_conflict_resolved_by_a_foll
         for i in range(4)
     ]
 
-    async def body(client: Client, queue: str) -> dict[str, TaskRow]:
+    async def body(client: Client, queue: str) -> tuple[dict[str, TaskRow], list[str]]:
         for one in specs:
             line, ok = await submit_task(client, fleet_of(queue), one, 5.0)
             assert ok, line
-        return await ended(client, fleet_of(queue), [s.id for s in specs])
+        rows = await ended(client, fleet_of(queue), [s.id for s in specs])
+        follow_ups = [row for task, row in rows.items() if task.endswith(".land1")]
+        goals = [(await task_input(client, r.workflow_id, r.run_id)).spec.goal for r in follow_ups]
+        return rows, goals
 
-    rows = with_fleet(tmp_path, body, slots=4)
+    rows, goals = with_fleet(tmp_path, body, slots=4)
+    assert goals  # each follow-up's goal: the task's, the conflicting file and its hunks
+    for goal in goals:
+        assert goal.startswith("Task same-")
+        assert "conflicts with `main`" in goal
+        assert "in: shared.txt" in goal
+        assert "<<<<<<<" in goal
     states = {task: rows[task].state for task in (s.id for s in specs)}
     assert all(state in ENDED for state in states.values()), states
     for task, state in states.items():

@@ -100,8 +100,11 @@ class FleetLanding:
         title = f"Land {spec.branch}: {spec.goal.strip().splitlines()[0][:60]}"
         conflict = await asyncio.to_thread(landgit.put_on, tree, tip, request.commit, mode, title)
         if conflict is not None:
+            from loopctl import redact  # the hunks travel in the server's history
+
             reason = f"conflict with {branch} at {tip[:12]} in {', '.join(conflict.files)}"
-            return LandOutcome(CONFLICT, reason, branch, tip, None, conflict.files, conflict.hunks)
+            hunks = redact(conflict.hunks)
+            return LandOutcome(CONFLICT, reason, branch, tip, None, conflict.files, hunks)
         landed = await asyncio.to_thread(landgit.head, tree)
         passed, output = await run_tests(tree, spec.settings)
         if not passed:
