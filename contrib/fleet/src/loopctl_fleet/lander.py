@@ -22,7 +22,11 @@ from datetime import timedelta
 from typing import Any
 
 from temporalio import workflow
-from temporalio.exceptions import ActivityError, ChildWorkflowError
+from temporalio.exceptions import (
+    ActivityError,
+    ChildWorkflowError,
+    WorkflowAlreadyStartedError,
+)
 
 with workflow.unsafe.imports_passed_through():
     from loopctl_fleet.taskfile import LandOptions, TaskSpec
@@ -155,14 +159,19 @@ class LoopctlLander:
             land=None,
             pr=False,
         )
-        handle = await workflow.start_child_workflow(
-            WORKFLOW_NAME,
-            TaskInput(spec, request.heartbeat_timeout_s, request.ledger_id),
-            id=f"{request.root_workflow_id}.land{n}",
-            memo=task_memo(spec),
-            result_type=TaskOutcome,
-            parent_close_policy=workflow.ParentClosePolicy.ABANDON,
-        )
+        try:
+            handle = await workflow.start_child_workflow(
+                WORKFLOW_NAME,
+                TaskInput(spec, request.heartbeat_timeout_s, request.ledger_id),
+                id=f"{request.root_workflow_id}.land{n}",
+                memo=task_memo(spec),
+                result_type=TaskOutcome,
+                parent_close_policy=workflow.ParentClosePolicy.ABANDON,
+            )
+        except WorkflowAlreadyStartedError:
+            said = f"{outcome.reason}; its follow-up task {spec.id} is running already"
+            self._note(request.root, outcome.state, said)
+            return
         self._note(
             request.root, LANDING, f"{outcome.reason}: follow-up task {spec.id}", follow_up=spec.id
         )

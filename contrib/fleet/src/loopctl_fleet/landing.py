@@ -193,6 +193,9 @@ async def land_rows(
                 f"{row.task} is {row.state}: only a complete result not landed yet lands"
             )
             continue
+        if FOLLOW_UP_ID.search(row.task):
+            refused.append(f"{row.task} is a follow-up task: it lands for its task, not alone")
+            continue
         started = await task_input(client, row.workflow_id, row.run_id)
         spec = started.spec
         if spec.pr:
