@@ -32,6 +32,8 @@ from pathlib import Path
 from _common import Figure
 
 SLOTS = 4
+#: Results landed in the landing figure (on their own files: none conflicts).
+LAND_RESULTS = 10
 AGENT = r"""
 cat >/dev/null
 echo "${{LOOPCTL_FLEET_TASK:-$LOOPCTL_BENCH_TASK}} $(date +%s.%N)" >> {log}/agent-starts
@@ -143,6 +145,90 @@ async def run_fleet(
     return wall, to_start, to_result
 
 
+#: The landing figure: results on their own files, landed on main with these tests.
+LAND_CHECK = 'test -f f.txt || { echo "FAILED no f.txt"; exit 1; }\n'
+HAND_LOOP = r"""
+set -e
+cd "$1"; shift
+for branch in "$@"; do
+  git fetch -q origin
+  git checkout -q --detach "origin/$branch"
+  git -c user.name=b -c user.email=b@b rebase -q origin/main
+  sh check.sh
+  git push -q origin HEAD:main
+done
+"""
+
+
+def land_setup(root: Path, name: str, results: int) -> tuple[Path, list[str]]:
+    """A bare repository with ``results`` result branches off main, each its own file."""
+    work = root / f"{name}-work"
+    work.mkdir()
+    _git("init", "-q", "-b", "main", cwd=work)
+    (work / "f.txt").write_text("fixed\n")
+    (work / "check.sh").write_text(LAND_CHECK)
+    ident = ("-c", "user.name=b", "-c", "user.email=b@b")
+    _git("add", "-A", cwd=work)
+    _git(*ident, "commit", "-qm", "base", cwd=work)
+    branches = []
+    for i in range(results):
+        branch = f"loopctl/{name}-{i:02d}"
+        _git("checkout", "-q", "-b", branch, "main", cwd=work)
+        (work / f"r{i:02d}.txt").write_text(f"result {i}\n")
+        _git("add", "-A", cwd=work)
+        _git(*ident, "commit", "-qm", branch, cwd=work)
+        branches.append(branch)
+    bare = root / f"{name}.git"
+    _git("clone", "-q", "--bare", str(work), str(bare), cwd=root)
+    return bare, branches
+
+
+def land_by_hand(root: Path, round_: int, results: int) -> float:
+    """A team's shell loop: rebase each branch on main, run the tests, push."""
+    bare, branches = land_setup(root, f"hand{round_}", results)
+    clone = root / f"hand{round_}-clone"
+    _git("clone", "-q", str(bare), str(clone), cwd=root)
+    start = time.perf_counter()
+    subprocess.run(["sh", "-c", HAND_LOOP, "sh", str(clone), *branches], check=True)
+    wall = time.perf_counter() - start
+    assert len(_git("rev-list", "main", cwd=bare).split()) == results + 1
+    return wall
+
+
+async def land_by_fleet(root: Path, client: object, queue: str, round_: int, results: int) -> float:
+    """The same results handed to the fleet's landing queue; until the last has landed."""
+    from temporalio.client import Client
+
+    from loopctl_fleet.lander import LANDED, LandRequest, lander_id
+    from loopctl_fleet.landing import enqueue
+    from loopctl_fleet.taskfile import TaskSpec
+
+    assert isinstance(client, Client)
+    bare, branches = land_setup(root, f"fleet{round_}", results)
+    settings = {"test_cmd": "sh check.sh"}
+    requests = [
+        LandRequest(
+            b.removeprefix("loopctl/"), f"bench-{b}", "land", TaskSpec(
+                b.removeprefix("loopctl/"), str(bare), "main", "land", settings),
+            _git("rev-parse", b, cwd=bare).strip(), heartbeat_timeout_s=30.0,
+        )
+        for b in branches
+    ]  # fmt: skip
+    lander = client.get_workflow_handle(lander_id(queue, str(bare), "main"))
+    start = time.perf_counter()
+    for request in requests:
+        await enqueue(client, queue, request)
+    while True:  # the queue's state is what the figure waits for
+        states = await lander.query("results")
+        if sum(entry.get("state") == LANDED for entry in states.values()) == results:
+            break
+        assert all(entry.get("state") in ("landing", LANDED) for entry in states.values()), states
+        await asyncio.sleep(0.05)
+    wall = time.perf_counter() - start
+    assert len(_git("rev-list", "main", cwd=bare).split()) == results + 1
+    return wall
+
+
 def figures() -> list[Figure]:
     quick = os.environ.get("LOOPCTL_BENCH_QUICK", "") not in ("", "0")
     tasks = int(os.environ.get("LOOPCTL_BENCH_FLEET_TASKS", "8" if quick else "50"))
@@ -176,6 +262,8 @@ async def _measure(setup: Setup, rounds: int) -> list[Figure]:
             fleet: list[float] = []
             to_start: list[float] = []
             to_result: list[float] = []
+            by_hand: list[float] = []
+            landed: list[float] = []
             for r in range(rounds):
                 for kind in ("direct", "fleet") if r % 2 == 0 else ("fleet", "direct"):
                     if kind == "direct":
@@ -185,6 +273,15 @@ async def _measure(setup: Setup, rounds: int) -> list[Figure]:
                         fleet.append(wall)
                         to_start += starts
                         to_result += results
+                for kind in ("hand", "fleet") if r % 2 == 0 else ("fleet", "hand"):
+                    if kind == "hand":
+                        by_hand.append(
+                            await asyncio.to_thread(land_by_hand, setup.root, r, LAND_RESULTS)
+                        )
+                    else:
+                        landed.append(
+                            await land_by_fleet(setup.root, env.client, queue, r, LAND_RESULTS)
+                        )
                 print(f"round {r + 1}/{rounds}", file=sys.stderr)
         finally:
             worker.terminate()
@@ -211,6 +308,24 @@ async def _measure(setup: Setup, rounds: int) -> list[Figure]:
             statistics.median(to_result) * 1000,
             "ms",
             note="commit, push, workflow",
+        ),
+        Figure(
+            f"land by hand: git rebase + tests + push, {LAND_RESULTS} results",
+            statistics.median(by_hand),
+            "s",
+            note="a shell loop in one clone, baseline, same run",
+        ),
+        Figure(
+            f"fleet land: {LAND_RESULTS} results",
+            statistics.median(landed),
+            "s",
+            note="queue, worktree, rebase, tests, push with a lease, one at a time",
+        ),
+        Figure(
+            "fleet land / by hand",
+            statistics.median(landed) / statistics.median(by_hand),
+            "x",
+            note="informational",
         ),
     ]
 

@@ -357,3 +357,39 @@ async def holds(address: str, fleet: str) -> str:
     except ConnectError as exc:
         return str(exc)
     return ""
+
+
+def landed(fleet: Fleet, task: str) -> dict[str, Any]:
+    """``task``'s status row once its landing has ended."""
+    deadline = time.monotonic() + 120
+    while True:  # a poll of the server's state: landing has no other signal for a client
+        [row] = fleet.status(task)
+        if row["state"] in ("landed", "conflict", "red", "not landed"):
+            return row
+        assert time.monotonic() < deadline, row
+        time.sleep(0.1)
+
+
+def test_land_lands_a_result_and_submit_land_lands_its_own(shared: Fleet) -> None:
+    done = shared.submit("t-manual", "echo fixed > f.txt; echo manual > manual.txt")
+    assert done.returncode == 0, done.stderr
+    assert "t-manual: complete" in shared.ok("logs", "t-manual", "--follow")
+    assert shared.status("t-manual")[0]["land"] is None  # not asked to land: it waits
+    said = shared.ok("land", "t-manual", "--keep-branch")
+    assert said == "t-manual: queued to land loopctl/t-manual on main\n"
+    row = landed(shared, "t-manual")
+    assert row["state"] == "landed", row
+    assert row["land"]["commit"] == run_git("rev-parse", "main", cwd=shared.bare).strip()
+    again = shared.run("land", "t-manual")  # landed already: nothing to do, and it says so
+    assert again.returncode == 1
+    assert "t-manual is landed: only a complete result not landed yet lands" in again.stderr
+
+    auto = shared.submit("t-auto", "echo fixed > f.txt; echo auto > auto.txt", "--land")
+    assert auto.returncode == 0, auto.stderr
+    row = landed(shared, "t-auto")
+    assert row["state"] == "landed", row
+    assert run_git("show", "main:auto.txt", cwd=shared.bare) == "auto\n"
+    assert run_git("show", "main:manual.txt", cwd=shared.bare) == "manual\n"
+    plain = shared.ok("status", "t-auto")
+    assert "landed" in plain
+    assert "rebased onto main as" in plain

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from loopctl_fleet.taskfile import (
     ID_PATTERN,
+    LandOptions,
     TaskFileError,
     TaskSpec,
     default_id,
@@ -245,3 +246,41 @@ def test_pr_is_a_boolean_of_the_fleet_table(tmp_path: Path) -> None:
     assert task.pr is True
     found = problems(tmp_path, '[[task]]\nrepo = "/r"\ngoal = "g"\n[task.fleet]\npr = "yes"\n')
     assert found == ["tasks.toml: task[0].fleet.pr: expected true or false, got text"]
+
+
+def test_land_options_are_read_checked_and_defaulted_by_the_fleet(tmp_path: Path) -> None:
+    text = """
+[defaults]
+repo = "repo"
+[[task]]
+id = "a"
+goal = "g"
+[task.fleet]
+land = true
+land_mode = "merge"
+land_attempts = 0
+delete_branch = true
+[[task]]
+id = "b"
+goal = "g"
+[[task]]
+id = "c"
+goal = "g"
+fleet = { land = false }
+"""
+    a, b, c = read_task_file(write(tmp_path, text), {"land": True})
+    assert a.land == LandOptions("merge", 0, True)
+    assert b.land == LandOptions()  # the fleet's land = true
+    assert c.land is None  # the task's own word wins
+    assert read_task_file(write(tmp_path, text))[1].land is None
+    bad = problems(
+        tmp_path,
+        '[[task]]\nrepo = "r"\ngoal = "g"\n[task.fleet]\nland = true\npr = true\n'
+        'land_mode = "squash"\nland_attempts = -1\n',
+    )
+    assert bad == [
+        'tasks.toml: task[0].fleet.land_mode: expected "rebase" or "merge", got \'squash\'',
+        "tasks.toml: task[0].fleet.land_attempts: expected a whole number from 0 to 10, got -1",
+        "tasks.toml: task[0].fleet.land: landing through a pull request (pr = true) is not "
+        "supported yet: give the task pr or land, not both",
+    ]

@@ -72,7 +72,7 @@ class FleetActivities:
     async def resolve_base(self, spec: TaskSpec) -> str:
         """The commit the task's base names now (pinned by the workflow for every attempt).
         Heartbeats while git works: a clone may take minutes, a dead worker must not."""
-        beating = asyncio.create_task(_heartbeat(None, self.heartbeat_s))
+        beating = asyncio.create_task(heartbeat(None, self.heartbeat_s))
         try:
             mirror = await asyncio.to_thread(checkout.update_mirror, self.home, spec.repo)
             return await asyncio.to_thread(checkout.resolve, mirror, spec.repo, spec.base)
@@ -89,7 +89,7 @@ class FleetActivities:
         attempt = inp.attempt + max(info.attempt, 1) - 1
         progress = Progress(attempt=attempt, worker=self.worker)
         # from the start: fetching a mirror and making a tree may take a while too
-        beating = asyncio.create_task(_heartbeat(progress, self.heartbeat_s))
+        beating = asyncio.create_task(heartbeat(progress, self.heartbeat_s))
         try:
             earlier = await self._earlier_result(spec)
             if earlier is not None:  # an attempt that died after its push: the task is done
@@ -312,7 +312,7 @@ class _Attempt:
         return made
 
 
-async def _heartbeat(progress: Progress | None, every_s: float) -> None:
+async def heartbeat(progress: Progress | None, every_s: float) -> None:
     """Heartbeat ``progress`` (or nothing) every ``every_s`` until cancelled."""
     while True:
         activity.heartbeat(*([progress] if progress is not None else []))
@@ -321,7 +321,7 @@ async def _heartbeat(progress: Progress | None, every_s: float) -> None:
 
 def _merged_settings(tree: Path, settings: Mapping[str, Any], inp: LoopInput) -> dict[str, Any]:
     """The repository's own loopctl settings, the task's over them, the fleet's caps over both."""
-    merged = deep_merge(_repository_settings(tree), settings)
+    merged = deep_merge(repository_settings(tree), settings)
     withheld = merged.get("withhold_env", [])
     if isinstance(withheld, list):  # anything else: the loop refuses it, and says why
         merged["withhold_env"] = list(dict.fromkeys([*withheld, *AGENT_WITHHELD]))
@@ -332,7 +332,7 @@ def _merged_settings(tree: Path, settings: Mapping[str, Any], inp: LoopInput) ->
     return merged
 
 
-def _repository_settings(tree: Path) -> dict[str, Any]:
+def repository_settings(tree: Path) -> dict[str, Any]:
     if sys.version_info >= (3, 11):
         import tomllib
     else:  # pragma: no cover

@@ -175,6 +175,7 @@ TASK_FLAGS = (
     Flag("goal_file", ("--goal-file",), Path, "Read the goal from this file (now: the text travels).", "FILE", "goal_file"),
     Flag("id", ("--id",), str, "The task's id (default: from the goal); its branch is loopctl/ID.", "ID", "id"),
     Flag("pr", ("--pr",), bool, "Open a GitHub pull request of the result branch ($GITHUB_TOKEN on the worker).", None, "fleet.pr"),
+    Flag("land", ("--land",), bool, "Land the result on its base branch once complete (see `fleet land`).", None, "fleet.land"),
 )  # fmt: skip
 
 FleetOption = Annotated[
@@ -269,18 +270,20 @@ def check(task_file: Annotated[Path, typer.Argument(metavar="TASKS.toml")]) -> N
         say(f"{task.id}: {task.repo} @ {task.base} -> {task.branch}")
 
 
-def read_tasks(task_file: Path) -> list[TaskSpec]:
+def read_tasks(task_file: Path, fleet_defaults: Optional[dict[str, Any]] = None) -> list[TaskSpec]:
     from loopctl_fleet.taskfile import TaskFileError, read_task_file
 
     try:
-        return read_task_file(task_file)
+        return read_task_file(task_file, fleet_defaults)
     except TaskFileError as exc:
         for line in exc.problems:
             error(line, redacted=True)
         raise typer.Exit(EXIT_USAGE) from None
 
 
-def tasks_from_flags(values: dict[str, Any]) -> list[TaskSpec]:
+def tasks_from_flags(
+    values: dict[str, Any], fleet_defaults: Optional[dict[str, Any]] = None
+) -> list[TaskSpec]:
     """The one task ``submit``'s flags describe, checked as a task file's would be."""
     from loopctl_fleet.taskfile import TaskFileError, tasks_from_data
 
@@ -295,7 +298,9 @@ def tasks_from_flags(values: dict[str, Any]) -> list[TaskSpec]:
             where = where.setdefault(table, {})
         where[key] = str(value) if isinstance(value, Path) else value
     try:
-        return tasks_from_data({"task": [task]}, name="submit", base_dir=Path.cwd())
+        return tasks_from_data(
+            {"task": [task]}, name="submit", base_dir=Path.cwd(), fleet_defaults=fleet_defaults
+        )
     except TaskFileError as exc:
         for line in exc.problems:
             error(line.replace("task[0].", "").replace("task[0]: ", ""), redacted=True)
@@ -337,8 +342,13 @@ def submit(
         raise fail(f"give a task file or task flags, not both ({', '.join(given)})", EXIT_USAGE)
     if task_file is None and not given:
         raise fail("nothing to submit: give a task file, or --repo, --goal and more", EXIT_USAGE)
-    tasks = read_tasks(task_file) if task_file is not None else tasks_from_flags(values)
     name, config = fleet_settings(fleet)
+    landing = {"land": True} if config.land else None
+    tasks = (
+        read_tasks(task_file, landing)
+        if task_file is not None
+        else tasks_from_flags(values, landing)
+    )
 
     async def body(client: Client) -> int:
         from loopctl_fleet.ledger import ensure_ledger
@@ -370,7 +380,7 @@ async def submit_task(
     from temporalio.exceptions import WorkflowAlreadyStartedError
 
     from loopctl_fleet.service import task_queue
-    from loopctl_fleet.status import workflow_id
+    from loopctl_fleet.status import task_memo, workflow_id
     from loopctl_fleet.workflows import LoopctlTask, TaskInput
 
     wf_id = workflow_id(fleet, spec.id)
@@ -394,11 +404,6 @@ async def submit_task(
             False,
         )
     return f"{spec.id}: submitted ({spec.repo} @ {spec.base} -> {spec.branch})", True
-
-
-def task_memo(spec: TaskSpec) -> dict[str, Any]:
-    goal = spec.goal.strip().splitlines()[0][:200] if spec.goal.strip() else ""
-    return {"state": "queued", "goal": goal, "repo": spec.repo, "digest": spec.digest()}
 
 
 # --- status / logs -----------------------------------------------------------------------------
@@ -546,6 +551,78 @@ async def _ending(client: Client, handle: Any, row: Any) -> list[str]:
     if result is not None and result.logs:
         lines.append(f"Logs: on worker {result.worker}, in {result.logs} (loop.stderr, state/)")
     return lines
+
+
+# --- land --------------------------------------------------------------------------------------
+
+
+@app.command(
+    "land",
+    epilog=examples(
+        "loopctl fleet land",
+        "loopctl fleet land issue-12 issue-14 --delete-branch",
+        "loopctl fleet land --mode merge --attempts 0",
+    ),
+)
+@with_flags(CONNECTION, into="connection")
+def land(
+    tasks: Annotated[
+        Optional[list[str]],
+        typer.Argument(
+            metavar="[TASK]...",
+            help="These tasks (default: every complete result not handed to landing yet).",
+        ),
+    ] = None,
+    fleet: FleetOption = None,
+    mode: Annotated[
+        Optional[str],
+        typer.Option(
+            "--mode",
+            metavar="rebase|merge",
+            help="Rebase onto the base (linear history, the default) or merge.",
+        ),
+    ] = None,
+    attempts: Annotated[
+        Optional[int],
+        typer.Option(
+            "--attempts",
+            metavar="N",
+            min=0,
+            max=10,
+            help="Follow-up tasks for a conflict or red tests (default 2).",
+        ),
+    ] = None,
+    delete_branch: Annotated[
+        Optional[bool],
+        typer.Option(
+            "--delete-branch/--keep-branch",
+            help="Delete a result's branch once it landed (default: keep).",
+        ),
+    ] = None,
+    connection: Optional[dict[str, Any]] = None,
+) -> None:
+    """Land complete results on their base branches, one at a time, in the order they completed:
+    each is rebased (or merged) onto the base's tip, tested there, and pushed only if green."""
+    from loopctl_fleet.taskfile import land_problems
+
+    fleet_name, config = fleet_settings(fleet)
+    for _, message in land_problems(mode or "rebase", 2 if attempts is None else attempts):
+        raise fail(message, EXIT_USAGE)
+    flags = {"mode": mode, "attempts": attempts, "delete_branch": delete_branch}
+
+    async def body(client: Client) -> tuple[list[str], list[str]]:
+        from loopctl_fleet.landing import land_rows
+
+        return await land_rows(client, fleet_name, tasks or [], flags)
+
+    done, refused = with_client(connect_options(connection or {}, config, fleet=fleet_name), body)
+    for line in done:
+        say(line)
+    for line in refused:
+        error(line)
+    if not done and not refused:
+        say(f"Nothing to land in fleet {fleet_name!r}: no complete result waits for it.")
+    finish(EXIT_FAILED if refused else 0)
 
 
 # --- cancel / retry ----------------------------------------------------------------------------

@@ -33,3 +33,5 @@ class FleetConfig:
     tls_ca: str = ""
     #: Loops a worker (``fleet worker``, ``fleet up``) runs at once.
     slots: int = 4
+    #: Land every submitted task's result on its base (a task's ``[task.fleet] land`` wins).
+    land: bool = False

@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from temporalio.client import Client, WorkflowExecution, WorkflowHandle
 
+    from loopctl_fleet.taskfile import TaskSpec
+
 WORKFLOW_PREFIX = "loopctl-task-"
 COLUMNS = ("task", "state", "iteration", "tokens", "cost", "branch", "reason")
 #: Memo states that mean the workflow still runs; a closed workflow's own status wins over them.
@@ -31,6 +33,12 @@ def task_query(fleet: str) -> str:
     return f"WorkflowType = 'LoopctlTask' AND TaskQueue = '{task_queue(fleet)}'"
 
 
+def task_memo(spec: TaskSpec) -> dict[str, Any]:
+    """A task's memo as submitted (the workflow adds to it as it goes)."""
+    goal = spec.goal.strip().splitlines()[0][:200] if spec.goal.strip() else ""
+    return {"state": "queued", "goal": goal, "repo": spec.repo, "digest": spec.digest()}
+
+
 @dataclasses.dataclass
 class TaskRow:
     """One task (one run of its workflow) as ``fleet status`` shows it."""
@@ -43,6 +51,8 @@ class TaskRow:
     branch: str | None = None
     reason: str = ""
     attempts: int = 0
+    #: The result commit (a complete task).
+    commit: str | None = None
     worker: str | None = None
     phase: str | None = None
     failure_class: str | None = None
@@ -52,6 +62,9 @@ class TaskRow:
     run_id: str = ""
     started: str | None = None
     closed: str | None = None
+    #: A complete result's landing (``[task.fleet] land``, ``fleet land``): its state, reason,
+    #: landed commit and follow-up task; None if it was never handed to a landing queue.
+    land: dict[str, Any] | None = None
 
     def as_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -73,7 +86,34 @@ async def list_rows(
     for execution in executions:
         row = await row_of(client, fleet, execution)
         rows.append(row)
+    landings = await landing_states(client, fleet)
+    for row in rows:
+        add_landing(row, landings.get(row.task))
     return rows
+
+
+async def landing_states(client: Client, fleet: str) -> dict[str, dict[str, Any]]:
+    """Each result's landing, as the fleet's landing queues keep it in their memos."""
+    from loopctl_fleet.lander import LANDER_NAME
+    from loopctl_fleet.service import task_queue
+
+    query = (
+        f"WorkflowType = '{LANDER_NAME}' AND TaskQueue = '{task_queue(fleet)}' "
+        "AND ExecutionStatus = 'Running'"
+    )
+    found: dict[str, dict[str, Any]] = {}
+    async for execution in client.list_workflows(query):
+        found.update(await execution.memo())
+    return found
+
+
+def add_landing(row: TaskRow, landing: Mapping[str, Any] | None) -> None:
+    """A complete row's state becomes its landing's (landed, landing, conflict, red)."""
+    if not isinstance(landing, Mapping) or row.state != "complete":
+        return
+    row.land = dict(landing)
+    row.state = str(landing.get("state") or "landing")
+    row.reason = str(landing.get("reason") or row.reason)
 
 
 async def row_of(client: Client, fleet: str, execution: WorkflowExecution) -> TaskRow:
@@ -88,6 +128,7 @@ async def row_of(client: Client, fleet: str, execution: WorkflowExecution) -> Ta
         tokens=memo.get("tokens"),
         cost_usd=memo.get("cost_usd"),
         branch=memo.get("branch"),
+        commit=memo.get("commit"),
         reason=str(memo.get("reason") or ""),
         attempts=int(memo.get("attempts") or 0),
         failure_class=memo.get("failure_class"),
@@ -223,7 +264,10 @@ def rich_table(rows: list[TaskRow]) -> Any:
 
 
 _NUMBERS = ("iteration", "tokens", "cost")
-_STYLES = {"complete": "green", "failed": "red", "gave up": "yellow", "cancelled": "dim"}
+_STYLES = {
+    "complete": "green", "landed": "green", "failed": "red", "conflict": "red", "red": "red",
+    "not landed": "red", "gave up": "yellow", "cancelled": "dim",
+}  # fmt: skip
 
 
 def fleet_summary(rows: list[TaskRow], ledger: Mapping[str, Any]) -> str:

@@ -47,7 +47,7 @@ else:  # pragma: no cover - exercised on 3.10 only
 ID_PATTERN = re.compile(r"[a-z0-9][a-z0-9._-]{0,62}")
 #: Keys of a task that are the fleet's own; every other key is a loopctl.toml key.
 TASK_KEYS = ("id", "repo", "base", "goal", "goal_file", "fleet")
-FLEET_KEYS = ("pr", "retry")
+FLEET_KEYS = ("pr", "retry", "land", "land_mode", "land_attempts", "delete_branch")
 RETRY_KEYS = tuple(f.name for f in dataclasses.fields(RetryPolicy))
 DEFAULT_BASE = "HEAD"
 MAX_GOAL_BYTES = 64 * 1024
@@ -61,6 +61,18 @@ class TaskFileError(ValueError):
     def __init__(self, problems: list[str]) -> None:
         super().__init__("\n".join(problems))
         self.problems = problems
+
+
+@dataclasses.dataclass(frozen=True)
+class LandOptions:
+    """How a result lands on its base (``[task.fleet] land_*``, or ``fleet land``'s flags)."""
+
+    #: ``rebase`` (linear history) or ``merge`` (a merge commit).
+    mode: str = "rebase"
+    #: Follow-up tasks an agent gets for a conflict or red tests before the result ends so.
+    attempts: int = 2
+    #: Delete the result branch once landed.
+    delete_branch: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -78,6 +90,8 @@ class TaskSpec:
     retry: dict[str, RetryPolicy] = dataclasses.field(default_factory=dict)
     #: Open a GitHub pull request of the result branch (:mod:`loopctl_fleet.pullrequest`).
     pr: bool = False
+    #: Land the result on its base branch once complete (:mod:`loopctl_fleet.landing`).
+    land: LandOptions | None = None
 
     @property
     def branch(self) -> str:
@@ -93,8 +107,9 @@ class TaskSpec:
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def read_task_file(path: Path) -> list[TaskSpec]:
-    """Every task in ``path``, or :class:`TaskFileError` naming each problem."""
+def read_task_file(path: Path, fleet_defaults: Mapping[str, Any] | None = None) -> list[TaskSpec]:
+    """Every task in ``path``, or :class:`TaskFileError` naming each problem;
+    ``fleet_defaults``: ``[task.fleet]`` keys for every task that does not set them."""
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
@@ -103,14 +118,24 @@ def read_task_file(path: Path) -> list[TaskSpec]:
         raise TaskFileError([f"{path}: not UTF-8 text"]) from None
     except tomllib.TOMLDecodeError as exc:
         raise TaskFileError([f"{path}: not valid TOML: {exc}"]) from None
-    return tasks_from_data(data, name=path.name, base_dir=path.parent)
+    return tasks_from_data(
+        data, name=path.name, base_dir=path.parent, fleet_defaults=fleet_defaults
+    )
 
 
-def tasks_from_data(data: Mapping[str, Any], *, name: str, base_dir: Path) -> list[TaskSpec]:
+def tasks_from_data(
+    data: Mapping[str, Any],
+    *,
+    name: str,
+    base_dir: Path,
+    fleet_defaults: Mapping[str, Any] | None = None,
+) -> list[TaskSpec]:
     """The tasks in parsed task-file ``data``; ``name`` labels messages, ``base_dir`` is where
     relative paths (a repository, a goal file) are read from."""
     reader = _Reader(name, base_dir)
     defaults = reader.table(data.get("defaults", {}), "defaults")
+    if fleet_defaults:
+        defaults = deep_merge({"fleet": dict(fleet_defaults)}, defaults)
     unknown = sorted(set(data) - {"defaults", "task"})
     for key in unknown:
         reader.problem(key, "unknown key (a task file has [defaults] and [[task]] tables)")
@@ -156,7 +181,7 @@ class _Reader:
         base = self.text(merged.get("base", DEFAULT_BASE), f"{where}.base")
         goal = self.goal(own, where)
         fleet = self.table(merged.get("fleet", {}), f"{where}.fleet")
-        pr, retry = self.fleet_options(fleet, f"{where}.fleet")
+        pr, retry, land = self.fleet_options(fleet, f"{where}.fleet")
         settings = {k: v for k, v in merged.items() if k not in TASK_KEYS}
         task_id = self.task_id(own.get("id"), f"{where}.id")
         # a repository URL with credentials in it was named above: say it once
@@ -165,7 +190,7 @@ class _Reader:
         if len(self.problems) > before or repo is None or goal is None:
             return None
         return TaskSpec(
-            task_id or default_id(goal, repo, base), repo, base, goal, settings, retry, pr
+            task_id or default_id(goal, repo, base), repo, base, goal, settings, retry, pr, land
         )
 
     def task_id(self, value: object, where: str) -> str | None:
@@ -227,14 +252,33 @@ class _Reader:
 
     def fleet_options(
         self, fleet: dict[str, Any], where: str
-    ) -> tuple[bool, dict[str, RetryPolicy]]:
+    ) -> tuple[bool, dict[str, RetryPolicy], LandOptions | None]:
         for key in sorted(set(fleet) - set(FLEET_KEYS)):
             self.problem(f"{where}.{key}", f"unknown key{_did_you_mean(key, FLEET_KEYS)}")
-        pr = fleet.get("pr", False)
-        if not isinstance(pr, bool):
-            self.problem(f"{where}.pr", f"expected true or false, got {_type_name(pr)}")
+        pr, land, delete = (self.flag(fleet, key, where) for key in ("pr", "land", "delete_branch"))
         retry = self.table(fleet.get("retry", {}), f"{where}.retry")
-        return pr is True, retry_policies(retry, f"{where}.retry", self.problem)
+        policies = retry_policies(retry, f"{where}.retry", self.problem)
+        problems = land_problems(fleet.get("land_mode", "rebase"), fleet.get("land_attempts", 2))
+        for key, message in problems:
+            self.problem(f"{where}.{key}", message)
+        if land and pr:
+            problems.append(
+                ("land", "landing through a pull request (pr = true) is not supported yet: "
+                 "give the task pr or land, not both")
+            )  # fmt: skip
+            self.problem(f"{where}.land", problems[-1][1])
+        if not land or problems:
+            return pr, policies, None
+        options = LandOptions(
+            fleet.get("land_mode", "rebase"), fleet.get("land_attempts", 2), delete
+        )
+        return pr, policies, options
+
+    def flag(self, fleet: dict[str, Any], key: str, where: str) -> bool:
+        value = fleet.get(key, False)
+        if not isinstance(value, bool):
+            self.problem(f"{where}.{key}", f"expected true or false, got {_type_name(value)}")
+        return value is True
 
     def secrets(self, data: Mapping[str, Any], where: str) -> None:
         for path, value in _strings(data):
@@ -303,6 +347,18 @@ def _policy(value: dict[str, Any], where: str, problem: Any) -> RetryPolicy | No
             problem(f"{where}.{key}", f"expected a number of at least 0, got {item!r}")
             ok = False
     return RetryPolicy(**value) if ok else None
+
+
+def land_problems(mode: object, attempts: object) -> list[tuple[str, str]]:
+    """What is wrong with a landing mode and a number of follow-up attempts: (key, message)."""
+    problems = []
+    if mode not in ("rebase", "merge"):
+        problems.append(("land_mode", f'expected "rebase" or "merge", got {mode!r}'))
+    if not (_is_int(attempts) and 0 <= attempts <= 10):  # type: ignore[operator]
+        problems.append(
+            ("land_attempts", f"expected a whole number from 0 to 10, got {attempts!r}")
+        )
+    return problems
 
 
 def default_id(goal: str, repo: str, base: str) -> str:

@@ -11,6 +11,8 @@ from temporalio.client import Client
 from temporalio.worker import Worker
 
 from loopctl_fleet.activities import FleetActivities
+from loopctl_fleet.lander import LoopctlLander
+from loopctl_fleet.landing import FleetLanding
 from loopctl_fleet.ledger import FleetLedger, closed_workflows
 from loopctl_fleet.workflows import LoopctlTask
 
@@ -30,11 +32,18 @@ def make_worker(
     heartbeat_s: float = 5.0,
 ) -> Worker:
     acts = FleetActivities(home, identity, grace_s=grace_s, heartbeat_s=heartbeat_s)
+    landing = FleetLanding(home, heartbeat_s=heartbeat_s)
     return Worker(
         client,
         task_queue=task_queue,
-        workflows=[LoopctlTask, FleetLedger],
-        activities=[acts.resolve_base, acts.run_loop, closed_workflows],
+        workflows=[LoopctlTask, FleetLedger, LoopctlLander],
+        activities=[
+            acts.resolve_base,
+            acts.run_loop,
+            closed_workflows,
+            landing.enqueue_landing,
+            landing.land_result,
+        ],
         identity=identity,
         max_concurrent_activities=slots,
         # a dead worker's workflow tasks move to the shared queue after this, not 10 s

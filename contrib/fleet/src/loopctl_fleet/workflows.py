@@ -21,9 +21,10 @@ from temporalio.exceptions import ActivityError, ApplicationError, is_cancelled_
 
 with workflow.unsafe.imports_passed_through():
     from loopctl_fleet.classes import FailureClass, policy_for
+    from loopctl_fleet.lander import LandRequest
     from loopctl_fleet.ledger import Grant, Request, Usage
     from loopctl_fleet.model import LoopInput, LoopResult
-    from loopctl_fleet.taskfile import TaskSpec
+    from loopctl_fleet.taskfile import LandOptions, TaskSpec
 
 WORKFLOW_NAME = "LoopctlTask"
 #: A loop with no wall-clock limit of its own may run this long before the server gives up.
@@ -98,11 +99,13 @@ class LoopctlTask:
                 result_type=str,
                 start_to_close_timeout=timedelta(minutes=15),  # a clone may take minutes
                 heartbeat_timeout=timedelta(seconds=task.heartbeat_timeout_s),  # a dead worker not
-                retry_policy=_infrastructure_retry(spec),
+                retry_policy=infrastructure_retry(spec),
             )
             while True:
                 result = await self._attempt(task, sha)
                 if result.failure_class is None:
+                    if spec.land is not None and result.commit:
+                        await self._enqueue_landing(task, result.commit)
                     return self._end(
                         TaskOutcome("complete", None, result.reason, self.attempt, result)
                     )
@@ -117,8 +120,22 @@ class LoopctlTask:
             if is_cancelled_exception(exc) or not isinstance(exc, ActivityError):
                 self._memo("cancelled")  # `fleet cancel`: the loop's tree is gone by now
                 raise
-            cls, reason = _fault_of(exc)
+            cls, reason = fault_of(exc)
             return self._end(TaskOutcome("failed", cls, reason, self.attempt))
+
+    async def _enqueue_landing(self, task: TaskInput, commit: str) -> None:
+        """Hand the result to its landing queue (``[task.fleet] land``)."""
+        spec = task.spec
+        request = LandRequest(
+            spec.id, workflow.info().workflow_id, spec.goal, spec, commit,
+            spec.land or LandOptions(), task.ledger_id, task.heartbeat_timeout_s,
+        )  # fmt: skip
+        await workflow.execute_activity(
+            "loopctl-fleet.enqueue_landing",
+            request,
+            start_to_close_timeout=timedelta(seconds=60),
+            retry_policy=infrastructure_retry(spec),
+        )
 
     async def _attempt(self, task: TaskInput, sha: str) -> LoopResult:
         self.attempt += 1
@@ -133,7 +150,7 @@ class LoopctlTask:
             result_type=LoopResult,
             start_to_close_timeout=timedelta(seconds=float(wall_clock) + 900),
             heartbeat_timeout=timedelta(seconds=task.heartbeat_timeout_s),
-            retry_policy=_infrastructure_retry(task.spec),
+            retry_policy=infrastructure_retry(task.spec),
             cancellation_type=workflow.ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
         )
         self.attempt = max(self.attempt, result.attempt)  # with the server's retries in it
@@ -176,7 +193,7 @@ class LoopctlTask:
 _GAVE_UP = {FailureClass.GAVE_UP.value, FailureClass.STUCK.value}
 
 
-def _infrastructure_retry(spec: TaskSpec) -> TemporalRetry:
+def infrastructure_retry(spec: TaskSpec) -> TemporalRetry:
     """Only ``infrastructure`` faults are retried by the server (on any worker); every other
     class an activity raises is final."""
     policy = policy_for(FailureClass.INFRASTRUCTURE, spec.retry)
@@ -191,7 +208,7 @@ def _infrastructure_retry(spec: TaskSpec) -> TemporalRetry:
     )
 
 
-def _fault_of(exc: ActivityError) -> tuple[str, str]:
+def fault_of(exc: ActivityError) -> tuple[str, str]:
     cause = exc.cause
     if isinstance(cause, ApplicationError):
         return cause.type or FailureClass.INFRASTRUCTURE.value, cause.message

@@ -1,0 +1,128 @@
+"""The git side of landing a result on its base branch, on a worker.
+
+A result is put on the base's current tip in a fresh worktree of the worker's mirror: rebased
+(the result's commits replayed on the tip: the base's history stays linear) or merged (a merge
+commit of the tip and the result). A conflict is aborted and described (the files, and the
+hunks with their markers) for the follow-up agent. The base is then updated with a lease on the
+tip the tree was made from (``--force-with-lease=<ref>:<tip>``): a base that moved meanwhile is
+never overwritten; the push fails, and the caller starts again from the new tip.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+from loopctl_fleet.checkout import AUTHOR, GitError, git
+from loopctl_fleet.classes import FailureClass
+
+MODES = ("rebase", "merge")
+#: How much of the conflict hunks a follow-up's goal carries.
+MAX_HUNKS_CHARS = 6000
+
+
+@dataclasses.dataclass
+class Conflict:
+    """Why a result does not apply on the tip: the conflicting files and their hunks."""
+
+    files: list[str]
+    hunks: str
+
+
+def identity() -> list[str]:
+    """git options that make the landing commits the fleet's (never the worker's user's)."""
+    name, email = AUTHOR
+    return ["-c", f"user.name={name}", "-c", f"user.email={email}", "-c", "commit.gpgsign=false"]
+
+
+def base_branch(repo: str, base: str) -> str:
+    """The branch a task's ``base`` names in ``repo``: itself, or the branch ``HEAD`` points at;
+    :class:`GitError` if it names no branch (a tag or a commit cannot be landed on)."""
+    if base == "HEAD":
+        out = git(["ls-remote", "--symref", repo, "HEAD"], what=f"reading {repo}")
+        for line in out.splitlines():
+            if line.startswith("ref: refs/heads/") and line.endswith("\tHEAD"):
+                return line[len("ref: refs/heads/") : -len("\tHEAD")]
+        raise GitError(f"{repo} has no default branch to land on", FailureClass.REPOSITORY)
+    branch = base.removeprefix("refs/heads/")
+    if remote_tip(repo, branch) is None:
+        raise GitError(
+            f"{repo} has no branch {branch!r}: only a result based on a branch can be landed",
+            FailureClass.REPOSITORY,
+        )
+    return branch
+
+
+def remote_tip(repo: str, branch: str) -> str | None:
+    """The commit ``branch`` points at in ``repo`` now, or None if there is no such branch."""
+    ref = f"refs/heads/{branch}"
+    out = git(["ls-remote", "--heads", repo, ref], what=f"reading {repo}")
+    for line in out.splitlines():
+        sha, _, name = line.partition("\t")
+        if name == ref:
+            return sha
+    return None
+
+
+def put_on(tree: Path, tip: str, commit: str, mode: str, title: str) -> Conflict | None:
+    """Make ``tree`` (a worktree detached at ``commit`` for a rebase, at ``tip`` for a merge)
+    hold the result on ``tip``; the conflict if it does not apply (the tree is left clean)."""
+    if mode == "rebase":
+        args, abort = ["rebase", "--quiet", tip], ["rebase", "--abort"]
+    else:
+        args = ["merge", "--no-ff", "--quiet", "-m", title, commit]
+        abort = ["merge", "--abort"]
+    try:
+        git([*identity(), *args], cwd=tree, what=f"{mode} onto {tip[:12]}")
+    except GitError:
+        conflict = _conflict(tree)
+        git(abort, cwd=tree, what=f"aborting the {mode}")
+        if not conflict.files:
+            raise
+        return conflict
+    return None
+
+
+def _conflict(tree: Path) -> Conflict:
+    files = git(
+        ["diff", "--name-only", "--diff-filter=U"], cwd=tree, what="listing conflicts"
+    ).split()
+    hunks = git(["diff", "--", *files], cwd=tree, what="reading conflicts") if files else ""
+    if len(hunks) > MAX_HUNKS_CHARS:
+        hunks = hunks[:MAX_HUNKS_CHARS] + "\n[… more conflict hunks left out]\n"
+    return Conflict(files, hunks)
+
+
+def head(tree: Path) -> str:
+    return git(["rev-parse", "HEAD"], cwd=tree, what="reading the landed commit").strip()
+
+
+def push_base(tree: Path, repo: str, branch: str, tip: str) -> bool:
+    """Update ``branch`` in ``repo`` to ``tree``'s HEAD if it still points at ``tip``; False if
+    it moved meanwhile (nothing was changed), :class:`GitError` if the push failed otherwise."""
+    ref = f"refs/heads/{branch}"
+    try:
+        git(
+            ["push", "--quiet", f"--force-with-lease={ref}:{tip}", repo, f"HEAD:{ref}"],
+            cwd=tree,
+            what=f"updating {branch} in {repo}",
+        )
+    except GitError:
+        if remote_tip(repo, branch) != tip:
+            return False
+        raise
+    return True
+
+
+def delete_branch(repo: str, branch: str, commit: str) -> None:
+    """Delete ``branch`` from ``repo`` if it still points at ``commit`` (a branch that moved
+    is someone's work now: it is left alone)."""
+    ref = f"refs/heads/{branch}"
+    try:
+        git(
+            ["push", "--quiet", f"--force-with-lease={ref}:{commit}", repo, f":{ref}"],
+            what=f"deleting {branch} from {repo}",
+        )
+    except GitError:
+        if remote_tip(repo, branch) == commit:
+            raise

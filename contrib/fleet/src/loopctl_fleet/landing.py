@@ -1,0 +1,226 @@
+"""The worker's side of landing: the activities the landing queue (:mod:`loopctl_fleet.lander`)
+and a completed task call.
+
+``land_result`` puts a result on its base's current tip in a fresh worktree
+(:mod:`loopctl_fleet.landgit`), runs the task's test command on exactly that tree, and only if
+it passes updates the base, with a lease on the tip: a base that moved meanwhile is tried again
+from its new tip, never overwritten. What lands is the commit the tests passed on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import os
+import re
+import signal
+import uuid
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from temporalio import activity
+
+from loopctl_fleet import checkout, landgit
+from loopctl_fleet.activities import AGENT_WITHHELD, WITHHELD, fault, heartbeat, repository_settings
+from loopctl_fleet.classes import FailureClass
+from loopctl_fleet.lander import (
+    CONFLICT,
+    LANDED,
+    LANDING,
+    RED,
+    LandOutcome,
+    LandRequest,
+    lander_id,
+)
+from loopctl_fleet.taskfile import LandOptions, deep_merge
+
+if TYPE_CHECKING:
+    from temporalio.client import Client
+
+    from loopctl_fleet.workflows import TaskInput
+
+#: A base that moves this many times in a row while one result is tested on it is given up on
+#: for now (an infrastructure fault: the server tries again later).
+MAX_ROUNDS = 10
+DEFAULT_TEST_TIMEOUT_S = 900.0
+#: How much of the test command's output a ``red`` result keeps.
+OUTPUT_TAIL_CHARS = 4000
+
+
+class FleetLanding:
+    """The landing activities of one worker."""
+
+    def __init__(self, home: Path, *, heartbeat_s: float = 5.0) -> None:
+        self.home = home
+        self.heartbeat_s = heartbeat_s
+
+    @activity.defn(name="loopctl-fleet.enqueue_landing")
+    async def enqueue_landing(self, request: LandRequest) -> None:
+        """Hand a completed result to its landing queue."""
+        await enqueue(activity.client(), activity.info().task_queue, request)
+
+    @activity.defn(name="loopctl-fleet.land_result")
+    async def land_result(self, request: LandRequest) -> LandOutcome:
+        beating = asyncio.create_task(heartbeat(None, self.heartbeat_s))
+        try:
+            return await self._land(request)
+        except checkout.GitError as exc:
+            raise fault(str(exc), exc.failure_class) from None
+        finally:
+            beating.cancel()
+
+    async def _land(self, request: LandRequest) -> LandOutcome:
+        spec = request.spec
+        branch = await asyncio.to_thread(landgit.base_branch, spec.repo, spec.base)
+        for _ in range(MAX_ROUNDS):
+            mirror = await asyncio.to_thread(checkout.update_mirror, self.home, spec.repo)
+            tip = await asyncio.to_thread(
+                checkout.resolve, mirror, spec.repo, f"refs/heads/{branch}"
+            )
+            tree = self.home / "land" / f"{spec.id}-{uuid.uuid4().hex[:8]}"
+            start = request.commit if request.options.mode == "rebase" else tip
+            await asyncio.to_thread(checkout.add_worktree, mirror, start, tree)
+            try:
+                outcome = await self._try(request, branch, tip, tree)
+            finally:
+                await asyncio.to_thread(checkout.remove_worktree, mirror, tree)
+            if outcome is not None:
+                return outcome
+        raise fault(
+            f"{branch} moved {MAX_ROUNDS} times while {spec.branch} was tested on it",
+            FailureClass.INFRASTRUCTURE,
+        )
+
+    async def _try(
+        self, request: LandRequest, branch: str, tip: str, tree: Path
+    ) -> LandOutcome | None:
+        """One try on ``tip``: the outcome, or None when the base moved before the push."""
+        spec, mode = request.spec, request.options.mode
+        title = f"Land {spec.branch}: {spec.goal.strip().splitlines()[0][:60]}"
+        conflict = await asyncio.to_thread(landgit.put_on, tree, tip, request.commit, mode, title)
+        if conflict is not None:
+            from loopctl import redact  # the hunks travel in the server's history
+
+            reason = f"conflict with {branch} at {tip[:12]} in {', '.join(conflict.files)}"
+            hunks = redact(conflict.hunks)
+            return LandOutcome(CONFLICT, reason, branch, tip, None, conflict.files, hunks)
+        landed = await asyncio.to_thread(landgit.head, tree)
+        passed, output = await run_tests(tree, spec.settings)
+        if not passed:
+            last = output.strip().splitlines()[-1] if output.strip() else "no output"
+            reason = f"tests failed on {spec.branch} put on {branch} at {tip[:12]}: {last}"
+            return LandOutcome(RED, reason[:500], branch, tip, None, [], output)
+        if not await asyncio.to_thread(landgit.push_base, tree, spec.repo, branch, tip):
+            return None
+        if request.options.delete_branch:
+            await asyncio.to_thread(landgit.delete_branch, spec.repo, spec.branch, request.commit)
+        said = "already on" if landed == tip else f"{mode}d onto"
+        return LandOutcome(
+            LANDED, f"{said} {branch} as {landed[:12]}, tests passed", branch, tip, landed
+        )
+
+
+async def enqueue(client: Client, task_queue: str, request: LandRequest) -> None:
+    """Signal ``request`` to its landing queue, starting the queue if it is not running."""
+    from loopctl_fleet.lander import LANDER_NAME, LanderState
+
+    await client.start_workflow(
+        LANDER_NAME,
+        LanderState(),
+        id=lander_id(task_queue, request.spec.repo, request.spec.base),
+        task_queue=task_queue,
+        start_signal="enqueue",
+        start_signal_args=[request],
+    )
+
+
+async def run_tests(tree: Path, settings: dict[str, object]) -> tuple[bool, str]:
+    """Run the task's test command (the repository's settings under the task's) in ``tree``;
+    whether it passed, and the end of its output (redacted)."""
+    from loopctl import child_environment, redact
+
+    merged = deep_merge(repository_settings(tree), settings)
+    command = merged.get("test_cmd")
+    if not isinstance(command, str) or not command.strip():
+        raise fault("the task has no test command: nothing lands untested", FailureClass.CONFIG)
+    limits = merged.get("limits", {})
+    timeout = float(limits.get("test_timeout_s") or DEFAULT_TEST_TIMEOUT_S)
+    own = merged.get("withhold_env", [])
+    withheld = [*WITHHELD, *AGENT_WITHHELD, *(own if isinstance(own, list) else [])]
+    process = await asyncio.create_subprocess_exec(
+        "sh", "-c", command, cwd=tree, env=child_environment(withhold=withheld),
+        stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT, start_new_session=True,
+    )  # fmt: skip
+    try:
+        out, _ = await asyncio.wait_for(process.communicate(), timeout)
+    except asyncio.TimeoutError:
+        return False, f"the test command took over {timeout:g} s"
+    finally:  # whatever the tests left running ends with them
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        await asyncio.shield(process.wait())
+    text = out.decode("utf-8", "replace")[-OUTPUT_TAIL_CHARS:]
+    return process.returncode == 0, redact(text)
+
+
+#: A follow-up task's id (``<task>.land<N>``): it lands for its task, never on its own.
+FOLLOW_UP_ID = re.compile(r"\.land\d+$")
+
+
+async def land_rows(
+    client: Client, fleet: str, named: list[str], flags: dict[str, Any]
+) -> tuple[list[str], list[str]]:
+    """Hand ``named`` tasks' results (or every complete result not handed yet) to their landing
+    queues, in the order they completed; what was queued and what was refused, a line each."""
+    from loopctl_fleet.service import task_queue
+    from loopctl_fleet.status import list_rows
+
+    rows = {row.task: row for row in await list_rows(client, fleet)}
+    refused = [f"no task {task!r} in fleet {fleet!r}" for task in named if task not in rows]
+    chosen = [rows[t] for t in named if t in rows] if named else [
+        row for row in rows.values() if row.state == "complete" and not FOLLOW_UP_ID.search(row.task)
+    ]  # fmt: skip
+    queued = []
+    for row in sorted(chosen, key=lambda r: r.closed or ""):
+        if (
+            not row.commit
+            or row.state in (LANDED, LANDING)
+            or (row.land is None and row.state != "complete")
+        ):
+            refused.append(
+                f"{row.task} is {row.state}: only a complete result not landed yet lands"
+            )
+            continue
+        if FOLLOW_UP_ID.search(row.task):
+            refused.append(f"{row.task} is a follow-up task: it lands for its task, not alone")
+            continue
+        started = await task_input(client, row.workflow_id, row.run_id)
+        spec = started.spec
+        if spec.pr:
+            refused.append(
+                f"{row.task}: landing through a pull request (pr = true) is not supported yet"
+            )
+            continue
+        given = {key: value for key, value in flags.items() if value is not None}
+        options = dataclasses.replace(spec.land or LandOptions(), **given)
+        request = LandRequest(
+            spec.id, row.workflow_id, spec.goal, spec, row.commit, options,
+            started.ledger_id, started.heartbeat_timeout_s,
+        )  # fmt: skip
+        await enqueue(client, task_queue(fleet), request)
+        queued.append(f"{row.task}: queued to land {spec.branch} on {spec.base}")
+    return queued, refused
+
+
+async def task_input(client: Client, workflow_id: str, run_id: str) -> TaskInput:
+    """What a task's workflow was started with (its first event)."""
+    from loopctl_fleet.workflows import TaskInput
+
+    handle = client.get_workflow_handle(workflow_id, run_id=run_id)
+    async for event in handle.fetch_history_events():
+        payloads = event.workflow_execution_started_event_attributes.input.payloads
+        [started] = await client.data_converter.decode(payloads, [TaskInput])
+        return started  # type: ignore[no-any-return]
+    raise RuntimeError(f"{workflow_id} has no history")
