@@ -5,6 +5,7 @@ for a (scripted) agent; a result whose tests fail on the new tip never lands."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import shlex
 import subprocess
 from pathlib import Path
@@ -15,6 +16,7 @@ from fleet_testkit import run_git, with_fleet
 from temporalio.client import Client
 
 from loopctl_fleet.cli import submit_task
+from loopctl_fleet.lander import LANDER_NAME
 from loopctl_fleet.landing import task_input
 from loopctl_fleet.status import TaskRow, list_rows
 from loopctl_fleet.taskfile import LandOptions, TaskSpec
@@ -61,7 +63,13 @@ def spec(repo: Path, task_id: str, agent_cmd: str, **land: Any) -> TaskSpec:
         str(repo),
         "main",
         f"Task {task_id}",
-        {"agent_cmd": agent_cmd, "test_cmd": "sh check.sh", "limits": {"max_iterations": 1}},
+        # the tests pass on the base: the agent must work anyway (test_first would end the loop)
+        {
+            "agent_cmd": agent_cmd,
+            "test_cmd": "sh check.sh",
+            "test_first": False,
+            "limits": {"max_iterations": 1},
+        },
         land=LandOptions(**land),
     )
 
@@ -165,3 +173,22 @@ def test_a_result_red_on_the_new_tip_never_lands_and_says_why(tmp_path: Path, re
     assert run_git("show", "main:b.txt", cwd=repo) == "b base\n"
     assert run_git("branch", "--list", "loopctl/a-on", cwd=repo).strip() == ""  # asked to
     assert run_git("branch", "--list", "loopctl/b-on", cwd=repo).strip()
+
+
+def test_a_base_named_head_or_by_its_branch_has_one_queue(tmp_path: Path, repo: Path) -> None:
+    """``HEAD`` is resolved to the default branch before the queue is chosen: tasks based on
+    ``HEAD`` and on ``main`` land through the same queue, one at a time."""
+    on_head = dataclasses.replace(spec(repo, "via-head", agent("echo x > f0.txt")), base="HEAD")
+    on_main = spec(repo, "via-main", agent("echo y > f1.txt"))
+
+    async def body(client: Client, queue: str) -> tuple[dict[str, TaskRow], list[str]]:
+        for one in (on_head, on_main):
+            assert (await submit_task(client, fleet_of(queue), one, 5.0))[1]
+        rows = await ended(client, fleet_of(queue), [on_head.id, on_main.id])
+        query = f"WorkflowType = '{LANDER_NAME}'"
+        return rows, [w.id async for w in client.list_workflows(query)]
+
+    rows, queues = with_fleet(tmp_path, body)
+    assert rows["via-head"].state == rows["via-main"].state == "landed"
+    assert len(queues) == 1, queues
+    assert run_git("show", "main:f0.txt", cwd=repo) == "x\n", rows
