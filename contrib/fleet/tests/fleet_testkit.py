@@ -8,6 +8,8 @@ import contextlib
 import datetime
 import os
 import subprocess
+import sys
+import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
@@ -21,6 +23,8 @@ from loopctl_fleet.server import temporal_binary
 from loopctl_fleet.worker import make_worker
 
 T = TypeVar("T")
+#: How long a worker started by :func:`start_worker` gives a loop to end once told to.
+GRACE_S = 2.0
 
 
 def run_git(*args: str, cwd: Path) -> str:
@@ -86,6 +90,35 @@ async def dev_server() -> AsyncIterator[WorkflowEnvironment]:
             yield env
     finally:
         lifeline().forget(key)
+
+
+def start_worker(
+    address: str, tmp_path: Path, name: str, queue: str, env: dict[str, str] | None = None
+) -> subprocess.Popen[bytes]:
+    """A worker process ``name`` (home ``tmp_path/name``, two slots, 0.2 s heartbeats) on
+    ``queue``, once it is ready; its own session, so a test may kill it and its children."""
+    ready = tmp_path / f"{name}.ready"
+    flags = {
+        "--address": address, "--task-queue": queue, "--home": str(tmp_path / name),
+        "--identity": name, "--slots": "2", "--grace": str(GRACE_S), "--heartbeat": "0.2",
+        "--ready-file": str(ready),
+    }  # fmt: skip
+    argv = [sys.executable, "-m", "loopctl_fleet.worker", *(x for kv in flags.items() for x in kv)]
+    with (tmp_path / f"{name}.log").open("wb") as out:
+        process = subprocess.Popen(
+            argv,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            env={**os.environ, **(env or {})},
+        )
+    lifeline().register(end=[process.pid])  # a killed pytest takes it along (the test kills it)
+    deadline = time.monotonic() + 120
+    while not ready.exists():
+        assert process.poll() is None, (tmp_path / f"{name}.log").read_text()
+        assert time.monotonic() < deadline, f"worker {name} never became ready"
+        time.sleep(0.02)
+    return process
 
 
 def with_fleet(tmp_path: Path, body: Callable[[Client, str], Awaitable[T]], **worker: Any) -> T:

@@ -5,16 +5,21 @@ for a (scripted) agent; a result whose tests fail on the new tip never lands."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import os
 import shlex
+import signal
 import subprocess
+import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
-from fleet_testkit import run_git, with_fleet
+from fleet_testkit import dev_server, run_git, start_worker, with_fleet
 from temporalio.client import Client
 
 from loopctl_fleet.cli import submit_task
+from loopctl_fleet.lander import LANDER_NAME
 from loopctl_fleet.landing import task_input
 from loopctl_fleet.status import TaskRow, list_rows
 from loopctl_fleet.taskfile import LandOptions, TaskSpec
@@ -61,7 +66,13 @@ def spec(repo: Path, task_id: str, agent_cmd: str, **land: Any) -> TaskSpec:
         str(repo),
         "main",
         f"Task {task_id}",
-        {"agent_cmd": agent_cmd, "test_cmd": "sh check.sh", "limits": {"max_iterations": 1}},
+        # the tests pass on the base: the agent must work anyway (test_first would end the loop)
+        {
+            "agent_cmd": agent_cmd,
+            "test_cmd": "sh check.sh",
+            "test_first": False,
+            "limits": {"max_iterations": 1},
+        },
         land=LandOptions(**land),
     )
 
@@ -165,3 +176,73 @@ def test_a_result_red_on_the_new_tip_never_lands_and_says_why(tmp_path: Path, re
     assert run_git("show", "main:b.txt", cwd=repo) == "b base\n"
     assert run_git("branch", "--list", "loopctl/a-on", cwd=repo).strip() == ""  # asked to
     assert run_git("branch", "--list", "loopctl/b-on", cwd=repo).strip()
+
+
+def test_a_base_named_head_or_by_its_branch_has_one_queue(tmp_path: Path, repo: Path) -> None:
+    """``HEAD`` is resolved to the default branch before the queue is chosen: tasks based on
+    ``HEAD`` and on ``main`` land through the same queue, one at a time."""
+    on_head = dataclasses.replace(spec(repo, "via-head", agent("echo x > f0.txt")), base="HEAD")
+    on_main = spec(repo, "via-main", agent("echo y > f1.txt"))
+
+    async def body(client: Client, queue: str) -> tuple[dict[str, TaskRow], list[str]]:
+        for one in (on_head, on_main):
+            assert (await submit_task(client, fleet_of(queue), one, 5.0))[1]
+        rows = await ended(client, fleet_of(queue), [on_head.id, on_main.id])
+        query = f"WorkflowType = '{LANDER_NAME}'"
+        return rows, [w.id async for w in client.list_workflows(query)]
+
+    rows, queues = with_fleet(tmp_path, body)
+    assert rows["via-head"].state == rows["via-main"].state == "landed"
+    assert len(queues) == 1, queues
+    assert run_git("show", "main:f0.txt", cwd=repo) == "x\n", rows
+
+
+#: A test command that holds on w1 while landing (the loop's own tests pass through) until its
+#: worker is gone, then fails.
+HOLD_TESTS = """\
+case "$PWD" in */w1/land/*)
+  touch {hold}/testing
+  while kill -0 $PPID 2>/dev/null; do sleep 0.05; done; exit 1;;
+esac
+sh check.sh
+"""
+
+
+def test_a_worker_killed_while_landing_hands_it_on_and_it_lands_once(
+    tmp_path: Path, repo: Path
+) -> None:
+    """w1 is SIGKILLed (with its git) while it tests the result on the tip: w2 takes the landing
+    over, and the result is on main once (one commit, linear), counted landed."""
+    hold = tmp_path / "hold"
+    hold.mkdir()
+    script = tmp_path / "test.sh"
+    script.write_text(HOLD_TESTS.format(hold=shlex.quote(str(hold))))
+    one = spec(repo, "killed", agent("echo fixed > f0.txt"))
+    one.settings["test_cmd"] = f"sh {shlex.quote(str(script))}"
+    start = run_git("rev-parse", "main", cwd=repo).strip()
+
+    async def main() -> TaskRow:
+        async with dev_server() as env:
+            address = env.client.service_client.config.target_host
+            fleet = f"test-{uuid.uuid4().hex[:8]}"
+            workers = [start_worker(address, tmp_path, "w1", f"loopctl-{fleet}")]
+            try:
+                assert (await submit_task(env.client, fleet, one, 3.0))[1]
+                while not (hold / "testing").exists():  # w1 is landing it, as far as the phase
+                    await asyncio.sleep(0.02)
+                os.killpg(workers[0].pid, signal.SIGKILL)
+                workers[0].wait()
+                workers.append(start_worker(address, tmp_path, "w2", f"loopctl-{fleet}"))
+                return (await ended(env.client, fleet, [one.id]))[one.id]
+            finally:
+                for process in workers:
+                    if process.poll() is None:
+                        process.kill()
+                    process.wait()
+
+    row = asyncio.run(main())
+    assert row.state == "landed", row
+    tip = run_git("rev-parse", "main", cwd=repo).strip()
+    assert (row.land or {}).get("commit") == tip
+    assert run_git("rev-list", f"{start}..main", cwd=repo).split() == [tip]  # once, linear
+    assert run_git("show", "main:f0.txt", cwd=repo) == "fixed\n"

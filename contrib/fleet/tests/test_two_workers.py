@@ -14,10 +14,9 @@ import time
 from pathlib import Path
 
 import pytest
-from fleet_testkit import alive, dev_server, marked, run_git
+from fleet_testkit import GRACE_S, alive, dev_server, marked, run_git, start_worker
 from temporalio.client import Client
 
-from loopctl.testing import lifeline
 from loopctl_fleet.taskfile import TaskSpec
 from loopctl_fleet.workflows import LoopctlTask, TaskInput
 
@@ -26,7 +25,6 @@ pytestmark = [
     pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc"),
 ]
 QUEUE = "loopctl-two-workers"
-GRACE_S = 2.0
 TASKS = 20
 SLOW = "t07"
 
@@ -49,33 +47,6 @@ echo fixed > f.txt
 """
 
 
-def start_worker(
-    address: str, tmp_path: Path, name: str, env: dict[str, str] | None = None
-) -> subprocess.Popen[bytes]:
-    ready = tmp_path / f"{name}.ready"
-    flags = {
-        "--address": address, "--task-queue": QUEUE, "--home": str(tmp_path / name),
-        "--identity": name, "--slots": "2", "--grace": str(GRACE_S), "--heartbeat": "0.2",
-        "--ready-file": str(ready),
-    }  # fmt: skip
-    argv = [sys.executable, "-m", "loopctl_fleet.worker", *(x for kv in flags.items() for x in kv)]
-    with (tmp_path / f"{name}.log").open("wb") as out:
-        process = subprocess.Popen(
-            argv,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-            env={**os.environ, **(env or {})},
-        )
-    lifeline().register(end=[process.pid])  # a killed pytest takes it along (the test kills it)
-    deadline = time.monotonic() + 120
-    while not ready.exists():
-        assert process.poll() is None, (tmp_path / f"{name}.log").read_text()
-        assert time.monotonic() < deadline, f"worker {name} never became ready"
-        time.sleep(0.02)
-    return process
-
-
 def test_twenty_tasks_on_two_workers_and_one_killed_mid_task(tmp_path: Path, bare: Path) -> None:
     log = tmp_path / "log"
     log.mkdir()
@@ -94,7 +65,7 @@ def test_twenty_tasks_on_two_workers_and_one_killed_mid_task(tmp_path: Path, bar
     async def main() -> None:
         async with dev_server() as env:
             address = env.client.service_client.config.target_host
-            workers = {name: start_worker(address, tmp_path, name) for name in ("w1", "w2")}
+            workers = {name: start_worker(address, tmp_path, name, QUEUE) for name in ("w1", "w2")}
             try:
                 await run_tasks(env.client, workers)
             finally:
@@ -179,7 +150,7 @@ def test_a_worker_killed_while_resolving_the_base_hands_the_task_on(
     async def main() -> None:
         async with dev_server() as env:
             address = env.client.service_client.config.target_host
-            w1 = start_worker(address, tmp_path, "w1", {**git_env, "HOLD": str(hold)})
+            w1 = start_worker(address, tmp_path, "w1", QUEUE, {**git_env, "HOLD": str(hold)})
             w2 = None
             try:
                 handle = await env.client.start_workflow(
@@ -198,7 +169,7 @@ def test_a_worker_killed_while_resolving_the_base_hands_the_task_on(
                     assert time.monotonic() - killed_at < 30, state
                     await asyncio.sleep(0.1)
                 assert "waiting for another worker" in state
-                w2 = start_worker(address, tmp_path, "w2", git_env)
+                w2 = start_worker(address, tmp_path, "w2", QUEUE, git_env)
                 outcome = await asyncio.wait_for(handle.result(), timeout=120)
             finally:
                 for process in (w1, w2):

@@ -54,6 +54,9 @@ class LandRequest:
     heartbeat_timeout_s: float = 30.0
     #: Follow-up tasks run so far for the root.
     follow_ups: int = 0
+    #: The branch it lands on (``spec.base``, with ``HEAD`` resolved to the repository's default
+    #: branch once, when it is queued): the queue's key, so one branch has one queue.
+    branch: str = ""
 
 
 @dataclasses.dataclass
@@ -77,9 +80,10 @@ class LanderState:
     results: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
 
 
-def lander_id(task_queue: str, repo: str, base: str) -> str:
-    """The queue's workflow id: one per fleet (task queue), repository and base."""
-    digest = hashlib.sha256(f"{repo}\0{base}".encode()).hexdigest()[:16]
+def lander_id(task_queue: str, repo: str, branch: str) -> str:
+    """The queue's workflow id: one per fleet (task queue), repository and base branch (never a
+    name for it such as ``HEAD`` or ``refs/heads/main``: one branch, one queue)."""
+    digest = hashlib.sha256(f"{repo}\0{branch}".encode()).hexdigest()[:16]
     return f"loopctl-land-{task_queue}-{digest}"
 
 

@@ -35,16 +35,22 @@ def identity() -> list[str]:
     return ["-c", f"user.name={name}", "-c", f"user.email={email}", "-c", "commit.gpgsign=false"]
 
 
-def base_branch(repo: str, base: str) -> str:
-    """The branch a task's ``base`` names in ``repo``: itself, or the branch ``HEAD`` points at;
-    :class:`GitError` if it names no branch (a tag or a commit cannot be landed on)."""
+def branch_name(repo: str, base: str) -> str:
+    """The branch name a task's ``base`` stands for: the branch ``HEAD`` points at in ``repo``
+    (read from it), or ``base`` without ``refs/heads/``; not checked to exist."""
     if base == "HEAD":
         out = git(["ls-remote", "--symref", repo, "HEAD"], what=f"reading {repo}")
         for line in out.splitlines():
             if line.startswith("ref: refs/heads/") and line.endswith("\tHEAD"):
                 return line[len("ref: refs/heads/") : -len("\tHEAD")]
         raise GitError(f"{repo} has no default branch to land on", FailureClass.REPOSITORY)
-    branch = base.removeprefix("refs/heads/")
+    return base.removeprefix("refs/heads/")
+
+
+def base_branch(repo: str, base: str) -> str:
+    """The branch a task's ``base`` names in ``repo`` (:func:`branch_name`); :class:`GitError`
+    if it names no branch (a tag or a commit cannot be landed on)."""
+    branch = branch_name(repo, base)
     if remote_tip(repo, branch) is None:
         raise GitError(
             f"{repo} has no branch {branch!r}: only a result based on a branch can be landed",

@@ -58,7 +58,10 @@ class FleetLanding:
     @activity.defn(name="loopctl-fleet.enqueue_landing")
     async def enqueue_landing(self, request: LandRequest) -> None:
         """Hand a completed result to its landing queue."""
-        await enqueue(activity.client(), activity.info().task_queue, request)
+        try:
+            await enqueue(activity.client(), activity.info().task_queue, request)
+        except checkout.GitError as exc:
+            raise fault(str(exc), exc.failure_class) from None
 
     @activity.defn(name="loopctl-fleet.land_result")
     async def land_result(self, request: LandRequest) -> LandOutcome:
@@ -72,7 +75,9 @@ class FleetLanding:
 
     async def _land(self, request: LandRequest) -> LandOutcome:
         spec = request.spec
-        branch = await asyncio.to_thread(landgit.base_branch, spec.repo, spec.base)
+        branch = await asyncio.to_thread(
+            landgit.base_branch, spec.repo, request.branch or spec.base
+        )
         for _ in range(MAX_ROUNDS):
             mirror = await asyncio.to_thread(checkout.update_mirror, self.home, spec.repo)
             tip = await asyncio.to_thread(
@@ -122,13 +127,19 @@ class FleetLanding:
 
 
 async def enqueue(client: Client, task_queue: str, request: LandRequest) -> None:
-    """Signal ``request`` to its landing queue, starting the queue if it is not running."""
+    """Signal ``request`` to its landing queue (its base branch's, ``HEAD`` resolved here once),
+    starting the queue if it is not running; :class:`checkout.GitError` if ``HEAD`` cannot be
+    read."""
     from loopctl_fleet.lander import LANDER_NAME, LanderState
 
+    spec = request.spec
+    if not request.branch:
+        branch = await asyncio.to_thread(landgit.branch_name, spec.repo, spec.base)
+        request = dataclasses.replace(request, branch=branch)
     await client.start_workflow(
         LANDER_NAME,
         LanderState(),
-        id=lander_id(task_queue, request.spec.repo, request.spec.base),
+        id=lander_id(task_queue, spec.repo, request.branch),
         task_queue=task_queue,
         start_signal="enqueue",
         start_signal_args=[request],
@@ -209,7 +220,11 @@ async def land_rows(
             spec.id, row.workflow_id, spec.goal, spec, row.commit, options,
             started.ledger_id, started.heartbeat_timeout_s,
         )  # fmt: skip
-        await enqueue(client, task_queue(fleet), request)
+        try:
+            await enqueue(client, task_queue(fleet), request)
+        except checkout.GitError as exc:
+            refused.append(f"{row.task}: {exc}")
+            continue
         queued.append(f"{row.task}: queued to land {spec.branch} on {spec.base}")
     return queued, refused
 
