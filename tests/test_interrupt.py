@@ -17,6 +17,7 @@ import shlex
 import signal
 import subprocess
 import sys
+import threading
 from typing import Any
 
 import pytest
@@ -353,6 +354,7 @@ def test_descendants_that_leave_their_group_are_ended_after_each_turn_and_test_r
     box.configure(
         test_cmd=f"{runner} {root}/tests.py {root} && {python_test_cmd()}",
         limits={"max_iterations": 3},
+        test_first=False,  # it counts the test command's runs from the first turn
     )
     done = box.run(*RUN, "--agent-cmd", f"{runner} {root}/agent.py {root}", timeout=120)
     assert done.returncode == 0, done.stderr[-3000:]
@@ -412,6 +414,14 @@ def test_a_plugin_hook_that_never_returns_is_stopped_at_the_wall_clock(
     assert not box.processes()
 
 
+def _read_until_closed(fd: int) -> None:
+    try:
+        while os.read(fd, 65536):
+            pass
+    except OSError:  # closed (EBADF), or the other side went away (EIO)
+        pass
+
+
 @pytest.mark.parametrize("view", ["live", "plain"])
 def test_sighup_after_the_terminal_closed_still_stops_gracefully(sandbox: Any, view: str) -> None:
     """The terminal loopctl prints to goes away, then SIGHUP comes (as when a terminal window
@@ -438,11 +448,16 @@ def test_sighup_after_the_terminal_closed_still_stops_gracefully(sandbox: Any, v
     box.spawned.append(proc)
     box.outputs[proc.pid] = box.out_dir / "on-the-terminal"  # (nothing is kept)
     os.close(terminal)
+    # the terminal is read while it is there, as a terminal window does: unread, its small
+    # buffer fills and loopctl's next write to it blocks (the live view writes often)
+    drain = threading.Thread(target=_read_until_closed, args=(controller,), daemon=True)
+    drain.start()
     try:
         box.wait_for_event("agent.start", proc)
         box.poll((box.path / "notes.md").is_file, "the agent's write")
     finally:
         os.close(controller)  # the terminal is gone: writes to it fail from now on
+        drain.join(timeout=5)
     proc.send_signal(signal.SIGHUP)
     assert_interrupted(box, proc, signal.SIGHUP)
     assert not box.processes()

@@ -371,7 +371,14 @@ def landed(fleet: Fleet, task: str) -> dict[str, Any]:
 
 
 def test_land_lands_a_result_and_submit_land_lands_its_own(shared: Fleet) -> None:
-    done = shared.submit("t-manual", "echo fixed > f.txt; echo manual > manual.txt")
+    # each task's tests ask for its own file: the shared repository's main may be green already
+    # (this test lands on it), and a loop whose tests pass at its start ends with no turn
+    done = shared.submit(
+        "t-manual",
+        "echo fixed > f.txt; echo manual > manual.txt",
+        "--test-cmd",
+        "sh check.sh && test -f manual.txt",
+    )
     assert done.returncode == 0, done.stderr
     assert "t-manual: complete" in shared.ok("logs", "t-manual", "--follow")
     assert shared.status("t-manual")[0]["land"] is None  # not asked to land: it waits
@@ -384,7 +391,13 @@ def test_land_lands_a_result_and_submit_land_lands_its_own(shared: Fleet) -> Non
     assert again.returncode == 1
     assert "t-manual is landed: only a complete result not landed yet lands" in again.stderr
 
-    auto = shared.submit("t-auto", "echo fixed > f.txt; echo auto > auto.txt", "--land")
+    auto = shared.submit(
+        "t-auto",
+        "echo fixed > f.txt; echo auto > auto.txt",
+        "--land",
+        "--test-cmd",
+        "sh check.sh && test -f auto.txt",
+    )
     assert auto.returncode == 0, auto.stderr
     row = landed(shared, "t-auto")
     assert row["state"] == "landed", row
