@@ -51,6 +51,7 @@ OpenAI Responses API, for the Codex CLI.
 
 from __future__ import annotations
 
+import abc
 import base64
 import hashlib
 import itertools
@@ -399,7 +400,7 @@ class RecordedRequest:
 _ServerT = TypeVar("_ServerT", bound="ReplyServer")
 
 
-class ReplyServer:
+class ReplyServer(abc.ABC):
     """What every scripted model server shares, whatever API it speaks: a threaded HTTP server on
     127.0.0.1 (a free port), the scenario's replies then the ``behaviour``'s (or ``done``), the
     ``measured_usage`` and ``context_window`` rules, the recorded requests and their usage.
@@ -437,14 +438,14 @@ class ReplyServer:
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
+    @abc.abstractmethod
     def handler(self) -> type[BaseHTTPRequestHandler]:
         """The request handler class of the server's API."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def cli_env(self, home: Path, *, model: str | None = None) -> dict[str, str]:
         """Environment for the agent CLI that speaks the server's API: talk to this server, stay
         offline and quiet, and read nothing of the user's (``home`` becomes ``HOME``)."""
-        raise NotImplementedError
 
     # --- lifecycle ---------------------------------------------------------------------------
 
