@@ -486,8 +486,15 @@ class LiveView:
     is rich's default one, so rich reads ``NO_COLOR``, ``FORCE_COLOR`` and the terminal's size
     itself.
 
+    The view redraws the panel from a thread of its own, under the lock its lines are printed
+    under: rich's own refresh thread could draw the panel between a line's cursor reset and
+    its write, which glued that line to the panel's bottom border.
+
     ``panel=False`` (``FORCE_COLOR`` where stdout is not a terminal) prints the coloured lines
     only, and the panel once at the end: there is no terminal to redraw it in."""
+
+    #: Seconds between the panel's redraws.
+    redraw_every = 0.25
 
     def __init__(
         self,
@@ -512,15 +519,19 @@ class LiveView:
         self.turn = _Turn(detail)
         self.last_tests = "—"
         self._lock = threading.Lock()
+        #: Held while anything is written to the terminal: a line, or the panel's redraw.
+        self._screen = threading.RLock()
+        self._closed = threading.Event()
         self.live: Live | None = None
         if panel:
             self.live = Live(
                 console=self.console,
                 get_renderable=self._render,
-                refresh_per_second=4,
+                auto_refresh=False,
                 transient=False,
             )
             self.live.start()
+            threading.Thread(target=self._tick, name="loopctl-live-view", daemon=True).start()
 
     def __call__(self, event: Event) -> None:
         d = event.data
@@ -559,8 +570,7 @@ class LiveView:
             line = describe(event)
             if line:
                 self._print(event.ts, line, _line_style(event))
-        if self.live is not None:
-            self.live.refresh()
+        self._refresh()
 
     def on_message(self, message: AgentMessage) -> None:
         """An agent's message: its lines (the view's ``detail``), and its tokens in the panel
@@ -583,8 +593,24 @@ class LiveView:
         text.append(f"[{_stamp(ts)}] ", style="dim")
         text.append(line, style=style)  # Text: brackets in messages are not markup
         try:
-            self.console.print(text, soft_wrap=True)
+            with self._screen:
+                self.console.print(text, soft_wrap=True)
         except (BrokenPipeError, ValueError, OSError):  # the terminal is gone; the loop goes on
+            pass
+
+    def _tick(self) -> None:
+        """Redraw the panel four times a second (its elapsed time moves) until closed."""
+        while not self._closed.wait(self.redraw_every):
+            self._refresh()
+
+    def _refresh(self) -> None:
+        if self.live is None:
+            return
+        try:
+            with self._screen:
+                if not self._closed.is_set():
+                    self.live.refresh()
+        except (BrokenPipeError, ValueError, OSError):
             pass
 
     def _render(self) -> RenderableType:
@@ -620,10 +646,12 @@ class LiveView:
             except (BrokenPipeError, ValueError, OSError):
                 pass
             return
-        try:
-            self.live.refresh()
-        finally:
-            self.live.stop()
+        with self._screen:
+            self._closed.set()
+            try:
+                self.live.refresh()
+            finally:
+                self.live.stop()
 
 
 def _panel_tokens(done: int | None, running: int | None) -> str:
