@@ -122,6 +122,7 @@ def classify_case(case_dir: Path) -> dict[str, Any]:
         "tool": meta["tool"],
         "ecosystem": ECOSYSTEMS.get(meta["tool"], "other"),
         "set": "held-out" if case_dir.parent.name == "heldout" else "development",
+        "generated": meta.get("generated", ""),
     }
     with tempfile.TemporaryDirectory(prefix="fc-accuracy-") as tmp:
         root = Path(tmp)
@@ -234,17 +235,18 @@ def first_sight_rounds(path: Path | None = None) -> list[dict[str, Any]]:
 
 
 def record_first_sight(
-    rows: Sequence[dict[str, Any]], name: str, rules: str, path: Path | None = None
+    rows: Sequence[dict[str, Any]], name: str, rules: str, since: str, path: Path | None = None
 ) -> dict[str, Any]:
-    """Add the rows of cases no round holds yet as a new round ``name`` (the verdicts of the
-    rules at commit ``rules``); the round, or an empty one when every case is recorded."""
+    """Add the rows of cases made on or after ``since`` (an ISO date) that no round holds yet as
+    a new round ``name`` (the verdicts of the rules at commit ``rules``); the round, or an empty
+    one when there is no such case."""
     path = path or FIRST_SIGHT
     rounds = first_sight_rounds(path)
     seen = {case for round_ in rounds for case in round_["cases"]}
     new = {
         row["id"]: {k: row[k] for k in ("label", "predicted", "ecosystem")}
         for row in rows
-        if row["id"] not in seen
+        if row["id"] not in seen and row["generated"] >= since
     }
     round_ = {"name": name, "rules": rules, "date": dt.date.today().isoformat(), "cases": new}
     if new:
@@ -262,7 +264,7 @@ def first_sight(
     found = []
     for round_ in rounds:
         per: dict[str, dict[str, int]] = {}
-        for case, seen in round_["cases"].items():
+        for case, seen in sorted(round_["cases"].items(), key=lambda item: _order(item[1])):
             if case not in now:
                 continue  # a case since removed from the corpus
             entry = per.setdefault(seen["ecosystem"], {"cases": 0, "first": 0, "now": 0})
@@ -271,6 +273,11 @@ def first_sight(
             entry["now"] += now[case]["predicted"] == now[case]["label"]
         found.append({"name": round_["name"], "rules": round_["rules"], "ecosystems": per})
     return found
+
+
+def _order(seen: dict[str, Any]) -> int:
+    names = [*dict.fromkeys(ECOSYSTEMS.values())]
+    return names.index(seen["ecosystem"]) if seen["ecosystem"] in names else len(names)
 
 
 def run() -> tuple[list[dict[str, Any]], dict[str, Any]]:
@@ -398,13 +405,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--first-sight",
         metavar="NAME",
-        help=f"record the cases {FIRST_SIGHT.name} lacks as a round NAME (before writing rules)",
+        help=f"record the new cases {FIRST_SIGHT.name} lacks as a round NAME (before writing rules)",
+    )
+    parser.add_argument(
+        "--since",
+        metavar="DATE",
+        default=dt.date.today().isoformat(),
+        help="with --first-sight: the cases made on or after this date (default today)",
     )
     args = parser.parse_args(argv)
     rows, report = run()
     if args.first_sight:
         rules = _head_commit()
-        round_ = record_first_sight(rows, args.first_sight, rules)
+        round_ = record_first_sight(rows, args.first_sight, rules, args.since)
         print(f"{len(round_['cases'])} cases recorded at first sight (rules {rules})")
         rows, report = run()
     if args.check:
