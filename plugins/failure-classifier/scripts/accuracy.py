@@ -111,8 +111,10 @@ def _materialise(source: Path, target: Path, workdir: Path) -> None:
         destination.write_text(text, encoding="utf-8")
 
 
-def classify_case(case_dir: Path) -> dict[str, Any]:
-    """The verdict on one case: ``{id, label, predicted, confidence, detector, error}``."""
+def classify_case(case_dir: Path, *, elsewhere: bool = False) -> dict[str, Any]:
+    """The verdict on one case: ``{id, label, predicted, confidence, detector, error}``; with
+    ``elsewhere``, classified from an empty directory, not from its project (which is still where
+    the output's paths say), as ``loopctl classify --log`` run outside the project would."""
     from loopctl_failure_classifier.offline import classify_offline
 
     meta = json.loads((case_dir / "case.json").read_text(encoding="utf-8"))
@@ -130,11 +132,15 @@ def classify_case(case_dir: Path) -> dict[str, Any]:
         workdir.mkdir()
         if (case_dir / "workdir").is_dir():
             _materialise(case_dir / "workdir", workdir, workdir)
+        cwd = workdir
+        if elsewhere:
+            cwd = root / "elsewhere"
+            cwd.mkdir()
         try:
             if meta["kind"] == "state":
                 state = root / "state"
                 _materialise(case_dir / "state", state, workdir)
-                result = classify_offline(state_dir=state, workdir=workdir)
+                result = classify_offline(state_dir=state, workdir=cwd)
             else:
                 logs_dir = root / "logs"
                 _materialise(case_dir / "logs", logs_dir, workdir)
@@ -148,7 +154,7 @@ def classify_case(case_dir: Path) -> dict[str, Any]:
                     logs=logs,
                     rerun_log=rerun,
                     same_code=bool(meta.get("same_code")),
-                    workdir=workdir,
+                    workdir=cwd,
                 )
             row.update(
                 predicted=result.verdict.mode,
