@@ -5,8 +5,8 @@ A test run's output names the project's files: pytest's ``rootdir:``, a tracebac
 project's root (so a log classified from another directory is judged against its own project)
 and the names of the project's files the output shows (so a log whose project is not on this
 machine at all still tells ``billing/invoice.py``'s ``billing`` from a package). Only the ends of
-a log and the lines around the failure are read, as the rules do: a 10 MB log costs no more than
-a small one. Nothing here raises.
+a log and its decisive lines are read, as the rules do: a 10 MB log costs no more than a small
+one. Nothing here raises.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from collections.abc import Iterable
 from pathlib import PurePosixPath
 
 #: How much of a log's start and end is read for paths (the failure's lines are read too).
-HEAD_CHARS = 16 * 1024
-TAIL_CHARS = 64 * 1024
+HEAD_CHARS = 4 * 1024
+TAIL_CHARS = 16 * 1024
 #: Paths taken from one output at most, and parent directories climbed to find a project marker.
 MAX_PATHS = 400
 MAX_CLIMB = 4
@@ -95,20 +95,11 @@ def installed(path: str) -> bool:
 
 
 def window(output: str, around: Iterable[str] = ()) -> str:
-    """The parts of ``output`` that are read for paths: its ends and the lines ``around``."""
-    parts = (
-        [output]
-        if len(output) <= HEAD_CHARS + TAIL_CHARS
-        else [
-            output[:HEAD_CHARS],
-            output[-TAIL_CHARS:],
-        ]
-    )
-    for line in around:
-        at = output.find(line)
-        if at >= 0 and len(output) > HEAD_CHARS + TAIL_CHARS:
-            parts.append(output[max(0, at - 4000) : at + 4000])
-    return "\n".join(parts)
+    """The parts of ``output`` that are read for paths: its ends and the decisive lines
+    ``around`` (already extracted: no search of a long output for them)."""
+    if len(output) <= HEAD_CHARS + TAIL_CHARS:
+        return output
+    return "\n".join([output[:HEAD_CHARS], output[-TAIL_CHARS:], *around])
 
 
 class OutputPaths:
@@ -119,25 +110,22 @@ class OutputPaths:
 
     def __init__(self, text: str) -> None:
         self.rootdirs = [m.group("root").rstrip("/") for m in _ROOTDIR.finditer(text)][:3]
-        located: list[str] = []
-        absolute = []
-        for match in _ABSOLUTE.finditer(text):
-            path = match.group(1)
-            if not installed(path):
-                absolute.append(path)
-                if _LOCATION.match(text, match.end()):
-                    located.append(path)
-        relative = []
-        for match in _RELATIVE.finditer(text):
-            path = match.group(1).removeprefix("./")
-            if path.startswith("/") or installed(path):
-                continue
-            relative.append(path)
-            if _LOCATION.match(text, match.end()):
-                located.append(path)
-        self.absolute, self.relative = _unique(absolute), _unique(relative)
-        #: The paths shown as places (``file:line``, a frame), not as things that are missing.
-        self.located = _unique(located)
+        # path -> shown as a place (``file:line``, a frame) rather than as a thing that is
+        # missing; a log names the same few files over and over: each is judged once
+        absolute: dict[str, bool] = {}
+        relative: dict[str, bool] = {}
+        for pattern, found in ((_ABSOLUTE, absolute), (_RELATIVE, relative)):
+            for match in pattern.finditer(text):
+                path = match.group(1).removeprefix("./")
+                if not found.get(path):
+                    found[path] = bool(_LOCATION.match(text, match.end()))
+        self.absolute = _unique(p for p in absolute if not installed(p))
+        self.relative = _unique(p for p in relative if p not in absolute and not installed(p))
+        kept = {*self.absolute, *self.relative}
+        #: The paths shown as places, not as things that are missing.
+        self.located = _unique(
+            p for p, place in (*absolute.items(), *relative.items()) if place and p in kept
+        )
 
     def roots(self) -> list[str]:
         """The project's root directories, best first: pytest's ``rootdir:``; an absolute path
