@@ -14,6 +14,7 @@ import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from loopctl import LazyPattern
 from loopctl_failure_classifier.paths import OutputPaths, window
 
 #: Directories that hold other people's code (or nothing of interest).
@@ -312,13 +313,13 @@ def _quoted_import(output: str, line: str) -> str | None:
         return None
     following = output[at + len(line) : at + len(line) + 400].splitlines()[1:3]
     for text in following:
-        found = _IMPORT.match(text)
+        found = _IMPORT.compiled.match(text)
         if found:
             return found.group("package")
     return None
 
 
-_IMPORT = re.compile(r"^\s*import\s+(?:static\s+)?(?P<package>[\w.]+?)(?:\.[A-Z][\w.*]*)?;?\s*$")
+_IMPORT = LazyPattern(r"^\s*import\s+(?:static\s+)?(?P<package>[\w.]+?)(?:\.[A-Z][\w.*]*)?;?\s*$")
 
 
 #: A traceback frame's file: Python's ``File "x.py", line 3, in f`` or pytest's ``x.py:3: in f``.

@@ -16,6 +16,8 @@ import re
 from collections.abc import Iterable
 from pathlib import PurePosixPath
 
+from loopctl import LazyPattern
+
 #: How much of a log's start and end is read for paths (the failure's lines are read too).
 HEAD_CHARS = 4 * 1024
 TAIL_CHARS = 16 * 1024
@@ -28,16 +30,16 @@ _SOURCE = (
     r"py|pyi|rb|rake|c|h|cc|cpp|cxx|hh|hpp|hxx|go|rs|java|kt|kts|scala|ex|exs|erl|hs|lhs|php"
     r"|js|mjs|cjs|jsx|ts|tsx|mts|cts|swift|cs|fs|dart|nix|bzl|cmake|sh"
 )
-_ABSOLUTE = re.compile(rf"(?<![\w.~-])(/(?:[\w.+@-]+/)+[\w.+@-]+\.(?:{_SOURCE}))(?![\w])")
-_RELATIVE = re.compile(
+_ABSOLUTE = LazyPattern(rf"(?<![\w.~-])(/(?:[\w.+@-]+/)+[\w.+@-]+\.(?:{_SOURCE}))(?![\w])")
+_RELATIVE = LazyPattern(
     rf"(?:^|(?<=[\s'\"(\[`]))((?:\.{{1,2}}/)?(?:[\w+@-][\w.+@-]*/)*[\w+@-][\w.+@-]*\.(?:{_SOURCE}))"
     r"(?=[:'\"\s(),\]`]|$)",
     re.MULTILINE,
 )
 #: What follows a path that is a location (a frame, a compiler message), not a thing named
 #: (``fatal error: zstd.h: No such file`` names a header; ``calc.c:1:10:`` is a place).
-_LOCATION = re.compile(r':\d|", line \d|\(\d|\s+on line \d')
-_ROOTDIR = re.compile(r"^rootdir: (?P<root>/\S+)", re.MULTILINE)
+_LOCATION = LazyPattern(r':\d|", line \d|\(\d|\s+on line \d')
+_ROOTDIR = LazyPattern(r"^rootdir: (?P<root>/\S+)", re.MULTILINE)
 #: Other people's code: a path through one of these is not the project's.
 INSTALLED = (
     "site-packages",
@@ -109,16 +111,16 @@ class OutputPaths:
     __slots__ = ("absolute", "located", "relative", "rootdirs")
 
     def __init__(self, text: str) -> None:
-        self.rootdirs = [m.group("root").rstrip("/") for m in _ROOTDIR.finditer(text)][:3]
+        self.rootdirs = [m.group("root").rstrip("/") for m in _ROOTDIR.compiled.finditer(text)][:3]
         # path -> shown as a place (``file:line``, a frame) rather than as a thing that is
         # missing; a log names the same few files over and over: each is judged once
         absolute: dict[str, bool] = {}
         relative: dict[str, bool] = {}
         for pattern, found in ((_ABSOLUTE, absolute), (_RELATIVE, relative)):
-            for match in pattern.finditer(text):
+            for match in pattern.compiled.finditer(text):
                 path = match.group(1).removeprefix("./")
                 if not found.get(path):
-                    found[path] = bool(_LOCATION.match(text, match.end()))
+                    found[path] = bool(_LOCATION.compiled.match(text, match.end()))
         self.absolute = _unique(p for p in absolute if not installed(p))
         self.relative = _unique(p for p in relative if p not in absolute and not installed(p))
         kept = {*self.absolute, *self.relative}
