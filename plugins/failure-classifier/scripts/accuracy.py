@@ -50,7 +50,8 @@ ECOSYSTEMS: dict[str, str] = {
         "Python",
     ),
     **dict.fromkeys(
-        ("node", "node --test", "npm", "npm test", "pnpm", "jest", "vitest", "tsc"), "JavaScript"
+        ("node", "node --test", "npm", "npm test", "npx", "pnpm", "jest", "vitest", "tsc"),
+        "JavaScript",
     ),
     **dict.fromkeys(("cargo", "cargo build", "cargo test"), "Rust"),
     **dict.fromkeys(("go build", "go test"), "Go"),
@@ -66,6 +67,7 @@ ECOSYSTEMS: dict[str, str] = {
     "nix": "Nix",
     "pre-commit": "pre-commit",
     **dict.fromkeys(("sh", "bash"), "shell"),
+    **dict.fromkeys(("psql", "docker"), "services"),
     "loopctl": "loop history",
 }
 #: Each case's verdict the first time it was classified, before any rule was written for it

@@ -5327,6 +5327,110 @@ def _(c: Case) -> None:
     c.run(PYTEST)
 
 
+# --- a third round of issue 27: programs a script's first line names, daemons a test needs, npx
+# running another package than the project's tool (recorded at first sight before their rules).
+
+
+@case(
+    "sh-env-interpreter-missing",
+    "dependency_issue",
+    "sh",
+    "a script whose #!/usr/bin/env interpreter is not installed",
+)
+def _(c: Case) -> None:
+    c.write("check.sh", "#!/usr/bin/env rubycorpus9\nputs 2 + 3\n")
+    (c.workdir / "check.sh").chmod(0o755)
+    c.run("./check.sh")
+
+
+@case(
+    "sh-bad-interpreter",
+    "dependency_issue",
+    "bash",
+    "a script whose #! interpreter path does not exist",
+)
+def _(c: Case) -> None:
+    c.write("check.sh", "#!/opt/corpus/bin/python9\nprint(2 + 3)\n")
+    (c.workdir / "check.sh").chmod(0o755)
+    c.run("bash -c ./check.sh")
+
+
+@case("sh-script-syntax", "code_error", "bash", "the project's test script has a syntax error")
+def _(c: Case) -> None:
+    c.write("check.sh", '#!/bin/bash\nif [ "$(expr 2 + 3)" = 5 ]; then\n  echo ok\nfi fi\n')
+    c.run("bash check.sh")
+
+
+@case("sh-script-check-fails", "code_error", "sh", "the project's test script finds a wrong result")
+def _(c: Case) -> None:
+    c.write("calc.sh", 'add() { expr "$1" - "$2"; }\n')
+    c.write(
+        "check.sh",
+        '. ./calc.sh\n[ "$(add 2 3)" = 5 ] || { echo "add 2 3: expected 5, got $(add 2 3)"; exit 1; }\n',
+    )
+    c.run("sh check.sh")
+
+
+@case(
+    "psql-server-down",
+    "dependency_issue",
+    "psql",
+    "psql: the PostgreSQL server the tests need is not running",
+)
+def _(c: Case) -> None:
+    c.need("psql", "psql --version")
+    c.write("schema.sql", "select 2 + 3 as total;\n")
+    (c.tmp / "pg").mkdir()
+    c.run(f"psql -h {c.tmp}/pg -U postgres -d calc -f schema.sql")
+
+
+@case(
+    "docker-daemon-down",
+    "dependency_issue",
+    "docker",
+    "docker run: the Docker daemon is not running",
+)
+def _(c: Case) -> None:
+    c.need("docker", "docker --version")
+    c.write("test.sh", '[ "$(expr 2 + 3)" = 5 ]\n')
+    c.run(
+        "docker run --rm -v $PWD:/w -w /w alpine:3 sh test.sh",
+        env={"DOCKER_HOST": f"unix://{c.tmp}/docker.sock"},
+    )
+
+
+@case(
+    "py-service-down-pytest",
+    "dependency_issue",
+    "pytest",
+    "pytest: a test needs a PostgreSQL server that is not running",
+)
+def _(c: Case) -> None:
+    py_version(c)
+    (c.tmp / "pg").mkdir()
+    c.write(
+        "test_db.py",
+        "import subprocess\n\n\ndef test_total():\n"
+        f"    out = subprocess.run(['psql', '-h', '{c.tmp}/pg', '-U', 'postgres', '-d', 'calc', '-tAc', 'select 2 + 3'],\n"
+        "                         capture_output=True, text=True)\n"
+        "    assert out.returncode == 0, out.stderr\n    assert out.stdout.strip() == '5'\n",
+    )
+    c.run(PYTEST)
+
+
+@case(
+    "npx-other-package",
+    "dependency_issue",
+    "npx",
+    "npx tsc without typescript installed runs another package named tsc",
+)
+def _(c: Case) -> None:
+    node_version(c)
+    c.write("package.json", '{"name": "calc", "version": "1.0.0"}\n')
+    c.write("calc.ts", "export const add = (a: number, b: number): number => a + b;\n")
+    c.run("npx --yes tsc --noEmit calc.ts")
+
+
 # --- the fourth held-out round: new ecosystems again, written after the rules for the cases above
 # were frozen, classified once and left as they came out (their first sight is recorded too).
 
