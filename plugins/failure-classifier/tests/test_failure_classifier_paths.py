@@ -48,6 +48,11 @@ def test_a_missing_file_is_not_a_place_of_the_project() -> None:
     assert "zstd" not in names
 
 
+def test_a_projects_lib_directory_is_the_projects_own() -> None:
+    text = "lib/calc/rates.ex:3: warning: x\n    from lib/calculator.rb:2:in `add'\n"
+    assert {"lib", "calc", "rates", "calculator"} <= OutputPaths(text).names()
+
+
 def test_installed_code_is_not_the_project() -> None:
     text = (
         '  File "/venv/lib/python3.12/site-packages/httpx/_client.py", line 9, in get\n'

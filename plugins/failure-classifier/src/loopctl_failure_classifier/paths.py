@@ -93,7 +93,7 @@ MARKERS = (
 
 def installed(path: str) -> bool:
     """Whether ``path`` runs through other people's code (an environment, a registry cache)."""
-    return any(part in path for part in INSTALLED) or path.startswith(("usr/", "lib/"))
+    return any(part in path for part in INSTALLED)
 
 
 def window(output: str, around: Iterable[str] = ()) -> str:
