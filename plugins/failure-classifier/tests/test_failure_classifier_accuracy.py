@@ -112,3 +112,97 @@ def test_check_fails_when_the_page_drifts(
     assert accuracy.main(["--check"]) == 0
     page.write_text(page.read_text().replace("| Python |", "| Pyhton |"), encoding="utf-8")
     assert accuracy.main(["--check"]) == 1
+
+
+#: The ecosystems issue 27 added to the corpus (real runs of their tools on this machine).
+NEW_ECOSYSTEMS = (
+    "Ruby",
+    "PHP",
+    "Elixir",
+    "Haskell",
+    "Kotlin and Gradle",
+    "Bazel",
+    "Conan",
+    "Nix",
+    "pre-commit",
+)
+
+
+def test_the_new_ecosystems_have_both_kinds_of_failure_and_are_classified_well(
+    measured: tuple[ModuleType, dict],
+) -> None:
+    _, report = measured
+    ecosystems = report["ecosystems"]
+    for name in NEW_ECOSYSTEMS:
+        dependency, code = ecosystems[name]["dependency_issue"], ecosystems[name]["code_error"]
+        assert dependency[1] >= 2, (name, dependency)
+        assert code[1] >= 2, (name, code)
+        assert ecosystems[name]["accuracy"] >= 0.9, name
+
+
+def test_no_code_error_is_called_a_dependency_problem(measured: tuple[ModuleType, dict]) -> None:
+    _, report = measured
+    assert report["confusion"]["code_error"].get("dependency_issue", 0) == 0, [
+        row["id"] for row in report["errors"] if row["label"] == "code_error"
+    ]
+
+
+def test_every_case_of_the_new_ecosystems_was_measured_at_first_sight(
+    measured: tuple[ModuleType, dict],
+) -> None:
+    accuracy, report = measured
+    import json
+
+    recorded = {case for round_ in accuracy.first_sight_rounds() for case in round_["cases"]}
+    for case in accuracy.case_dirs():
+        meta = json.loads((case / "case.json").read_text(encoding="utf-8"))
+        if accuracy.ECOSYSTEMS.get(meta["tool"]) in NEW_ECOSYSTEMS:
+            assert meta["id"] in recorded, meta["id"]
+    assert report["first_sight"], "the first-sight rounds are shown"
+
+
+def test_first_sight_records_only_cases_no_round_holds(tmp_path: Path) -> None:
+    accuracy = load_accuracy()
+    path = tmp_path / "first-sight.json"
+    rows = [
+        {
+            "id": "a",
+            "label": "code_error",
+            "predicted": "code_error",
+            "ecosystem": "Ruby",
+            "generated": "2026-01-02",
+        },
+        {
+            "id": "b",
+            "label": "dependency_issue",
+            "predicted": "code_error",
+            "ecosystem": "Ruby",
+            "generated": "2025-12-31",
+        },
+    ]
+    first = accuracy.record_first_sight(rows, "one", "abc", "2026-01-01", path)
+    assert set(first["cases"]) == {"a"}  # b was made before the round's date
+    later = [{**rows[0], "predicted": "dependency_issue"}, {**rows[1], "generated": "2026-01-05"}]
+    second = accuracy.record_first_sight(later, "two", "def", "2026-01-01", path)
+    assert set(second["cases"]) == {"b"}  # a keeps the verdict it had at first sight
+    rounds = accuracy.first_sight_rounds(path)
+    assert [r["name"] for r in rounds] == ["one", "two"]
+    assert rounds[0]["cases"]["a"]["predicted"] == "code_error"
+    shown = accuracy.first_sight(later, rounds)
+    assert shown[0]["ecosystems"]["Ruby"] == {"cases": 1, "first": 1, "now": 0}
+    assert shown[1]["ecosystems"]["Ruby"] == {"cases": 1, "first": 0, "now": 0}
+
+
+def test_a_log_classified_outside_its_project_gets_the_same_verdict(
+    measured: tuple[ModuleType, dict],
+) -> None:
+    """``loopctl classify --log`` run from another directory: whether a missing module is the
+    project's own is read from the output's own paths, so the verdict does not change."""
+    accuracy, _ = measured
+    changed = {}
+    for case in accuracy.case_dirs():
+        inside = accuracy.classify_case(case)
+        outside = accuracy.classify_case(case, elsewhere=True)
+        if inside["predicted"] != outside["predicted"]:
+            changed[case.name] = f"{inside['predicted']} -> {outside['predicted']}"
+    assert not changed, changed

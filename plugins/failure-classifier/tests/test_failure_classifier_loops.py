@@ -215,6 +215,16 @@ def test_reinstall_command_is_detected_from_the_lock_files(tmp_path: Path) -> No
     assert detect_reinstall_command(None) is None
 
 
+def test_reinstall_command_of_the_ecosystems_issue_27_added(tmp_path: Path) -> None:
+    from loopctl_failure_classifier.recovery import detect_reinstall_command
+
+    for name in ("Gemfile", "composer.json", "mix.exs"):
+        (tmp_path / name).write_text("")
+    assert detect_reinstall_command(tmp_path, ["ruby"])[0] == "bundle install"
+    assert detect_reinstall_command(tmp_path, ["php"])[0] == "composer install"
+    assert detect_reinstall_command(tmp_path, ["elixir"])[0] == "mix deps.get"
+
+
 # --- flakiness -----------------------------------------------------------------------------------
 
 

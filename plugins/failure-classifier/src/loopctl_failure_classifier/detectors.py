@@ -433,7 +433,7 @@ def builtin_classifications(
 ) -> list[Classification]:
     """Every built-in detector's classification for ``evidence`` (the default always last)."""
     settings = settings or Settings()
-    locality = locality or Locality(evidence.workdir)
+    locality = locality or Locality(evidence.workdir, evidence.output, evidence.error_lines)
     notes = Notes()
     found: list[Classification | None] = [
         detect_context_exhaustion(evidence),

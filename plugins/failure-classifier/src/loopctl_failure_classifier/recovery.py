@@ -114,6 +114,10 @@ REINSTALL_COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("build.gradle.kts", "gradle --refresh-dependencies dependencies", "java"),
     ("Gemfile.lock", "bundle install", "ruby"),
     ("composer.lock", "composer install", "php"),
+    ("mix.lock", "mix deps.get", "elixir"),
+    ("Gemfile", "bundle install", "ruby"),
+    ("composer.json", "composer install", "php"),
+    ("mix.exs", "mix deps.get", "elixir"),
     ("package.json", "npm install", "node"),
     ("pyproject.toml", "python -m pip install -e .", "python"),
 )

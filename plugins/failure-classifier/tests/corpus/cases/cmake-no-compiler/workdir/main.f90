@@ -1,0 +1,2 @@
+program calc
+end program calc

@@ -1,0 +1,5 @@
+from conan import ConanFile
+
+
+class Calc(ConanFile)
+    name = 'calc'

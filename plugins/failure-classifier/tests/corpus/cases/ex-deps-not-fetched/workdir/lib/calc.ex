@@ -1,0 +1,3 @@
+defmodule Calc do
+  def add(a, b), do: a + b
+end

@@ -1,0 +1,3 @@
+defmodule Calculator do
+  def add(a, b), do: a + b
+end

@@ -1,0 +1,3 @@
+defmodule Calc do
+  def sum(a, b), do: a + b
+end

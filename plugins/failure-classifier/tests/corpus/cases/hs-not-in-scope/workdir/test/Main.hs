@@ -1,0 +1,4 @@
+import Calc (add)
+
+main :: IO ()
+main = print (add 2 three)

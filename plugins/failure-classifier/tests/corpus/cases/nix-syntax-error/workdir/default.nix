@@ -1,0 +1,1 @@
+let add = a: b: a + b in add 2 3

@@ -1,0 +1,2 @@
+<?php
+class Calculator { public function add($a, $b) { return $a + $b; } }

@@ -1,0 +1,2 @@
+<?php
+function sum($a, $b) { return $a + $b; }

@@ -1,0 +1,5 @@
+<?php
+require __DIR__ . '/calc.php';
+
+assert(add(2, 3) === 5);
+echo "ok\n";

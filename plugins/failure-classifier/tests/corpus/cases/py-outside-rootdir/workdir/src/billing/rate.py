@@ -1,0 +1,2 @@
+def vat(x):
+    return x * 0.2

@@ -1,0 +1,3 @@
+module Calc
+  def self.add(a, b) = a + b
+end

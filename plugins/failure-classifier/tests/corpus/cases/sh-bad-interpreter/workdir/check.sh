@@ -1,0 +1,2 @@
+#!/opt/corpus/bin/python9
+print(2 + 3)

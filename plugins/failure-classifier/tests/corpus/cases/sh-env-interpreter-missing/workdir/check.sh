@@ -1,0 +1,2 @@
+#!/usr/bin/env rubycorpus9
+puts 2 + 3

@@ -1,0 +1,7 @@
+defmodule Calc.MixProject do
+  use Mix.Project
+
+  def project do
+    [app: :calc, version: "0.1.0", elixir: "~> 1.14", deps: [{:corpus_util, path: "../corpus_util"}]]
+  end
+end

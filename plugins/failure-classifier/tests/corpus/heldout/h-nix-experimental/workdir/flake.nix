@@ -1,0 +1,1 @@
+{ outputs = { self }: { x = 5; }; }

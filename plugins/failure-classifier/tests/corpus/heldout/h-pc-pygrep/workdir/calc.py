@@ -1,0 +1,3 @@
+def add(a, b):
+    breakpoint()
+    return a + b

@@ -1,0 +1,3 @@
+<?php
+require __DIR__ . '/thumb.php';
+assert(thumb() !== false);

@@ -1,0 +1,2 @@
+<?php
+function thumb() { return imagecreatetruecolor(10, 10); }

@@ -1,0 +1,3 @@
+<?php
+declare(strict_types=1);
+function add(int $a, int $b): int { return $a + $b; }

@@ -1,0 +1,6 @@
+module Calc
+  def self.add(a, b)
+    total = a + b
+    totl
+  end
+end
