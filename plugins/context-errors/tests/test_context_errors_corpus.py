@@ -27,9 +27,9 @@ def _accuracy_script() -> ModuleType:
 
 
 @pytest.fixture(scope="module")
-def scores() -> tuple[object, object]:
-    dev, holdout = _accuracy_script().evaluate()
-    return dev, holdout
+def scores() -> tuple[object, object, object]:
+    dev, holdout, ecosystems = _accuracy_script().evaluate()
+    return dev, holdout, ecosystems
 
 
 def test_corpus_is_real_generated_output_with_provenance() -> None:
@@ -53,7 +53,7 @@ def test_corpus_is_real_generated_output_with_provenance() -> None:
 
 
 def test_accuracy_and_unknown_rate_meet_the_targets(scores: tuple) -> None:  # type: ignore[type-arg]
-    dev, holdout = scores
+    dev, holdout, _ = scores
     for part in (dev, holdout):
         assert part.total > 50
         assert part.accuracy >= 0.90, (part.name, part.misses())
@@ -61,7 +61,7 @@ def test_accuracy_and_unknown_rate_meet_the_targets(scores: tuple) -> None:  # t
 
 
 def test_confusion_matrix_accounts_for_every_case(scores: tuple) -> None:  # type: ignore[type-arg]
-    dev, _ = scores
+    dev, _, _ = scores
     matrix = dev.confusion()
     assert sum(sum(row.values()) for row in matrix.values()) == dev.total
     assert sum(matrix[c][c] for c in matrix) == dev.correct
@@ -71,14 +71,16 @@ def test_docs_page_shows_the_current_numbers(scores: tuple) -> None:  # type: ig
     if not DOCS_PAGE.exists():
         pytest.skip("the docs page is not part of this checkout")
     script = _accuracy_script()
-    block = script.render_block(*scores)
+    block = script.render_block(*scores, script.first_sight())
     assert script.docs_block(DOCS_PAGE) == block, (
         "docs/plugins/context-errors.md is stale: run plugins/context-errors/scripts/accuracy.py"
     )
 
 
 def test_generator_defines_every_case_in_the_manifest() -> None:
-    text = (CORPUS / "generate.py").read_text(encoding="utf-8")
+    text = "".join(
+        (CORPUS / name).read_text(encoding="utf-8") for name in ("generate.py", "ecosystems.py")
+    )
     for case in corpus_cases():
         assert f'"{case["id"]}"' in text, case["id"]
 
