@@ -14,7 +14,7 @@ docs/plugins/context-errors.md is rewritten.
 
     python plugins/context-errors/scripts/accuracy.py --record-first-sight
 
-adds the current predictions of ``e-…`` cases that ``first_sight.json`` does not hold yet (run it
+adds the current predictions of ``e-…`` and ``e2-…`` cases that ``first_sight.json`` does not hold yet (run it
 right after generating new cases, before any rule is written for them); it never changes an
 entry that is there.
 """
@@ -122,17 +122,19 @@ class Scores:
 
 
 #: The sets, by the start of a case's id (the development set takes the rest).
-SETS = (("holdout", "h-"), ("ecosystems", "e-"))
+SETS = (("holdout", "h-"), ("ecosystems", "e-"), ("ecosystems, second round", "e2-"))
 
 
-def evaluate(cases: Sequence[dict[str, Any]] | None = None) -> tuple[Scores, Scores, Scores]:
-    """(development, holdout, ecosystems) scores over the corpus."""
+def evaluate(
+    cases: Sequence[dict[str, Any]] | None = None,
+) -> tuple[Scores, Scores, Scores, Scores]:
+    """(development, holdout, ecosystems, ecosystems' second round) scores over the corpus."""
     from loopctl_context_errors.categories import categorize
 
     if cases is None:
         manifest = json.loads((CORPUS / "manifest.json").read_text(encoding="utf-8"))
         cases = manifest["cases"]
-    parts: dict[str, list[Prediction]] = {"development": [], "holdout": [], "ecosystems": []}
+    parts: dict[str, list[Prediction]] = {name: [] for name in ("development", *dict(SETS))}
     for case in cases:
         text = (CORPUS / case["file"]).read_text(encoding="utf-8")
         found = categorize(text)
@@ -146,11 +148,8 @@ def evaluate(cases: Sequence[dict[str, Any]] | None = None) -> tuple[Scores, Sco
         )
         part = next((name for name, start in SETS if case["id"].startswith(start)), "development")
         parts[part].append(prediction)
-    return (
-        Scores("development", parts["development"]),
-        Scores("holdout", parts["holdout"]),
-        Scores("ecosystems", parts["ecosystems"]),
-    )
+    dev, holdout, first, second = (Scores(name, found) for name, found in parts.items())
+    return dev, holdout, first, second
 
 
 def first_sight(path: Path = FIRST_SIGHT) -> dict[str, str]:
@@ -167,7 +166,7 @@ def record_first_sight(scores: Scores, path: Path = FIRST_SIGHT) -> int:
     new = {p.id: p.predicted for p in scores.predictions if p.id not in known}
     if new:
         data = {
-            "about": "what the rules said when they first saw each e- case (scripts/accuracy.py)",
+            "about": "what the rules said when they first saw each e-/e2- case (scripts/accuracy.py)",
             "predictions": dict(sorted({**known, **new}.items())),
         }
         path.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
@@ -229,10 +228,27 @@ def _misses(misses: list[Prediction]) -> list[str]:
     ]
 
 
+def _ecosystem_part(scores: Scores, seen: dict[str, str], title: str) -> list[str]:
+    misses = scores.misses()
+    return [
+        "",
+        title,
+        "",
+        *_summary(scores),
+        "",
+        *_ecosystem_table(scores, seen),
+        "",
+        f"Misclassified ({len(misses)}):",
+        "",
+        *_misses(misses),
+    ]
+
+
 def render_block(
     dev: Scores,
     holdout: Scores,
     ecosystems: Scores | None = None,
+    second: Scores | None = None,
     seen: dict[str, str] | None = None,
 ) -> str:
     lines = [
@@ -257,11 +273,14 @@ def render_block(
     lines += ["", f"Misclassified ({len(misses)}):", ""]
     lines += _misses(misses)
     if ecosystems is not None and ecosystems.total:
-        lines += ["", "Ecosystems the rules were not written for (ids `e-…`, issue #27):", ""]
-        lines += _summary(ecosystems)
-        lines += ["", *_ecosystem_table(ecosystems, seen or {})]
-        misses = ecosystems.misses()
-        lines += ["", f"Misclassified ({len(misses)}):", "", *_misses(misses)]
+        title = "Ecosystems the rules were not written for (ids `e-…`, issue #27):"
+        lines += _ecosystem_part(ecosystems, seen or {}, title)
+    if second is not None and second.total:
+        title = (
+            "Second round (ids `e2-…`), written after the rules for the first were frozen; "
+            "first sight is its honest measure:"
+        )
+        lines += _ecosystem_part(second, seen or {}, title)
     lines += ["", END]
     return "\n".join(lines)
 
@@ -291,14 +310,14 @@ def main(argv: Sequence[str]) -> int:
     parser.add_argument(
         "--record-first-sight",
         action="store_true",
-        help="record the predictions of new e- cases in first_sight.json",
+        help="record the predictions of new e- and e2- cases in first_sight.json",
     )
     args = parser.parse_args(argv)
-    dev, holdout, ecosystems = evaluate()
+    dev, holdout, ecosystems, second = evaluate()
     if args.record_first_sight:
-        added = record_first_sight(ecosystems)
+        added = record_first_sight(Scores("new", ecosystems.predictions + second.predictions))
         print(f"{FIRST_SIGHT}: {added} first-sight predictions recorded", file=sys.stderr)
-    block = render_block(dev, holdout, ecosystems, first_sight())
+    block = render_block(dev, holdout, ecosystems, second, first_sight())
     print(block)
     if args.check:
         if docs_block() != block:

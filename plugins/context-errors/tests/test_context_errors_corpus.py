@@ -20,6 +20,22 @@ KNOWN_MISSES = {
     "calls it an assertion",
     "e-gradle-junit-timeout": "Gradle 4.4 prints only `1 test completed, 1 failed`: the JUnit "
     "timeout is in its HTML report, not in the output",
+    "e2-ruby-arity": "second round, first sight",
+    "e2-php-arg-count": "second round, first sight",
+    "e2-php-undefined-constant": "second round, first sight",
+    "e2-elixir-assert-raise": "second round, first sight",
+    "e2-kotlin-missing-library": "second round, first sight",
+    "e2-nix-not-function": "second round, first sight",
+    "e2-nix-missing-arg": "second round, first sight",
+    "e2-go-interface-conversion": "second round, first sight",
+    "e2-go-read-dir": "second round, first sight",
+    "e2-gcc-else": "second round, first sight",
+    "e2-gcc-too-many-args": "second round, first sight",
+    "e2-gxx-primary": "second round, first sight",
+    "e2-cmake-include-missing": "second round, first sight",
+    "e2-perl-missing-module": "second round, first sight",
+    "e2-perl-undefined-sub": "second round, first sight",
+    "e2-prove-fail": "second round, first sight",
 }
 
 
@@ -35,9 +51,8 @@ def _accuracy_script() -> ModuleType:
 
 
 @pytest.fixture(scope="module")
-def scores() -> tuple[object, object, object]:
-    dev, holdout, ecosystems = _accuracy_script().evaluate()
-    return dev, holdout, ecosystems
+def scores() -> tuple[object, object, object, object]:
+    return _accuracy_script().evaluate()  # type: ignore[no-any-return]
 
 
 def test_corpus_is_real_generated_output_with_provenance() -> None:
@@ -61,7 +76,7 @@ def test_corpus_is_real_generated_output_with_provenance() -> None:
 
 
 def test_accuracy_and_unknown_rate_meet_the_targets(scores: tuple) -> None:  # type: ignore[type-arg]
-    dev, holdout, _ = scores
+    dev, holdout, _, _ = scores
     for part in (dev, holdout):
         assert part.total > 50
         assert part.accuracy >= 0.90, (part.name, part.misses())
@@ -69,7 +84,7 @@ def test_accuracy_and_unknown_rate_meet_the_targets(scores: tuple) -> None:  # t
 
 
 def test_the_ecosystem_batch_meets_the_targets_per_ecosystem(scores: tuple) -> None:  # type: ignore[type-arg]
-    _, _, ecosystems = scores
+    _, _, ecosystems, _ = scores
     assert ecosystems.total >= 100
     assert ecosystems.accuracy >= 0.90, ecosystems.misses()
     assert ecosystems.unknown_rate <= 0.05, ecosystems.misses()
@@ -87,16 +102,18 @@ def test_no_case_regresses(scores: tuple) -> None:  # type: ignore[type-arg]
 
 def test_first_sight_was_recorded_for_every_ecosystem_case(scores: tuple) -> None:  # type: ignore[type-arg]
     """What the rules said before any was written for the batch stays on record."""
-    _, _, ecosystems = scores
+    _, _, ecosystems, second = scores
     seen = _accuracy_script().first_sight()
-    assert set(seen) == {p.id for p in ecosystems.predictions}
+    assert set(seen) == {p.id for p in ecosystems.predictions + second.predictions}
     assert set(seen.values()) <= CATEGORY_NAMES
     first = sum(1 for p in ecosystems.predictions if seen[p.id] == p.label)
     assert first == 54  # 43.5 %: the figure the docs give as first sight
+    first = sum(1 for p in second.predictions if seen[p.id] == p.label)
+    assert first == 18  # 52.9 %: the second round's
 
 
 def test_confusion_matrix_accounts_for_every_case(scores: tuple) -> None:  # type: ignore[type-arg]
-    dev, _, _ = scores
+    dev, _, _, _ = scores
     matrix = dev.confusion()
     assert sum(sum(row.values()) for row in matrix.values()) == dev.total
     assert sum(matrix[c][c] for c in matrix) == dev.correct

@@ -59,6 +59,8 @@ ECOSYSTEM_OF = {
     "gxx": "C/C++ (gcc)",
     "pytest": "Python (pytest-timeout, doctest)",
     "doctest": "Python (pytest-timeout, doctest)",
+    "perl": "Perl",
+    "prove": "Perl",
 }
 
 
@@ -1669,4 +1671,426 @@ def cases(make: Callable[..., Any]) -> list[Any]:
         f"{py} -m doctest -v calc.py",
         {"calc.py": calc_doc},
     )
+    blind(add, rb, php, ex, kt, hs, nx, go, gomain, cc)
     return out
+
+
+def blind(
+    add: Callable[..., None],
+    rb: Callable[..., None],
+    php: Callable[..., None],
+    ex: Callable[..., None],
+    kt: Callable[..., None],
+    hs: Callable[..., None],
+    nx: Callable[..., None],
+    go: Callable[..., None],
+    gomain: Callable[[str], dict[str, str]],
+    cc: Callable[..., None],
+) -> None:
+    """The second round (ids ``e2-…``): written after the rules for the first were frozen, and
+    measured once, as they stood (other failure forms in the same ecosystems, and Perl, which
+    no rule was written for)."""
+    rb(
+        "e2-ruby-arity",
+        "TYPE_ERROR",
+        """
+        def greet(name) = "hi #{name}"
+        puts greet("a", "b")
+        """,
+    )
+    rb(
+        "e2-ruby-constant",
+        "FUNCTION_ERROR",
+        """
+        puts Settings.load
+        """,
+    )
+    rb(
+        "e2-ruby-unknown-zerodiv",
+        "UNKNOWN",
+        """
+        def per_item(total, count) = total / count
+        puts per_item(10, 0)
+        """,
+    )
+    add(
+        "e2-minitest-nil",
+        "TYPE_ERROR",
+        "ruby",
+        "ruby test_user.rb",
+        {
+            "test_user.rb": """
+        require "minitest/autorun"
+
+        def display_name(users, id) = users[id].capitalize
+
+        class UserTest < Minitest::Test
+          def test_name
+            assert_equal "Ann", display_name({ 1 => "ann" }, 2)
+          end
+        end
+        """
+        },
+    )
+    add(
+        "e2-rspec-truthy",
+        "ASSERTION_FAILURE",
+        "rspec",
+        "rspec --no-color",
+        {
+            "lib/calc.rb": "def even?(n) = n.odd?\n",
+            "spec/calc_spec.rb": """
+        require_relative "../lib/calc"
+
+        RSpec.describe "even?" do
+          it "knows 4 is even" do
+            expect(even?(4)).to be_truthy
+          end
+        end
+        """,
+        },
+    )
+    php(
+        "e2-php-arg-count",
+        "TYPE_ERROR",
+        """
+        <?php
+        function add($a, $b) { return $a + $b; }
+        echo add(1);
+        """,
+    )
+    php(
+        "e2-php-undefined-constant",
+        "FUNCTION_ERROR",
+        """
+        <?php
+        echo MAX_ITEMS * 2;
+        """,
+    )
+    php(
+        "e2-php-require-missing",
+        "FILE_ACCESS",
+        """
+        <?php
+        require 'lib/helpers.php';
+        """,
+    )
+    add(
+        "e2-phpunit-equals",
+        "ASSERTION_FAILURE",
+        "phpunit",
+        "phpunit --colors=never tests",
+        {
+            "src/Tags.php": "<?php\nfunction tags($s) { return explode(',', $s); }\n",
+            "tests/TagsTest.php": """
+        <?php
+        use PHPUnit\\Framework\\TestCase;
+        require_once __DIR__ . '/../src/Tags.php';
+
+        final class TagsTest extends TestCase {
+            public function testTags(): void { $this->assertEquals(['a', 'b'], tags('a, b')); }
+        }
+        """,
+        },
+    )
+    ex(
+        "e2-elixir-module-missing",
+        "FUNCTION_ERROR",
+        """
+        IO.puts(Pricing.total([1, 2]))
+        """,
+    )
+    ex(
+        "e2-elixir-badarith",
+        "TYPE_ERROR",
+        """
+        defmodule Count do
+          def next(n), do: n + 1
+        end
+        IO.puts(Count.next("3"))
+        """,
+    )
+    ex(
+        "e2-elixir-assert-raise",
+        "ASSERTION_FAILURE",
+        """
+        ExUnit.start(autorun: false)
+        defmodule AgeTest do
+          use ExUnit.Case
+          def age!(n), do: n
+          test "rejects negatives" do
+            assert_raise ArgumentError, fn -> age!(-1) end
+          end
+        end
+        ExUnit.configure(colors: [enabled: false])
+        result = ExUnit.run()
+        if result.failures > 0, do: System.halt(1)
+        """,
+    )
+    kt(
+        "e2-kotlin-classcast",
+        "TYPE_ERROR",
+        """
+        fun main() {
+            val items: List<Any> = listOf("3", 4)
+            val first = items[0] as Int
+            println(first + 1)
+        }
+        """,
+    )
+    kt(
+        "e2-kotlin-missing-library",
+        "RESOURCE_ERROR",
+        """
+        import kotlinx.coroutines.runBlocking
+
+        fun main() = runBlocking { println("hi") }
+        """,
+        "a library that is not on the class path",
+    )
+    hs(
+        "e2-haskell-no-instance",
+        "TYPE_ERROR",
+        """
+        main :: IO ()
+        main = print id
+        """,
+    )
+    hs(
+        "e2-haskell-arity",
+        "TYPE_ERROR",
+        """
+        double :: Int -> Int
+        double x = x * 2
+
+        main :: IO ()
+        main = print (double 1 2)
+        """,
+    )
+    hs(
+        "e2-haskell-unknown-error",
+        "UNKNOWN",
+        """
+        main :: IO ()
+        main = error "release notes are empty"
+        """,
+    )
+    nx(
+        "e2-nix-not-function",
+        "TYPE_ERROR",
+        """
+        let
+          version = "1.0";
+        in version "x"
+        """,
+    )
+    nx(
+        "e2-nix-missing-arg",
+        "TYPE_ERROR",
+        """
+        let
+          mkPkg = { name, version }: name + "-" + version;
+        in mkPkg { name = "corpus"; }
+        """,
+    )
+    nx(
+        "e2-nix-unknown-throw",
+        "UNKNOWN",
+        """
+        throw "release notes are empty"
+        """,
+    )
+    go(
+        "e2-go-interface-conversion",
+        "TYPE_ERROR",
+        gomain("""
+        package main
+
+        import "fmt"
+
+        func main() {
+            var v interface{} = "3"
+            n := v.(int)
+            fmt.Println(n + 1)
+        }
+        """),
+    )
+    go(
+        "e2-go-context-deadline",
+        "TIMEOUT",
+        gomain("""
+        package main
+
+        import (
+            "context"
+            "fmt"
+            "os"
+            "time"
+        )
+
+        func main() {
+            ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+            defer cancel()
+            select {
+            case <-time.After(2 * time.Second):
+            case <-ctx.Done():
+                fmt.Println("fetch:", ctx.Err())
+                os.Exit(1)
+            }
+        }
+        """),
+    )
+    go(
+        "e2-go-read-dir",
+        "FILE_ACCESS",
+        gomain("""
+        package main
+
+        import (
+            "log"
+            "os"
+        )
+
+        func main() {
+            if err := os.MkdirAll("config", 0o755); err != nil {
+                log.Fatal(err)
+            }
+            if _, err := os.ReadFile("config"); err != nil {
+                log.Fatal(err)
+            }
+        }
+        """),
+    )
+    go(
+        "e2-go-test-equal",
+        "ASSERTION_FAILURE",
+        {
+            "tags.go": 'package corpus\n\nimport "strings"\n\nfunc Tags(s string) []string { return strings.Split(s, ",") }\n',
+            "tags_test.go": d("""
+        package corpus
+
+        import (
+            "reflect"
+            "testing"
+        )
+
+        func TestTags(t *testing.T) {
+            got := Tags("a, b")
+            want := []string{"a", "b"}
+            if !reflect.DeepEqual(got, want) {
+                t.Fatalf("Tags() = %q, want %q", got, want)
+            }
+        }
+        """),
+        },
+        cmd="go test ./...",
+    )
+    cc(
+        "e2-gcc-else",
+        "SYNTAX_ERROR",
+        """
+        int sign(int x) {
+            if (x > 0) return 1;
+            return 0;
+            else return -1;
+        }
+        """,
+    )
+    cc(
+        "e2-gcc-too-many-args",
+        "TYPE_ERROR",
+        """
+        static int add(int a, int b) { return a + b; }
+        int main(void) { return add(1, 2, 3); }
+        """,
+    )
+    cc(
+        "e2-gxx-primary",
+        "SYNTAX_ERROR",
+        """
+        int main() {
+            int x = (1 + );
+            return x;
+        }
+        """,
+        compiler="g++",
+    )
+    add(
+        "e2-cmake-include-missing",
+        "FILE_ACCESS",
+        "cmake",
+        "cmake -S . -B build",
+        {
+            "CMakeLists.txt": """
+        cmake_minimum_required(VERSION 3.16)
+        project(corpus C)
+        include(cmake/Warnings.cmake)
+        """
+        },
+    )
+    add(
+        "e2-cmake-link-undefined",
+        "FUNCTION_ERROR",
+        "cmake",
+        "cmake -S . -B build && cmake --build build",
+        {
+            "CMakeLists.txt": """
+        cmake_minimum_required(VERSION 3.16)
+        project(corpus C)
+        add_executable(app main.c)
+        """,
+            "main.c": 'int checksum(const char *s);\nint main(void) { return checksum("x"); }\n',
+        },
+    )
+
+    def pl(cid: str, label: str, code: str, note: str = "") -> None:
+        add(cid, label, "perl", "perl main.pl", {"main.pl": code}, note)
+
+    pl(
+        "e2-perl-missing-module",
+        "RESOURCE_ERROR",
+        """
+        use strict;
+        use JSON::XS::Corpus;
+        print "ok\\n";
+        """,
+    )
+    pl(
+        "e2-perl-syntax",
+        "SYNTAX_ERROR",
+        """
+        use strict;
+        my $x = (1 + ;
+        print $x;
+        """,
+    )
+    pl(
+        "e2-perl-undefined-sub",
+        "FUNCTION_ERROR",
+        """
+        use strict;
+        print total(1, 2);
+        """,
+    )
+    pl(
+        "e2-perl-file",
+        "FILE_ACCESS",
+        """
+        use strict;
+        open(my $fh, "<", "config/settings.json") or die "cannot open config/settings.json: $!\\n";
+        """,
+    )
+    add(
+        "e2-prove-fail",
+        "ASSERTION_FAILURE",
+        "prove",
+        "prove t/",
+        {
+            "t/calc.t": """
+        use strict;
+        use Test::More tests => 1;
+        sub add { return $_[0] - $_[1] }
+        is(add(1, 2), 3, "adds");
+        """
+        },
+    )
