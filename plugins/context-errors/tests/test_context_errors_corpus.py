@@ -20,22 +20,8 @@ KNOWN_MISSES = {
     "calls it an assertion",
     "e-gradle-junit-timeout": "Gradle 4.4 prints only `1 test completed, 1 failed`: the JUnit "
     "timeout is in its HTML report, not in the output",
-    "e2-ruby-arity": "second round, first sight",
-    "e2-php-arg-count": "second round, first sight",
-    "e2-php-undefined-constant": "second round, first sight",
-    "e2-elixir-assert-raise": "second round, first sight",
-    "e2-kotlin-missing-library": "second round, first sight",
-    "e2-nix-not-function": "second round, first sight",
-    "e2-nix-missing-arg": "second round, first sight",
-    "e2-go-interface-conversion": "second round, first sight",
-    "e2-go-read-dir": "second round, first sight",
-    "e2-gcc-else": "second round, first sight",
-    "e2-gcc-too-many-args": "second round, first sight",
-    "e2-gxx-primary": "second round, first sight",
-    "e2-cmake-include-missing": "second round, first sight",
-    "e2-perl-missing-module": "second round, first sight",
-    "e2-perl-undefined-sub": "second round, first sight",
-    "e2-prove-fail": "second round, first sight",
+    "e2-kotlin-missing-library": "kotlinc says `unresolved reference: kotlinx` on an import: "
+    "a missing library reads as a missing name",
 }
 
 
@@ -109,7 +95,10 @@ def test_first_sight_was_recorded_for_every_ecosystem_case(scores: tuple) -> Non
     first = sum(1 for p in ecosystems.predictions if seen[p.id] == p.label)
     assert first == 54  # 43.5 %: the figure the docs give as first sight
     first = sum(1 for p in second.predictions if seen[p.id] == p.label)
-    assert first == 18  # 52.9 %: the second round's
+    # 52.9 % (18/34) as labelled then; e2-nix-not-function was relabelled to the documented
+    # definition afterwards, which its first-sight prediction already gave
+    assert first == 19
+    assert second.accuracy >= 0.90, second.misses()
 
 
 def test_confusion_matrix_accounts_for_every_case(scores: tuple) -> None:  # type: ignore[type-arg]

@@ -694,10 +694,12 @@ BUILTIN_RULES: tuple[Rule, ...] = (
         r"|Could not resolve all (?:files|dependencies|artifacts) for configuration"
         r"|Could not find [\w.-]+:[\w.-]+:[\w.-]+\."
         r"|could not be resolved to an installable set of packages|is missing from your system"
-        r"|\bPackage '[^']+' not resolved\b",
+        r"|\bPackage '[^']+' not resolved\b|Can't locate \S+ in @INC|you may need to install the\b",
         (
             "' not resolved",
             "cannot load such file -- ",
+            "can't locate ",
+            "you may need to install the",
             "could not be resolved to an installable set of packages",
             "could not find ",
             "could not resolve all ",
@@ -793,9 +795,11 @@ BUILTIN_RULES: tuple[Rule, ...] = (
         + r"|[Nn]o such file or directory|\bENOENT\b|kind: NotFound\b|cannot stat"
         r"|The system cannot find the (?:file|path) specified|error TS6053:"
         # a build tool's words: CMake, Bazel
-        r"|[Cc]annot find source file|\bmissing input file\b|\binput file\(s\) do not exist",
+        r"|[Cc]annot find source file|\bmissing input file\b|\binput file\(s\) do not exist"
+        r"|could not find requested file",
         (
             "cannot find source file",
+            "could not find requested file",
             "cannot stat",
             "enoent",
             "error ts6053:",
@@ -836,7 +840,7 @@ BUILTIN_RULES: tuple[Rule, ...] = (
         "file.wrong-kind",
         Category.FILE_ACCESS,
         _exc("IsADirectoryError", "NotADirectoryError")
-        + r"|\bEISDIR\b|\bENOTDIR\b|Is a directory|Not a directory|kind: IsADirectory\b",
+        + r"|\bEISDIR\b|\bENOTDIR\b|[Ii]s a directory|[Nn]ot a directory|kind: IsADirectory\b",
         (
             "eisdir",
             "enotdir",
@@ -924,8 +928,7 @@ BUILTIN_RULES: tuple[Rule, ...] = (
         r"|not a statement|unclosed (?:string|character) literal|orphaned)"
         r"|error TS1\d{3}:|: error: expected (?:';'|'\)'|'\}'|expression|identifier)"
         # gcc and g++ (their quotes are ‘’ in a UTF-8 locale), kotlinc
-        r"|: error: expected [‘'`]|: error: expected (?:declaration|identifier|expression)\b"
-        r"|: error: expecting\b",
+        r"|: error: expect(?:ed|ing)\b|: error: [‘'`]\w+[’'`] without a previous\b",
         (
             ": error: ",
             ": error: expected ",
@@ -964,6 +967,22 @@ BUILTIN_RULES: tuple[Rule, ...] = (
         "a parser reports a syntax or parse error",
     ),
     Rule(
+        "type.wrong-arguments",
+        Category.TYPE_ERROR,
+        # a call with the wrong number of arguments: Ruby, PHP (ArgumentCountError), gcc,
+        # Nix ("called without required argument 'x'")
+        r"\bwrong number of arguments\b|\b[Tt]oo (?:few|many) arguments\b"
+        r"|\bcalled without required argument\b",
+        (
+            "called without required argument",
+            "few arguments",
+            "many arguments",
+            "wrong number of arguments",
+        ),
+        Tier.CAUSE,
+        "a function was called with the wrong number of arguments",
+    ),
+    Rule(
         "function.undefined-name",
         Category.FUNCTION_ERROR,
         _exc("NameError", "UnboundLocalError", "ReferenceError")
@@ -971,7 +990,8 @@ BUILTIN_RULES: tuple[Rule, ...] = (
         r"|implicit declaration of function|use of undeclared identifier"
         # Ruby, PHP, Elixir, Nix (`undefined method/function/variable …`), GHC (`Variable not
         # in scope: …`), Go (`x.go:7:27: undefined: totl`), Nix attribute sets, CMake commands
-        r"|\bundefined (?:method|function|local variable or method|variable|subroutine)\b|"
+        r"|\b[Uu]ndefined (?:method|function|local variable or method|variable|subroutine"
+        r"|constant)\b|"
         + _exc("UndefinedFunctionError")
         + r"|\bis undefined or private\b|\b[Nn]ot in scope:|^\S+:\d+:\d+: undefined: "
         r"|\battribute '[^']+' missing\b|Unknown CMake command",
@@ -985,6 +1005,7 @@ BUILTIN_RULES: tuple[Rule, ...] = (
             "not in scope:",
             "referenceerror",
             "unboundlocalerror",
+            "undefined constant",
             "undefined function",
             "undefined local variable or method",
             "undefined method",
@@ -1126,9 +1147,10 @@ BUILTIN_RULES: tuple[Rule, ...] = (
         "type.exception",
         Category.TYPE_ERROR,
         _exc("TypeError", "ClassCastException", "ArrayStoreException", "TypeMismatchError")
-        + r"|\btype mismatch\b",
+        + r"|\btype mismatch\b|\binterface conversion: ",
         (
             "arraystoreexception",
+            "interface conversion: ",
             "classcastexception",
             "type mismatch",
             "typeerror",
@@ -1181,13 +1203,16 @@ BUILTIN_RULES: tuple[Rule, ...] = (
         r"|Expected values to be (?:strictly |loosely )?(?:deep-)?equal"
         # RSpec ("expected [1] to include 2", "expected X but nothing was raised", "expected: 3"
         # then "got: -1"), doctest ("Failed example:")
-        r"|^\s*expected\b.*\b(?:to|but)\b|^\s*got:\s|^Failed example:",
+        r"|^\s*expected\b.*\b(?:to|but)\b|^[\s#]*got:\s|^Failed example:"
+        r"|^#\s+Failed test\b|\bbut nothing was raised\b",
         (
             "error trace:",
             "expect(",
             "expected",
             "expected values to be ",
+            "but nothing was raised",
             "failed example:",
+            "failed test",
             "got:",
             "received",
             "received function did not throw",

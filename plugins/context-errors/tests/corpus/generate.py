@@ -14,8 +14,8 @@ its version, the command and the exit code. Nothing in ``cases/`` is written by 
 Needs: node/npm (jest and typescript are installed with npm into ~/.cache/loopctl-corpus/npm),
 cargo/rustc, a JDK, gcc, curl, setpriv, and a Python with pytest, mypy and ruff (the interpreter
 running this script, or $CORPUS_PYTHON). Network: only 127.0.0.1 (small local servers below).
-Go is not installed here, so there are no Go cases. The ``holdout`` batch (ids starting with
-``h-``) was written after the rules were frozen, to measure how the rules generalise.
+The ecosystem rounds (``e-…``, ``e2-…``) are in ``ecosystems.py``. The ``holdout`` batch (ids
+starting with ``h-``) was written after the rules were frozen, to measure how they generalise.
 """
 
 from __future__ import annotations
