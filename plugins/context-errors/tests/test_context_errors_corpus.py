@@ -132,3 +132,19 @@ def test_case_logs_are_not_empty_where_tools_speak() -> None:
         if case["id"] in silent:
             continue
         assert Path(CORPUS / case["file"]).read_text(encoding="utf-8").strip(), case["id"]
+
+
+def test_first_sight_is_recorded_once_and_never_rewritten(tmp_path: Path) -> None:
+    script = _accuracy_script()
+    path = tmp_path / "first_sight.json"
+
+    def scores(**predicted: str) -> object:
+        cases = [script.Prediction(i, "t", "TYPE_ERROR", c, "r") for i, c in predicted.items()]
+        return script.Scores("new", cases)
+
+    assert script.record_first_sight(scores(a="UNKNOWN"), path) == 1
+    # a later run with better rules keeps what was seen first, and adds only new cases
+    assert script.record_first_sight(scores(a="TYPE_ERROR", b="TIMEOUT"), path) == 1
+    assert script.first_sight(path) == {"a": "UNKNOWN", "b": "TIMEOUT"}
+    assert script.record_first_sight(scores(a="TYPE_ERROR"), path) == 0
+    assert script.first_sight(path) == {"a": "UNKNOWN", "b": "TIMEOUT"}

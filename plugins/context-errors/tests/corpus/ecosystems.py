@@ -19,6 +19,7 @@ junit4, nix-bin, bazel-bootstrap, golang-go, cmake, gcc, g++.
 from __future__ import annotations
 
 import os
+import subprocess
 import textwrap
 from collections.abc import Callable
 from typing import Any
@@ -64,6 +65,12 @@ ECOSYSTEM_OF = {
     "perl": "Perl",
     "prove": "Perl",
 }
+
+
+def stop_daemons(tools: set[str]) -> None:
+    """Stop what the run left behind: Gradle starts a daemon that outlives the build."""
+    if "gradle" in tools:
+        subprocess.run(["gradle", "--stop", "-q"], capture_output=True, timeout=120, check=False)
 
 
 def d(text: str) -> str:

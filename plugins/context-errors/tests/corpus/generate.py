@@ -3357,6 +3357,7 @@ def main(argv: list[str]) -> int:
         }
         status = "ok" if code not in (0, None) else f"CHECK exit={code}"
         print(f"{case.id:32} {case.label:18} {took:6.1f}s {status}", flush=True)
+    ecosystems.stop_daemons({case.tool for case in selected})
     known = set(ids)
     manifest = {
         "generated_by": "tests/corpus/generate.py",
