@@ -14,7 +14,7 @@ docs/plugins/context-errors.md is rewritten.
 
     python plugins/context-errors/scripts/accuracy.py --record-first-sight
 
-adds the current predictions of ``e-…`` and ``e2-…`` cases that ``first_sight.json`` does not hold yet (run it
+adds the current predictions of ``e-…``, ``e2-…`` and ``e3-…`` cases that ``first_sight.json`` does not hold yet (run it
 right after generating new cases, before any rule is written for them); it never changes an
 entry that is there.
 """
@@ -122,13 +122,24 @@ class Scores:
 
 
 #: The sets, by the start of a case's id (the development set takes the rest).
-SETS = (("holdout", "h-"), ("ecosystems", "e-"), ("ecosystems, second round", "e2-"))
+SETS = (
+    ("holdout", "h-"),
+    ("ecosystems", "e-"),
+    ("ecosystems, second round", "e2-"),
+    ("ecosystems, third round", "e3-"),
+)
+#: What the report says above each ecosystem round.
+ROUND_TITLES = {
+    "ecosystems": "Ecosystems the rules were not written for (ids `e-…`, issue #27):",
+    "ecosystems, second round": "Second round (ids `e2-…`), written after the rules for the "
+    "first were frozen; first sight is its honest measure:",
+    "ecosystems, third round": "Third round (ids `e3-…`), written after the rules for the "
+    "second were frozen:",
+}
 
 
-def evaluate(
-    cases: Sequence[dict[str, Any]] | None = None,
-) -> tuple[Scores, Scores, Scores, Scores]:
-    """(development, holdout, ecosystems, ecosystems' second round) scores over the corpus."""
+def evaluate(cases: Sequence[dict[str, Any]] | None = None) -> tuple[Scores, ...]:
+    """The development, holdout and ecosystem rounds' scores over the corpus (as in SETS)."""
     from loopctl_context_errors.categories import categorize
 
     if cases is None:
@@ -148,8 +159,7 @@ def evaluate(
         )
         part = next((name for name, start in SETS if case["id"].startswith(start)), "development")
         parts[part].append(prediction)
-    dev, holdout, first, second = (Scores(name, found) for name, found in parts.items())
-    return dev, holdout, first, second
+    return tuple(Scores(name, found) for name, found in parts.items())
 
 
 def first_sight(path: Path = FIRST_SIGHT) -> dict[str, str]:
@@ -245,11 +255,7 @@ def _ecosystem_part(scores: Scores, seen: dict[str, str], title: str) -> list[st
 
 
 def render_block(
-    dev: Scores,
-    holdout: Scores,
-    ecosystems: Scores | None = None,
-    second: Scores | None = None,
-    seen: dict[str, str] | None = None,
+    dev: Scores, holdout: Scores, *rounds: Scores, seen: dict[str, str] | None = None
 ) -> str:
     lines = [
         START,
@@ -272,15 +278,9 @@ def render_block(
     misses = combined.misses()
     lines += ["", f"Misclassified ({len(misses)}):", ""]
     lines += _misses(misses)
-    if ecosystems is not None and ecosystems.total:
-        title = "Ecosystems the rules were not written for (ids `e-…`, issue #27):"
-        lines += _ecosystem_part(ecosystems, seen or {}, title)
-    if second is not None and second.total:
-        title = (
-            "Second round (ids `e2-…`), written after the rules for the first were frozen; "
-            "first sight is its honest measure:"
-        )
-        lines += _ecosystem_part(second, seen or {}, title)
+    for part in rounds:
+        if part.total:
+            lines += _ecosystem_part(part, seen or {}, ROUND_TITLES[part.name])
     lines += ["", END]
     return "\n".join(lines)
 
@@ -313,11 +313,11 @@ def main(argv: Sequence[str]) -> int:
         help="record the predictions of new e- and e2- cases in first_sight.json",
     )
     args = parser.parse_args(argv)
-    dev, holdout, ecosystems, second = evaluate()
+    dev, holdout, *rounds = evaluate()
     if args.record_first_sight:
-        added = record_first_sight(Scores("new", ecosystems.predictions + second.predictions))
+        added = record_first_sight(Scores("new", [p for r in rounds for p in r.predictions]))
         print(f"{FIRST_SIGHT}: {added} first-sight predictions recorded", file=sys.stderr)
-    block = render_block(dev, holdout, ecosystems, second, first_sight())
+    block = render_block(dev, holdout, *rounds, seen=first_sight())
     print(block)
     if args.check:
         if docs_block() != block:

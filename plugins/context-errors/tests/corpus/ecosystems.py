@@ -1672,6 +1672,7 @@ def cases(make: Callable[..., Any]) -> list[Any]:
         {"calc.py": calc_doc},
     )
     blind(add, rb, php, ex, kt, hs, nx, go, gomain, cc)
+    third(add, rb, php, ex, kt, hs, nx, go, gomain, cc)
     return out
 
 
@@ -2093,6 +2094,285 @@ def blind(
         use Test::More tests => 1;
         sub add { return $_[0] - $_[1] }
         is(add(1, 2), 3, "adds");
+        """
+        },
+    )
+
+
+def third(
+    add: Callable[..., None],
+    rb: Callable[..., None],
+    php: Callable[..., None],
+    ex: Callable[..., None],
+    kt: Callable[..., None],
+    hs: Callable[..., None],
+    nx: Callable[..., None],
+    go: Callable[..., None],
+    gomain: Callable[[str], dict[str, str]],
+    cc: Callable[..., None],
+) -> None:
+    """The third round (ids ``e3-…``): written after the second round's rules were frozen, and
+    measured once, as they stood."""
+    rb(
+        "e3-ruby-integer",
+        "TYPE_ERROR",
+        """
+        count = Integer("twelve")
+        puts count
+        """,
+    )
+    add(
+        "e3-minitest-nil",
+        "ASSERTION_FAILURE",
+        "ruby",
+        "ruby test_cache.rb",
+        {
+            "test_cache.rb": """
+        require "minitest/autorun"
+
+        def cached(key) = { "a" => 1 }.fetch(key, 3)
+
+        class CacheTest < Minitest::Test
+          def test_missing_key_is_nil
+            assert_nil cached("b")
+          end
+        end
+        """
+        },
+    )
+    php(
+        "e3-php-class-missing",
+        "FUNCTION_ERROR",
+        """
+        <?php
+        $cart = new ShoppingCart();
+        """,
+    )
+    add(
+        "e3-phpunit-exception",
+        "ASSERTION_FAILURE",
+        "phpunit",
+        "phpunit --colors=never tests",
+        {
+            "src/Age.php": "<?php\nfunction age($n) { return $n; }\n",
+            "tests/AgeTest.php": """
+        <?php
+        use PHPUnit\\Framework\\TestCase;
+        require_once __DIR__ . '/../src/Age.php';
+
+        final class AgeTest extends TestCase {
+            public function testNegative(): void {
+                $this->expectException(InvalidArgumentException::class);
+                age(-1);
+            }
+        }
+        """,
+        },
+    )
+    ex(
+        "e3-elixir-to-integer",
+        "TYPE_ERROR",
+        """
+        IO.puts(String.to_integer("twelve") + 1)
+        """,
+    )
+    ex(
+        "e3-elixir-token-missing",
+        "SYNTAX_ERROR",
+        """
+        defmodule Price do
+          def total(items) do
+            Enum.sum(items)
+        end
+        """,
+    )
+    go(
+        "e3-go-atoi",
+        "TYPE_ERROR",
+        gomain("""
+        package main
+
+        import (
+            "fmt"
+            "os"
+            "strconv"
+        )
+
+        func main() {
+            n, err := strconv.Atoi("twelve")
+            if err != nil {
+                fmt.Println(err)
+                os.Exit(1)
+            }
+            fmt.Println(n)
+        }
+        """),
+        note='a failed conversion that Go words as "invalid syntax"',
+    )
+    go(
+        "e3-go-unused",
+        "UNKNOWN",
+        gomain("""
+        package main
+
+        func main() {
+            count := 3
+        }
+        """),
+        note="an unused variable: a lint finding the compiler enforces",
+    )
+    hs(
+        "e3-haskell-read",
+        "TYPE_ERROR",
+        """
+        main :: IO ()
+        main = print (read "twelve" :: Int)
+        """,
+    )
+    add(
+        "e3-cabal-test-fail",
+        "ASSERTION_FAILURE",
+        "cabal",
+        CABAL.replace(" build ", " test "),
+        {
+            "cabal.cfg": "jobs: 1\n",
+            "corpus.cabal": """
+        cabal-version: 2.4
+        name:          corpus
+        version:       0.1.0
+        test-suite corpus-test
+          type:             exitcode-stdio-1.0
+          main-is:          Test.hs
+          build-depends:    base
+          default-language: Haskell2010
+        """,
+            "Test.hs": """
+        import System.Exit (exitFailure)
+
+        add :: Int -> Int -> Int
+        add a b = a - b
+
+        main :: IO ()
+        main = if add 1 2 == 3 then pure () else putStrLn "add 1 2: expected 3, got -1" >> exitFailure
+        """,
+        },
+    )
+    kt(
+        "e3-kotlin-number-format",
+        "TYPE_ERROR",
+        """
+        fun main() { println("twelve".toInt() + 1) }
+        """,
+    )
+    kt(
+        "e3-kotlin-lateinit",
+        "TYPE_ERROR",
+        """
+        class Repo { lateinit var url: String }
+        fun main() { println(Repo().url.length) }
+        """,
+        "a lateinit property read before it was set: Kotlin's null dereference",
+    )
+    add(
+        "e3-junit-hamcrest",
+        "ASSERTION_FAILURE",
+        "junit",
+        f"javac -cp {JUNIT_CP} -d out Calc.java CalcTest.java && "
+        f"java -cp out:{JUNIT_CP} org.junit.runner.JUnitCore CalcTest",
+        {
+            "Calc.java": "public class Calc { static int add(int a, int b) { return a - b; } }\n",
+            "CalcTest.java": """
+        import org.junit.Test;
+        import static org.hamcrest.CoreMatchers.is;
+        import static org.junit.Assert.assertThat;
+
+        public class CalcTest {
+            @Test public void adds() { assertThat(Calc.add(1, 2), is(3)); }
+        }
+        """,
+        },
+    )
+    add(
+        "e3-gcc-format",
+        "TYPE_ERROR",
+        "gcc",
+        "gcc -Wall -Werror=format -c main.c",
+        {
+            "main.c": """
+        #include <stdio.h>
+        int main(void) { printf("%d\\n", "three"); return 0; }
+        """
+        },
+    )
+    cc(
+        "e3-gxx-no-member",
+        "FUNCTION_ERROR",
+        """
+        #include <vector>
+        int main() { std::vector<int> xs; return xs.length(); }
+        """,
+        compiler="g++",
+    )
+    add(
+        "e3-cmake-subdirectory",
+        "FILE_ACCESS",
+        "cmake",
+        "cmake -S . -B build",
+        {
+            "CMakeLists.txt": """
+        cmake_minimum_required(VERSION 3.16)
+        project(corpus C)
+        add_subdirectory(src/plugins)
+        """
+        },
+    )
+    nx(
+        "e3-nix-readfile",
+        "FILE_ACCESS",
+        """
+        builtins.readFile ./config/settings.json
+        """,
+    )
+    nx(
+        "e3-nix-select-int",
+        "TYPE_ERROR",
+        """
+        let
+          cfg = { port = 8080; };
+        in cfg.port.number
+        """,
+    )
+    add(
+        "e3-precommit-module",
+        "RESOURCE_ERROR",
+        "pre-commit",
+        "git init -q . && git add -A && "
+        f"PRE_COMMIT_HOME=$PWD/.pre-commit-home {ECO_BIN}/pre-commit run --all-files --color=never",
+        {
+            ".pre-commit-config.yaml": f"""
+        repos:
+          - repo: local
+            hooks:
+              - id: lint
+                name: lint
+                entry: {ECO_BIN}/python -m corpus_missing_linter
+                language: system
+                files: \\.py$
+        """,
+            "app.py": "x = 1\n",
+        },
+    )
+    add(
+        "e3-perl-numeric",
+        "TYPE_ERROR",
+        "perl",
+        "perl main.pl",
+        {
+            "main.pl": """
+        use strict;
+        use warnings FATAL => "all";
+        my $total = "twelve" + 1;
+        print "$total\\n";
         """
         },
     )
