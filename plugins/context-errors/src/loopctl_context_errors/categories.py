@@ -287,7 +287,8 @@ BUILTIN_RULES: tuple[Rule, ...] = (
         # nullable receiver), Swift, C#
         r"|undefined method .{1,200}? for nil\b|\bon null\b|\bnot found in: nil\b"
         r"|\bnil pointer dereference|\bentry in nil map\b|NullPointerException\b"
-        r"|on a nullable receiver|[Uu]nexpectedly found nil|Object reference not set to an instance",
+        r"|on a nullable receiver|[Uu]nexpectedly found nil|Object reference not set to an instance"
+        r"|lateinit property \w+ has not been initialized",
         (
             " propert",
             "'nonetype' object has no attribute",
@@ -295,6 +296,7 @@ BUILTIN_RULES: tuple[Rule, ...] = (
             "entry in nil map",
             "is possibly '",
             'item "none" of',
+            "lateinit property ",
             "nil pointer dereference",
             "not found in: nil",
             "null pointer dereference",
@@ -796,16 +798,17 @@ BUILTIN_RULES: tuple[Rule, ...] = (
         r"|The system cannot find the (?:file|path) specified|error TS6053:"
         # a build tool's words: CMake, Bazel
         r"|[Cc]annot find source file|\bmissing input file\b|\binput file\(s\) do not exist"
-        r"|could not find requested file",
+        r"|could not find requested file|\bis not an existing\b",
         (
             "cannot find source file",
-            "could not find requested file",
             "cannot stat",
+            "could not find requested file",
             "enoent",
             "error ts6053:",
             "filenotfounderror",
             "filenotfoundexception",
             "input file(s) do not exist",
+            "is not an existing",
             "kind: notfound",
             "missing input file",
             "no such file or directory",
@@ -854,19 +857,49 @@ BUILTIN_RULES: tuple[Rule, ...] = (
         "a path is a directory where a file was expected, or the reverse",
     ),
     Rule(
+        "type.failed-conversion",
+        Category.TYPE_ERROR,
+        # a string that is not a number, in each language's words: Ruby's Integer(), Erlang's
+        # binary_to_integer, Haskell's read, Perl's numeric warning, Go's strconv (whose
+        # "invalid syntax" is about the number, not the code)
+        r"invalid value for \w+\(\)|not a textual representation of|\bread: no parse\b"
+        r"|isn't numeric\b|\bstrconv\.\w+: parsing \"",
+        (
+            ': parsing "',
+            "invalid value for ",
+            "isn't numeric",
+            "not a textual representation of",
+            "read: no parse",
+        ),
+        Tier.CAUSE,
+        "a string could not be converted to a number",
+    ),
+    Rule(
         "syntax.exception",
         Category.SYNTAX_ERROR,
-        _exc("SyntaxError", "IndentationError", "TabError", "ParseError", "ParserError")
-        + r"|\binvalid syntax\b|^invalid-syntax:|Jest encountered an unexpected token",
+        _exc(
+            "SyntaxError",
+            "IndentationError",
+            "TabError",
+            "ParseError",
+            "ParserError",
+            "TokenMissingError",
+            "MismatchedDelimiterError",
+        )
+        + r"|\binvalid syntax\b|^invalid-syntax:|Jest encountered an unexpected token"
+        r"|\bmissing terminator: ",
         (
             "indentationerror",
             "invalid syntax",
             "invalid-syntax:",
             "jest encountered an unexpected token",
+            "mismatcheddelimitererror",
+            "missing terminator: ",
             "parseerror",
             "parsererror",
             "syntaxerror",
             "taberror",
+            "tokenmissingerror",
         ),
         Tier.CAUSE,
         "the source code does not parse",
@@ -970,17 +1003,19 @@ BUILTIN_RULES: tuple[Rule, ...] = (
         "type.wrong-arguments",
         Category.TYPE_ERROR,
         # a call with the wrong number of arguments: Ruby, PHP (ArgumentCountError), gcc,
-        # Nix ("called without required argument 'x'")
+        # Nix ("called without required argument 'x'"); or of the wrong type (gcc's format
+        # check: "… but argument 2 has type ‘char *’")
         r"\bwrong number of arguments\b|\b[Tt]oo (?:few|many) arguments\b"
-        r"|\bcalled without required argument\b",
+        r"|\bcalled without required argument\b|\bbut argument \d+ has type\b",
         (
+            "but argument ",
             "called without required argument",
             "few arguments",
             "many arguments",
             "wrong number of arguments",
         ),
         Tier.CAUSE,
-        "a function was called with the wrong number of arguments",
+        "a function was called with the wrong number or type of arguments",
     ),
     Rule(
         "function.undefined-name",
@@ -994,8 +1029,9 @@ BUILTIN_RULES: tuple[Rule, ...] = (
         r"|constant)\b|"
         + _exc("UndefinedFunctionError")
         + r"|\bis undefined or private\b|\b[Nn]ot in scope:|^\S+:\d+:\d+: undefined: "
-        r"|\battribute '[^']+' missing\b|Unknown CMake command",
+        r"|\battribute '[^']+' missing\b|Unknown CMake command|\b[Cc]lass \"[\w\\]+\" not found\b",
         (
+            '" not found',
             ": undefined: ",
             "attribute '",
             "implicit declaration of function",
@@ -1005,15 +1041,10 @@ BUILTIN_RULES: tuple[Rule, ...] = (
             "not in scope:",
             "referenceerror",
             "unboundlocalerror",
-            "undefined constant",
-            "undefined function",
-            "undefined local variable or method",
-            "undefined method",
+            "undefined ",
             "undefined name",
             "undefined reference to",
-            "undefined subroutine",
             "undefined symbol",
-            "undefined variable",
             "undefinedfunctionerror",
             "unknown cmake command",
             "use of undeclared identifier",
@@ -1203,7 +1234,7 @@ BUILTIN_RULES: tuple[Rule, ...] = (
         r"|Expected values to be (?:strictly |loosely )?(?:deep-)?equal"
         # RSpec ("expected [1] to include 2", "expected X but nothing was raised", "expected: 3"
         # then "got: -1"), doctest ("Failed example:")
-        r"|^\s*expected\b.*\b(?:to|but)\b|^[\s#]*got:\s|^Failed example:"
+        r"|^\s*[Ee]xpected\b.*\b(?:to|but)\b|^[\s#]*got:\s|^Failed example:"
         r"|^#\s+Failed test\b|\bbut nothing was raised\b",
         (
             "error trace:",
@@ -1260,7 +1291,7 @@ BUILTIN_RULES: tuple[Rule, ...] = (
     Rule(
         "assertion.tests-failed",
         Category.ASSERTION_FAILURE,
-        r"^FAIL\b|--- FAIL:|^not ok \d+|\b\d+ failed\b|^FAILED\b|test result: FAILED|✕|✗"
+        r"^FAIL\b|--- FAIL:|^not ok \d+|\b\d+ failed\b|^FAILED\b|test result: FAILED|✕|✗|[Tt]ests failed\b"
         r"|Tests:\s+\d+ failed",
         ("fail", "not ", "✕", "✗"),
         Tier.HINT,
