@@ -22,7 +22,7 @@ import os
 import subprocess
 import textwrap
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 ECO_BIN = os.environ.get("CORPUS_ECO_BIN", "/tmp/loopctl-corpus-venv/bin")
 #: Packagist is switched off: the scenarios are about the platform, not the network.
@@ -71,6 +71,22 @@ def stop_daemons(tools: set[str]) -> None:
     """Stop what the run left behind: Gradle starts a daemon that outlives the build."""
     if "gradle" in tools:
         subprocess.run(["gradle", "--stop", "-q"], capture_output=True, timeout=120, check=False)
+
+
+class Helpers(NamedTuple):
+    """The first round's scenario helpers, which the later rounds use too."""
+
+    add: Callable[..., None]
+    rb: Callable[..., None]
+    php: Callable[..., None]
+    ex: Callable[..., None]
+    kt: Callable[..., None]
+    hs: Callable[..., None]
+    nx: Callable[..., None]
+    go: Callable[..., None]
+    gomain: Callable[[str], dict[str, str]]
+    cc: Callable[..., None]
+    cm: Callable[..., None]
 
 
 def d(text: str) -> str:
@@ -194,9 +210,15 @@ def cases(make: Callable[..., Any]) -> list[Any]:
         """,
     )
 
-    def rspec(cid: str, label: str, lib: str, spec: str, note: str = "") -> None:
-        files = {"lib/calc.rb": lib, "spec/calc_spec.rb": spec}
-        add(cid, label, "rspec", "rspec --no-color", files, note)
+    def pair(tool: str, cmd: str, first: str, second: str) -> Callable[..., None]:
+        """Cases of two files (code and its test) run by one command."""
+
+        def make(cid: str, label: str, one: str, two: str, note: str = "") -> None:
+            add(cid, label, tool, cmd, {first: one, second: two}, note)
+
+        return make
+
+    rspec = pair("rspec", "rspec --no-color", "lib/calc.rb", "spec/calc_spec.rb")
 
     rspec(
         "e-rspec-eq",
@@ -401,9 +423,7 @@ def cases(make: Callable[..., Any]) -> list[Any]:
         """,
     )
 
-    def phpunit(cid: str, label: str, src: str, test: str, note: str = "") -> None:
-        files = {"src/Calc.php": src, "tests/CalcTest.php": test}
-        add(cid, label, "phpunit", "phpunit --colors=never tests", files, note)
+    phpunit = pair("phpunit", "phpunit --colors=never tests", "src/Calc.php", "tests/CalcTest.php")
 
     phpunit(
         "e-phpunit-assert",
@@ -1671,26 +1691,17 @@ def cases(make: Callable[..., Any]) -> list[Any]:
         f"{py} -m doctest -v calc.py",
         {"calc.py": calc_doc},
     )
-    blind(add, rb, php, ex, kt, hs, nx, go, gomain, cc)
-    third(add, rb, php, ex, kt, hs, nx, go, gomain, cc)
+    helpers = Helpers(add, rb, php, ex, kt, hs, nx, go, gomain, cc, cm)
+    blind(helpers)
+    third(helpers)
     return out
 
 
-def blind(
-    add: Callable[..., None],
-    rb: Callable[..., None],
-    php: Callable[..., None],
-    ex: Callable[..., None],
-    kt: Callable[..., None],
-    hs: Callable[..., None],
-    nx: Callable[..., None],
-    go: Callable[..., None],
-    gomain: Callable[[str], dict[str, str]],
-    cc: Callable[..., None],
-) -> None:
+def blind(helpers: Helpers) -> None:
     """The second round (ids ``e2-…``): written after the rules for the first were frozen, and
     measured once, as they stood (other failure forms in the same ecosystems, and Perl, which
     no rule was written for)."""
+    add, rb, php, ex, kt, hs, nx, go, gomain, cc, cm = helpers
     rb(
         "e2-ruby-arity",
         "TYPE_ERROR",
@@ -2018,18 +2029,14 @@ def blind(
         """,
         compiler="g++",
     )
-    add(
+    cm(
         "e2-cmake-include-missing",
         "FILE_ACCESS",
-        "cmake",
-        "cmake -S . -B build",
-        {
-            "CMakeLists.txt": """
+        """
         cmake_minimum_required(VERSION 3.16)
         project(corpus C)
         include(cmake/Warnings.cmake)
-        """
-        },
+        """,
     )
     add(
         "e2-cmake-link-undefined",
@@ -2099,20 +2106,10 @@ def blind(
     )
 
 
-def third(
-    add: Callable[..., None],
-    rb: Callable[..., None],
-    php: Callable[..., None],
-    ex: Callable[..., None],
-    kt: Callable[..., None],
-    hs: Callable[..., None],
-    nx: Callable[..., None],
-    go: Callable[..., None],
-    gomain: Callable[[str], dict[str, str]],
-    cc: Callable[..., None],
-) -> None:
+def third(helpers: Helpers) -> None:
     """The third round (ids ``e3-…``): written after the second round's rules were frozen, and
     measured once, as they stood."""
+    add, rb, php, ex, kt, hs, nx, go, gomain, cc, cm = helpers
     rb(
         "e3-ruby-integer",
         "TYPE_ERROR",
@@ -2313,18 +2310,14 @@ def third(
         """,
         compiler="g++",
     )
-    add(
+    cm(
         "e3-cmake-subdirectory",
         "FILE_ACCESS",
-        "cmake",
-        "cmake -S . -B build",
-        {
-            "CMakeLists.txt": """
+        """
         cmake_minimum_required(VERSION 3.16)
         project(corpus C)
         add_subdirectory(src/plugins)
-        """
-        },
+        """,
     )
     nx(
         "e3-nix-readfile",
