@@ -7,7 +7,16 @@ Accuracy counts every case; the UNKNOWN rate counts only cases whose label is a 
 (how often the categorizer gives up on output it should have recognised). The development set
 is the corpus the rules were written against; the holdout set (ids ``h-…``) was generated after
 the rules were frozen and is reported separately, as the honest estimate of how the rules
-generalise. The block between the markers in docs/plugins/context-errors.md is rewritten.
+generalise. The ecosystem set (ids ``e-…``, issue #27) is tools the rules were not written for;
+what the rules said when they first saw it is kept in ``tests/corpus/first_sight.json`` and
+reported beside the current figure, per ecosystem. The block between the markers in
+docs/plugins/context-errors.md is rewritten.
+
+    python plugins/context-errors/scripts/accuracy.py --record-first-sight
+
+adds the current predictions of ``e-…``, ``e2-…`` and ``e3-…`` cases that ``first_sight.json`` does not hold yet (run it
+right after generating new cases, before any rule is written for them); it never changes an
+entry that is there.
 """
 
 from __future__ import annotations
@@ -23,6 +32,7 @@ import attrs
 
 HERE = Path(__file__).resolve().parent
 CORPUS = HERE.parent / "tests" / "corpus"
+FIRST_SIGHT = CORPUS / "first_sight.json"
 DOCS = HERE.parent.parent.parent / "docs" / "plugins" / "context-errors.md"
 START = "<!-- context-errors:accuracy:start -->"
 END = "<!-- context-errors:accuracy:end -->"
@@ -59,6 +69,7 @@ class Prediction:
     label: str
     predicted: str
     rule: str
+    ecosystem: str = ""
 
 
 @attrs.define
@@ -103,24 +114,73 @@ class Scores:
     def misses(self) -> list[Prediction]:
         return [p for p in self.predictions if p.label != p.predicted]
 
+    def by_ecosystem(self) -> dict[str, list[Prediction]]:
+        groups: dict[str, list[Prediction]] = {}
+        for p in self.predictions:
+            groups.setdefault(p.ecosystem, []).append(p)
+        return dict(sorted(groups.items()))
 
-def evaluate(cases: Sequence[dict[str, Any]] | None = None) -> tuple[Scores, Scores]:
-    """(development scores, holdout scores) over the corpus."""
+
+#: The sets, by the start of a case's id (the development set takes the rest).
+SETS = (
+    ("holdout", "h-"),
+    ("ecosystems", "e-"),
+    ("ecosystems, second round", "e2-"),
+    ("ecosystems, third round", "e3-"),
+)
+#: What the report says above each ecosystem round.
+ROUND_TITLES = {
+    "ecosystems": "Ecosystems the rules were not written for (ids `e-…`, issue #27):",
+    "ecosystems, second round": "Second round (ids `e2-…`), written after the rules for the "
+    "first were frozen; first sight is its honest measure:",
+    "ecosystems, third round": "Third round (ids `e3-…`), written after the rules for the "
+    "second were frozen:",
+}
+
+
+def evaluate(cases: Sequence[dict[str, Any]] | None = None) -> tuple[Scores, ...]:
+    """The development, holdout and ecosystem rounds' scores over the corpus (as in SETS)."""
     from loopctl_context_errors.categories import categorize
 
     if cases is None:
         manifest = json.loads((CORPUS / "manifest.json").read_text(encoding="utf-8"))
         cases = manifest["cases"]
-    dev: list[Prediction] = []
-    holdout: list[Prediction] = []
+    parts: dict[str, list[Prediction]] = {name: [] for name in ("development", *dict(SETS))}
     for case in cases:
         text = (CORPUS / case["file"]).read_text(encoding="utf-8")
         found = categorize(text)
         prediction = Prediction(
-            case["id"], case["tool"], case["label"], found.category.value, found.rule_name
+            case["id"],
+            case["tool"],
+            case["label"],
+            found.category.value,
+            found.rule_name,
+            case.get("ecosystem", ""),
         )
-        (holdout if case["id"].startswith("h-") else dev).append(prediction)
-    return Scores("development", dev), Scores("holdout", holdout)
+        part = next((name for name, start in SETS if case["id"].startswith(start)), "development")
+        parts[part].append(prediction)
+    return tuple(Scores(name, found) for name, found in parts.items())
+
+
+def first_sight(path: Path = FIRST_SIGHT) -> dict[str, str]:
+    """Each ecosystem case's category as the rules said when they first saw it."""
+    if not path.exists():
+        return {}
+    data: dict[str, str] = json.loads(path.read_text(encoding="utf-8"))["predictions"]
+    return data
+
+
+def record_first_sight(scores: Scores, path: Path = FIRST_SIGHT) -> int:
+    """Add the predictions of cases not recorded yet; never change a recorded one."""
+    known = first_sight(path)
+    new = {p.id: p.predicted for p in scores.predictions if p.id not in known}
+    if new:
+        data = {
+            "about": "what the rules said when they first saw each e-/e2- case (scripts/accuracy.py)",
+            "predictions": dict(sorted({**known, **new}.items())),
+        }
+        path.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+    return len(new)
 
 
 def _matrix_table(scores: Scores) -> list[str]:
@@ -150,7 +210,53 @@ def _summary(scores: Scores) -> list[str]:
     ]
 
 
-def render_block(dev: Scores, holdout: Scores) -> str:
+def _ratio(right: int, total: int) -> str:
+    return f"{right}/{total} ({right / total:.0%})" if total else "—"
+
+
+def _ecosystem_table(scores: Scores, seen: dict[str, str]) -> list[str]:
+    rows = [
+        "| ecosystem | cases | first sight | now |",
+        "|---|---:|---:|---:|",
+    ]
+    groups = {**scores.by_ecosystem(), "all": scores.predictions}
+    for name, predictions in groups.items():
+        first = sum(1 for p in predictions if seen.get(p.id) == p.label)
+        now = sum(1 for p in predictions if p.predicted == p.label)
+        total = len(predictions)
+        label = f"**{name}**" if name == "all" else name
+        rows.append(f"| {label} | {total} | {_ratio(first, total)} | {_ratio(now, total)} |")
+    return rows
+
+
+def _misses(misses: list[Prediction]) -> list[str]:
+    if not misses:
+        return ["- none"]
+    return [
+        f"- `{p.id}` ({p.tool}): labelled {p.label}, predicted {p.predicted} (rule `{p.rule}`)"
+        for p in misses
+    ]
+
+
+def _ecosystem_part(scores: Scores, seen: dict[str, str], title: str) -> list[str]:
+    misses = scores.misses()
+    return [
+        "",
+        title,
+        "",
+        *_summary(scores),
+        "",
+        *_ecosystem_table(scores, seen),
+        "",
+        f"Misclassified ({len(misses)}):",
+        "",
+        *_misses(misses),
+    ]
+
+
+def render_block(
+    dev: Scores, holdout: Scores, *rounds: Scores, seen: dict[str, str] | None = None
+) -> str:
     lines = [
         START,
         "",
@@ -171,13 +277,10 @@ def render_block(dev: Scores, holdout: Scores) -> str:
     lines += _matrix_table(combined)
     misses = combined.misses()
     lines += ["", f"Misclassified ({len(misses)}):", ""]
-    if misses:
-        lines += [
-            f"- `{p.id}` ({p.tool}): labelled {p.label}, predicted {p.predicted} (rule `{p.rule}`)"
-            for p in misses
-        ]
-    else:
-        lines.append("- none")
+    lines += _misses(misses)
+    for part in rounds:
+        if part.total:
+            lines += _ecosystem_part(part, seen or {}, ROUND_TITLES[part.name])
     lines += ["", END]
     return "\n".join(lines)
 
@@ -204,9 +307,17 @@ def docs_block(path: Path = DOCS) -> str:
 def main(argv: Sequence[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--check", action="store_true", help="fail if the docs are stale")
+    parser.add_argument(
+        "--record-first-sight",
+        action="store_true",
+        help="record the predictions of new e- and e2- cases in first_sight.json",
+    )
     args = parser.parse_args(argv)
-    dev, holdout = evaluate()
-    block = render_block(dev, holdout)
+    dev, holdout, *rounds = evaluate()
+    if args.record_first_sight:
+        added = record_first_sight(Scores("new", [p for r in rounds for p in r.predictions]))
+        print(f"{FIRST_SIGHT}: {added} first-sight predictions recorded", file=sys.stderr)
+    block = render_block(dev, holdout, *rounds, seen=first_sight())
     print(block)
     if args.check:
         if docs_block() != block:

@@ -125,6 +125,56 @@ def test_the_cause_of_a_wrapped_error_is_decisive() -> None:
     assert found.matched_line.startswith("[cause]:")
 
 
+#: Exception names as test runners print them alone on a line (RSpec: "NoMethodError:").
+EXCEPTION_NAMES = st.from_regex(r"\A(?:[a-z]{1,8}(?:\.|::))?[A-Z][a-z]{1,10}(?:Error|Exception)\Z")
+
+
+@settings(max_examples=60, deadline=None)
+@given(EXCEPTION_NAMES, st.from_regex(r"\A[a-z_]{1,12}\Z"), st.integers(0, 6))
+def test_a_bare_exception_line_brings_its_message(name: str, method: str, indent: int) -> None:
+    """The runner's decisive line names the exception; the message on the next line decides."""
+    pad = " " * indent
+    text = (
+        "Failures:\n\n  1) it works\n     Failure/Error: run\n\n"
+        f"     {name}:\n{pad}  undefined method `{method}' for nil:NilClass\n"
+        "     # ./spec/a_spec.rb:5\n"
+    )
+    found = categorize(text, decisive_lines=["Failure/Error: run", f"{name}:"])
+    assert found.category is Category.TYPE_ERROR, found
+    assert found.matched_line == f"undefined method `{method}' for nil:NilClass"
+    assert found.source == "decisive"
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.text(max_size=40), max_size=12), st.text(max_size=400))
+def test_messages_are_only_added_after_their_exception_line(decisive: list[str], text: str) -> None:
+    from loopctl_context_errors.categories import _MAX_MESSAGES, _with_messages
+
+    found = _with_messages(decisive, text)
+    # the given lines stay, in order; what is added follows a bare exception line
+    it = iter(found)
+    assert all(any(line == seen for seen in it) for line in decisive)
+    assert len(found) - len(decisive) <= _MAX_MESSAGES
+    added = [line for line in found if line not in decisive]
+    assert all(line in text for line in added)
+
+
+def test_a_go_nil_pointer_panic_is_a_type_error_not_a_crash() -> None:
+    go = (
+        "panic: runtime error: invalid memory address or nil pointer dereference\n"
+        "[signal SIGSEGV: segmentation violation code=0x1 addr=0x0 pc=0x480fdc]\n"
+    )
+    assert categorize(go).category is Category.TYPE_ERROR
+    assert categorize("Segmentation fault (core dumped)\n").category is Category.MEMORY_ERROR
+
+
+def test_an_undeclared_c_name_yields_to_a_missing_library() -> None:
+    undeclared = "calc.c:4:9: error: \u2018ZSTD_VERSION\u2019 undeclared here (not in a function)\n"
+    assert categorize(undeclared).category is Category.FUNCTION_ERROR
+    missing = "Package libzstd was not found in the pkg-config search path.\n" + undeclared
+    assert categorize(missing).category is Category.RESOURCE_ERROR
+
+
 def test_loopctl_test_command_timeout_overrides() -> None:
     decisive = ["loopctl: the test command timed out after 5 s", "E   assert 1 == 2"]
     found = categorize("", decisive_lines=decisive)

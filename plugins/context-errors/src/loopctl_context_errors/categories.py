@@ -219,6 +219,15 @@ BUILTIN_RULES: tuple[Rule, ...] = (
         "the stack ran out, usually runaway recursion",
     ),
     Rule(
+        "type.nil-pointer-crash",
+        Category.TYPE_ERROR,
+        r"invalid memory address or nil pointer dereference",
+        ("invalid memory address or nil pointer dereference",),
+        Tier.OVERRIDE,
+        "a nil pointer dereference that the runtime reports as a crash (Go's panic, whose "
+        "next line names SIGSEGV)",
+    ),
+    Rule(
         "memory.crash",
         Category.MEMORY_ERROR,
         r"Segmentation fault|\bSIGSEGV\b|\bsegfault\b|\bBus error\b|\bSIGBUS\b|double free"
@@ -239,6 +248,24 @@ BUILTIN_RULES: tuple[Rule, ...] = (
     ),
     # --- tier 1: causes --------------------------------------------------------------------
     # Specific forms that later, more general rules would misread come first.
+    # (Memory rules that need not override: each literal of the overriding tier costs one
+    # more search through the whole output, the causes' many literals are searched in one.)
+    Rule(
+        "memory.limit-exhausted",
+        Category.MEMORY_ERROR,
+        r"[Aa]llowed memory size of \d+ bytes exhausted|\b[Mm]emory exhausted\b",
+        ("allowed memory size of ", "memory exhausted"),
+        Tier.CAUSE,
+        "a memory limit was reached (PHP's memory_limit)",
+    ),
+    Rule(
+        "memory.runaway-recursion",
+        Category.MEMORY_ERROR,
+        _exc("SystemStackError") + r"|stack level too deep|infinite recursion",
+        ("infinite recursion", "stack level too deep", "systemstackerror"),
+        Tier.CAUSE,
+        "runaway recursion: Ruby's SystemStackError, Nix's infinite recursion",
+    ),
     Rule(
         "network.fetch-failed",
         Category.NETWORK_ERROR,
@@ -254,17 +281,33 @@ BUILTIN_RULES: tuple[Rule, ...] = (
         r"|"
         + _exc("NullPointerException", "NullReferenceException")
         + r"|null pointer dereference|\bis possibly '(?:null|undefined)'|Object is possibly"
-        r"|Item \"None\" of|called `Option::unwrap\(\)` on a `None` value",
+        r"|Item \"None\" of|called `Option::unwrap\(\)` on a `None` value"
+        # Ruby (`… for nil:NilClass`, 3.4: `… for nil`), PHP and Dart (`… on null`), Elixir
+        # (`… not found in: nil`), Go (a nil pointer, a nil map), Kotlin (`!!` on null, a
+        # nullable receiver), Swift, C#
+        r"|undefined method .{1,200}? for nil\b|\bon null\b|\bnot found in: nil\b"
+        r"|\bnil pointer dereference|\bentry in nil map\b|NullPointerException\b"
+        r"|on a nullable receiver|[Uu]nexpectedly found nil|Object reference not set to an instance"
+        r"|lateinit property \w+ has not been initialized",
         (
             " propert",
             "'nonetype' object has no attribute",
             "called `option::unwrap()` on a `none` value",
+            "entry in nil map",
             "is possibly '",
             'item "none" of',
+            "lateinit property ",
+            "nil pointer dereference",
+            "not found in: nil",
             "null pointer dereference",
             "object is possibly",
+            "object reference not set to an instance",
+            "on a nullable receiver",
+            "on null",
             "pointerexception",
             "referenceexception",
+            "undefined method ",
+            "unexpectedly found nil",
         ),
         Tier.CAUSE,
         "a null, None or undefined value was used as if it were an object",
@@ -332,8 +375,13 @@ BUILTIN_RULES: tuple[Rule, ...] = (
         + r"|\b[Tt]imed out\b|\bETIMEDOUT\b|\bESOCKETTIMEDOUT\b|[Dd]eadline exceeded"
         r"|Exceeded timeout of|[Tt]imeout of \d+\s*m?s exceeded|`Err` value: Timeout\b"
         r"|kind: (?:WouldBlock|TimedOut)\b|\[TimeoutError\]|timeout: sending signal"
-        r"|\bTIMEOUT\b|RecvTimeoutError::Timeout|Elapsed\(\(\)\)",
+        r"|\bTIMEOUT\b|RecvTimeoutError::Timeout|Elapsed\(\(\)\)"
+        # pytest-timeout (its signal and its thread method), Erlang/Elixir's exit reason, Ruby,
+        # ctest
+        r"|\bTimeout \(>?[\d.]+\s*m?s\)|\+{5} Timeout \+{5}|\(EXIT\) time out\b"
+        r"|\bTimeout::Error\b|\*\*\*Timeout\b",
         (
+            "(exit) time out",
             "[timeouterror]",
             "`err` value: timeout",
             "connecttimeout",
@@ -576,7 +624,9 @@ BUILTIN_RULES: tuple[Rule, ...] = (
         r"|^g?make(?:\[\d+\])?: [\w.@+-]+: No such file or directory\s*$"
         r"|^g?make(?:\[\d+\])?: \*\*\* \[[^\]]*\] Error 127\s*$"
         # uv run, poetry run, tox
-        r"|Failed to spawn: |^Command not found: \S+\s*$|is not allowed, use allowlist_externals",
+        r"|Failed to spawn: |^Command not found: \S+\s*$|is not allowed, use allowlist_externals"
+        # a program named as not found (pre-commit's hooks: "Executable `x` not found")
+        r"|\b(?:[Ee]xecutable|[Pp]rogram) [`'\"‘][^`'\"’]+[`'\"’] (?:was )?not found",
         (
             " enoent",
             ": command not found",
@@ -584,11 +634,13 @@ BUILTIN_RULES: tuple[Rule, ...] = (
             ": not found",
             "] error 127",
             "command not found: ",
+            "executable ",
             "executable file not found",
             "failed to spawn: ",
             "is not allowed, use allowlist_externals",
             "is not recognized as an internal or external command",
             "no such file or directory (os error 2)",
+            "program ",
         ),
         Tier.CAUSE,
         "a program is not installed or not on PATH",
@@ -631,6 +683,39 @@ BUILTIN_RULES: tuple[Rule, ...] = (
         "a package manager cannot install or resolve the dependencies",
     ),
     Rule(
+        "resource.missing-package",
+        Category.RESOURCE_ERROR,
+        # what the output says it could not find or load, in each ecosystem's words: Ruby
+        # (`cannot load such file -- x (LoadError)`, Bundler), GHC and Cabal, Mix and Hex,
+        # Gradle/Maven coordinates, Composer, Conan
+        r"cannot load such file -- |"
+        + _exc("LoadError", "GemNotFound")
+        + r"|Could not find gem '|Could not find module [‘'`\"]|\bunknown package: "
+        r"|[Cc]ould not resolve dependencies:|Could not find an SCM for dependency"
+        r"|Could not find Hex\b|\bUnchecked dependencies for environment"
+        r"|Could not resolve all (?:files|dependencies|artifacts) for configuration"
+        r"|Could not find [\w.-]+:[\w.-]+:[\w.-]+\."
+        r"|could not be resolved to an installable set of packages|is missing from your system"
+        r"|\bPackage '[^']+' not resolved\b|Can't locate \S+ in @INC|you may need to install the\b",
+        (
+            "' not resolved",
+            "cannot load such file -- ",
+            "can't locate ",
+            "you may need to install the",
+            "could not be resolved to an installable set of packages",
+            "could not find ",
+            "could not resolve all ",
+            "could not resolve dependencies:",
+            "gemnotfound",
+            "is missing from your system",
+            "loaderror",
+            "unchecked dependencies for environment",
+            "unknown package: ",
+        ),
+        Tier.CAUSE,
+        "a package, gem, module or library the project needs is not installed or not resolvable",
+    ),
+    Rule(
         "resource.toolchain-version",
         Category.RESOURCE_ERROR,
         r"(?i:requires? a different python)|No interpreter found for Python"
@@ -638,18 +723,24 @@ BUILTIN_RULES: tuple[Rule, ...] = (
         r"|rustc \S+ is not supported by the following package|requires rustc [\d.]+ or newer"
         r"|note: module requires Go [\d.]+|invalid (?:target|source) release: \S+"
         r"|release version \S+ not supported|Python version \S+ is not supported by the project"
-        r"|may not be used on the stable release channel|No such built-in module: ",
+        r"|may not be used on the stable release channel|No such built-in module: "
+        # CMake's cmake_minimum_required, Composer's platform check ("requires php >=9.1 but
+        # your php version (8.2.32) does not satisfy that requirement")
+        r"|\bor (?:higher|newer|later) is required\.\s+You are running version"
+        r"|\bbut your \w+ version \([^)]*\) does not satisfy",
         (
+            ") does not satisfy",
+            "built-in module",
             "different python",
             "interpreter",
-            "requires rustc",
-            "requires go",
-            "target release",
-            "source release",
-            "release version",
             "is not supported by",
+            "release version",
+            "requires go",
+            "requires rustc",
+            "source release",
             "stable release channel",
-            "built-in module",
+            "target release",
+            "you are running version",
         ),
         Tier.CAUSE,
         "the project needs a version of Python, Rust, Go or Java that is not installed",
@@ -703,15 +794,23 @@ BUILTIN_RULES: tuple[Rule, ...] = (
         "file.not-found",
         Category.FILE_ACCESS,
         _exc("FileNotFoundError", "FileNotFoundException", "NoSuchFileException")
-        + r"|No such file or directory|\bENOENT\b|kind: NotFound\b|cannot stat"
-        r"|The system cannot find the (?:file|path) specified|error TS6053:",
+        + r"|[Nn]o such file or directory|\bENOENT\b|kind: NotFound\b|cannot stat"
+        r"|The system cannot find the (?:file|path) specified|error TS6053:"
+        # a build tool's words: CMake, Bazel
+        r"|[Cc]annot find source file|\bmissing input file\b|\binput file\(s\) do not exist"
+        r"|could not find requested file|\bis not an existing\b",
         (
+            "cannot find source file",
             "cannot stat",
+            "could not find requested file",
             "enoent",
             "error ts6053:",
             "filenotfounderror",
             "filenotfoundexception",
+            "input file(s) do not exist",
+            "is not an existing",
             "kind: notfound",
+            "missing input file",
             "no such file or directory",
             "nosuchfileexception",
             "the system cannot find the ",
@@ -744,7 +843,7 @@ BUILTIN_RULES: tuple[Rule, ...] = (
         "file.wrong-kind",
         Category.FILE_ACCESS,
         _exc("IsADirectoryError", "NotADirectoryError")
-        + r"|\bEISDIR\b|\bENOTDIR\b|Is a directory|Not a directory|kind: IsADirectory\b",
+        + r"|\bEISDIR\b|\bENOTDIR\b|[Ii]s a directory|[Nn]ot a directory|kind: IsADirectory\b",
         (
             "eisdir",
             "enotdir",
@@ -758,19 +857,49 @@ BUILTIN_RULES: tuple[Rule, ...] = (
         "a path is a directory where a file was expected, or the reverse",
     ),
     Rule(
+        "type.failed-conversion",
+        Category.TYPE_ERROR,
+        # a string that is not a number, in each language's words: Ruby's Integer(), Erlang's
+        # binary_to_integer, Haskell's read, Perl's numeric warning, Go's strconv (whose
+        # "invalid syntax" is about the number, not the code)
+        r"invalid value for \w+\(\)|not a textual representation of|\bread: no parse\b"
+        r"|isn't numeric\b|\bstrconv\.\w+: parsing \"",
+        (
+            ': parsing "',
+            "invalid value for ",
+            "isn't numeric",
+            "not a textual representation of",
+            "read: no parse",
+        ),
+        Tier.CAUSE,
+        "a string could not be converted to a number",
+    ),
+    Rule(
         "syntax.exception",
         Category.SYNTAX_ERROR,
-        _exc("SyntaxError", "IndentationError", "TabError", "ParseError", "ParserError")
-        + r"|\binvalid syntax\b|^invalid-syntax:|Jest encountered an unexpected token",
+        _exc(
+            "SyntaxError",
+            "IndentationError",
+            "TabError",
+            "ParseError",
+            "ParserError",
+            "TokenMissingError",
+            "MismatchedDelimiterError",
+        )
+        + r"|\binvalid syntax\b|^invalid-syntax:|Jest encountered an unexpected token"
+        r"|\bmissing terminator: ",
         (
             "indentationerror",
             "invalid syntax",
             "invalid-syntax:",
             "jest encountered an unexpected token",
+            "mismatcheddelimitererror",
+            "missing terminator: ",
             "parseerror",
             "parsererror",
             "syntaxerror",
             "taberror",
+            "tokenmissingerror",
         ),
         Tier.CAUSE,
         "the source code does not parse",
@@ -830,7 +959,9 @@ BUILTIN_RULES: tuple[Rule, ...] = (
         r"|\.java:\d+: error: (?:'.+' expected|reached end of file while parsing"
         r"|illegal start of|class, interface, enum, or record expected|<identifier> expected"
         r"|not a statement|unclosed (?:string|character) literal|orphaned)"
-        r"|error TS1\d{3}:|: error: expected (?:';'|'\)'|'\}'|expression|identifier)",
+        r"|error TS1\d{3}:|: error: expected (?:';'|'\)'|'\}'|expression|identifier)"
+        # gcc and g++ (their quotes are ‘’ in a UTF-8 locale), kotlinc
+        r"|: error: expect(?:ed|ing)\b|: error: [‘'`]\w+[’'`] without a previous\b",
         (
             ": error: ",
             ": error: expected ",
@@ -847,20 +978,75 @@ BUILTIN_RULES: tuple[Rule, ...] = (
         "the compiler could not parse the source",
     ),
     Rule(
+        "syntax.parse-error",
+        Category.SYNTAX_ERROR,
+        # a parser's own words, whatever the tool: PHP, CMake, GHC, Nix, Bison-made parsers
+        # ("syntax error, unexpected …"), Groovy ("expecting '}', found ''"), YAML ("while
+        # parsing a block collection"), Python's json ("… line 1 column 14 (char 13)")
+        r"\b[Ss]yntax error\b|\b[Pp]arse error\b|\bexpecting '[^']*', found '"
+        r"|\bwhile (?:parsing|scanning) an? \w+|: line \d+ column \d+ \(char \d+\)"
+        r"|\bdoes not contain valid JSON\b|Could not compile build file",
+        (
+            " column ",
+            "could not compile build file",
+            "does not contain valid json",
+            "expecting '",
+            "parse error",
+            "parsing",
+            "scanning",
+            "syntax error",
+        ),
+        Tier.CAUSE,
+        "a parser reports a syntax or parse error",
+    ),
+    Rule(
+        "type.wrong-arguments",
+        Category.TYPE_ERROR,
+        # a call with the wrong number of arguments: Ruby, PHP (ArgumentCountError), gcc,
+        # Nix ("called without required argument 'x'"); or of the wrong type (gcc's format
+        # check: "… but argument 2 has type ‘char *’")
+        r"\bwrong number of arguments\b|\b[Tt]oo (?:few|many) arguments\b"
+        r"|\bcalled without required argument\b|\bbut argument \d+ has type\b",
+        (
+            "but argument ",
+            "called without required argument",
+            "few arguments",
+            "many arguments",
+            "wrong number of arguments",
+        ),
+        Tier.CAUSE,
+        "a function was called with the wrong number or type of arguments",
+    ),
+    Rule(
         "function.undefined-name",
         Category.FUNCTION_ERROR,
         _exc("NameError", "UnboundLocalError", "ReferenceError")
         + r"|\bis not defined\b|Undefined name\b|undefined reference to|undefined symbol"
-        r"|implicit declaration of function|use of undeclared identifier",
+        r"|implicit declaration of function|use of undeclared identifier"
+        # Ruby, PHP, Elixir, Nix (`undefined method/function/variable …`), GHC (`Variable not
+        # in scope: …`), Go (`x.go:7:27: undefined: totl`), Nix attribute sets, CMake commands
+        r"|\b[Uu]ndefined (?:method|function|local variable or method|variable|subroutine"
+        r"|constant)\b|"
+        + _exc("UndefinedFunctionError")
+        + r"|\bis undefined or private\b|\b[Nn]ot in scope:|^\S+:\d+:\d+: undefined: "
+        r"|\battribute '[^']+' missing\b|Unknown CMake command|\b[Cc]lass \"[\w\\]+\" not found\b",
         (
+            '" not found',
+            ": undefined: ",
+            "attribute '",
             "implicit declaration of function",
             "is not defined",
+            "is undefined or private",
             "nameerror",
+            "not in scope:",
             "referenceerror",
             "unboundlocalerror",
+            "undefined ",
             "undefined name",
             "undefined reference to",
             "undefined symbol",
+            "undefinedfunctionerror",
+            "unknown cmake command",
             "use of undeclared identifier",
         ),
         Tier.CAUSE,
@@ -961,17 +1147,29 @@ BUILTIN_RULES: tuple[Rule, ...] = (
         Category.TYPE_ERROR,
         r"^error\[E\d{4}\]|error TS[2-9]\d{3}:|^\S+:\d+(?::\d+)?: error: .*\[[a-z][a-z-]*\]\s*$"
         r"|error: incompatible types|error: bad operand types|cannot be applied to given types"
-        r"|cannot be dereferenced|\bmismatched types\b|is not assignable to",
+        r"|cannot be dereferenced|\bmismatched types\b|is not assignable to"
+        # GHC, Go (and go vet), Nix, Erlang/Elixir's binaries and arithmetic
+        r"|Couldn't match (?:expected |actual )?type|\bNo instance for\b|\bof wrong type\b"
+        r"|\bcannot (?:use .+ as .+ value|coerce|add an? \w+ to an?)\b"
+        r"|\bwhile an? \w+ was expected\b|construction of binary failed"
+        r"|bad argument in arithmetic expression",
         (
+            " was expected",
             ": error: ",
+            "bad argument in arithmetic expression",
             "cannot be applied to given types",
             "cannot be dereferenced",
+            "cannot ",
+            "construction of binary failed",
+            "couldn't match ",
             "error ts",
             "error: bad operand types",
             "error: incompatible types",
             "error[e",
             "is not assignable to",
             "mismatched types",
+            "no instance for",
+            "of wrong type",
         ),
         Tier.SYMPTOM,
         "the type checker or compiler rejected the types",
@@ -980,9 +1178,10 @@ BUILTIN_RULES: tuple[Rule, ...] = (
         "type.exception",
         Category.TYPE_ERROR,
         _exc("TypeError", "ClassCastException", "ArrayStoreException", "TypeMismatchError")
-        + r"|\btype mismatch\b",
+        + r"|\btype mismatch\b|\binterface conversion: ",
         (
             "arraystoreexception",
+            "interface conversion: ",
             "classcastexception",
             "type mismatch",
             "typeerror",
@@ -994,8 +1193,15 @@ BUILTIN_RULES: tuple[Rule, ...] = (
     Rule(
         "assertion.failed",
         Category.ASSERTION_FAILURE,
-        _exc("AssertionError", "AssertionFailedError", "ComparisonFailure", "AssertionException")
-        + r"|\bERR_ASSERTION\b|[Aa]ssertion (?:`[^`]*` )?failed|assertion failed"
+        _exc(
+            "AssertionError",
+            "AssertionFailedError",
+            "ComparisonFailure",
+            "AssertionException",
+            "DocTestFailure",
+        )
+        + r"|\bERR_ASSERTION\b|[Aa]ssertion (?:`[^`]*` |'[^']*' |with \S+ )?failed|assertion failed"
+        r"|\bFailed asserting that\b"
         r"|Assertion .* failed",
         (
             "assertion ",
@@ -1004,7 +1210,9 @@ BUILTIN_RULES: tuple[Rule, ...] = (
             "assertionexception",
             "assertionfailederror",
             "comparisonfailure",
+            "doctestfailure",
             "err_assertion",
+            "failed asserting that",
         ),
         Tier.SYMPTOM,
         "an assertion did not hold",
@@ -1023,17 +1231,25 @@ BUILTIN_RULES: tuple[Rule, ...] = (
         Category.ASSERTION_FAILURE,
         r"expect\((?:received|jest\.fn\(\)|[^)]*)\)\.(?:not\.)?\w+\(|^\s*Expected(?: \w+)*:\s"
         r"|^\s*Received(?: \w+)*:\s|Received function did not throw|Error Trace:"
-        r"|Expected values to be (?:strictly |loosely )?(?:deep-)?equal",
+        r"|Expected values to be (?:strictly |loosely )?(?:deep-)?equal"
+        # RSpec ("expected [1] to include 2", "expected X but nothing was raised", "expected: 3"
+        # then "got: -1"), doctest ("Failed example:")
+        r"|^\s*[Ee]xpected\b.*\b(?:to|but)\b|^[\s#]*got:\s|^Failed example:"
+        r"|^#\s+Failed test\b|\bbut nothing was raised\b",
         (
             "error trace:",
             "expect(",
             "expected",
             "expected values to be ",
+            "but nothing was raised",
+            "failed example:",
+            "failed test",
+            "got:",
             "received",
             "received function did not throw",
         ),
         Tier.SYMPTOM,
-        "an expectation (jest, node:assert, testify) did not hold",
+        "an expectation (jest, node:assert, testify, RSpec, doctest) did not hold",
     ),
     # --- tier 3: weak signals --------------------------------------------------------------
     Rule(
@@ -1063,9 +1279,19 @@ BUILTIN_RULES: tuple[Rule, ...] = (
         "the output mentions a timeout",
     ),
     Rule(
+        "function.undeclared",
+        Category.FUNCTION_ERROR,
+        r"[’'] undeclared\b",
+        ("' undeclared", "’ undeclared"),
+        Tier.HINT,
+        "gcc: an identifier that was never declared; only a hint, since a header or library "
+        "that is not installed (pkg-config's complaint earlier in the output) leaves names "
+        "undeclared too",
+    ),
+    Rule(
         "assertion.tests-failed",
         Category.ASSERTION_FAILURE,
-        r"^FAIL\b|--- FAIL:|^not ok \d+|\b\d+ failed\b|^FAILED\b|test result: FAILED|✕|✗"
+        r"^FAIL\b|--- FAIL:|^not ok \d+|\b\d+ failed\b|^FAILED\b|test result: FAILED|✕|✗|[Tt]ests failed\b"
         r"|Tests:\s+\d+ failed",
         ("fail", "not ", "✕", "✗"),
         Tier.HINT,
@@ -1183,6 +1409,14 @@ _CAUSES: Scanner[None] = Scanner(
 )
 #: At most this many cause lines are added to the decisive lines.
 _MAX_CAUSES = 20
+#: An exception named alone on its line, its message on the next one (RSpec and Ruby's test
+#: runners print "NoMethodError:" and then "undefined method `x' for nil"): the message is
+#: decisive too.
+_BARE_EXCEPTION = re.compile(
+    r"^\s*(?:[\w$]+(?:\.|::))*[A-Z]\w*(?:Error|Exception)\w*:\s*$", re.ASCII
+)
+#: At most this many bare exception lines get their message added.
+_MAX_MESSAGES = 8
 
 
 def _clean(text: str) -> str:
@@ -1229,6 +1463,24 @@ def _lines_from(text: str, offset: int, count: int) -> list[str]:
             found.append(line)
         offset = end + 1
     return found
+
+
+def _with_messages(decisive: list[str], text: str) -> list[str]:
+    """``decisive``, each line that only names an exception followed by its message: the next
+    non-blank line of ``text`` after that line's first occurrence."""
+    out: list[str] = []
+    budget = _MAX_MESSAGES
+    for line in decisive:
+        out.append(line)
+        if not budget or _BARE_EXCEPTION.match(line) is None:
+            continue
+        budget -= 1
+        at = text.find(line.strip())
+        end = text.find("\n", at) if at != -1 else -1
+        following = _lines_from(text, end + 1, 1) if end != -1 else []
+        if following and following[0] not in decisive:
+            out.append(following[0])
+    return out
 
 
 def categorize(
@@ -1292,6 +1544,7 @@ class _Evidence:
             decisive = [_clean(line) for line in given if isinstance(line, str)]
         decisive = [line[:SCAN_CHARS] for line in decisive if line.strip()]
         window = _window(whole, RULE_HEAD_CHARS, RULE_TAIL_CHARS)
+        decisive = _with_messages(decisive, window)
         causes = _CAUSES.search(window, max_lines=_MAX_CAUSES * 4)
         for cause in itertools.islice(causes, _MAX_CAUSES):
             line = cause.line.strip()

@@ -14,8 +14,8 @@ its version, the command and the exit code. Nothing in ``cases/`` is written by 
 Needs: node/npm (jest and typescript are installed with npm into ~/.cache/loopctl-corpus/npm),
 cargo/rustc, a JDK, gcc, curl, setpriv, and a Python with pytest, mypy and ruff (the interpreter
 running this script, or $CORPUS_PYTHON). Network: only 127.0.0.1 (small local servers below).
-Go is not installed here, so there are no Go cases. The ``holdout`` batch (ids starting with
-``h-``) was written after the rules were frozen, to measure how the rules generalise.
+The ecosystem rounds (``e-…``, ``e2-…``) are in ``ecosystems.py``. The ``holdout`` batch (ids
+starting with ``h-``) was written after the rules were frozen, to measure how they generalise.
 """
 
 from __future__ import annotations
@@ -29,9 +29,11 @@ import sys
 import textwrap
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import attrs
+import ecosystems
 
 HERE = Path(__file__).resolve().parent
 CASES_DIR = HERE / "cases"
@@ -65,6 +67,8 @@ class Case:
     note: str = ""
     #: Shared set-up (a cargo project, a jest config) copied in before the files.
     base: str = ""
+    #: The ecosystem of an ``e-…`` case (``ecosystems.py``), reported on its own.
+    ecosystem: str = ""
 
     def __attrs_post_init__(self) -> None:
         assert self.label in CATEGORIES, self.label
@@ -3202,6 +3206,7 @@ def holdout_cases() -> list[Case]:
         exit 1
         """,
     )
+    out.extend(ecosystems.cases(Case))
     return out
 
 
@@ -3235,6 +3240,43 @@ def tool_versions() -> dict[str, str]:
         "java": first_line(["java", "-version"]),
         "bash": first_line(["bash", "--version"]),
         "gcc": first_line(["gcc", "--version"]),
+        **ecosystem_versions(first_line),
+    }
+
+
+def ecosystem_versions(first_line: Callable[[list[str]], str]) -> dict[str, str]:
+    """The tools of the ecosystem batch (``ecosystems.py``)."""
+    eco = ecosystems.ECO_BIN
+    return {
+        "ruby": first_line(["ruby", "--version"]),
+        "rspec": first_line(["rspec", "--version"]),
+        "bundler": first_line(["bundle", "--version"]),
+        "php": first_line(["php", "--version"]),
+        "phpunit": first_line(["phpunit", "--version"]),
+        "composer": first_line(["composer", "--version", "--no-ansi"]),
+        "elixir": first_line(["elixir", "--short-version"]),
+        "ghc": first_line(["ghc", "--version"]),
+        "cabal": first_line(["cabal", "--version"]),
+        # these print a JVM warning or a banner first: their Debian package's version
+        "kotlinc": first_line(["dpkg-query", "-W", "-f=kotlin ${Version}", "kotlin"]),
+        "gradle": first_line(["dpkg-query", "-W", "-f=gradle ${Version}", "gradle"]),
+        "junit": first_line(["dpkg-query", "-W", "-f=junit4 ${Version}", "junit4"]),
+        "nix": first_line(["nix-instantiate", "--version"]),
+        "bazel": first_line(
+            ["dpkg-query", "-W", "-f=bazel-bootstrap ${Version}", "bazel-bootstrap"]
+        ),
+        "cmake": first_line(["cmake", "--version"]),
+        "conan": first_line([f"{eco}/conan", "--version"]),
+        "pre-commit": first_line([f"{eco}/pre-commit", "--version"]),
+        "go": first_line(["go", "version"]),
+        "g++": first_line(["g++", "--version"]),
+        "pytest-timeout": first_line(
+            [
+                f"{eco}/python",
+                "-c",
+                "import importlib.metadata as m; print(m.version('pytest-timeout'))",
+            ]
+        ),
     }
 
 
@@ -3305,18 +3347,26 @@ def main(argv: list[str]) -> int:
             "id": case.id,
             "label": case.label,
             "tool": case.tool,
-            "command": case.cmd.replace(str(NPM_TOOLS), "$NPM_TOOLS").replace(PY, "python"),
+            "command": case.cmd.replace(str(NPM_TOOLS), "$NPM_TOOLS")
+            .replace(ecosystems.ECO_BIN, "$ECO_BIN")
+            .replace(PY, "python"),
             "exit_code": code,
             "note": case.note,
             "file": f"cases/{case.id}.log",
+            **({"ecosystem": case.ecosystem} if case.ecosystem else {}),
         }
         status = "ok" if code not in (0, None) else f"CHECK exit={code}"
         print(f"{case.id:32} {case.label:18} {took:6.1f}s {status}", flush=True)
+    ecosystems.stop_daemons({case.tool for case in selected})
     known = set(ids)
     manifest = {
         "generated_by": "tests/corpus/generate.py",
         "generated_at": time.strftime("%Y-%m-%d"),
-        "tools": tool_versions(),
+        # a tool missing now keeps the version its cases were made with
+        "tools": {
+            **manifest.get("tools", {}),
+            **{tool: v for tool, v in tool_versions().items() if v != "missing"},
+        },
         "cases": [entries[i] for i in ids if i in entries and i in known],
     }
     MANIFEST.write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
