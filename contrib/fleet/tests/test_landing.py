@@ -5,17 +5,19 @@ for a (scripted) agent; a result whose tests fail on the new tip never lands."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import os
 import shlex
 import signal
 import subprocess
+import time
 import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
-from fleet_testkit import dev_server, run_git, start_worker, with_fleet
+from fleet_testkit import GRACE_S, alive, dev_server, run_git, start_worker, with_fleet
 from temporalio.client import Client
 
 from loopctl_fleet.cli import submit_task
@@ -246,3 +248,124 @@ def test_a_worker_killed_while_landing_hands_it_on_and_it_lands_once(
     assert (row.land or {}).get("commit") == tip
     assert run_git("rev-list", f"{start}..main", cwd=repo).split() == [tip]  # once, linear
     assert run_git("show", "main:f0.txt", cwd=repo) == "fixed\n"
+
+
+#: A landing's test command that, on w1, starts a child and never ends on its own (the loop's
+#: own tests, and w2's landing, pass through).
+ENDLESS_TESTS = """\
+case "$PWD" in */w1/land/*)
+  sleep 3600 &
+  echo $$ $! > {hold}/pids; mv {hold}/pids {hold}/testing
+  wait; exit 1;;
+esac
+sh check.sh
+"""
+
+
+async def two_workers_landing(
+    tmp_path: Path, one: TaskSpec, between: Any, first: str = "testing"
+) -> TaskRow:
+    """``one`` submitted to w1 alone; once ``tmp_path/hold/<first>`` exists, ``between(w1)``
+    (which kills it), then w2 starts; ``one``'s row once its landing has ended."""
+    hold = tmp_path / "hold"
+    async with dev_server() as env:
+        address = env.client.service_client.config.target_host
+        fleet = f"test-{uuid.uuid4().hex[:8]}"
+        workers = [start_worker(address, tmp_path, "w1", f"loopctl-{fleet}")]
+        try:
+            assert (await submit_task(env.client, fleet, one, 3.0))[1]
+            while not (hold / first).exists():  # w1 is as far as the test wants it
+                await asyncio.sleep(0.02)
+            await between(workers[0])
+            workers.append(start_worker(address, tmp_path, "w2", f"loopctl-{fleet}"))
+            return (await ended(env.client, fleet, [one.id]))[one.id]
+        finally:
+            for process in workers:
+                if process.poll() is None:
+                    process.kill()
+                process.wait()
+
+
+def test_a_landing_s_tests_end_with_their_worker_and_it_lands_once_elsewhere(
+    tmp_path: Path, repo: Path
+) -> None:
+    """w1 is SIGKILLed (the worker alone, not its process group) while the landing's test
+    command runs: that command and all it started end with it (no orphan), and w2 lands the
+    result, once."""
+    (tmp_path / "hold").mkdir()
+    script = tmp_path / "test.sh"
+    script.write_text(ENDLESS_TESTS.format(hold=shlex.quote(str(tmp_path / "hold"))))
+    one = spec(repo, "orphan", agent("echo fixed > f0.txt"))
+    one.settings["test_cmd"] = f"sh {shlex.quote(str(script))}"
+    start = run_git("rev-parse", "main", cwd=repo).strip()
+    left: list[int] = []
+
+    async def kill(w1: subprocess.Popen[bytes]) -> None:
+        tests = [int(pid) for pid in (tmp_path / "hold" / "testing").read_text().split()]
+        assert all(alive(pid) for pid in tests)  # the test command and its child
+        w1.kill()
+        w1.wait()
+        killed_at = time.monotonic()
+        while any(alive(pid) for pid in tests):
+            if time.monotonic() - killed_at > GRACE_S + 20:
+                left.extend(pid for pid in tests if alive(pid))
+                break
+            await asyncio.sleep(0.02)  # a poll: they are not our children
+
+    try:
+        row = asyncio.run(two_workers_landing(tmp_path, one, kill))
+    finally:
+        for pid in left:  # the old behaviour's orphans: not left on the machine
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+    assert not left, "the landing's test command outlived its worker"
+    assert row.state == "landed", row
+    tip = run_git("rev-parse", "main", cwd=repo).strip()
+    assert (row.land or {}).get("commit") == tip
+    assert run_git("rev-list", f"{start}..main", cwd=repo).split() == [tip]  # once, linear
+
+
+#: The remote's post-receive hook: the first update of main says so, then waits for a file
+#: that never comes (the test kills the pushing worker, and the hook with it).
+POST_RECEIVE = """\
+while read old new ref; do
+  if [ "$ref" = refs/heads/main ] && [ ! -e {hold}/pushed ]; then
+    echo "$new" > {hold}/pushed
+    while [ ! -e {hold}/never ]; do sleep 0.05; done
+  fi
+done
+"""
+#: The landing's tests pass on w1, and fail anywhere else (a second run of them is red).
+W1_ONLY_TESTS = """\
+case "$PWD" in */land/*) case "$PWD" in */w1/land/*) ;; *) echo "FAILED tested again"; exit 1;; esac;; esac
+sh check.sh
+"""
+
+
+def test_a_worker_killed_right_after_its_push_leaves_the_result_landed_once(
+    tmp_path: Path, repo: Path
+) -> None:
+    """w1 pushes the landed commit to main and is SIGKILLed before it can say so: w2 finds the
+    exact commit on main and records the result landed, without testing or pushing it again
+    (its tests would be red here), and without a follow-up task."""
+    hold = tmp_path / "hold"
+    hold.mkdir()
+    hook = repo / "hooks" / "post-receive"
+    hook.write_text(POST_RECEIVE.format(hold=shlex.quote(str(hold))))
+    hook.chmod(0o755)
+    script = tmp_path / "test.sh"
+    script.write_text(W1_ONLY_TESTS)
+    one = spec(repo, "pushed", agent("echo fixed > f0.txt"), attempts=1)
+    one.settings["test_cmd"] = f"sh {shlex.quote(str(script))}"
+    start = run_git("rev-parse", "main", cwd=repo).strip()
+
+    async def kill(w1: subprocess.Popen[bytes]) -> None:
+        os.killpg(w1.pid, signal.SIGKILL)  # the worker and its git push (and the hook)
+        w1.wait()
+
+    row = asyncio.run(two_workers_landing(tmp_path, one, kill, first="pushed"))
+    pushed = (hold / "pushed").read_text().strip()
+    assert row.state == "landed", row
+    assert (row.land or {}).get("commit") == pushed
+    assert not (row.land or {}).get("follow_up"), row.land
+    assert run_git("rev-list", f"{start}..main", cwd=repo).split() == [pushed]  # once

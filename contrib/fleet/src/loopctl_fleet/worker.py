@@ -32,7 +32,7 @@ def make_worker(
     heartbeat_s: float = 5.0,
 ) -> Worker:
     acts = FleetActivities(home, identity, grace_s=grace_s, heartbeat_s=heartbeat_s)
-    landing = FleetLanding(home, heartbeat_s=heartbeat_s)
+    landing = FleetLanding(home, identity, grace_s=grace_s, heartbeat_s=heartbeat_s)
     return Worker(
         client,
         task_queue=task_queue,
