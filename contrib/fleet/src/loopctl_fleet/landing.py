@@ -39,7 +39,7 @@ from loopctl_fleet.lander import (
     LandRequest,
     lander_id,
 )
-from loopctl_fleet.taskfile import LandOptions, deep_merge
+from loopctl_fleet.taskfile import PR_NOT_LANDED, LandOptions, deep_merge
 
 if TYPE_CHECKING:
     from temporalio.client import Client
@@ -234,9 +234,7 @@ async def land_rows(
         started = await task_input(client, row.workflow_id, row.run_id)
         spec = started.spec
         if spec.pr:
-            refused.append(
-                f"{row.task}: landing through a pull request (pr = true) is not supported yet"
-            )
+            refused.append(f"{row.task}: {PR_NOT_LANDED}")
             continue
         given = {key: value for key, value in flags.items() if value is not None}
         options = dataclasses.replace(spec.land or LandOptions(), **given)
