@@ -21,8 +21,8 @@ from fleet_testkit import GRACE_S, alive, dev_server, run_git, start_worker, wit
 from temporalio.client import Client
 
 from loopctl_fleet.cli import submit_task
-from loopctl_fleet.lander import LANDER_NAME
-from loopctl_fleet.landing import task_input
+from loopctl_fleet.lander import LANDER_NAME, follow_up_id
+from loopctl_fleet.landing import FOLLOW_UP_ID, task_input
 from loopctl_fleet.status import TaskRow, list_rows
 from loopctl_fleet.taskfile import LandOptions, TaskSpec
 
@@ -125,7 +125,10 @@ def test_ten_results_land_one_at_a_time_each_green_a_conflict_resolved_by_a_foll
             line, ok = await submit_task(client, fleet_of(queue), one, 5.0)
             assert ok, line
         rows = await ended(client, fleet_of(queue), [s.id for s in specs])
-        follow_ups = [row for task, row in rows.items() if task.endswith(".land1")]
+        for task in filter(FOLLOW_UP_ID.search, rows):  # named by their task and its run
+            root, _, n = task.partition(".land")
+            assert task == follow_up_id(root, int(n.partition("-")[0]), rows[root].run_id)
+        follow_ups = [row for task, row in rows.items() if ".land1-" in task]
         goals = [(await task_input(client, r.workflow_id, r.run_id)).spec.goal for r in follow_ups]
         return rows, goals
 
@@ -199,6 +202,36 @@ def test_a_base_named_head_or_by_its_branch_has_one_queue(tmp_path: Path, repo: 
     assert run_git("show", "main:f0.txt", cwd=repo) == "x\n", rows
 
 
+async def two_workers_landing(
+    tmp_path: Path, one: TaskSpec, between: Any, first: str = "testing"
+) -> TaskRow:
+    """``one`` submitted to w1 alone; once ``tmp_path/hold/<first>`` exists, ``between(w1)``
+    (which kills it), then w2 starts; ``one``'s row once its landing has ended."""
+    hold = tmp_path / "hold"
+    async with dev_server() as env:
+        address = env.client.service_client.config.target_host
+        fleet = f"test-{uuid.uuid4().hex[:8]}"
+        workers = [start_worker(address, tmp_path, "w1", f"loopctl-{fleet}")]
+        try:
+            assert (await submit_task(env.client, fleet, one, 3.0))[1]
+            while not (hold / first).exists():  # w1 is as far as the test wants it
+                await asyncio.sleep(0.02)
+            await between(workers[0])
+            workers.append(start_worker(address, tmp_path, "w2", f"loopctl-{fleet}"))
+            return (await ended(env.client, fleet, [one.id]))[one.id]
+        finally:
+            for process in workers:
+                if process.poll() is None:
+                    process.kill()
+                process.wait()
+
+
+async def kill_with_its_group(w1: subprocess.Popen[bytes]) -> None:
+    """SIGKILL the worker and its process group (its git, not its guards: their own sessions)."""
+    os.killpg(w1.pid, signal.SIGKILL)
+    w1.wait()
+
+
 #: A test command that holds on w1 while landing (the loop's own tests pass through) until its
 #: worker is gone, then fails.
 HOLD_TESTS = """\
@@ -223,26 +256,7 @@ def test_a_worker_killed_while_landing_hands_it_on_and_it_lands_once(
     one.settings["test_cmd"] = f"sh {shlex.quote(str(script))}"
     start = run_git("rev-parse", "main", cwd=repo).strip()
 
-    async def main() -> TaskRow:
-        async with dev_server() as env:
-            address = env.client.service_client.config.target_host
-            fleet = f"test-{uuid.uuid4().hex[:8]}"
-            workers = [start_worker(address, tmp_path, "w1", f"loopctl-{fleet}")]
-            try:
-                assert (await submit_task(env.client, fleet, one, 3.0))[1]
-                while not (hold / "testing").exists():  # w1 is landing it, as far as the phase
-                    await asyncio.sleep(0.02)
-                os.killpg(workers[0].pid, signal.SIGKILL)
-                workers[0].wait()
-                workers.append(start_worker(address, tmp_path, "w2", f"loopctl-{fleet}"))
-                return (await ended(env.client, fleet, [one.id]))[one.id]
-            finally:
-                for process in workers:
-                    if process.poll() is None:
-                        process.kill()
-                    process.wait()
-
-    row = asyncio.run(main())
+    row = asyncio.run(two_workers_landing(tmp_path, one, kill_with_its_group))
     assert row.state == "landed", row
     tip = run_git("rev-parse", "main", cwd=repo).strip()
     assert (row.land or {}).get("commit") == tip
@@ -260,30 +274,6 @@ case "$PWD" in */w1/land/*)
 esac
 sh check.sh
 """
-
-
-async def two_workers_landing(
-    tmp_path: Path, one: TaskSpec, between: Any, first: str = "testing"
-) -> TaskRow:
-    """``one`` submitted to w1 alone; once ``tmp_path/hold/<first>`` exists, ``between(w1)``
-    (which kills it), then w2 starts; ``one``'s row once its landing has ended."""
-    hold = tmp_path / "hold"
-    async with dev_server() as env:
-        address = env.client.service_client.config.target_host
-        fleet = f"test-{uuid.uuid4().hex[:8]}"
-        workers = [start_worker(address, tmp_path, "w1", f"loopctl-{fleet}")]
-        try:
-            assert (await submit_task(env.client, fleet, one, 3.0))[1]
-            while not (hold / first).exists():  # w1 is as far as the test wants it
-                await asyncio.sleep(0.02)
-            await between(workers[0])
-            workers.append(start_worker(address, tmp_path, "w2", f"loopctl-{fleet}"))
-            return (await ended(env.client, fleet, [one.id]))[one.id]
-        finally:
-            for process in workers:
-                if process.poll() is None:
-                    process.kill()
-                process.wait()
 
 
 def test_a_landing_s_tests_end_with_their_worker_and_it_lands_once_elsewhere(
@@ -359,13 +349,43 @@ def test_a_worker_killed_right_after_its_push_leaves_the_result_landed_once(
     one.settings["test_cmd"] = f"sh {shlex.quote(str(script))}"
     start = run_git("rev-parse", "main", cwd=repo).strip()
 
-    async def kill(w1: subprocess.Popen[bytes]) -> None:
-        os.killpg(w1.pid, signal.SIGKILL)  # the worker and its git push (and the hook)
-        w1.wait()
-
-    row = asyncio.run(two_workers_landing(tmp_path, one, kill, first="pushed"))
+    # the worker and its git push (and the hook)
+    row = asyncio.run(two_workers_landing(tmp_path, one, kill_with_its_group, first="pushed"))
     pushed = (hold / "pushed").read_text().strip()
     assert row.state == "landed", row
     assert (row.land or {}).get("commit") == pushed
     assert not (row.land or {}).get("follow_up"), row.land
     assert run_git("rev-list", f"{start}..main", cwd=repo).split() == [pushed]  # once
+
+
+def test_a_follow_up_never_takes_the_id_an_earlier_fleet_left(tmp_path: Path, repo: Path) -> None:
+    """The task id was used before (another fleet, a fleet whose state was wiped) and its
+    follow-up's branch ``loopctl/<task>.land1`` is still there: this run's follow-up has an id
+    of its own (its task's run in it), resolves the conflict and the result lands."""
+    run_git("branch", "loopctl/reused.land1", "main", cwd=repo)  # the earlier fleet's
+    earlier = run_git("rev-parse", "loopctl/reused.land1", cwd=repo)
+    # the task's change conflicts with one that reaches main while it runs
+    theirs = (
+        f"git clone -q {shlex.quote(str(repo))} ../theirs && cd ../theirs && "
+        "echo theirs > shared.txt && git -c user.name=t -c user.email=t@t commit -qam theirs && "
+        "git push -q origin HEAD:main"
+    )
+    one = spec(
+        repo,
+        "reused",
+        agent(f"echo mine > shared.txt; ({theirs})", "echo both > shared.txt"),
+        attempts=1,
+    )
+
+    async def body(client: Client, queue: str) -> dict[str, TaskRow]:
+        assert (await submit_task(client, fleet_of(queue), one, 5.0))[1]
+        return await ended(client, fleet_of(queue), [one.id])
+
+    rows = with_fleet(tmp_path, body)
+    row = rows["reused"]
+    follow_up = follow_up_id("reused", 1, row.run_id)
+    assert row.state == "landed", row
+    assert (row.land or {}).get("follow_up") == follow_up
+    assert rows[follow_up].state == "complete"
+    assert run_git("show", "main:shared.txt", cwd=repo) == "both\n"
+    assert run_git("rev-parse", "loopctl/reused.land1", cwd=repo) == earlier  # left alone

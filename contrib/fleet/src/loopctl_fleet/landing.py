@@ -200,8 +200,9 @@ async def run_tests(
     return guard.returncode == 0, redact(text)
 
 
-#: A follow-up task's id (``<task>.land<N>``): it lands for its task, never on its own.
-FOLLOW_UP_ID = re.compile(r"\.land\d+$")
+#: A follow-up task's id (``<task>.land<N>-<run>``, :func:`loopctl_fleet.lander.follow_up_id`;
+#: without ``-<run>`` if queued by an older worker): it lands for its task, never on its own.
+FOLLOW_UP_ID = re.compile(r"\.land\d+(-[0-9a-f]+)?$")
 
 
 async def land_rows(
@@ -240,7 +241,7 @@ async def land_rows(
         options = dataclasses.replace(spec.land or LandOptions(), **given)
         request = LandRequest(
             spec.id, row.workflow_id, spec.goal, spec, row.commit, options,
-            started.ledger_id, started.heartbeat_timeout_s,
+            started.ledger_id, started.heartbeat_timeout_s, root_run_id=row.run_id,
         )  # fmt: skip
         try:
             await enqueue(client, task_queue(fleet), request)
