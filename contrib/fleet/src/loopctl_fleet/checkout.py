@@ -195,7 +195,8 @@ def prune_dead_trees(cache: Path) -> list[Path]:
 
     removed = []
     for mirror in sorted((cache / "mirrors").glob("*.git")):
-        with _locked(mirror):
+        # a mirror git cannot read is left as it is: the next fetch into it says why
+        with _locked(mirror), contextlib.suppress(GitError):
             listed = git(["worktree", "list", "--porcelain"], cwd=mirror, what="listing trees")
             for tree, reason in _locked_trees(listed):
                 owner = _OWNER.match(reason)
