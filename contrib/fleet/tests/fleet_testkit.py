@@ -7,11 +7,13 @@ import asyncio
 import contextlib
 import datetime
 import os
+import random
+import socket
 import subprocess
 import sys
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -20,6 +22,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from loopctl.testing import lifeline
 from loopctl_fleet.server import temporal_binary
+from loopctl_fleet.service import port_free
 from loopctl_fleet.worker import make_worker
 
 T = TypeVar("T")
@@ -30,6 +33,41 @@ GRACE_S = 2.0
 def run_git(*args: str, cwd: Path) -> str:
     done = subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True)
     return done.stdout
+
+
+def free_port() -> int:
+    """A port nothing listens on now, for a server a test starts on it later, and which nothing
+    else on the machine takes meanwhile: one *below* the system's ephemeral range. Every
+    ``bind(("", 0))``, every outgoing connection and every dev server's own free-port finder (a
+    Temporal dev server takes eight ports so) draw from that range, so a port found there is
+    free only until one of them takes it (seen on a loaded machine: a fleet's second server
+    failed with "bind: address already in use" on a port the test had found free seconds
+    before). Each xdist worker draws from its own slice, from a random start and never the same
+    port twice."""
+    for port in _PORTS:
+        if port_free(port):
+            return port
+    raise RuntimeError("no free port below the ephemeral range")
+
+
+def _ports() -> Iterator[int]:
+    try:
+        low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):  # not Linux: the system's choice, as before
+        while True:
+            with socket.socket() as sock:
+                sock.bind(("127.0.0.1", 0))
+                yield int(sock.getsockname()[1])
+    floor, slices = 10000, 8
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw")
+    size = (low - floor) // slices
+    first = floor + (int(worker) if worker.isdigit() else 0) % slices * size
+    offset = random.randrange(size)
+    for i in range(size):
+        yield first + (offset + i) % size
+
+
+_PORTS = _ports()
 
 
 def alive(pid: int) -> bool:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -13,6 +15,7 @@ from loopctl_fleet.checkout import (
     commit_result,
     existing_result,
     mirror_with,
+    prune_dead_trees,
     push_result,
     remove_worktree,
     resolve,
@@ -108,3 +111,29 @@ def test_a_mirror_that_has_the_commit_is_not_fetched_again(tmp_path: Path, bare:
     run_git("push", "-q", "origin", "HEAD:refs/heads/newer", cwd=elsewhere)
     assert mirror_with(cache, str(bare), newer) == mirror
     assert resolve(mirror, str(bare), "newer") == newer
+
+
+def test_a_dead_worker_s_trees_are_pruned_and_a_live_one_s_kept(tmp_path: Path, bare: Path) -> None:
+    cache = tmp_path / "cache"
+    mirror = update_mirror(cache, str(bare))
+    sha = resolve(mirror, str(bare), "main")
+    dead, live = tmp_path / "dead-tree", tmp_path / "live-tree"
+    # a worker that made a tree and was killed in it
+    made_then_killed = (
+        "import os, signal, sys; from pathlib import Path; "
+        "from loopctl_fleet.checkout import add_worktree; "
+        "add_worktree(Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3])); "
+        "os.kill(os.getpid(), signal.SIGKILL)"
+    )
+    done = subprocess.run([sys.executable, "-c", made_then_killed, str(mirror), sha, str(dead)])
+    assert done.returncode == -9
+    add_worktree(mirror, sha, live)  # this process's: alive
+    assert (dead / "f.txt").exists()
+
+    assert prune_dead_trees(cache) == [dead]
+    assert not dead.exists()
+    assert (live / "f.txt").exists()
+    listed = run_git("worktree", "list", "--porcelain", cwd=mirror)
+    assert f"worktree {live}" in listed
+    assert str(dead) not in listed
+    assert prune_dead_trees(cache) == []

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fleet_testkit import free_port
 
 from loopctl_fleet import cli, service
 from loopctl_fleet.connect import ConnectError, ConnectOptions, connect_kwargs, unreachable
@@ -26,12 +27,6 @@ def fleet(*args: str, env: dict[str, str] | None = None) -> subprocess.Completed
         env={**os.environ, "LOOPCTL_PLUGINS": "fleet", **(env or {})},
         timeout=120,
     )
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def test_status_without_a_server_is_one_line_and_exit_1() -> None:

@@ -9,7 +9,6 @@ import json
 import os
 import shlex
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -18,18 +17,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fleet_testkit import marked, run_git
+from fleet_testkit import free_port, marked, run_git
 
 from loopctl.testing import lifeline
 from loopctl_fleet import service
 
 pytestmark = pytest.mark.temporal
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def make_bare(where: Path) -> Path:

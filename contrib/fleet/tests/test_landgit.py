@@ -95,3 +95,34 @@ def test_a_branch_is_deleted_only_while_it_is_the_result(tmp_path: Path, bare: P
     assert landgit.remote_tip(str(bare), "loopctl/r") == result
     landgit.delete_branch(str(bare), "loopctl/r", result)
     assert landgit.remote_tip(str(bare), "loopctl/r") is None
+
+
+@pytest.mark.parametrize("mode", ["rebase", "merge", "fast-forward"])
+def test_a_landed_result_is_found_on_the_tip_as_it_landed(
+    tmp_path: Path, bare: Path, mode: str
+) -> None:
+    base = run_git("rev-parse", "main", cwd=bare).strip()
+    result = commit_on(bare, tmp_path, "loopctl/r", base, {"r.txt": "r\n"})
+    if mode != "fast-forward":  # else the result lands as itself
+        commit_on(bare, tmp_path, "main", base, {"other.txt": "o\n"})
+    tip = run_git("rev-parse", "main", cwd=bare).strip()
+    mirror, tree = tree_at(tmp_path, bare, result if mode != "merge" else tip)
+    assert landgit.landed_as(mirror, tip, result) is None  # not landed yet
+    assert landgit.put_on(tree, tip, result, "merge" if mode == "merge" else "rebase", "t") is None
+    landed = landgit.head(tree)
+    assert landgit.push_base(tree, str(bare), "main", tip)
+    (tmp_path / "later").mkdir()
+    later = commit_on(bare, tmp_path / "later", "main", landed, {"l.txt": "l\n"})  # moves on
+    mirror = checkout.update_mirror(tmp_path / "home", str(bare))
+    assert landgit.landed_as(mirror, later, result) == landed
+    assert (landed == result) is (mode == "fast-forward")
+
+
+def test_a_copy_of_the_same_change_is_not_taken_for_the_landed_result(
+    tmp_path: Path, bare: Path
+) -> None:
+    base = run_git("rev-parse", "main", cwd=bare).strip()
+    result = commit_on(bare, tmp_path, "loopctl/r", base, {"r.txt": "r\n"})
+    tip = commit_on(bare, tmp_path, "main", base, {"r.txt": "r\n"})  # same change, not it
+    mirror = checkout.update_mirror(tmp_path / "home", str(bare))
+    assert landgit.landed_as(mirror, tip, result) is None

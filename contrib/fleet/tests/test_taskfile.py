@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from loopctl_fleet.taskfile import (
     ID_PATTERN,
+    PR_NOT_LANDED,
     LandOptions,
     TaskFileError,
     TaskSpec,
@@ -281,6 +282,5 @@ fleet = { land = false }
     assert bad == [
         'tasks.toml: task[0].fleet.land_mode: expected "rebase" or "merge", got \'squash\'',
         "tasks.toml: task[0].fleet.land_attempts: expected a whole number from 0 to 10, got -1",
-        "tasks.toml: task[0].fleet.land: landing through a pull request (pr = true) is not "
-        "supported yet: give the task pr or land, not both",
+        f"tasks.toml: task[0].fleet.land: {PR_NOT_LANDED}",
     ]

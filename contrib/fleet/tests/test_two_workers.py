@@ -67,14 +67,20 @@ def test_twenty_tasks_on_two_workers_and_one_killed_mid_task(tmp_path: Path, bar
             address = env.client.service_client.config.target_host
             workers = {name: start_worker(address, tmp_path, name, QUEUE) for name in ("w1", "w2")}
             try:
-                await run_tasks(env.client, workers)
+                victim = await run_tasks(env.client, workers)
+                # the killed worker's tree is left (nothing ended it) until it starts again
+                trees = list((tmp_path / victim / "runs").glob("*/*/tree"))
+                assert trees
+                (tmp_path / f"{victim}.ready").unlink()
+                workers[victim] = start_worker(address, tmp_path, victim, QUEUE)
+                assert not [tree for tree in trees if tree.exists()]
             finally:
                 for process in workers.values():
                     if process.poll() is None:
                         process.kill()
                     process.wait()
 
-    async def run_tasks(client: Client, workers: dict[str, subprocess.Popen[bytes]]) -> None:
+    async def run_tasks(client: Client, workers: dict[str, subprocess.Popen[bytes]]) -> str:
         handles = [
             await client.start_workflow(
                 LoopctlTask.run,
@@ -106,6 +112,7 @@ def test_twenty_tasks_on_two_workers_and_one_killed_mid_task(tmp_path: Path, bar
         assert slow.result.worker != victim  # finished on the other worker
         assert slow.attempts == 2  # the one on the killed worker, then the server's retry
         assert slow.result.attempt == 2
+        return victim
 
     asyncio.run(main())
     assert not (log / "overlap").exists(), (log / "overlap").read_text()

@@ -21,7 +21,7 @@ import contextlib
 import json
 import signal
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -187,7 +187,6 @@ class _Attempt:
 
     def _argv(self) -> list[str]:
         return [
-            sys.executable, "-m", "loopctl_fleet.guard", "--grace", f"{self.acts.grace_s:g}", "--",
             sys.executable, "-m", "loopctl", "run", "--json", "--plain",
             "--config", str(self.dir / CONFIG_FILE), "--state-dir", str(self.state),
             "--goal-file", str(self.dir / "goal.md"),
@@ -196,35 +195,22 @@ class _Attempt:
     async def _run_guarded(self) -> int:
         from loopctl import child_environment
 
-        marks = {"LOOPCTL_FLEET_TASK": self.spec.id, "LOOPCTL_FLEET_WORKER": self.acts.worker}
-        env = child_environment(marks, withhold=WITHHELD)
+        env = child_environment(marks(self.spec.id, self.acts.worker), withhold=WITHHELD)
         with (self.dir / "loop.stderr").open("wb") as stderr:
-            guard = await asyncio.create_subprocess_exec(
-                *self._argv(),
-                cwd=self.tree,
-                env=env,
-                stdin=asyncio.subprocess.PIPE,  # the lifeline: never written, closed when we die
-                stdout=asyncio.subprocess.PIPE,
-                stderr=stderr,
-                start_new_session=True,
+            guard = await start_guarded(
+                self._argv(), self.acts.grace_s, cwd=self.tree, env=env, stderr=stderr
             )
         try:
             await self._follow(guard)
             return await guard.wait()
         except asyncio.CancelledError:
-            await self._end(guard)
+            self.progress.phase = "ending"
+            await end_guarded(guard)
             if activity.is_worker_shutdown():
                 raise fault(
                     "the worker shut down during the loop", FailureClass.INFRASTRUCTURE
                 ) from None
             raise
-
-    async def _end(self, guard: asyncio.subprocess.Process) -> None:
-        """Tell the guard to end the loop; wait until it has (it kills after its grace)."""
-        self.progress.phase = "ending"
-        with contextlib.suppress(ProcessLookupError):
-            guard.send_signal(signal.SIGTERM)
-        await asyncio.shield(guard.wait())
 
     async def _follow(self, guard: asyncio.subprocess.Process) -> None:
         assert guard.stdout is not None
@@ -310,6 +296,32 @@ class _Attempt:
         except checkout.GitError as exc:
             raise fault(str(exc), exc.failure_class) from None
         return made
+
+
+def marks(task: str, worker: str) -> dict[str, str]:
+    """The environment that marks every process started for ``task`` on ``worker`` (a loop, a
+    landing's tests, and all they start: each inherits it)."""
+    return {"LOOPCTL_FLEET_TASK": task, "LOOPCTL_FLEET_WORKER": worker}
+
+
+async def start_guarded(
+    command: Sequence[str], grace_s: float, *, cwd: Path, env: Mapping[str, str], stderr: Any
+) -> asyncio.subprocess.Process:
+    """``command`` under the guard (:mod:`loopctl_fleet.guard`), in a session of its own, its
+    output piped to us: it and all it starts end with this worker, however the worker ends (the
+    guard's stdin is the lifeline, never written), or when :func:`end_guarded` tells it to."""
+    return await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "loopctl_fleet.guard", "--grace", f"{grace_s:g}", "--", *command,
+        cwd=cwd, env=dict(env), stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+        stderr=stderr, start_new_session=True,
+    )  # fmt: skip
+
+
+async def end_guarded(guard: asyncio.subprocess.Process) -> None:
+    """Tell the guard to end its command; wait until it has (it kills after its grace)."""
+    with contextlib.suppress(ProcessLookupError):
+        guard.send_signal(signal.SIGTERM)
+    await asyncio.shield(guard.wait())
 
 
 async def heartbeat(progress: Progress | None, every_s: float) -> None:

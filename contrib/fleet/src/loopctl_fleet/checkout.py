@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import hashlib
+import os
 import re
 import subprocess
 from collections.abc import Iterator, Sequence
@@ -147,23 +148,73 @@ def resolve(mirror: Path, repo: str, base: str) -> str:
 
 
 def add_worktree(mirror: Path, sha: str, tree: Path) -> None:
-    """A fresh tree of the mirror at ``sha``, detached, at ``tree``."""
+    """A fresh tree of the mirror at ``sha``, detached, at ``tree``; locked in the mirror's
+    bookkeeping with this process as its owner (:func:`prune_dead_trees`)."""
     with _locked(mirror):  # worktree bookkeeping lives in the mirror
         git(["worktree", "prune"], cwd=mirror, what="pruning old trees")
         git(
-            ["worktree", "add", "--detach", "--quiet", str(tree), sha],
+            ["worktree", "add", "--detach", "--quiet", "--lock", "--reason", _owner(),
+             str(tree), sha],
             cwd=mirror,
             what="making the task's tree",
-        )
+        )  # fmt: skip
 
 
 def remove_worktree(mirror: Path, tree: Path) -> None:
     with _locked(mirror), contextlib.suppress(GitError):
-        git(
-            ["worktree", "remove", "--force", str(tree)],
-            cwd=mirror,
-            what="removing the task's tree",
-        )
+        _remove(mirror, tree)
+
+
+def _remove(mirror: Path, tree: Path) -> None:
+    # twice --force: a locked tree (every tree is, by its owner) is removed too
+    git(
+        ["worktree", "remove", "--force", "--force", str(tree)],
+        cwd=mirror,
+        what="removing the task's tree",
+    )
+
+
+#: Who owns a tree: the process that made it (pid, and start time: a pid the system gave to
+#: another process since is not the owner).
+_OWNER = re.compile(r"^loopctl-fleet worker pid=(\d+) started=(.+)$")
+
+
+def _owner() -> str:
+    from loopctl_fleet.service import start_time
+
+    pid = os.getpid()
+    return f"loopctl-fleet worker pid={pid} started={start_time(pid)}"
+
+
+def prune_dead_trees(cache: Path) -> list[Path]:
+    """Remove the trees in the worker's mirrors under ``cache`` whose owner is no longer alive
+    (a worker that was killed, or died, with tasks or landings in them; the trees of a live
+    worker sharing the directory are left alone); the trees removed. A worker calls it as it
+    starts: nothing else would ever remove them."""
+    from loopctl_fleet.service import alive
+
+    removed = []
+    for mirror in sorted((cache / "mirrors").glob("*.git")):
+        # a mirror git cannot read is left as it is: the next fetch into it says why
+        with _locked(mirror), contextlib.suppress(GitError):
+            listed = git(["worktree", "list", "--porcelain"], cwd=mirror, what="listing trees")
+            for tree, reason in _locked_trees(listed):
+                owner = _OWNER.match(reason)
+                if owner and not alive({"pid": owner[1], "started": owner[2]}):
+                    with contextlib.suppress(GitError):  # a tree gone from the disk too
+                        git(["worktree", "unlock", str(tree)], cwd=mirror, what="")
+                        _remove(mirror, tree)
+                    removed.append(tree)
+            git(["worktree", "prune"], cwd=mirror, what="pruning old trees")
+    return removed
+
+
+def _locked_trees(porcelain: str) -> Iterator[tuple[Path, str]]:
+    """Each locked tree of ``git worktree list --porcelain`` and the reason it is locked."""
+    for block in porcelain.split("\n\n"):
+        fields = dict(line.partition(" ")[::2] for line in block.splitlines())
+        if "worktree" in fields and "locked" in fields:
+            yield Path(fields["worktree"]), fields["locked"]
 
 
 def existing_result(repo: str, task_id: str) -> str | None:

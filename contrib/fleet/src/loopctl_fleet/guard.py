@@ -83,8 +83,13 @@ def _signal(process: subprocess.Popen[bytes], signum: int) -> None:
 
 
 def _say(text: str) -> None:
-    sys.stderr.write(f"loopctl-fleet guard: {text}\n")
-    sys.stderr.flush()
+    """Say ``text`` on stderr, if anyone still reads it: a stderr that is a pipe to the dead
+    worker (a landing's test output) must not keep the guard from ending the command."""
+    try:
+        sys.stderr.write(f"loopctl-fleet guard: {text}\n")
+        sys.stderr.flush()
+    except OSError:
+        pass
 
 
 def main(argv: Sequence[str] | None = None) -> int:

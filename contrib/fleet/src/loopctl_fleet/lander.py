@@ -5,7 +5,7 @@ exists as soon as something is to land, and a second ``fleet land`` of the same 
 same queue instead of racing it). The queue lands its results in the order they arrived, each
 with the ``land_result`` activity (:mod:`loopctl_fleet.landing`): put on the base's tip, tested
 there, pushed with a lease. A conflict, or tests that fail on the tip, becomes a follow-up task
-(a child ``LoopctlTask`` ``<task>.land<N>``, based on the base branch, the conflict or the
+(a child ``LoopctlTask`` ``<task>.land<N>-<run>``, :func:`follow_up_id`, based on the base branch, the conflict or the
 failure in its goal); its result joins the queue when it completes. After ``land_attempts``
 follow-ups the result ends ``conflict`` or ``red``.
 
@@ -43,7 +43,7 @@ class LandRequest:
     task a follow-up works for)."""
 
     root: str
-    #: The root task's workflow id (a follow-up's is ``<it>.land<N>``).
+    #: The root task's workflow id (a follow-up's is ``<it>.land<N>-<run>``).
     root_workflow_id: str
     #: The root task's goal: every follow-up's goal starts from it.
     root_goal: str
@@ -57,6 +57,9 @@ class LandRequest:
     #: The branch it lands on (``spec.base``, with ``HEAD`` resolved to the repository's default
     #: branch once, when it is queued): the queue's key, so one branch has one queue.
     branch: str = ""
+    #: The root task's run (``fleet retry`` makes another of the same id): its follow-ups'
+    #: ids name it (:func:`follow_up_id`).
+    root_run_id: str = ""
 
 
 @dataclasses.dataclass
@@ -157,7 +160,7 @@ class LoopctlLander:
         n = request.follow_ups + 1
         spec = dataclasses.replace(
             request.spec,
-            id=f"{request.root}.land{n}",
+            id=follow_up_id(request.root, n, request.root_run_id),
             base=outcome.branch,
             goal=follow_up_goal(request, outcome),
             land=None,
@@ -167,7 +170,7 @@ class LoopctlLander:
             handle = await workflow.start_child_workflow(
                 WORKFLOW_NAME,
                 TaskInput(spec, request.heartbeat_timeout_s, request.ledger_id),
-                id=f"{request.root_workflow_id}.land{n}",
+                id=follow_up_id(request.root_workflow_id, n, request.root_run_id),
                 memo=task_memo(spec),
                 result_type=TaskOutcome,
                 parent_close_policy=workflow.ParentClosePolicy.ABANDON,
@@ -207,6 +210,18 @@ class LoopctlLander:
         entry.update(more)
         self.state.results[root] = entry
         workflow.upsert_memo({root: entry})
+
+
+#: How much of the root task's run id a follow-up's id carries.
+RUN_CHARS = 8
+
+
+def follow_up_id(root: str, n: int, root_run_id: str) -> str:
+    """The id of the ``n``-th follow-up task of ``root`` (a task id, or its workflow id) in the
+    root's run ``root_run_id``: ``<root>.land<n>-<run>``. A task run again (``fleet retry``)
+    gets follow-ups of its own, never one of an earlier run (whose result branch may exist)."""
+    run = root_run_id.replace("-", "")[:RUN_CHARS]
+    return f"{root}.land{n}" + (f"-{run}" if run else "")
 
 
 def follow_up_goal(request: LandRequest, outcome: LandOutcome) -> str:

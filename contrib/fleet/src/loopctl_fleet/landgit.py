@@ -103,6 +103,32 @@ def head(tree: Path) -> str:
     return git(["rev-parse", "HEAD"], cwd=tree, what="reading the landed commit").strip()
 
 
+def landed_as(mirror: Path, tip: str, commit: str) -> str | None:
+    """The commit of ``tip``'s first-parent history that landed ``commit`` — ``commit`` itself
+    (a fast-forward), a merge of it, or its rebased copy (the same author, author date and
+    message: the message's trailers name the task's run) — or None if ``tip`` does not hold
+    it: a landing whose push went through before its worker could say so is recognized, never
+    landed twice."""
+    what = f"looking for {commit[:12]} on {tip[:12]}"
+    fields = "%an%x00%ae%x00%at%x00%B"
+    own = git(["log", "-1", f"--format={fields}", commit, "--"], cwd=mirror, what=what).strip()
+    out = git(
+        ["log", "--first-parent", f"--format=%H %P%x00{fields}%x1e", f"{commit}..{tip}", "--"],
+        cwd=mirror,
+        what=what,
+    )
+    for record in out.split("\x1e"):
+        shas, _, made = record.strip().partition("\0")
+        found, *parents = shas.split() or [""]
+        if found and (commit in parents[1:] or made == own):
+            return found
+    try:
+        git(["merge-base", "--is-ancestor", commit, tip], cwd=mirror, what=what)
+    except GitError:
+        return None
+    return commit
+
+
 def push_base(tree: Path, repo: str, branch: str, tip: str) -> bool:
     """Update ``branch`` in ``repo`` to ``tree``'s HEAD if it still points at ``tip``; False if
     it moved meanwhile (nothing was changed), :class:`GitError` if the push failed otherwise."""

@@ -10,11 +10,8 @@ from its new tip, never overwritten. What lands is the commit the tests passed o
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
-import os
 import re
-import signal
 import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -22,7 +19,16 @@ from typing import TYPE_CHECKING, Any
 from temporalio import activity
 
 from loopctl_fleet import checkout, landgit
-from loopctl_fleet.activities import AGENT_WITHHELD, WITHHELD, fault, heartbeat, repository_settings
+from loopctl_fleet.activities import (
+    AGENT_WITHHELD,
+    WITHHELD,
+    end_guarded,
+    fault,
+    heartbeat,
+    marks,
+    repository_settings,
+    start_guarded,
+)
 from loopctl_fleet.classes import FailureClass
 from loopctl_fleet.lander import (
     CONFLICT,
@@ -33,7 +39,7 @@ from loopctl_fleet.lander import (
     LandRequest,
     lander_id,
 )
-from loopctl_fleet.taskfile import LandOptions, deep_merge
+from loopctl_fleet.taskfile import PR_NOT_LANDED, LandOptions, deep_merge
 
 if TYPE_CHECKING:
     from temporalio.client import Client
@@ -51,8 +57,12 @@ OUTPUT_TAIL_CHARS = 4000
 class FleetLanding:
     """The landing activities of one worker."""
 
-    def __init__(self, home: Path, *, heartbeat_s: float = 5.0) -> None:
+    def __init__(
+        self, home: Path, worker: str, *, grace_s: float = 10.0, heartbeat_s: float = 5.0
+    ) -> None:
         self.home = home
+        self.worker = worker
+        self.grace_s = grace_s
         self.heartbeat_s = heartbeat_s
 
     @activity.defn(name="loopctl-fleet.enqueue_landing")
@@ -83,6 +93,11 @@ class FleetLanding:
             tip = await asyncio.to_thread(
                 checkout.resolve, mirror, spec.repo, f"refs/heads/{branch}"
             )
+            done = await asyncio.to_thread(landgit.landed_as, mirror, tip, request.commit)
+            if done is not None:  # an earlier attempt pushed it and died before saying so
+                return await self._landed(
+                    request, branch, tip, done, "already on", " (landed earlier)"
+                )
             tree = self.home / "land" / f"{spec.id}-{uuid.uuid4().hex[:8]}"
             start = request.commit if request.options.mode == "rebase" else tip
             await asyncio.to_thread(checkout.add_worktree, mirror, start, tree)
@@ -111,19 +126,26 @@ class FleetLanding:
             hunks = redact(conflict.hunks)
             return LandOutcome(CONFLICT, reason, branch, tip, None, conflict.files, hunks)
         landed = await asyncio.to_thread(landgit.head, tree)
-        passed, output = await run_tests(tree, spec.settings)
+        passed, output = await run_tests(
+            tree, spec.settings, task=spec.id, worker=self.worker, grace_s=self.grace_s
+        )
         if not passed:
             last = output.strip().splitlines()[-1] if output.strip() else "no output"
             reason = f"tests failed on {spec.branch} put on {branch} at {tip[:12]}: {last}"
             return LandOutcome(RED, reason[:500], branch, tip, None, [], output)
         if not await asyncio.to_thread(landgit.push_base, tree, spec.repo, branch, tip):
             return None
-        if request.options.delete_branch:
-            await asyncio.to_thread(landgit.delete_branch, spec.repo, spec.branch, request.commit)
         said = "already on" if landed == tip else f"{mode}d onto"
-        return LandOutcome(
-            LANDED, f"{said} {branch} as {landed[:12]}, tests passed", branch, tip, landed
-        )
+        return await self._landed(request, branch, tip, landed, f"{said}", ", tests passed")
+
+    async def _landed(
+        self, request: LandRequest, branch: str, tip: str, landed: str, said: str, more: str = ""
+    ) -> LandOutcome:
+        """``request``'s result is on ``branch`` as ``landed``: its branch deleted if asked."""
+        if request.options.delete_branch:
+            spec = request.spec
+            await asyncio.to_thread(landgit.delete_branch, spec.repo, spec.branch, request.commit)
+        return LandOutcome(LANDED, f"{said} {branch} as {landed[:12]}{more}", branch, tip, landed)
 
 
 async def enqueue(client: Client, task_queue: str, request: LandRequest) -> None:
@@ -146,9 +168,12 @@ async def enqueue(client: Client, task_queue: str, request: LandRequest) -> None
     )
 
 
-async def run_tests(tree: Path, settings: dict[str, object]) -> tuple[bool, str]:
-    """Run the task's test command (the repository's settings under the task's) in ``tree``;
-    whether it passed, and the end of its output (redacted)."""
+async def run_tests(
+    tree: Path, settings: dict[str, object], *, task: str, worker: str, grace_s: float
+) -> tuple[bool, str]:
+    """Run the task's test command (the repository's settings under the task's) in ``tree``,
+    under the guard as a loop runs (it and all it starts end with this worker, or after
+    ``grace_s`` once told to); whether it passed, and the end of its output (redacted)."""
     from loopctl import child_environment, redact
 
     merged = deep_merge(repository_settings(tree), settings)
@@ -159,25 +184,25 @@ async def run_tests(tree: Path, settings: dict[str, object]) -> tuple[bool, str]
     timeout = float(limits.get("test_timeout_s") or DEFAULT_TEST_TIMEOUT_S)
     own = merged.get("withhold_env", [])
     withheld = [*WITHHELD, *AGENT_WITHHELD, *(own if isinstance(own, list) else [])]
-    process = await asyncio.create_subprocess_exec(
-        "sh", "-c", command, cwd=tree, env=child_environment(withhold=withheld),
-        stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.STDOUT, start_new_session=True,
-    )  # fmt: skip
-    try:
-        out, _ = await asyncio.wait_for(process.communicate(), timeout)
+    env = child_environment(marks(task, worker), withhold=withheld)
+    guard = await start_guarded(
+        ["sh", "-c", command], grace_s, cwd=tree, env=env, stderr=asyncio.subprocess.STDOUT
+    )
+    assert guard.stdout is not None
+    try:  # never communicate(): it would close the guard's stdin, its lifeline
+        out = await asyncio.wait_for(guard.stdout.read(), timeout)
+        await guard.wait()
     except asyncio.TimeoutError:
         return False, f"the test command took over {timeout:g} s"
-    finally:  # whatever the tests left running ends with them
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGKILL)
-        await asyncio.shield(process.wait())
+    finally:  # whatever the tests left running ends with them (the guard ends it all)
+        await end_guarded(guard)
     text = out.decode("utf-8", "replace")[-OUTPUT_TAIL_CHARS:]
-    return process.returncode == 0, redact(text)
+    return guard.returncode == 0, redact(text)
 
 
-#: A follow-up task's id (``<task>.land<N>``): it lands for its task, never on its own.
-FOLLOW_UP_ID = re.compile(r"\.land\d+$")
+#: A follow-up task's id (``<task>.land<N>-<run>``, :func:`loopctl_fleet.lander.follow_up_id`;
+#: without ``-<run>`` if queued by an older worker): it lands for its task, never on its own.
+FOLLOW_UP_ID = re.compile(r"\.land\d+(-[0-9a-f]+)?$")
 
 
 async def land_rows(
@@ -210,15 +235,13 @@ async def land_rows(
         started = await task_input(client, row.workflow_id, row.run_id)
         spec = started.spec
         if spec.pr:
-            refused.append(
-                f"{row.task}: landing through a pull request (pr = true) is not supported yet"
-            )
+            refused.append(f"{row.task}: {PR_NOT_LANDED}")
             continue
         given = {key: value for key, value in flags.items() if value is not None}
         options = dataclasses.replace(spec.land or LandOptions(), **given)
         request = LandRequest(
             spec.id, row.workflow_id, spec.goal, spec, row.commit, options,
-            started.ledger_id, started.heartbeat_timeout_s,
+            started.ledger_id, started.heartbeat_timeout_s, root_run_id=row.run_id,
         )  # fmt: skip
         try:
             await enqueue(client, task_queue(fleet), request)

@@ -10,6 +10,7 @@ from pathlib import Path
 from temporalio.client import Client
 from temporalio.worker import Worker
 
+from loopctl_fleet import checkout
 from loopctl_fleet.activities import FleetActivities
 from loopctl_fleet.lander import LoopctlLander
 from loopctl_fleet.landing import FleetLanding
@@ -31,8 +32,9 @@ def make_worker(
     grace_s: float = 10.0,
     heartbeat_s: float = 5.0,
 ) -> Worker:
+    checkout.prune_dead_trees(home)  # what a worker that died here left
     acts = FleetActivities(home, identity, grace_s=grace_s, heartbeat_s=heartbeat_s)
-    landing = FleetLanding(home, heartbeat_s=heartbeat_s)
+    landing = FleetLanding(home, identity, grace_s=grace_s, heartbeat_s=heartbeat_s)
     return Worker(
         client,
         task_queue=task_queue,

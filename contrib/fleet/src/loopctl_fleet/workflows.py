@@ -126,9 +126,11 @@ class LoopctlTask:
     async def _enqueue_landing(self, task: TaskInput, commit: str) -> None:
         """Hand the result to its landing queue (``[task.fleet] land``)."""
         spec = task.spec
+        info = workflow.info()
         request = LandRequest(
-            spec.id, workflow.info().workflow_id, spec.goal, spec, commit,
+            spec.id, info.workflow_id, spec.goal, spec, commit,
             spec.land or LandOptions(), task.ledger_id, task.heartbeat_timeout_s,
+            root_run_id=info.run_id,
         )  # fmt: skip
         await workflow.execute_activity(
             "loopctl-fleet.enqueue_landing",
