@@ -23,6 +23,18 @@ DIFFERENCES = {
     "cargo-path-dep": "a path dependency's Cargo.toml is a file that does not exist",
     "py-installed-attr-mismatch": "`module … has no attribute` is a missing member on one line; "
     "the classifier sees from the traceback that an installed package asked for it",
+    # Issue 27's new ecosystems: one line says nothing about a dependency, and this plugin's
+    # own corpus labels the same wording otherwise (its test_no_case_regresses keeps that).
+    "kt-unresolved-import": "kotlinc's `unresolved reference: squareup` is a name the compiler "
+    "cannot find; only the next line shows it is an import of a library",
+    "ex-dep-module-unavailable": "`function Decimal.add/2 is undefined (module Decimal is not "
+    "available)` is worded as for the project's own module (e2-elixir-module-missing here is "
+    "FUNCTION_ERROR); whose module it is, is not on the line",
+    "java-nosuchmethod-old-jar": "`NoSuchMethodError` names a method that does not exist at run "
+    "time; this corpus labels it FUNCTION_ERROR (e-java-nosuchmethod), the classifier knows "
+    "the jar is a dependency",
+    "h-php-extension-function": "`Call to undefined function imagecreatetruecolor()` is an "
+    "undefined name; that an extension (gd) provides it is not in the output",
     # Held-out cases neither plugin has a pattern for (left unfixed in the classifier too).
     "h-py-version-conflict": "held out: pkg_resources' VersionConflict",
     "h-go-vendor-inconsistent": "held out: Go's inconsistent vendoring",

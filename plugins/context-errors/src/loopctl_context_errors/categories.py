@@ -696,21 +696,41 @@ BUILTIN_RULES: tuple[Rule, ...] = (
         r"|Could not resolve all (?:files|dependencies|artifacts) for configuration"
         r"|Could not find [\w.-]+:[\w.-]+:[\w.-]+\."
         r"|could not be resolved to an installable set of packages|is missing from your system"
-        r"|\bPackage '[^']+' not resolved\b|Can't locate \S+ in @INC|you may need to install the\b",
+        r"|\bPackage '[^']+' not resolved\b|Can't locate \S+ in @INC|you may need to install the\b"
+        # a library or package said to be missing, hidden or of another version: Bazel's
+        # external repository, Conan's binary, GHC's hidden package, a gem's version, pip
+        # check, Composer's platform and autoloader, a Gradle plugin, Nix's <nixpkgs>
+        r"|[Tt]he repository '@[^']*' could not be resolved|Missing prebuilt package for '"
+        r"|It is a member of the hidden package|"
+        + _exc("MissingSpecError", "MissingSpecVersionError")
+        + r"|\brequires \S+, which is not installed|\bhas requirement \S+, but you have\b"
+        r"|\brequires (?:ext|lib)-[\w.-]+ \(.*\bmissing\s*$|/vendor/autoload\.php\b"
+        r"|\bPlugin \[id: '[^']+'[^\]]*\] was not found|was not found in the Nix search path",
         (
             "' not resolved",
             "cannot load such file -- ",
             "can't locate ",
             "you may need to install the",
+            "/vendor/autoload.php",
+            "could not be resolved",
             "could not be resolved to an installable set of packages",
             "could not find ",
             "could not resolve all ",
             "could not resolve dependencies:",
             "gemnotfound",
+            "has requirement ",
             "is missing from your system",
             "loaderror",
+            "member of the hidden package",
+            "missing prebuilt package for '",
+            "missingspec",
+            "plugin [id: '",
+            "requires ext-",
+            "requires lib-",
             "unchecked dependencies for environment",
             "unknown package: ",
+            "was not found in the nix search path",
+            ", which is not installed",
         ),
         Tier.CAUSE,
         "a package, gem, module or library the project needs is not installed or not resolvable",
@@ -727,23 +747,38 @@ BUILTIN_RULES: tuple[Rule, ...] = (
         # CMake's cmake_minimum_required, Composer's platform check ("requires php >=9.1 but
         # your php version (8.2.32) does not satisfy that requirement")
         r"|\bor (?:higher|newer|later) is required\.\s+You are running version"
-        r"|\bbut your \w+ version \([^)]*\) does not satisfy",
+        r"|\bbut your \w+ version \([^)]*\) does not satisfy"
+        # a pinned toolchain, a runtime version the project declares (Bundler, Mix, Cabal,
+        # virtualenv), JAVA_HOME that names no Java, a tool feature the project needs switched off
+        r"|\btoolchain '[^']+' is not installed|\bYour \w+ version is \S+, but your \w+ specified"
+        r"|\bon \w+ v[\d.]+ but it has declared .* supports only\b|Unsupported cabal-version"
+        r"|failed to find interpreter for|JAVA_HOME (?:is set to an invalid|is not set"
+        r"|environment variable is not defined correctly)|experimental \w+ feature '[^']+' is disabled",
         (
+            " a different python",
+            " but it has declared ",
+            " is not supported by the following package",
+            " is not supported by the project",
+            " release: ",
+            " version is ",
+            "' is not installed",
             ") does not satisfy",
-            "built-in module",
-            "different python",
-            "interpreter",
-            "is not supported by",
-            "release version",
-            "requires go",
-            "requires rustc",
-            "source release",
-            "stable release channel",
-            "target release",
+            "could not find python interpreter",
+            "experimental ",
+            "failed to find interpreter for",
+            "java_home ",
+            "may not be used on the stable release channel",
+            "no interpreter found for python",
+            "no such built-in module: ",
+            "note: module requires go ",
+            "python interpreter ",
+            "release version ",
+            "requires rustc ",
+            "unsupported cabal-version",
             "you are running version",
         ),
         Tier.CAUSE,
-        "the project needs a version of Python, Rust, Go or Java that is not installed",
+        "the project needs a toolchain or runtime (or version of one) that is not installed",
     ),
     Rule(
         "resource.native-library",
@@ -789,6 +824,46 @@ BUILTIN_RULES: tuple[Rule, ...] = (
         ),
         Tier.CAUSE,
         "a test-runner or type-checker plugin (or environment) is not installed",
+    ),
+    Rule(
+        "resource.missing-program",
+        Category.RESOURCE_ERROR,
+        # a program, compiler or interpreter named as missing where no rule above knows the
+        # wording: a build script's (`failed to run protoc: … NotFound`), CMake's, a `#!` line's
+        r"\bfailed to run [`'\"]?[\w.+-]+[`'\"]?: .*(?:NotFound|[Nn]o such file)"
+        r"|Could not find \w+ using the following names:|No CMAKE_\w+_COMPILER could be found"
+        r"|: bad interpreter: |cannot execute: required file not found"
+        r"|^/usr/bin/env: [‘'\"][^’'\"]+[’'\"]: No such file or directory"
+        r"|This is not the \S+ command you are looking for",
+        (
+            ": bad interpreter: ",
+            ": no such file or directory",
+            "_compiler could be found",
+            "cannot execute: required file not found",
+            "command you are looking for",
+            "failed to run ",
+            "using the following names:",
+        ),
+        Tier.CAUSE,
+        "a program, compiler or interpreter the project runs is not installed",
+    ),
+    Rule(
+        "resource.service-down",
+        Category.RESOURCE_ERROR,
+        # a daemon or server the project talks to is not running (its socket is not there)
+        r"Is the (?:docker )?daemon running\b|Is the server running\b|[Cc]annot connect to the \w+ daemon\b"
+        r"|cannot connect to socket at '[^']*daemon[^']*'"
+        r"|connection to server on socket \S+ failed: No such file or directory",
+        (
+            " failed: no such file or directory",
+            "cannot connect to socket at '",
+            "cannot connect to the ",
+            "is the daemon running",
+            "is the docker daemon running",
+            "is the server running",
+        ),
+        Tier.CAUSE,
+        "a daemon or server the project needs is not running",
     ),
     Rule(
         "file.not-found",
