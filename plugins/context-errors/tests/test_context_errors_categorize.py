@@ -342,3 +342,39 @@ def test_the_implied_needles_of_some_patterns() -> None:
     assert implied_needles(r"x+y(?:abcd)+") == {"abcd"}
     assert implied_needles(r"(?:abcd)?|efgh") is None  # the first branch can match nothing
     assert implied_needles(r"\d+") is None
+
+
+# --- environment problems by what is missing ---------------------------------------------------
+
+#: Lines in the corpus's forms from programs, daemons and runtimes the corpus does not hold.
+MISSING_FROM_THE_ENVIRONMENT = (
+    '  failed to run flatc: Os { code: 2, kind: NotFound, message: "No such file or directory" }',
+    "  Could not find SWIG using the following names: swig4.0 swig",
+    "  No CMAKE_CUDA_COMPILER could be found.",
+    "/bin/sh: ./gen.py: /usr/bin/python2: bad interpreter: No such file or directory",
+    "/usr/bin/env: 'node18': No such file or directory",
+    "Cannot connect to the Podman daemon. Is the daemon running?",
+    "redis-cli: Could not connect. Is the server running?",
+    "error: toolchain 'nightly-2024-01-01-x86_64-unknown-linux-gnu' is not installed",
+    "Your Ruby version is 3.1.2, but your Gemfile specified ~> 3.3",
+    "ERROR: JAVA_HOME is not set and no 'java' command could be found in your PATH.",
+    "mylib 2.0 requires requests, which is not installed.",
+    "ERROR: Missing prebuilt package for 'zlib/1.3.1'. You can try:",
+)
+
+
+@pytest.mark.parametrize("line", MISSING_FROM_THE_ENVIRONMENT)
+def test_what_the_environment_lacks_is_a_resource_error(line: str) -> None:
+    assert categorize(line).category is Category.RESOURCE_ERROR
+
+
+@pytest.mark.parametrize(
+    ("line", "category"),
+    [
+        # the project's own code failing to run something it was given is not a missing program
+        ("thread 'main' panicked at src/main.rs:9:5: failed to run query: timed out", "TIMEOUT"),
+        ("Error: ENOENT: no such file or directory, open 'data/input.csv'", "FILE_ACCESS"),
+    ],
+)
+def test_near_misses_keep_their_category(line: str, category: str) -> None:
+    assert categorize(line).category.value == category

@@ -708,10 +708,8 @@ BUILTIN_RULES: tuple[Rule, ...] = (
         r"|\bPlugin \[id: '[^']+'[^\]]*\] was not found|was not found in the Nix search path",
         (
             "' not resolved",
-            "cannot load such file -- ",
             "can't locate ",
-            "you may need to install the",
-            "/vendor/autoload.php",
+            "cannot load such file -- ",
             "could not be resolved",
             "could not be resolved to an installable set of packages",
             "could not find ",
@@ -729,8 +727,10 @@ BUILTIN_RULES: tuple[Rule, ...] = (
             "requires lib-",
             "unchecked dependencies for environment",
             "unknown package: ",
+            "vendor/autoload.php",
             "was not found in the nix search path",
-            ", which is not installed",
+            "which is not installed",
+            "you may need to install the",
         ),
         Tier.CAUSE,
         "a package, gem, module or library the project needs is not installed or not resolvable",
@@ -747,38 +747,45 @@ BUILTIN_RULES: tuple[Rule, ...] = (
         # CMake's cmake_minimum_required, Composer's platform check ("requires php >=9.1 but
         # your php version (8.2.32) does not satisfy that requirement")
         r"|\bor (?:higher|newer|later) is required\.\s+You are running version"
-        r"|\bbut your \w+ version \([^)]*\) does not satisfy"
+        r"|\bbut your \w+ version \([^)]*\) does not satisfy",
+        (
+            ") does not satisfy",
+            "built-in module",
+            "different python",
+            "interpreter",
+            "is not supported by",
+            "release version",
+            "requires go",
+            "requires rustc",
+            "source release",
+            "stable release channel",
+            "target release",
+            "you are running version",
+        ),
+        Tier.CAUSE,
+        "the project needs a version of Python, Rust, Go or Java that is not installed",
+    ),
+    Rule(
+        "resource.runtime-version",
+        Category.RESOURCE_ERROR,
         # a pinned toolchain, a runtime version the project declares (Bundler, Mix, Cabal,
-        # virtualenv), JAVA_HOME that names no Java, a tool feature the project needs switched off
-        r"|\btoolchain '[^']+' is not installed|\bYour \w+ version is \S+, but your \w+ specified"
+        # virtualenv's python_spec), JAVA_HOME that names no Java, a tool feature the project
+        # needs switched off
+        r"\btoolchain '[^']+' is not installed|\bYour \w+ version is \S+, but your \w+ specified"
         r"|\bon \w+ v[\d.]+ but it has declared .* supports only\b|Unsupported cabal-version"
         r"|failed to find interpreter for|JAVA_HOME (?:is set to an invalid|is not set"
         r"|environment variable is not defined correctly)|experimental \w+ feature '[^']+' is disabled",
         (
-            " a different python",
-            " but it has declared ",
-            " is not supported by the following package",
-            " is not supported by the project",
-            " release: ",
-            " version is ",
             "' is not installed",
-            ") does not satisfy",
-            "could not find python interpreter",
+            "but it has declared",
             "experimental ",
             "failed to find interpreter for",
             "java_home ",
-            "may not be used on the stable release channel",
-            "no interpreter found for python",
-            "no such built-in module: ",
-            "note: module requires go ",
-            "python interpreter ",
-            "release version ",
-            "requires rustc ",
             "unsupported cabal-version",
-            "you are running version",
+            "version is ",
         ),
         Tier.CAUSE,
-        "the project needs a toolchain or runtime (or version of one) that is not installed",
+        "the project needs a toolchain, runtime or version of one that is not installed",
     ),
     Rule(
         "resource.native-library",
@@ -838,9 +845,9 @@ BUILTIN_RULES: tuple[Rule, ...] = (
         (
             ": bad interpreter: ",
             ": no such file or directory",
-            "_compiler could be found",
             "cannot execute: required file not found",
             "command you are looking for",
+            "compiler could be found",
             "failed to run ",
             "using the following names:",
         ),
