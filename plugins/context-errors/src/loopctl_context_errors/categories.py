@@ -699,11 +699,12 @@ BUILTIN_RULES: tuple[Rule, ...] = (
         r"|\bPackage '[^']+' not resolved\b|Can't locate \S+ in @INC|you may need to install the\b"
         # a library or package said to be missing, hidden or of another version: Bazel's
         # external repository, Conan's binary, GHC's hidden package, a gem's version, pip
-        # check, Composer's platform and autoloader, a Gradle plugin, Nix's <nixpkgs>
+        # check and pkg_resources, Go's vendor directory, Composer's platform and autoloader,
+        # a Gradle plugin, Nix's <nixpkgs>
         r"|[Tt]he repository '@[^']*' could not be resolved|Missing prebuilt package for '"
         r"|It is a member of the hidden package|"
-        + _exc("MissingSpecError", "MissingSpecVersionError")
-        + r"|\brequires \S+, which is not installed|\bhas requirement \S+, but you have\b"
+        + _exc("MissingSpecError", "MissingSpecVersionError", "VersionConflict")
+        + r"|\binconsistent vendoring\b|\brequires \S+, which is not installed|\bhas requirement \S+, but you have\b"
         r"|\brequires (?:ext|lib)-[\w.-]+ \(.*\bmissing\s*$|/vendor/autoload\.php\b"
         r"|\bPlugin \[id: '[^']+'[^\]]*\] was not found|was not found in the Nix search path",
         (
@@ -717,6 +718,7 @@ BUILTIN_RULES: tuple[Rule, ...] = (
             "could not resolve dependencies:",
             "gemnotfound",
             "has requirement ",
+            "inconsistent vendoring",
             "is missing from your system",
             "loaderror",
             "member of the hidden package",
@@ -728,6 +730,7 @@ BUILTIN_RULES: tuple[Rule, ...] = (
             "unchecked dependencies for environment",
             "unknown package: ",
             "vendor/autoload.php",
+            "versionconflict",
             "was not found in the nix search path",
             "which is not installed",
             "you may need to install the",
@@ -769,17 +772,19 @@ BUILTIN_RULES: tuple[Rule, ...] = (
         "resource.runtime-version",
         Category.RESOURCE_ERROR,
         # a pinned toolchain, a runtime version the project declares (Bundler, Mix, Cabal,
-        # virtualenv's python_spec), JAVA_HOME that names no Java, a tool feature the project
-        # needs switched off
+        # virtualenv's python_spec, Maven's enforcer), JAVA_HOME that names no Java, a tool
+        # feature the project needs switched off
         r"\btoolchain '[^']+' is not installed|\bYour \w+ version is \S+, but your \w+ specified"
         r"|\bon \w+ v[\d.]+ but it has declared .* supports only\b|Unsupported cabal-version"
         r"|failed to find interpreter for|JAVA_HOME (?:is set to an invalid|is not set"
-        r"|environment variable is not defined correctly)|experimental \w+ feature '[^']+' is disabled",
+        r"|environment variable is not defined correctly)|experimental \w+ feature '[^']+' is disabled"
+        r"|\bversion \S+ .*\bis not in the allowed range\b",
         (
             "' is not installed",
             "but it has declared",
             "experimental ",
             "failed to find interpreter for",
+            "is not in the allowed range",
             "java_home ",
             "unsupported cabal-version",
             "version is ",
