@@ -162,16 +162,19 @@ SUITE_MARKS = "not e2e and not venv and not timing"
 #: Those are half the suite's time and run once, on the newest Python. Every supported Python
 #: runs the per-distribution suites (core/tests, plugins/*/tests, contrib/*/tests): parsers,
 #: config, state files, typing, stdlib behaviour (tomllib/tomli, sqlite3, asyncio, warnings as
-#: errors), Hypothesis properties, whole loops, the CLI. A test of something that can differ
-#: between versions belongs there, unmarked.
+#: errors), Hypothesis properties, whole loops, the CLI (the slow ones of those on the oldest
+#: and the newest only, below). A test of something that can differ between versions belongs
+#: there, unmarked.
 EVERY_PYTHON_MARKS = "not process and not temporal"
 #: What the middle Pythons (neither the oldest nor the newest supported) leave out besides:
 #: the tests marked `slow` (a second or more: whole loops, the CLI in a subprocess, servers).
 #: What differs between Python versions is what a version added, changed or removed: code
 #: that works on the oldest and the newest and only breaks on one in between is the rare
 #: case, and the fast tests (parsers, config, state files, Hypothesis properties, which are
-#: never marked slow) still run there. The slow ones were half a middle session's
-#: time and prove the same loop code on 3.10 and on 3.13.
+#: never marked slow) still run there. The slow ones were more than half a middle session's
+#: time and prove the same loop code on 3.10 and on 3.13. A new test that takes a second or
+#: more (``pytest --durations``) gets the mark, unless it is a Hypothesis property or tests
+#: something a Python version changes.
 MIDDLE_PYTHON_MARKS = "not slow"
 
 
