@@ -14,7 +14,10 @@ from typing import Any
 import nox
 
 ROOT = Path(__file__).parent
-nox.options.default_venv_backend = "venv"
+#: uv when nox was installed with it (`pip install 'nox[uv]'`, as the README and .ci/run do): a
+#: session's install took 15-25 s with pip and takes 1-2 s with uv, and CI makes eleven
+#: sessions and isolation eight venvs more; venv (and pip) otherwise
+nox.options.default_venv_backend = "uv|venv"
 nox.options.reuse_existing_virtualenvs = False
 nox.options.download_python = "never"
 nox.options.error_on_missing_interpreters = False
@@ -159,9 +162,20 @@ SUITE_MARKS = "not e2e and not venv and not timing"
 #: Those are half the suite's time and run once, on the newest Python. Every supported Python
 #: runs the per-distribution suites (core/tests, plugins/*/tests, contrib/*/tests): parsers,
 #: config, state files, typing, stdlib behaviour (tomllib/tomli, sqlite3, asyncio, warnings as
-#: errors), Hypothesis properties, whole loops, the CLI. A test of something that can differ
-#: between versions belongs there, unmarked.
+#: errors), Hypothesis properties, whole loops, the CLI (the slow ones of those on the oldest
+#: and the newest only, below). A test of something that can differ between versions belongs
+#: there, unmarked.
 EVERY_PYTHON_MARKS = "not process and not temporal"
+#: What the middle Pythons (neither the oldest nor the newest supported) leave out besides:
+#: the tests marked `slow` (a second or more: whole loops, the CLI in a subprocess, servers).
+#: What differs between Python versions is what a version added, changed or removed: code
+#: that works on the oldest and the newest and only breaks on one in between is the rare
+#: case, and the fast tests (parsers, config, state files, Hypothesis properties, which are
+#: never marked slow) still run there. The slow ones were more than half a middle session's
+#: time and prove the same loop code on 3.10 and on 3.13. A new test that takes a second or
+#: more (``pytest --durations``) gets the mark, unless it is a Hypothesis property or tests
+#: something a Python version changes.
+MIDDLE_PYTHON_MARKS = "not slow"
 
 
 def _newest(python: object) -> bool:
@@ -169,10 +183,15 @@ def _newest(python: object) -> bool:
     return not INSTALLED_PYTHONS or python == INSTALLED_PYTHONS[-1]
 
 
+def _oldest(python: object) -> bool:
+    """Whether ``python`` (a session's interpreter) is the oldest installed supported one."""
+    return not INSTALLED_PYTHONS or python == INSTALLED_PYTHONS[0]
+
+
 @nox.session(python=INSTALLED_PYTHONS or None)
 def tests(session: nox.Session) -> None:
-    """The tests on this Python: on the newest all (`timing` in `load`), on the others all but
-    the run-once ones."""
+    """The tests on this Python: on the newest all (`timing` in `load`), on the oldest all but
+    the run-once ones, on those between all but the run-once and the `slow` ones."""
     session.install(
         *wheels(session, *all_distributions()), *TEST_DEPS, *PRICES_DEPS, *POSTGRES_DEPS
     )
@@ -180,6 +199,8 @@ def tests(session: nox.Session) -> None:
         marks, paths = SUITE_MARKS, test_paths()
     else:
         marks = f"{SUITE_MARKS} and {EVERY_PYTHON_MARKS}"
+        if not _oldest(session.python):
+            marks = f"{marks} and {MIDDLE_PYTHON_MARKS}"
         paths = [path for path in test_paths() if path != "tests"]
     session.run("pytest", "-n", "2", "-m", marks, *paths, *session.posargs)
 
@@ -307,6 +328,15 @@ def _extras_modules(dist: Path) -> list[str]:
     return sorted(name.replace("-", "_").lower() for name in names)
 
 
+def install_into(session: nox.Session, python: str, *requirements: str) -> None:
+    """Install ``requirements`` into the environment of ``python`` (a venv without pip of its
+    own) with the session's installer: uv's when the session is uv's, else the session's pip."""
+    if session.venv_backend == "uv":
+        session.run("uv", "pip", "install", "-q", "--python", python, *requirements)
+    else:
+        session.run("python", "-m", "pip", "--python", python, "install", "-q", *requirements)
+
+
 @nox.session
 def isolation(session: nox.Session) -> None:
     """Install core plus ONE plugin (and the first-party plugins it declares it needs) into an
@@ -325,8 +355,8 @@ def isolation(session: nox.Session) -> None:
         # without pip of its own (ensurepip cost seconds a venv): the session's pip installs
         session.run("python", "-m", "venv", "--without-pip", str(venv))
         py = str(venv / "bin" / "python")
-        session.run(
-            "python", "-m", "pip", "--python", py, "install", "-q",
+        install_into(
+            session, py,
             *wheels(session, "./core", f"./{dist.relative_to(ROOT)}", *local_requirements(dist)),
             *TEST_DEPS,
         )  # fmt: skip

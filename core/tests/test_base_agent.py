@@ -247,6 +247,7 @@ def test_a_cli_that_refuses_its_command_line_stops_the_run_with_exit_2(project: 
     )
 
 
+@pytest.mark.slow
 def test_loopctl_run_exits_2_and_says_why(project: Project) -> None:
     project.write("fake_cli.py", FAKE_PARSER)
     project.commit("the fake CLI")
@@ -297,6 +298,7 @@ def test_the_model_setting_reaches_whichever_adapter_runs(tmp_path: Path) -> Non
     )
 
 
+@pytest.mark.slow
 def test_loopctl_run_model_reaches_a_command_agent(project: Project) -> None:
     project.write(
         "agent.py",
@@ -373,6 +375,7 @@ def _record_turns(
 SPEND = {"usage": {"input_tokens": 100, "output_tokens": 0}}  # $10 a turn at that price
 
 
+@pytest.mark.slow
 def test_a_fresh_session_run_tells_the_adapter_not_to_keep_sessions(project: Project) -> None:
     _record_turns(project, "fresh", [[SPEND], [SPEND], [SPEND, FIX]])
     assert [r.keep_session for r in SEEN] == [False, False, False]
@@ -380,6 +383,7 @@ def test_a_fresh_session_run_tells_the_adapter_not_to_keep_sessions(project: Pro
     assert [r.session_cost_usd for r in SEEN] == [0.0, 0.0, 0.0]
 
 
+@pytest.mark.slow
 def test_a_resumed_session_comes_with_what_it_cost_so_far(project: Project) -> None:
     _record_turns(project, "resume", [[SPEND], [SPEND], [SPEND, FIX]])
     assert [r.keep_session for r in SEEN] == [True, True, True]
@@ -389,6 +393,7 @@ def test_a_resumed_session_comes_with_what_it_cost_so_far(project: Project) -> N
     assert [r.budget_usd for r in SEEN] == pytest.approx([50.0, 40.0, 30.0])
 
 
+@pytest.mark.slow
 def test_a_loop_switched_to_resumed_sessions_does_not_resume_an_unkept_one(
     project: Project,
 ) -> None:
@@ -467,6 +472,7 @@ def test_without_genai_prices_the_note_says_what_to_install(
     assert "install 'loopctl-core[prices]'" in estimate.source
 
 
+@pytest.mark.slow
 def test_max_cost_stops_a_run_whose_agent_reports_only_tokens(project: Project) -> None:
     """The scripted agent reports tokens and no cost, as Codex and Gemini CLI do: priced from the
     config's table, the budget stops the run, and the stop line says the cost is estimated."""
@@ -492,6 +498,7 @@ def test_max_cost_stops_a_run_whose_agent_reports_only_tokens(project: Project) 
     assert all(e["cost_estimated"] for e in result.events_of("agent.end"))
 
 
+@pytest.mark.slow
 def test_a_turn_that_cannot_be_priced_is_said_once_when_a_cost_budget_is_set(
     project: Project, monkeypatch: pytest.MonkeyPatch
 ) -> None:

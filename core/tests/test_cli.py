@@ -130,6 +130,7 @@ def test_version(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert capsys.readouterr().out == f"loopctl {__version__}\n"
 
 
+@pytest.mark.slow
 def test_demo_json_keep_prints_only_json_events_and_keeps_the_project(tmp_path: Path) -> None:
     target = tmp_path / "demo"
     result = loopctl("demo", "--json", "--keep", str(target), cwd=tmp_path)
@@ -161,6 +162,7 @@ def test_demo_keep_refuses_a_directory_with_other_files(
 # --- run, status, resume ---------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_run_completes_and_status_reports_it(
     project: Project, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -206,6 +208,7 @@ def test_run_completes_and_status_reports_it(
     assert_error(call(capsys, "agents", "parse", "nope", transcript), "unknown agent 'nope'")
 
 
+@pytest.mark.slow
 def test_run_stops_at_max_iterations_with_exit_code_10(project: Project) -> None:
     use_scenario(project, [[{"say": "still looking"}]], repeat_last=True)
     result = loopctl("run", "make add work", *RUN, "--max-iterations", "2", cwd=project.path)
@@ -267,6 +270,7 @@ def test_interrupted_run_resumes_and_completes(
     assert_error(again, "is complete", "start a new one with `loopctl run`")
 
 
+@pytest.mark.slow
 def test_resume_uses_the_agent_command_the_run_was_given(project: Project) -> None:
     project.write("agent.py", "import sys\nsys.stdin.read()\nprint('looked, changed nothing')\n")
     command = f"{sys.executable} agent.py"
@@ -292,6 +296,7 @@ def test_resume_uses_the_agent_command_the_run_was_given(project: Project) -> No
     assert [(e["tokens"], e["usage"]) for e in ends] == [(None, None)]  # a command reports none
 
 
+@pytest.mark.slow
 def test_a_loop_of_loopctl_0_1_resumes_with_what_it_recorded(project: Project) -> None:
     """0.1 recorded no settings: only its test command, session, limit, agent, and (in
     ``extra``) ``--agent-cmd``; resume uses those and says the rest is read as it is now."""
@@ -330,6 +335,7 @@ def test_a_loop_of_loopctl_0_1_resumes_with_what_it_recorded(project: Project) -
     assert (state.settings.agent_cmd, state.settings.config["test_cmd"]) == (command, TEST_CMD)
 
 
+@pytest.mark.slow
 def test_resume_reads_secrets_again_and_restores_the_variables_of_the_run(
     project: Project,
 ) -> None:
@@ -617,6 +623,7 @@ def test_plugins_list_json_shows_the_builtin_plugins(tmp_path: Path) -> None:
         assert rows[adapter]["hooks"] == ["register_agents"]
 
 
+@pytest.mark.slow
 def test_a_builtin_adapter_can_be_disabled_on_its_own(tmp_path: Path) -> None:
     (tmp_path / "loopctl.toml").write_text('[plugins]\ndisable = ["aider"]\n')
     listed = loopctl("plugins", "list", cwd=tmp_path)
@@ -629,6 +636,7 @@ def test_a_builtin_adapter_can_be_disabled_on_its_own(tmp_path: Path) -> None:
     assert {"claude", "codex", "gemini", "command", "scripted"} <= names
 
 
+@pytest.mark.slow
 def test_the_core_plugin_cannot_be_disabled(tmp_path: Path) -> None:
     (tmp_path / "loopctl.toml").write_text('[plugins]\ndisable = ["core"]\n')
     result = loopctl("agents", "list", cwd=tmp_path)
@@ -738,6 +746,7 @@ OPTION_PLUGIN = """\
 """
 
 
+@pytest.mark.slow
 def test_plugins_add_run_options_that_set_their_config(project: Project, tmp_path: Path) -> None:
     site = tmp_path / "site"
     add_plugin(site, "opt", OPTION_PLUGIN)

@@ -281,6 +281,7 @@ def test_classify_and_errors_report_run_without_typer(tmp_path: Path) -> None:
         assert any("test_add" in line for line in output), done.stdout
 
 
+@pytest.mark.slow
 def test_status_reads_a_finished_loop_with_only_what_reading_needs(tmp_path: Path) -> None:
     """No typer, none of what only writing the state needs (moving archives, naming temp
     files, the lock's host name), and not the typed configuration for the state directory."""

@@ -68,6 +68,7 @@ def test_a_closed_pipe_ends_the_command_quietly(project: Project, args: list[str
 # --- demo ----------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_demo_keeps_its_project_and_writes_nothing_in_the_users_directories(
     tmp_path: Path,
 ) -> None:
@@ -103,6 +104,7 @@ def test_demo_keeps_its_project_and_writes_nothing_in_the_users_directories(
         assert list(project.rglob("failures.sqlite3"))
 
 
+@pytest.mark.slow
 def test_demo_dir_puts_the_project_there(tmp_path: Path) -> None:
     target = tmp_path / "demo"
     result = loopctl("demo", "--dir", str(target), cwd=tmp_path)
@@ -116,6 +118,7 @@ def test_demo_dir_puts_the_project_there(tmp_path: Path) -> None:
 KNOWN_PLUGINS = ("core", "claude", "command", "scripted")  # built in: there whatever is installed
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("config", "args", "fragments"),
     [
@@ -199,6 +202,7 @@ def test_config_typos_are_errors_that_say_what_was_meant(
     assert not (project.path / ".loopctl").exists()  # nothing ran
 
 
+@pytest.mark.slow
 def test_a_misspelled_plugin_in_the_environment_is_named_after_the_variable(
     project: Project,
 ) -> None:
@@ -207,6 +211,7 @@ def test_a_misspelled_plugin_in_the_environment_is_named_after_the_variable(
     assert "environment variable LOOPCTL_PLUGINS: no plugin is named 'scriptd'" in result.stderr
 
 
+@pytest.mark.slow
 def test_a_misspelt_setting_in_the_environment_is_an_error(project: Project) -> None:
     env = clean_env(LOOPCTL_LIMITS__MAX_ITERATION="3")
     result = loopctl("config", "show", cwd=project.path, env=env)
@@ -241,6 +246,7 @@ def test_plugins_list_warns_of_a_misspelled_plugin_and_lists_all(project: Projec
     assert "scripted" in result.stdout
 
 
+@pytest.mark.slow
 def test_config_show_checks_plugin_sections_as_run_does(project: Project) -> None:
     project.write("loopctl.toml", '[agents.scripted]\nscenario = "s.toml"\n')
     fake = project.path / "site"
@@ -273,6 +279,7 @@ def test_config_show_checks_plugin_sections_as_run_does(project: Project) -> Non
     )
 
 
+@pytest.mark.slow
 def test_a_missing_agent_command_is_said_to_be_missing(project: Project) -> None:
     result = loopctl(
         "run",
@@ -295,6 +302,7 @@ def test_a_missing_agent_command_is_said_to_be_missing(project: Project) -> None
 ONE_TURN = ["--test-cmd", "false", "--agent-cmd", "true", "--max-iterations", "1", "--no-plugins"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "args",
     [
@@ -313,12 +321,14 @@ def test_verbose_shows_debug_logging_on_stderr(project: Project, args: list[str]
     assert "loopctl: debug" not in result.stdout
 
 
+@pytest.mark.slow
 def test_without_verbose_there_is_no_debug_output(project: Project) -> None:
     result = loopctl("run", "go", *ONE_TURN, cwd=project.path)
     assert result.returncode == 10
     assert "debug" not in result.stderr
 
 
+@pytest.mark.slow
 def test_quiet_prints_the_loops_lines_and_how_the_run_ended(project: Project) -> None:
     result = loopctl("-q", "run", "go", *ONE_TURN, cwd=project.path)
     assert result.returncode == 10, result.stderr
@@ -394,6 +404,7 @@ def every_command(capsys: pytest.CaptureFixture[str]) -> dict[tuple[str, ...], s
 TYPE_NAMES = re.compile(r"<(str|int|float|bool|path|directory|list\[.*?\]|int range)>")
 
 
+@pytest.mark.slow
 def test_every_command_has_readable_placeholders_and_an_example(
     project: Project, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -454,6 +465,7 @@ def rich_help(*args: str, cwd: Path) -> str:
     return in_terminal(*args, "--help", cwd=cwd)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("words", [("run",), ("resume",), ("classify",), ("plugins", "new")])
 def test_the_terminal_help_shows_choices_placeholders_and_examples(
     project: Project, words: tuple[str, ...]
@@ -489,6 +501,7 @@ def complete(words: str, cword: int, cwd: Path) -> list[str]:
     return result.stdout.split()
 
 
+@pytest.mark.slow
 def test_a_completion_request_answers_with_commands_options_and_choices(project: Project) -> None:
     top = complete("loopctl ", 1, project.path)
     assert {"run", "resume", "status", "demo", "plugins", "config", "completion"} <= set(top)
@@ -499,6 +512,7 @@ def test_a_completion_request_answers_with_commands_options_and_choices(project:
     assert complete("loopctl completion ", 2, project.path) == ["bash", "zsh", "fish", "powershell"]
 
 
+@pytest.mark.slow
 def test_completion_offers_agent_and_plugin_names(project: Project) -> None:
     agents = complete("loopctl run --agent ", 3, project.path)
     assert {"claude", "codex", "command", "scripted"} <= set(agents)

@@ -137,6 +137,7 @@ def test_the_bounds_themselves_are_allowed(root: Path, path: str, source: str) -
         load_from(root, source, path, value)  # no error
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("value", ["1e7", "inf", "nan", "-1", "0"])
 def test_run_with_a_bad_timeout_is_a_usage_error_before_anything_runs(
     tmp_path: Path, value: str

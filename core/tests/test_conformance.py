@@ -34,6 +34,7 @@ class Good:
         return None
 
 
+@pytest.mark.slow
 def test_a_well_behaved_plugin_has_no_problems(tmp_path: Path) -> None:
     assert hook_problems(Good(), "good") == []
     assert survival_problems(Good(), "good", tmp_path) == []
@@ -81,6 +82,7 @@ def test_a_misspelled_hook_and_an_argument_no_hook_passes_are_caught() -> None:
     assert "verdict" in " ".join(hook_problems(ExtraArgument(), "extra"))
 
 
+@pytest.mark.slow
 def test_a_plugin_that_trips_over_odd_input_is_caught(tmp_path: Path) -> None:
     class Fragile:
         @hookimpl

@@ -94,6 +94,7 @@ WRONG = {"replace": "calc.py", "old": "a - b", "new": "a * b"}
 FIX_WRONG = {"replace": "calc.py", "old": "a * b", "new": "a + b"}
 
 
+@pytest.mark.slow
 def test_a_failed_change_is_in_the_next_prompt_with_its_diff(project):
     """Iteration 1 changes calc.py wrongly: iteration 2's prompt shows that change (its diff
     lines), not only the file's name; iteration 3's says iteration 2 changed nothing, and it is
@@ -119,6 +120,7 @@ def test_a_failed_change_is_in_the_next_prompt_with_its_diff(project):
     assert "+    return a * b" in third
 
 
+@pytest.mark.slow
 def test_an_iteration_that_changed_nothing_is_not_credited_with_a_change(project):
     """Iterations that changed nothing are named as such, never as "changing calc.py"."""
     result = run(
@@ -176,6 +178,7 @@ def test_a_fresh_session_loop_is_nudged_then_stopped_without_a_restart(project):
     assert len(result.records) == 4
 
 
+@pytest.mark.slow
 def test_stuck_escalates_nudge_then_restart_then_stop(project):
     result = run(
         project,
@@ -193,6 +196,7 @@ def test_stuck_escalates_nudge_then_restart_then_stop(project):
     assert result.report()["failed_approaches"]
 
 
+@pytest.mark.slow
 def test_one_stuck_streak_is_one_failed_approach_however_often_it_escalates(project):
     """Issue 25: "What was tried" listed iterations 1-2, 1-3 and 1-4 of one streak, each said
     by a "noted a failed approach" line."""
@@ -209,6 +213,7 @@ def test_one_stuck_streak_is_one_failed_approach_however_often_it_escalates(proj
     assert len(noted) == 1  # noted once, then updated in place (the view shows the first)
 
 
+@pytest.mark.slow
 def test_the_stuck_stop_counts_the_restarts_the_streak_went_through(project):
     """A plugin restarts the session after iteration 1, stuck detection after iteration 3: the
     stop line counts both (it always said "a restart")."""
@@ -238,6 +243,7 @@ def test_the_stuck_stop_counts_the_restarts_the_streak_went_through(project):
     assert message in (result.state_dir / "report.md").read_text()
 
 
+@pytest.mark.slow
 def test_the_stop_line_names_the_plugin_that_cut_the_iteration_limit(project):
     """A plugin's decision lowers the limit from 6 to 2: the stop line, the report and the final
     state say who, from what, and why (it said only "reached the iteration limit (2)")."""
@@ -301,6 +307,7 @@ def test_a_plugin_that_raises_is_reported_and_the_loop_goes_on(project):
     assert "RuntimeError: plugin bug" in json.dumps(result.report()["plugin_errors"])
 
 
+@pytest.mark.slow
 def test_a_plugin_restart_archives_artifacts_and_starts_a_fresh_session(project):
     seen = []
 
@@ -337,6 +344,7 @@ def test_a_plugin_restart_archives_artifacts_and_starts_a_fresh_session(project)
     assert sessions[0] != sessions[1]  # fresh session after the restart
 
 
+@pytest.mark.slow
 def test_resume_mode_keeps_the_session_until_a_restart(project):
     result = run(
         project, [IDLE, IDLE, [FIX]], config={"session": "resume", "stuck": {"enabled": False}}
@@ -345,6 +353,7 @@ def test_resume_mode_keeps_the_session_until_a_restart(project):
     assert len(sessions) == 1
 
 
+@pytest.mark.slow
 def test_max_restarts_stops_the_loop(project):
     class AlwaysRestart:
         @hookimpl
@@ -376,6 +385,7 @@ def test_a_crashing_agent_is_retried_with_fresh_sessions_then_stops(project):
     assert [e["reason"] for e in result.events_of("loop.restart")] == ["agent_crash", "agent_crash"]
 
 
+@pytest.mark.slow
 def test_a_context_overflow_restarts_with_a_fresh_session(project):
     result = run(
         project,
@@ -386,6 +396,7 @@ def test_a_context_overflow_restarts_with_a_fresh_session(project):
     assert [e["reason"] for e in result.events_of("loop.restart")] == ["context_exhaustion"]
 
 
+@pytest.mark.slow
 def test_the_completion_signal_must_be_a_whole_line(project):
     turns = [[FIX, {"say": "I am not LOOPCTL_DONE yet"}], [{"done": True}]]
     result = run(
@@ -396,6 +407,7 @@ def test_the_completion_signal_must_be_a_whole_line(project):
     assert result.events_of("loop.completion_signal_missing")
 
 
+@pytest.mark.slow
 def test_token_budget_stops_the_loop(project):
     turns = [[{"usage": {"input_tokens": 6000, "output_tokens": 100}}]]
     result = run(
@@ -469,6 +481,7 @@ def test_resume_continues_from_the_state_files(project):
     assert second.events_of("loop.resume")
 
 
+@pytest.mark.slow
 def test_a_rate_limit_is_waited_out_and_the_iteration_retried(project):
     turns = [
         [
@@ -550,6 +563,7 @@ def test_a_plugin_can_end_the_turn_mid_stream_and_ask_for_a_restart(project):
     assert len(result.records) == 2  # the 30 s sleep was cut short, the fix came next session
 
 
+@pytest.mark.slow
 def test_plugins_write_state_files_off_the_loops_path_and_rerun_tests(project, monkeypatch):
     """``loop.write_file``: atomic, latest content wins, done before a restart archives the
     logs, fsynced unless ``durable=False``; a plugin's ``loop.run_tests`` logs beside the
@@ -671,6 +685,7 @@ def test_the_state_writer_survives_a_ctrl_c_in_the_middle_of_a_submit():
     assert written == ["queued, not woken", "final state"]
 
 
+@pytest.mark.slow
 def test_background_tasks_run_off_the_loop_and_are_done_before_it_ends(project):
     import threading
 
@@ -751,6 +766,7 @@ def test_background_work_waits_until_the_agent_and_the_tests_have_started(projec
     ]
 
 
+@pytest.mark.slow
 def test_loop_state_is_rendered_when_the_loop_waits_not_when_an_iteration_ends(
     project, monkeypatch
 ):
@@ -790,6 +806,7 @@ def test_loop_state_is_rendered_when_the_loop_waits_not_when_an_iteration_ends(
     assert read_running(result.state_dir) is None  # nothing runs any more
 
 
+@pytest.mark.slow
 def test_events_are_redacted_for_the_journal_and_every_listener_and_clean_ones_kept(project):
     """An event with a secret in its data reaches events.jsonl, the return value and on_event
     redacted; one with nothing to hide is kept exactly (also its non-ASCII text)."""
@@ -819,6 +836,7 @@ def test_events_are_redacted_for_the_journal_and_every_listener_and_clean_ones_k
     assert all(secret not in str(event.data) for event in returned)
 
 
+@pytest.mark.slow
 def test_a_restart_waits_for_background_tasks(project):
     """Work a plugin handed over before a restart is done before the archive is made."""
     import time
@@ -881,6 +899,7 @@ def test_withheld_variables_reach_neither_the_agent_nor_the_tests(project, monke
         assert "akid-value" not in seen
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("timeout_s", [math.inf, 1e7], ids=["inf", "1e7"])
 def test_timeouts_too_large_for_select_do_not_crash_the_loop(project, timeout_s):
     """They used to raise OverflowError from the supervisor (exit 1, while loop.end said 13)."""
@@ -890,6 +909,7 @@ def test_timeouts_too_large_for_select_do_not_crash_the_loop(project, timeout_s)
     assert result.outcome.exit_code == 0
 
 
+@pytest.mark.slow
 def test_a_hook_past_the_wall_clock_is_stopped_and_its_plugin_not_called_again(project, capfd):
     """In-process: the watchdog stops the hook at the limit, the loop ends with wall_clock, and
     the plugin's later hooks (its on_loop_end) are skipped, since each would hang the end too."""
@@ -916,6 +936,7 @@ def test_a_hook_past_the_wall_clock_is_stopped_and_its_plugin_not_called_again(p
     assert not result.records  # stopped before the first iteration
 
 
+@pytest.mark.slow
 def test_a_run_over_journals_without_their_loop_state_starts_them_fresh(project):
     """Deleting loop-state.md and running again gave iterations 1, 2, 1, 2 in one journal:
     the old loop's files are moved aside, named in a warning, and the new journals are its own."""
@@ -942,6 +963,7 @@ def test_a_run_over_journals_without_their_loop_state_starts_them_fresh(project)
     assert (first.state_dir / "previous-run-2" / "events.jsonl").is_file()
 
 
+@pytest.mark.slow
 def test_loop_run_id_is_new_for_each_run_and_kept_by_resume(project):
     """``loop.run_id`` tells a loop's own records from an earlier loop's in the same state
     directory: a fresh ``run`` makes one (in loop-state.md from its first write), ``resume``

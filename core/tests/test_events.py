@@ -56,6 +56,7 @@ class Noisy:
         raise RuntimeError("noisy bug")
 
 
+@pytest.mark.slow
 def test_a_real_run_validates_line_by_line(calc):
     result = run_loop(
         calc,

@@ -56,6 +56,7 @@ def test_the_next_step_points_at_the_failed_approaches_where_they_are() -> None:
     assert "What was tried and did not work" in markdown[next_step:]
 
 
+@pytest.mark.slow
 def test_loopctl_report_prints_the_last_runs_report(tmp_path: Path) -> None:
     missing = loopctl("report", cwd=tmp_path)
     assert missing.returncode == 1
@@ -101,6 +102,7 @@ def test_loopctl_report_pages_on_a_terminal(tmp_path: Path) -> None:
     assert "paged:" not in text
 
 
+@pytest.mark.slow
 def test_a_fresh_runs_report_counts_its_own_iterations_only(tmp_path: Path) -> None:
     """Already fixed by the resume work (previous-run-N/, loop.run_id): kept fixed."""
     failing = ["--agent-cmd", "true", "--test-cmd", "false", "--no-plugins"]

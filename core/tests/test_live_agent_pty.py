@@ -47,6 +47,7 @@ def story(text: str) -> list[str]:
     return [STAMP.sub("", line) for line in stamped(screen(text))]
 
 
+@pytest.mark.slow
 def test_the_scrollback_shows_what_the_agent_did_and_said(workdir: Path) -> None:
     text, code = run_in_terminal(ONE, workdir)
     assert code == 10, text
@@ -65,6 +66,7 @@ def test_the_scrollback_shows_what_the_agent_did_and_said(workdir: Path) -> None
     assert lines.index("agent read calc.py") < lines.index("running tests: " + FAILING)
 
 
+@pytest.mark.slow
 def test_verbose_shows_the_whole_stream(workdir: Path) -> None:
     text, code = run_in_terminal(["-v", *ONE], workdir)
     assert code == 10, text
@@ -82,6 +84,7 @@ def test_verbose_shows_the_whole_stream(workdir: Path) -> None:
     assert shown.count("loopctl: debug: loopctl.agent: starting the scripted agent") == 1, shown
 
 
+@pytest.mark.slow
 def test_quiet_shows_the_loops_lines_only(workdir: Path) -> None:
     text, code = run_in_terminal(["-q", *ONE], workdir)
     assert code == 10, text
@@ -124,6 +127,7 @@ def run_until(
     return output.decode("utf-8", errors="replace"), code
 
 
+@pytest.mark.slow
 def test_the_panel_counts_the_turns_tokens_while_it_runs(workdir: Path) -> None:
     (workdir / "go").unlink()  # the turn waits in its last command until the test says go
     shown: list[list[str]] = []

@@ -39,6 +39,7 @@ def project(tmp_path) -> Project:
 # --- the state directory ignores itself in git ---------------------------------------------------
 
 
+@pytest.mark.slow
 def test_git_status_lists_none_of_the_state_files_after_a_run(project):
     result = run(
         project, [IDLE], config={"limits": {"max_iterations": 3}, "stuck": {"enabled": False}}
@@ -51,6 +52,7 @@ def test_git_status_lists_none_of_the_state_files_after_a_run(project):
     assert any("loopctl.toml" in line for line in listed)  # the user's own files still show
 
 
+@pytest.mark.slow
 def test_an_existing_state_dir_gets_its_gitignore_on_resume(project):
     first = run(project, [IDLE], config={"limits": {"max_iterations": 1}})
     (first.state_dir / ".gitignore").unlink()  # as loopctl 0.2.0 left it
@@ -60,6 +62,7 @@ def test_an_existing_state_dir_gets_its_gitignore_on_resume(project):
     assert ".loopctl/" not in project.git("status", "--porcelain", "--untracked-files=all")
 
 
+@pytest.mark.slow
 def test_a_state_dir_elsewhere_ignores_itself_too(project, tmp_path):
     elsewhere = tmp_path / "state"
     result = run(
@@ -136,6 +139,7 @@ def _summary_warnings(result: RunResult) -> list[str]:
     ]
 
 
+@pytest.mark.slow
 def test_the_summary_saved_with_the_state_covers_the_whole_journal(project):
     result = run(
         project, [[{"say": "x"}, USAGE]], config={"limits": {"max_iterations": 3}, **QUIET}
@@ -149,6 +153,7 @@ def test_the_summary_saved_with_the_state_covers_the_whole_journal(project):
     assert summary["input_tokens"] == 3000
 
 
+@pytest.mark.slow
 def test_resume_folds_in_what_was_appended_after_the_summary_was_saved(project):
     """A kill between the journal append and the next loop-state.md leaves a summary one
     record behind: resume adds that record, once."""
@@ -172,6 +177,7 @@ def test_resume_folds_in_what_was_appended_after_the_summary_was_saved(project):
     assert _summary_warnings(second) == []
 
 
+@pytest.mark.slow
 def test_resume_keeps_the_stuck_streak_of_the_iterations_before_it(project):
     """The same failure twice, then a resume: with a window of 3 the third in a row (the
     first after the resume) escalates, as without the resume: in a fresh-session loop where no
@@ -192,6 +198,7 @@ def test_resume_keeps_the_stuck_streak_of_the_iterations_before_it(project):
     assert stuck[0] == (3, "stop")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("summary", "why"),
     [
@@ -247,6 +254,7 @@ def _long_loop(project: Project, count: int) -> Path:
     return first.state_dir
 
 
+@pytest.mark.slow
 def test_a_long_loop_resumes_reading_only_the_end_of_its_journal(project, monkeypatch):
     count = 3 * RECENT_RECORDS
     _long_loop(project, count)

@@ -27,6 +27,7 @@ def project(loopctl_project):
 PASSING = f"{sys.executable} -c pass"
 
 
+@pytest.mark.slow
 def test_a_plugins_rerun_never_changes_what_the_next_plugin_sees(project):
     """The failure classifier re-runs the tests inside on_failure; a plugin after it must still
     see the iteration's own failing run, and the next prompt must still show it."""
@@ -88,6 +89,7 @@ class Lifecycle:
         self.calls.append(("after", loop.iteration, record.ending))
 
 
+@pytest.mark.slow
 def test_a_rate_limit_wait_closes_the_iteration_before_it_runs_again(project):
     rate_limited = {"error": "rate_limit", "message": "slow down", "retry_after": 0.2, "once": True}
     lifecycle = Lifecycle()
@@ -137,6 +139,7 @@ def test_an_interrupted_iteration_is_closed_too(project):
     assert result.records == []  # resume runs it again
 
 
+@pytest.mark.slow
 def test_not_agents_fault_is_noted_and_kept_out_of_stuck_detection(project):
     class Flaky:
         @hookimpl
@@ -161,6 +164,7 @@ def test_not_agents_fault_is_noted_and_kept_out_of_stuck_detection(project):
     )
 
 
+@pytest.mark.slow
 def test_a_decision_can_cut_the_iteration_budget_and_says_who_cut_it(project):
     class Cutter:
         @hookimpl
@@ -179,6 +183,7 @@ def test_a_decision_can_cut_the_iteration_budget_and_says_who_cut_it(project):
     assert (cut["max_iterations"], cut["reason"], cut["source"]) == (2, "unproductive", "cutter")
 
 
+@pytest.mark.slow
 def test_the_stop_status_is_explicit_not_the_reason(project):
     class Stopper:
         @hookimpl
@@ -190,6 +195,7 @@ def test_the_stop_status_is_explicit_not_the_reason(project):
     assert result.outcome.reason == "complete"
 
 
+@pytest.mark.slow
 def test_a_plugin_can_declare_completion(project):
     class Judge:
         @hookimpl
@@ -237,6 +243,7 @@ class Counter:
         loop.emit("counter.seen", iterations=list(loop.stash[COUNT]))
 
 
+@pytest.mark.slow
 def test_the_stash_holds_one_runs_state_and_starts_empty_in_the_next(project):
     counter = Counter()
     first = run(project, [IDLE, [FIX]], plugins={"counter": counter})
@@ -265,6 +272,7 @@ def test_the_stash_is_typed_and_behaves_like_a_mapping():
         stash[key]
 
 
+@pytest.mark.slow
 def test_completion_veto_result_and_decision_sources_are_attributed(project):
     class Veto:
         @hookimpl

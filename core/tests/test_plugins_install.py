@@ -78,6 +78,7 @@ def test_without_pip_or_uv_the_message_says_what_to_do() -> None:
     assert "pipx inject loopctl-core NAME" in message
 
 
+@pytest.mark.slow
 def test_uninstalling_loopctl_itself_is_refused() -> None:
     for name in ("core", "loopctl-core", "loopctl_core"):
         done = subprocess.run(
@@ -98,6 +99,7 @@ def _loopctl(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess
 OFFLINE = ("--no-index", "--find-links", "/nonexistent")
 
 
+@pytest.mark.slow
 def test_a_name_found_nowhere_is_one_clean_error() -> None:
     done = _loopctl("plugins", "install", *OFFLINE, "no-such-plugin-xyz")
     assert done.returncode == 1
@@ -107,6 +109,7 @@ def test_a_name_found_nowhere_is_one_clean_error() -> None:
     assert "no distribution named loopctl-no-such-plugin-xyz was found" in done.stderr
 
 
+@pytest.mark.slow
 def test_a_name_not_on_the_index_points_to_the_checkouts_copy(tmp_path: Path) -> None:
     checkout = tmp_path / "checkout"
     plugin = checkout / "contrib" / "flaky-db"
@@ -120,6 +123,7 @@ def test_a_name_not_on_the_index_points_to_the_checkouts_copy(tmp_path: Path) ->
     assert "loopctl plugins install ../contrib/flaky-db" in inside.stderr
 
 
+@pytest.mark.slow
 def test_a_failed_install_says_so_in_json_too() -> None:
     done = _loopctl("plugins", "install", "--json", *OFFLINE, "no-such-plugin-xyz")
     assert done.returncode == 1
@@ -129,6 +133,7 @@ def test_a_failed_install_says_so_in_json_too() -> None:
     assert result["added"] == result["removed"] == result["changed"] == []
 
 
+@pytest.mark.slow
 def test_uninstalling_a_name_nothing_has_is_an_error_with_a_suggestion() -> None:
     done = _loopctl("plugins", "uninstall", "goal-gaurd")
     assert done.returncode == 2

@@ -75,6 +75,7 @@ def test_a_plugin_config_with_a_missing_required_field_is_checked_once(tmp_path,
     assert calls == [NeedsName]
 
 
+@pytest.mark.slow
 def test_a_saved_run_is_read_back_and_says_what_it_skipped(loopctl_project, run_loop):
     loopctl_project.write(
         "test_x.py",
@@ -143,6 +144,7 @@ def probe(cwd: Path, **env: str) -> list:
     return json.loads(done.stdout)
 
 
+@pytest.mark.slow
 def test_settings_no_source_sets_are_read_without_the_typed_configuration(tmp_path):
     (tmp_path / "loopctl.toml").write_text('test_cmd = "true"\n[plugins.other]\nx = 1\n')
     values, heavy = probe(tmp_path, LOOPCTL_PLUGINS="core")

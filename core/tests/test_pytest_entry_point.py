@@ -11,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 #: A user's test that records which loopctl modules its pytest run has imported.
 RECORDER = """\
 import json, sys
@@ -39,6 +41,7 @@ def _pytest(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )  # fmt: skip
 
 
+@pytest.mark.slow
 def test_a_users_pytest_run_imports_only_the_entry_point_module(tmp_path: Path) -> None:
     (tmp_path / "pytest.ini").write_text("[pytest]\n")  # the rootdir: no config from above
     (tmp_path / "test_user.py").write_text(RECORDER)
@@ -49,6 +52,7 @@ def test_a_users_pytest_run_imports_only_the_entry_point_module(tmp_path: Path) 
     assert imported == ["loopctl", "loopctl._version", "loopctl.pytest_plugin"]
 
 
+@pytest.mark.slow
 def test_the_fixtures_still_work_through_the_entry_point(tmp_path: Path) -> None:
     (tmp_path / "pytest.ini").write_text("[pytest]\n")
     (tmp_path / "test_kit.py").write_text(FIXTURE_USER)
@@ -56,6 +60,7 @@ def test_the_fixtures_still_work_through_the_entry_point(tmp_path: Path) -> None
     assert done.returncode == 0, done.stdout + done.stderr
 
 
+@pytest.mark.slow
 def test_p_no_loopctl_keeps_loopctl_out_of_the_run(tmp_path: Path) -> None:
     (tmp_path / "pytest.ini").write_text("[pytest]\n")
     (tmp_path / "test_user.py").write_text(RECORDER)

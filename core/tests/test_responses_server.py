@@ -10,6 +10,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -90,6 +91,7 @@ def test_reading_never_raises_on_any_json(body: Any) -> None:
     AgentRequest.from_body(as_messages({"input": [body]}))
 
 
+@pytest.mark.slow
 def test_the_behaviours_tools_run_as_shell_commands(tmp_path: Path) -> None:
     target = tmp_path / "calc.py"
     target.write_text("def add(a, b):\n    return a - b\n")

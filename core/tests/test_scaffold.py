@@ -49,6 +49,7 @@ def test_an_existing_directory_is_never_overwritten(tmp_path: Path) -> None:
     assert marker.read_text(encoding="utf-8") == "mine"
 
 
+@pytest.mark.slow
 def test_the_command_lists_what_it_wrote(tmp_path: Path) -> None:
     done = subprocess.run(
         [sys.executable, "-m", "loopctl", "plugins", "new", "flaky-db", "--dir", str(tmp_path),
@@ -70,6 +71,7 @@ def test_the_command_lists_what_it_wrote(tmp_path: Path) -> None:
     assert "already exists" in again.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("classifier", [False, True], ids=["plugin", "classifier"])
 def test_the_generated_plugin_passes_its_own_tests(tmp_path: Path, classifier: bool) -> None:
     if classifier:

@@ -347,6 +347,7 @@ def test_a_scanner_with_few_literals_searches_literal_by_literal() -> None:
     assert not Scanner(ONE_PASS_RULES, prefilter=False)._one_pass
 
 
+@pytest.mark.slow
 def test_a_one_pass_pattern_is_compiled_only_once_the_texts_searched_are_long() -> None:
     scanner = Scanner(ONE_PASS_RULES)
     assert list(scanner.search("an errno here\n" * 100)) != []

@@ -115,6 +115,7 @@ def test_a_turn_edits_files_runs_commands_and_reports_usage(project: Path) -> No
     assert usage_messages[0].usage == Usage(1200, 300, 0, 500)
 
 
+@pytest.mark.slow
 def test_resume_reuses_the_session_id_and_turns_follow_the_iteration(project: Path) -> None:
     write_scenario(
         project / "scenario.json", [[{"say": "one"}], [{"say": "two"}]], repeat_last=True

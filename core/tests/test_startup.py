@@ -140,6 +140,7 @@ def work(tmp_path: Path) -> Path:
 # --- help ------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_help_in_a_pipe_lists_every_command_with_its_first_sentence_as_plain_text(
     site: Path, work: Path
 ) -> None:
@@ -198,6 +199,7 @@ def test_help_in_a_terminal_is_rich(work: Path) -> None:
     assert "status" in shown
 
 
+@pytest.mark.slow
 def test_only_the_command_that_runs_is_built(site: Path, work: Path) -> None:
     env = clean_env(PYTHONPATH=str(site))
     hello, _ = loopctl("hello", "--name", "bob", cwd=work, env=env)
@@ -217,6 +219,7 @@ def test_mistakes_in_plugin_command_names_get_suggestions(site: Path, work: Path
     assert "loopctl: error: No such command 'helo'. Did you mean 'hello'?" in done.stderr
 
 
+@pytest.mark.slow
 def test_plugin_commands_follow_the_plugin_switches_not_required_plugins(
     site: Path, work: Path
 ) -> None:
@@ -267,6 +270,7 @@ STATUS_FORMS = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("form", STATUS_FORMS, ids=lambda form: " ".join(form) or "plain")
 def test_status_without_typer_says_what_the_typer_command_says(
     finished: Path,
@@ -286,6 +290,7 @@ def test_status_without_typer_says_what_the_typer_command_says(
     assert code == (EXIT_USAGE if "nowhere" in form else 0)
 
 
+@pytest.mark.slow
 def test_status_shows_the_loop_past_a_mistake_elsewhere_in_the_config(finished: Path) -> None:
     """status reads ``state_dir`` alone (not the typed configuration); a config that does not
     load is the error only when there is no loop to show."""
@@ -303,6 +308,7 @@ def test_status_shows_the_loop_past_a_mistake_elsewhere_in_the_config(finished: 
     assert "loopctl.toml: limits: unknown key 'max_iteration'" in gone.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("form", "code", "says"),
     [

@@ -194,6 +194,7 @@ def test_running_json_of_an_odd_shape_reads_as_nothing_running(
     assert state.read_running(tmp_path) is None
 
 
+@pytest.mark.slow
 def test_concurrent_rewrites_of_one_file_never_show_a_mix(tmp_path: Path) -> None:
     """Threads here and processes elsewhere rewrite one file while others read it: every read
     is one whole version (each names its writer and repeats its payload to a checked length)."""

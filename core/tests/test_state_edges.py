@@ -66,6 +66,7 @@ def state_dir(project: Project) -> Path:
 # --- status reads the journals like resume ------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_status_reports_damaged_lines_and_skips_records_that_are_not_iterations(
     project: Project, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -183,6 +184,7 @@ def test_the_tail_of_one_long_line_costs_about_one_read_of_it(tmp_path: Path) ->
 # --- progress.md is final ------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("turns", "args", "status"),
     [
@@ -230,6 +232,7 @@ def test_agent_logs_are_capped_by_the_config(
 # --- goals --------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_goal_larger_than_half_the_prompt_budget_is_refused(
     project: Project, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -286,6 +289,7 @@ def test_a_test_command_that_is_not_found_is_a_usage_error_before_the_agent_runs
     assert not (state_dir(project) / state_files.LOOP_STATE_FILE).exists()
 
 
+@pytest.mark.slow
 def test_resume_refuses_a_test_command_that_went_missing(
     project: Project, capsys: pytest.CaptureFixture[str]
 ) -> None:

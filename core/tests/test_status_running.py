@@ -9,6 +9,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from cli_run import clean_env, loopctl
 
 from loopctl.status import render_status, running_now
@@ -30,6 +31,7 @@ def wait_for(condition: object, what: str, process: subprocess.Popen[bytes]) -> 
         time.sleep(0.02)
 
 
+@pytest.mark.slow
 def test_status_shows_the_running_iteration_and_its_phase(tmp_path: Path) -> None:
     (tmp_path / "calc.py").write_text("def add(a, b):\n    return a - b\n")
     (tmp_path / "s.toml").write_text(SCENARIO)

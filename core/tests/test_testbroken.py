@@ -40,6 +40,7 @@ def _tree(tmp_path: Path, files: dict[str, str]) -> Path:
 PASSING = {"test_a.py": "def test_a():\n    assert True\n"}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("arguments", "kind", "name"),
     [
@@ -60,6 +61,7 @@ def test_pytest_says_its_command_is_broken(
     assert f"`{command}`" in broken.message(command)
 
 
+@pytest.mark.slow
 def test_a_test_id_pytest_does_not_find_names_its_file(tmp_path: Path) -> None:
     command = f"{PYTEST} test_a.py::test_nope"
     code, output = _run(command, _tree(tmp_path, PASSING))
@@ -71,6 +73,7 @@ def test_a_test_id_pytest_does_not_find_names_its_file(tmp_path: Path) -> None:
     assert "no test" in broken.problem
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "files",
     [
@@ -146,6 +149,7 @@ def test_any_output_is_read_without_raising(command: str, code: int | None, outp
 # --- the loop ---------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_loop_with_a_broken_test_command_stops_after_its_first_run(project) -> None:
     command = f"{PYTEST} tests/unit"
     result = run(project, [IDLE], test_cmd=command, config={"limits": {"max_iterations": 5}})
@@ -157,6 +161,7 @@ def test_a_loop_with_a_broken_test_command_stops_after_its_first_run(project) ->
     assert f"`{command}`" in result.outcome.message
 
 
+@pytest.mark.slow
 def test_a_loop_whose_agent_removed_the_tested_folder_goes_on(project) -> None:
     """The command names tests/unit, which the agent's own turn removed: that is the agent's
     to fix (and the next turn does), not a broken command."""
@@ -174,6 +179,7 @@ def test_a_loop_whose_agent_removed_the_tested_folder_goes_on(project) -> None:
     assert len(result.records) == 2
 
 
+@pytest.mark.slow
 def test_a_collection_error_in_the_code_is_left_to_the_agent(project) -> None:
     project.write("calc.py", "def add(a, b):\n    return a - b (\n")
     project.commit("a syntax error")

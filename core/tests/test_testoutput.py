@@ -379,6 +379,7 @@ def test_detail_lines_are_capped_per_failure() -> None:
 # --- size (the speed is measured by benchmarks/bench_testoutput.py) ---------------------------
 
 
+@pytest.mark.slow
 def test_the_failures_at_the_end_of_ten_megabytes_of_pytest_output_are_found() -> None:
     block = "".join(
         f"tests/test_mod_{i % 97}.py::test_case_{i} PASSED{' ' * 30}[ {i % 100:2d}%]\n"
@@ -393,6 +394,7 @@ def test_the_failures_at_the_end_of_ten_megabytes_of_pytest_output_are_found() -
     assert found.failing_tests[-1] == "tests/test_many.py::test_29"
 
 
+@pytest.mark.slow
 def test_ten_megabytes_of_noise_and_a_huge_line_are_read_without_a_failure() -> None:
     rng = random.Random(7)
     vocabulary = ["info", "debug", "GET", "/api/x", "200", "ok", "ms", "user=42", "error:", "fail"]

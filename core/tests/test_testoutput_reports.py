@@ -361,6 +361,7 @@ def _write_project(root: Path) -> None:
     )
 
 
+@pytest.mark.slow
 def test_pytest_run_is_read_from_the_report_loopctl_asks_for(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -497,6 +498,7 @@ CALC_TEST = (
 )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("setting", "failing"), [(None, ["test_calc.py::test_add"]), ("off", [])])
 def test_a_loop_reads_the_report_it_asks_pytest_for(
     loopctl_project: Project, setting: str | None, failing: list[str]

@@ -133,6 +133,7 @@ def test_a_failure_that_fails_again_on_the_rerun_goes_to_the_agent(project):
     assert not result.events_of("tests.flaky")
 
 
+@pytest.mark.slow
 def test_no_tests_run_first_after_a_restart(project):
     turns = [[{"error": "context_overflow", "message": "prompt is too long"}], [FIX]]
     result = run(project, turns, config={"limits": {"max_iterations": 3}})
@@ -166,6 +167,7 @@ TWO_TESTS = (
 )
 
 
+@pytest.mark.slow
 def test_a_first_turn_that_fixed_one_of_the_failing_tests_is_no_failed_approach(
     loopctl_project,
 ):

@@ -45,6 +45,7 @@ class RestartAfterFirst:
         return Decision.restart("test", "a fresh start") if record.iteration == 1 else None
 
 
+@pytest.mark.slow
 def test_sessions_count_from_one_in_the_report_and_on_the_console(project: Project) -> None:
     """Iteration 2 runs in the second session: report.md says session 2 where it said
     ``restarts`` 1 beside a console that said "#1"; report.json keeps ``restarts`` (0-based,
@@ -92,6 +93,7 @@ def test_unknown_tokens_are_unknown_in_every_file(project: Project) -> None:
     assert " 0 tokens" not in status
 
 
+@pytest.mark.slow
 def test_tokens_reported_by_some_iterations_say_so(project: Project) -> None:
     result = run(
         project,
@@ -181,6 +183,7 @@ class ReadsProgressAtStart:
         self.seen.append(self.path.read_text("utf-8"))
 
 
+@pytest.mark.slow
 def test_a_run_and_a_resume_rewrite_progress_as_they_start(project: Project) -> None:
     """progress.md showed the last run's word (``complete``, ``max_iterations``) until the new
     run's first iteration ended."""

@@ -104,6 +104,7 @@ def _ruff() -> str | None:
     return found if Path(found).exists() else None
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("live", [False, True])
 def test_a_loop_recovers_from_lint_by_running_the_declared_fix(
     loopctl_project: Project, run_loop: Any, monkeypatch: pytest.MonkeyPatch, live: bool

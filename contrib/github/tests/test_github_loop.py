@@ -54,6 +54,7 @@ def posted(result: RunResult) -> list[dict[str, Any]]:
     return result.events_of(POSTED)
 
 
+@pytest.mark.slow
 def test_one_comment_created_then_updated_then_marked_resolved(
     tmp_path: Path, github: FakeGitHub
 ) -> None:
@@ -117,6 +118,7 @@ def assert_events_match_their_schema(result: RunResult) -> None:
         spec["line"].format(**line)
 
 
+@pytest.mark.slow
 def test_a_token_withheld_from_the_agent_still_posts(
     tmp_path: Path, github: FakeGitHub, token: str
 ) -> None:
@@ -136,6 +138,7 @@ def test_a_token_withheld_from_the_agent_still_posts(
     assert token not in seen
 
 
+@pytest.mark.slow
 def test_posting_never_holds_up_the_loop(tmp_path: Path, github: FakeGitHub) -> None:
     """GitHub answers nothing until iteration 2 has ended: were any hook waiting on it, the
     loop would stall until the server gave up (10 s)."""
@@ -159,6 +162,7 @@ def test_posting_never_holds_up_the_loop(tmp_path: Path, github: FakeGitHub) -> 
     assert posted(result)[-1]["state"] == "resolved"  # the end of the loop flushed it
 
 
+@pytest.mark.slow
 def test_the_session_lives_in_the_run_stash_and_ends_with_the_run(
     tmp_path: Path, github: FakeGitHub
 ) -> None:
@@ -186,6 +190,7 @@ def test_the_session_lives_in_the_run_stash_and_ends_with_the_run(
     assert not any(name.isupper() and name.startswith("_") for name in vars(runtime))
 
 
+@pytest.mark.slow
 def test_resume_keeps_updating_the_same_comment(tmp_path: Path, github: FakeGitHub) -> None:
     project = calc_project(tmp_path / "p")
     first = run_loop(project, GOAL, turns=[[SAY], [FIX_ADD]], plugins=PLUGINS,
@@ -209,6 +214,7 @@ def test_resume_keeps_updating_the_same_comment(tmp_path: Path, github: FakeGitH
     assert "Last failure report (iteration 1, ASSERTION_FAILURE" in body
 
 
+@pytest.mark.slow
 def test_a_new_run_updates_the_comment_an_earlier_run_left(
     tmp_path: Path, github: FakeGitHub
 ) -> None:
@@ -258,6 +264,7 @@ def test_a_clean_run_marks_an_earlier_comment_passed_and_posts_nothing_new(
     assert github.comments == {}  # nothing failed: no comment
 
 
+@pytest.mark.slow
 def test_a_deleted_comment_is_created_again(tmp_path: Path, github: FakeGitHub) -> None:
     github.delete_after_create = 1  # someone deletes the first comment at once
     result = run(tmp_path / "p", [[SAY], [SAY], [FIX_ADD]], github.api_url)
@@ -274,6 +281,7 @@ def test_a_deleted_comment_is_created_again(tmp_path: Path, github: FakeGitHub) 
     assert result.loop_state().extra[STATE_KEY]["id"] == survivor["id"]
 
 
+@pytest.mark.slow
 def test_server_errors_are_retried(tmp_path: Path, github: FakeGitHub) -> None:
     github.faults.append(Fault("POST", 502, {"message": "Server Error"}, times=1))
     result = run(tmp_path / "p", [[SAY], [FIX_ADD]], github.api_url)
@@ -287,6 +295,7 @@ def test_server_errors_are_retried(tmp_path: Path, github: FakeGitHub) -> None:
     assert not result.events_of(FAILED)
 
 
+@pytest.mark.slow
 def test_a_rejected_token_stops_posting_and_the_loop_goes_on(
     tmp_path: Path, github: FakeGitHub, token: str, capfd: pytest.CaptureFixture[str]
 ) -> None:
@@ -306,6 +315,7 @@ def test_a_rejected_token_stops_posting_and_the_loop_goes_on(
     assert_token_absent(token, result, capfd)
 
 
+@pytest.mark.slow
 def test_server_down_the_loop_completes_and_says_so_once(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -320,6 +330,7 @@ def test_server_down_the_loop_completes_and_says_so_once(
     assert not result.events_of("plugin.error")
 
 
+@pytest.mark.slow
 def test_missing_settings_one_clear_warning_then_quiet(
     tmp_path: Path, github: FakeGitHub, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -114,6 +114,7 @@ def test_the_end_of_the_loop_carries_a_report_it_overtakes(fake: FakeGitHub, tok
     assert "second-report" in final
 
 
+@pytest.mark.slow
 def test_a_rate_limit_within_max_wait_is_waited_out(fake: FakeGitHub, token: str) -> None:
     fake.faults.append(Fault("POST", 429, {"message": "slow down"}, {"Retry-After": "1"}))
     poster = make_poster(fake.api_url, token, max_wait_s=5)

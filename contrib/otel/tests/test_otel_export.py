@@ -72,6 +72,7 @@ def flush_seconds(result: RunResult) -> float:
     return float(result.events_of("loop.end")[0]["ts"]) - float(last)
 
 
+@pytest.mark.slow
 def test_spans_and_metrics_arrive_over_otlp_http(run_loop: Any, collector: Collector) -> None:
     result = run_loop(
         "make add add",
@@ -160,6 +161,7 @@ def test_an_http_error_is_reported_once_with_its_status(
     assert collector.requests  # it was tried
 
 
+@pytest.mark.slow
 def test_a_signal_the_collector_refuses_does_not_cost_the_other_one(
     run_loop: Any, collector: Collector
 ) -> None:
@@ -305,6 +307,7 @@ print(json.dumps({"runs": runs, "spans": spans}))
 """
 
 
+@pytest.mark.slow
 def test_a_host_provider_is_used_and_left_running(tmp_path: Path) -> None:
     done = subprocess.run(
         [
@@ -353,6 +356,7 @@ def test_every_event_of_a_failing_export_fits_the_published_schema(
         validator.validate(line)
 
 
+@pytest.mark.slow
 def test_the_run_options_set_exporter_and_endpoint(project: Any, collector: Collector) -> None:
     from loopctl.testing import python_test_cmd, write_scenario
 

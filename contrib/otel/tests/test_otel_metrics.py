@@ -54,6 +54,7 @@ def by(points: list[tuple[dict[str, Any], Any]], **wanted: Any) -> list[Any]:
     return [v for a, v in points if all(a.get(k) == w for k, w in wanted.items())]
 
 
+@pytest.mark.slow
 def test_iterations_are_counted_with_their_outcome(points: dict[str, Any]) -> None:
     iterations = points["loopctl.iterations"]
     assert sum(v for _, v in iterations) == 3

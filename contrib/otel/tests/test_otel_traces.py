@@ -134,6 +134,7 @@ def test_a_turn_without_usage_has_no_token_attributes(run_loop: Any, memory: Mem
     assert "loopctl.tokens.total" not in iteration.attributes
 
 
+@pytest.mark.slow
 def test_cost_is_on_the_agent_iteration_and_run_spans(
     run_loop: Any, project: Project, memory: Memory
 ) -> None:
@@ -168,6 +169,7 @@ def test_the_goal_is_cut_to_goal_max_chars(run_loop: Any, memory: Memory) -> Non
     assert run.attributes["loopctl.goal"] == goal[:19] + "…"
 
 
+@pytest.mark.slow
 def test_goal_max_chars_zero_leaves_the_goal_out(run_loop: Any, memory: Memory) -> None:
     run_loop(
         "secret plans",
@@ -188,6 +190,7 @@ class Rechecker:
             loop.run_tests(label="flaky-check")
 
 
+@pytest.mark.slow
 def test_a_plugins_rerun_of_the_tests_is_a_labelled_tests_span(
     run_loop: Any, memory: Memory
 ) -> None:
@@ -346,6 +349,7 @@ def test_an_auth_error_stops_after_the_agent_phase(run_loop: Any, memory: Memory
     assert run.attributes["loopctl.exit_code"] == 14
 
 
+@pytest.mark.slow
 def test_a_rate_limited_attempt_is_its_own_span_and_is_retried(
     run_loop: Any, memory: Memory
 ) -> None:
@@ -369,6 +373,7 @@ def test_a_rate_limited_attempt_is_its_own_span_and_is_retried(
     assert attempts[1].attributes["loopctl.tests.passed"] is True
 
 
+@pytest.mark.slow
 def test_a_resumed_run_links_to_the_run_it_continues(run_loop: Any) -> None:
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 

@@ -182,6 +182,7 @@ def test_usage_events_carry_the_line_the_views_show() -> None:
     assert "?" not in _usage_line("stream", Reading(5_000, None), None)
 
 
+@pytest.mark.slow
 def test_real_runs_validate_against_the_published_schema(buggy: Project, run_loop: Any) -> None:
     jsonschema = pytest.importorskip("jsonschema")
     turns = [

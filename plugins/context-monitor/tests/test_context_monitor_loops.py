@@ -37,6 +37,7 @@ def briefing_body(result: RunResult) -> str:
     return text.split("\n\n", 1)[1].rstrip("\n")
 
 
+@pytest.mark.slow
 def test_resume_mode_climbing_usage_warns_and_restarts_exactly_at_the_crossing(
     buggy: Project, run_loop: Any
 ) -> None:
@@ -97,6 +98,7 @@ def test_resume_mode_climbing_usage_warns_and_restarts_exactly_at_the_crossing(
     assert body in fresh_prompt
 
 
+@pytest.mark.slow
 def test_fresh_mode_high_usage_every_iteration_is_no_false_alarm(
     buggy: Project, run_loop: Any
 ) -> None:
@@ -115,6 +117,7 @@ def test_fresh_mode_high_usage_every_iteration_is_no_false_alarm(
     assert len({e["session"] for e in per_iteration}) == 4  # a new session every iteration
 
 
+@pytest.mark.slow
 def test_fresh_mode_warn_is_reported_without_a_restart(buggy: Project, run_loop: Any) -> None:
     turns = [
         [usage(20_000), {"read": "calc.py"}, usage(150_000)],
@@ -170,6 +173,7 @@ def test_hard_threshold_mid_turn_ends_the_turn_and_restarts_with_flagged_files(
     assert "- calc.py\n- helper.py" in prompt(result, 2)
 
 
+@pytest.mark.slow
 def test_context_overflow_restarts_once_with_a_fresh_session_and_a_briefing(
     buggy: Project, run_loop: Any
 ) -> None:
@@ -198,6 +202,7 @@ def test_context_overflow_restarts_once_with_a_fresh_session_and_a_briefing(
     assert BRIEFING_HEADER in prompt(result, 2)
 
 
+@pytest.mark.slow
 def test_storm_guard_stops_when_the_fresh_session_starts_over_warn(
     buggy: Project, run_loop: Any
 ) -> None:
@@ -243,6 +248,7 @@ def test_storm_guard_shrinks_the_briefing_when_it_is_what_pushed_the_baseline_ov
     assert not result.events_of(ev.BASELINE_TOO_HIGH)
 
 
+@pytest.mark.slow
 def test_no_usage_is_unknown_never_zero(buggy: Project, run_loop: Any) -> None:
     result = run_loop(
         "make test_add pass",
@@ -301,6 +307,7 @@ def test_rollback_restores_the_interrupted_turns_files(buggy: Project, run_loop:
     assert buggy.git("diff", "--cached", "--name-only") == ""  # the index was left alone
 
 
+@pytest.mark.slow
 def test_graceful_handoff_asks_for_a_note_then_restarts_with_it(
     buggy: Project, run_loop: Any
 ) -> None:
@@ -404,6 +411,7 @@ def test_another_plugin_can_enrich_the_briefing_with_a_deterministic_fallback(
         assert error["hook"] == "context_monitor_briefing"
 
 
+@pytest.mark.slow
 def test_resume_carries_the_gauge_of_the_resumed_session(buggy: Project, run_loop: Any) -> None:
     turns = [[{"read": "calc.py"}, usage(100_000)], [{"read": "calc.py"}]]  # turn 2: no usage
     first = run_loop("make test_add pass", turns=turns, plugins=PLUGIN, config=config("resume", 1))
@@ -443,6 +451,7 @@ class InterruptOnce:
             raise KeyboardInterrupt
 
 
+@pytest.mark.slow
 def test_a_pending_briefing_survives_loopctl_resume(buggy: Project, run_loop: Any) -> None:
     turns = [[{"read": "calc.py"}, usage(150_000)], [FIX_ACTION, usage(1_000), {"done": True}]]
     interrupter = InterruptOnce()
@@ -486,6 +495,7 @@ def test_a_turn_cut_by_a_timeout_flags_its_files_in_the_next_prompt(
     assert "## Possibly Incomplete Edits" not in prompt(result, 1)
 
 
+@pytest.mark.slow
 def test_without_git_the_briefing_lists_the_files_loopctl_saw_change(tmp_path: Any) -> None:
     from context_monitor_testkit import make_buggy_files
 
@@ -513,6 +523,7 @@ def test_without_git_the_briefing_lists_the_files_loopctl_saw_change(tmp_path: A
     assert "- calc.py" in body
 
 
+@pytest.mark.slow
 def test_a_rate_limited_turn_that_reached_warn_still_restarts_after_its_retry(
     buggy: Project, run_loop: Any
 ) -> None:
@@ -552,6 +563,7 @@ def test_an_agent_failure_reports_the_fill_and_decides_nothing(
     assert not result.events_of(ev.EXHAUSTION_RESTART)
 
 
+@pytest.mark.slow
 def test_each_run_has_its_own_monitor(buggy: Project, run_loop: Any) -> None:
     # the monitor lives in loop.stash: a second run in the same process starts from nothing
     import weakref

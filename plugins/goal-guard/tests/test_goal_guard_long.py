@@ -51,6 +51,7 @@ def fast_agent(max_iterations: int, **extra: Any) -> dict[str, Any]:
     return settings
 
 
+@pytest.mark.slow
 def test_fifty_iterations_keep_the_goal_exact_and_the_prompt_flat(loopctl_project):
     prepare_project(loopctl_project, failing=FAILING)
     prompt_budget = 24000
@@ -221,6 +222,7 @@ def test_any_goal_round_trips_through_a_real_run_and_resume(
     assert all(goal_section_is(prompt, goal) for prompt in logged.values())
 
 
+@pytest.mark.slow
 def test_the_real_cli_round_trips_a_goal_file_through_run_and_resume(loopctl_project):
     """`loopctl run --goal-file` and `loopctl resume` as subprocesses, goal-guard loaded from its
     installed entry point (and only it)."""
