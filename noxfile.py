@@ -269,7 +269,8 @@ def packaging(session: nox.Session) -> None:
     """Install by the published names from a local wheelhouse into a fresh venv (demo, plugins
     list, plugins install/uninstall), and what loopctl costs a user's own pytest run."""
     # uv: the real one installs plugins into a venv without pip, as `uv tool install` makes it
-    session.install(*wheels(session, *all_distributions()), *TEST_DEPS, "uv")
+    # pip: the tests download and install with it (a venv uv made has none)
+    session.install(*wheels(session, *all_distributions()), *TEST_DEPS, "uv", "pip")
     session.run(
         "pytest", "-q", "-p", "no:cacheprovider", "-m", "venv", "tests/test_install_by_name.py",
         env={"LOOPCTL_WHEELHOUSE": str(WHEELHOUSE), "LOOPCTL_REQUIRE_UV": "1"},

@@ -158,7 +158,7 @@ class Locality:
         return self._cache[key]
 
     def _check(self, kind: str, name: str, line: str) -> tuple[bool, str]:
-        check = {
+        checks: dict[str, Callable[[str, str], tuple[bool, str]]] = {
             "python_module": self._python_module,
             "node_module": self._node_module,
             "rust_crate": self._rust_crate,
@@ -170,7 +170,8 @@ class Locality:
             "elixir_module": self._elixir_module,
             "haskell_module": self._haskell_module,
             "import_line": self._import_line,
-        }.get(kind)
+        }
+        check = checks.get(kind)
         return check(name, line) if check else (False, "")
 
     def _python_module(self, name: str, line: str) -> tuple[bool, str]:
