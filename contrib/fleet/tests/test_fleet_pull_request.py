@@ -18,16 +18,19 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
-from fleet_testkit import run_git
+from fleet_testkit import run_git, with_fleet
+from temporalio.client import Client
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
 from loopctl_fleet.activities import FleetActivities
+from loopctl_fleet.cli import submit_task
 from loopctl_fleet.lander import LANDED, LandOutcome, LandRequest, PullRequestRef
 from loopctl_fleet.landing import FleetLanding
 from loopctl_fleet.model import LoopInput
 from loopctl_fleet.pullrequest import PullRequestError, open_pull_request, repository_of
-from loopctl_fleet.taskfile import TaskSpec
+from loopctl_fleet.status import TaskRow, list_rows
+from loopctl_fleet.taskfile import LandOptions, TaskSpec
 
 TOKEN = "ghp_" + "T" * 36
 
@@ -87,12 +90,16 @@ class FakeGitHub:
 
             def do_POST(self) -> None:
                 self._record(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
+                data = fake.requests[-1][2]
                 if fake.refuse:
                     self._reply(
                         422, {"message": "Validation Failed", "errors": [{"message": "No commits"}]}
                     )
-                else:
+                elif fake.bare is None:
                     self._reply(201, {"html_url": "https://github.com/org/app/pull/7", "number": 7})
+                else:
+                    fake.pulls[7] = {"head": data["head"], "base": data["base"], "state": "open"}
+                    self._reply(201, fake.pull(7))
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
@@ -344,3 +351,33 @@ def test_a_pull_request_that_refuses_the_landing_lands_nothing_and_says_why(
     assert _tip(bare, "main") == tip  # nothing landed: main, and the pull request's head, as
     head = run_git("log", "-1", "--format=%H %s", "loopctl/t1", cwd=bare).split()  # they were
     assert head[:2] == ([head[0], "someone"] if "pushed" in refusal.__name__ else [result, "Fix"])
+
+
+@pytest.mark.temporal
+def test_a_task_with_pr_and_land_opens_its_pull_request_and_lands_through_it(
+    tmp_path: Path, bare: Path, on_github: FakeGitHub
+) -> None:
+    agent = f"sh -c {shlex.quote('cat >/dev/null; echo fixed > f.txt')}"
+    settings = {"agent_cmd": agent, "test_cmd": "sh check.sh", "limits": {"max_iterations": 2}}
+    task = TaskSpec("t1", GITHUB_URL, "main", "Fix f.txt", settings, pr=True, land=LandOptions())
+
+    async def body(client: Client, queue: str) -> TaskRow:
+        fleet = queue.removeprefix("loopctl-")
+        line, ok = await submit_task(client, fleet, task, 5.0)
+        assert ok, line
+        while True:
+            for row in await list_rows(client, fleet):  # none until the server lists it
+                if row.state in ("landed", "conflict", "red", "not landed"):
+                    return row
+                assert row.closed is None or row.state in ("complete", "landing"), row.reason
+            await asyncio.sleep(0.1)  # a poll of the server's state: what the test waits for
+
+    row = with_fleet(tmp_path, body)
+    assert row.state == "landed", row.reason
+    assert row.reason.endswith("pull request #7 merged")
+    assert row.land is not None
+    assert _tip(bare, "main") == row.land["commit"] == _tip(bare, "loopctl/t1") == row.commit
+    assert on_github.pull(7)["merged"]
+    methods = [method for method, *_ in on_github.requests]
+    assert methods[0] == "POST"
+    assert set(methods[1:]) == {"GET"}  # read, then read back merged: never the merge API
