@@ -11,7 +11,7 @@ import json
 import shlex
 import subprocess
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -26,7 +26,7 @@ from temporalio.testing import ActivityEnvironment
 from loopctl_fleet.activities import FleetActivities
 from loopctl_fleet.cli import submit_task
 from loopctl_fleet.lander import LANDED, LandOutcome, LandRequest, PullRequestRef
-from loopctl_fleet.landing import FleetLanding
+from loopctl_fleet.landing import FleetLanding, land_rows
 from loopctl_fleet.model import LoopInput
 from loopctl_fleet.pullrequest import PullRequestError, open_pull_request, repository_of
 from loopctl_fleet.status import TaskRow, list_rows
@@ -353,24 +353,35 @@ def test_a_pull_request_that_refuses_the_landing_lands_nothing_and_says_why(
     assert head[:2] == ([head[0], "someone"] if "pushed" in refusal.__name__ else [result, "Fix"])
 
 
+async def until(client: Client, fleet: str, done: Callable[[TaskRow], bool]) -> TaskRow:
+    """The fleet's task once ``done`` holds for it (it never fails meanwhile)."""
+    while True:
+        for row in await list_rows(client, fleet):  # none until the server lists it
+            if done(row):
+                return row
+            assert row.closed is None or row.state in ("complete", "landing"), row.reason
+        await asyncio.sleep(0.1)  # a poll of the server's state: what the test waits for
+
+
 @pytest.mark.temporal
+@pytest.mark.parametrize("later", [False, True], ids=["land-at-submit", "fleet-land"])
 def test_a_task_with_pr_and_land_opens_its_pull_request_and_lands_through_it(
-    tmp_path: Path, bare: Path, on_github: FakeGitHub
+    tmp_path: Path, bare: Path, on_github: FakeGitHub, later: bool
 ) -> None:
     agent = f"sh -c {shlex.quote('cat >/dev/null; echo fixed > f.txt')}"
     settings = {"agent_cmd": agent, "test_cmd": "sh check.sh", "limits": {"max_iterations": 2}}
-    task = TaskSpec("t1", GITHUB_URL, "main", "Fix f.txt", settings, pr=True, land=LandOptions())
+    land = None if later else LandOptions()
+    task = TaskSpec("t1", GITHUB_URL, "main", "Fix f.txt", settings, pr=True, land=land)
 
     async def body(client: Client, queue: str) -> TaskRow:
         fleet = queue.removeprefix("loopctl-")
         line, ok = await submit_task(client, fleet, task, 5.0)
         assert ok, line
-        while True:
-            for row in await list_rows(client, fleet):  # none until the server lists it
-                if row.state in ("landed", "conflict", "red", "not landed"):
-                    return row
-                assert row.closed is None or row.state in ("complete", "landing"), row.reason
-            await asyncio.sleep(0.1)  # a poll of the server's state: what the test waits for
+        if later:  # `fleet land`: the pull request is found by its head branch
+            await until(client, fleet, lambda row: row.closed is not None)
+            queued, refused = await land_rows(client, fleet, ["t1"], {})
+            assert (len(queued), refused) == (1, [])
+        return await until(client, fleet, lambda row: row.state in ("landed", "not landed"))
 
     row = with_fleet(tmp_path, body)
     assert row.state == "landed", row.reason
