@@ -11,7 +11,6 @@ from hypothesis import strategies as st
 
 from loopctl_fleet.taskfile import (
     ID_PATTERN,
-    PR_NOT_LANDED,
     LandOptions,
     TaskFileError,
     TaskSpec,
@@ -282,5 +281,8 @@ fleet = { land = false }
     assert bad == [
         'tasks.toml: task[0].fleet.land_mode: expected "rebase" or "merge", got \'squash\'',
         "tasks.toml: task[0].fleet.land_attempts: expected a whole number from 0 to 10, got -1",
-        f"tasks.toml: task[0].fleet.land: {PR_NOT_LANDED}",
     ]
+    [through] = read_task_file(  # a result with a pull request lands through it
+        write(tmp_path, '[[task]]\nrepo = "r"\ngoal = "g"\n[task.fleet]\nland = true\npr = true\n')
+    )
+    assert (through.pr, through.land) == (True, LandOptions())

@@ -267,7 +267,8 @@ class _Attempt:
             f"{result.iterations} iteration(s), attempt {self.progress.attempt} on {self.acts.worker}."
         )
         try:
-            result.pull_request = await asyncio.to_thread(open_pull_request, self.spec, body)
+            opened = await asyncio.to_thread(open_pull_request, self.spec, body)
+            result.pull_request, result.pull_request_number = opened.url, opened.number
         except PullRequestError as exc:
             result.pull_request_error = str(exc)
 

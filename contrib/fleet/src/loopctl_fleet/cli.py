@@ -602,7 +602,8 @@ def land(
     connection: Optional[dict[str, Any]] = None,
 ) -> None:
     """Land complete results on their base branches, one at a time, in the order they completed:
-    each is rebased (or merged) onto the base's tip, tested there, and pushed only if green."""
+    each is rebased (or merged) onto the base's tip, tested there, and pushed only if green (a
+    task with pr = true: to its pull request's head too, which GitHub then shows merged)."""
     from loopctl_fleet.taskfile import land_problems
 
     fleet_name, config = fleet_settings(fleet)

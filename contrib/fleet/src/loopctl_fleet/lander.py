@@ -38,6 +38,18 @@ LAND_SLACK_S = 1800.0
 
 
 @dataclasses.dataclass
+class PullRequestRef:
+    """The pull request a result lands through (``pr = true``): its head branch (the root
+    task's result branch, which its follow-ups land through too), the commit that head had when
+    the result was queued (the lease: a head someone pushed to is not landed), and its number
+    (``0``: found by its head branch)."""
+
+    head: str
+    commit: str
+    number: int = 0
+
+
+@dataclasses.dataclass
 class LandRequest:
     """A result to land: ``spec``'s commit, landed for task ``root`` (the task itself, or the
     task a follow-up works for)."""
@@ -60,6 +72,8 @@ class LandRequest:
     #: The root task's run (``fleet retry`` makes another of the same id): its follow-ups'
     #: ids name it (:func:`follow_up_id`).
     root_run_id: str = ""
+    #: The pull request it lands through, or None: it is pushed to the base.
+    pull_request: PullRequestRef | None = None
 
 
 @dataclasses.dataclass

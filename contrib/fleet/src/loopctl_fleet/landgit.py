@@ -129,21 +129,40 @@ def landed_as(mirror: Path, tip: str, commit: str) -> str | None:
     return commit
 
 
-def push_base(tree: Path, repo: str, branch: str, tip: str) -> bool:
+def push_base(
+    tree: Path, repo: str, branch: str, tip: str, head: tuple[str, str] | None = None
+) -> bool:
     """Update ``branch`` in ``repo`` to ``tree``'s HEAD if it still points at ``tip``; False if
-    it moved meanwhile (nothing was changed), :class:`GitError` if the push failed otherwise."""
-    ref = f"refs/heads/{branch}"
+    it moved meanwhile (nothing was changed), :class:`GitError` if the push failed otherwise.
+    With ``head`` (a pull request's head branch and the commit it must still point at), that
+    branch is moved to the same commit in the same atomic push: both move, or neither."""
+    moves = [(branch, tip), *([head] if head else [])]
+    leases = [f"--force-with-lease=refs/heads/{name}:{was}" for name, was in moves]
+    targets = [f"HEAD:refs/heads/{name}" for name, _ in moves]
     try:
         git(
-            ["push", "--quiet", f"--force-with-lease={ref}:{tip}", repo, f"HEAD:{ref}"],
+            ["push", "--quiet", "--atomic", *leases, repo, *targets],
             cwd=tree,
-            what=f"updating {branch} in {repo}",
+            what=f"updating {' and '.join(name for name, _ in moves)} in {repo}",
         )
     except GitError:
         if remote_tip(repo, branch) != tip:
             return False
+        if head and (now := remote_tip(repo, head[0])) != head[1]:
+            raise HeadMoved(head[0], head[1], now) from None
         raise
     return True
+
+
+class HeadMoved(GitError):
+    """A pull request's head branch is no longer the result that was tested."""
+
+    def __init__(self, head: str, commit: str, now: str | None) -> None:
+        super().__init__(
+            f"{head} moved from {commit[:12]} to {(now or 'nothing')[:12]}",
+            FailureClass.REPOSITORY,
+        )
+        self.now = now
 
 
 def delete_branch(repo: str, branch: str, commit: str) -> None:

@@ -5,6 +5,13 @@ and a completed task call.
 (:mod:`loopctl_fleet.landgit`), runs the task's test command on exactly that tree, and only if
 it passes updates the base, with a lease on the tip: a base that moved meanwhile is tried again
 from its new tip, never overwritten. What lands is the commit the tests passed on.
+
+A result with a pull request (``pr = true``) lands through it: the pull request is checked
+first (open, against the base, its head still the result: :func:`pullrequest.landable`), and
+the tested commit is pushed to the base and to the pull request's head in one atomic push with
+a lease on each; GitHub marks a pull request merged once its head is on its base, which is read
+back (:func:`pullrequest.merged`). GitHub's merge API is not used: every merge method it has
+makes a new commit, on whatever the base is by then, so what it lands is not what was tested.
 """
 
 from __future__ import annotations
@@ -18,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from temporalio import activity
 
-from loopctl_fleet import checkout, landgit
+from loopctl_fleet import checkout, landgit, pullrequest
 from loopctl_fleet.activities import (
     AGENT_WITHHELD,
     WITHHELD,
@@ -37,9 +44,11 @@ from loopctl_fleet.lander import (
     RED,
     LandOutcome,
     LandRequest,
+    PullRequestRef,
     lander_id,
 )
-from loopctl_fleet.taskfile import PR_NOT_LANDED, LandOptions, deep_merge
+from loopctl_fleet.pullrequest import GitHub, NotLandable, PullRequest, PullRequestError
+from loopctl_fleet.taskfile import LandOptions, deep_merge
 
 if TYPE_CHECKING:
     from temporalio.client import Client
@@ -80,6 +89,8 @@ class FleetLanding:
             return await self._land(request)
         except checkout.GitError as exc:
             raise fault(str(exc), exc.failure_class) from None
+        except PullRequestError as exc:
+            raise fault(str(exc), github_class(exc)) from None
         finally:
             beating.cancel()
 
@@ -88,6 +99,7 @@ class FleetLanding:
         branch = await asyncio.to_thread(
             landgit.base_branch, spec.repo, request.branch or spec.base
         )
+        pull = await self._pull_request(request, branch)
         for _ in range(MAX_ROUNDS):
             mirror = await asyncio.to_thread(checkout.update_mirror, self.home, spec.repo)
             tip = await asyncio.to_thread(
@@ -97,6 +109,11 @@ class FleetLanding:
             if done is not None:  # an earlier attempt pushed it and died before saying so
                 return await self._landed(
                     request, branch, tip, done, "already on", " (landed earlier)"
+                )
+            if pull is not None and pull.merged:
+                raise NotLandable(
+                    f"pull request #{pull.number} was merged outside the fleet, not as the "
+                    f"commit tested: {spec.branch} is not landed by the fleet"
                 )
             tree = self.home / "land" / f"{spec.id}-{uuid.uuid4().hex[:8]}"
             start = request.commit if request.options.mode == "rebase" else tip
@@ -133,19 +150,73 @@ class FleetLanding:
             last = output.strip().splitlines()[-1] if output.strip() else "no output"
             reason = f"tests failed on {spec.branch} put on {branch} at {tip[:12]}: {last}"
             return LandOutcome(RED, reason[:500], branch, tip, None, [], output)
-        if not await asyncio.to_thread(landgit.push_base, tree, spec.repo, branch, tip):
-            return None
+        through = request.pull_request
+        head = None if through is None else (through.head, through.commit)
+        try:
+            if not await asyncio.to_thread(landgit.push_base, tree, spec.repo, branch, tip, head):
+                return None
+        except landgit.HeadMoved as exc:
+            assert through is not None
+            said = pullrequest.head_moved(
+                f"pull request #{through.number}", through.head, through.commit, exc.now
+            )
+            raise NotLandable(said) from None
         said = "already on" if landed == tip else f"{mode}d onto"
         return await self._landed(request, branch, tip, landed, f"{said}", ", tests passed")
 
     async def _landed(
         self, request: LandRequest, branch: str, tip: str, landed: str, said: str, more: str = ""
     ) -> LandOutcome:
-        """``request``'s result is on ``branch`` as ``landed``: its branch deleted if asked."""
+        """``request``'s result is on ``branch`` as ``landed`` (its pull request, if any, read
+        back as merged): its branch deleted if asked."""
+        spec, through = request.spec, request.pull_request
+        if through is not None:
+            more += await asyncio.to_thread(pull_request_merged, spec.repo, through)
         if request.options.delete_branch:
-            spec = request.spec
-            await asyncio.to_thread(landgit.delete_branch, spec.repo, spec.branch, request.commit)
+            doomed = [(spec.branch, request.commit)]
+            if through is not None:  # its head is the landed commit now
+                doomed = [(b, c) for b, c in doomed if b != through.head] + [(through.head, landed)]
+            for name, commit in doomed:
+                await asyncio.to_thread(landgit.delete_branch, spec.repo, name, commit)
         return LandOutcome(LANDED, f"{said} {branch} as {landed[:12]}{more}", branch, tip, landed)
+
+    async def _pull_request(self, request: LandRequest, branch: str) -> PullRequest | None:
+        """The pull request ``request`` lands through, checked (:func:`pullrequest.landable`);
+        its number kept in the request."""
+        through = request.pull_request
+        if through is None:
+            return None
+        github = GitHub.of(request.spec.repo)
+        pull = await asyncio.to_thread(
+            pullrequest.landable, github, through.head, through.commit, branch, through.number
+        )
+        request.pull_request = dataclasses.replace(through, number=pull.number)
+        return pull
+
+
+def pull_request_merged(repo: str, through: PullRequestRef) -> str:
+    """What a landing says of its pull request once its commit is on the base: merged, or
+    why GitHub does not show it so (the landing stands: the base holds the tested commit)."""
+    name = f"pull request #{through.number}"
+    try:
+        if pullrequest.merged(GitHub.of(repo), through.number):
+            return f"; {name} merged"
+    except PullRequestError as exc:
+        return f"; {name} could not be read back: {exc}"
+    return f"; GitHub does not show {name} merged yet"
+
+
+def github_class(exc: PullRequestError) -> FailureClass:
+    """The failure class of a GitHub refusal: no answer or a 5xx is worth another try later,
+    a refused token is ``auth``, no token (or no GitHub repository) ``config``, the rest
+    ``repository``."""
+    if exc.transient:
+        return FailureClass.INFRASTRUCTURE
+    if exc.status in (401, 403):
+        return FailureClass.AUTH
+    if exc.status is None and not isinstance(exc, NotLandable):
+        return FailureClass.CONFIG
+    return FailureClass.REPOSITORY
 
 
 async def enqueue(client: Client, task_queue: str, request: LandRequest) -> None:
@@ -234,14 +305,12 @@ async def land_rows(
             continue
         started = await task_input(client, row.workflow_id, row.run_id)
         spec = started.spec
-        if spec.pr:
-            refused.append(f"{row.task}: {PR_NOT_LANDED}")
-            continue
         given = {key: value for key, value in flags.items() if value is not None}
         options = dataclasses.replace(spec.land or LandOptions(), **given)
         request = LandRequest(
             spec.id, row.workflow_id, spec.goal, spec, row.commit, options,
             started.ledger_id, started.heartbeat_timeout_s, root_run_id=row.run_id,
+            pull_request=PullRequestRef(spec.branch, row.commit) if spec.pr else None,
         )  # fmt: skip
         try:
             await enqueue(client, task_queue(fleet), request)

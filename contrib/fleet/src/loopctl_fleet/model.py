@@ -58,4 +58,6 @@ class LoopResult:
     reused: bool = False
     #: The pull request opened for the branch (``[task.fleet] pr``), or why none was.
     pull_request: str = ""
+    #: Its number (a task that also lands, lands through it).
+    pull_request_number: int = 0
     pull_request_error: str = ""

@@ -63,15 +63,6 @@ class TaskFileError(ValueError):
         self.problems = problems
 
 
-#: Why a task with a pull request is never landed (the task file check, ``fleet land``).
-PR_NOT_LANDED = (
-    "a task with a pull request (pr = true) is not landed by the fleet: merging a pull request "
-    "is not supported (loopctl-github offers no API for it), and pushing to the base would go "
-    "around the pull request; give the task land = true or pr = true, not both, and merge its "
-    "pull request on GitHub"
-)
-
-
 @dataclasses.dataclass(frozen=True)
 class LandOptions:
     """How a result lands on its base (``[task.fleet] land_*``, or ``fleet land``'s flags)."""
@@ -270,9 +261,6 @@ class _Reader:
         problems = land_problems(fleet.get("land_mode", "rebase"), fleet.get("land_attempts", 2))
         for key, message in problems:
             self.problem(f"{where}.{key}", message)
-        if land and pr:
-            problems.append(("land", PR_NOT_LANDED))
-            self.problem(f"{where}.land", problems[-1][1])
         if not land or problems:
             return pr, policies, None
         options = LandOptions(

@@ -21,7 +21,7 @@ from temporalio.exceptions import ActivityError, ApplicationError, is_cancelled_
 
 with workflow.unsafe.imports_passed_through():
     from loopctl_fleet.classes import FailureClass, policy_for
-    from loopctl_fleet.lander import LandRequest
+    from loopctl_fleet.lander import LandRequest, PullRequestRef
     from loopctl_fleet.ledger import Grant, Request, Usage
     from loopctl_fleet.model import LoopInput, LoopResult
     from loopctl_fleet.taskfile import LandOptions, TaskSpec
@@ -105,7 +105,7 @@ class LoopctlTask:
                 result = await self._attempt(task, sha)
                 if result.failure_class is None:
                     if spec.land is not None and result.commit:
-                        await self._enqueue_landing(task, result.commit)
+                        await self._enqueue_landing(task, result)
                     return self._end(
                         TaskOutcome("complete", None, result.reason, self.attempt, result)
                     )
@@ -123,14 +123,16 @@ class LoopctlTask:
             cls, reason = fault_of(exc)
             return self._end(TaskOutcome("failed", cls, reason, self.attempt))
 
-    async def _enqueue_landing(self, task: TaskInput, commit: str) -> None:
-        """Hand the result to its landing queue (``[task.fleet] land``)."""
-        spec = task.spec
+    async def _enqueue_landing(self, task: TaskInput, result: LoopResult) -> None:
+        """Hand the result to its landing queue (``[task.fleet] land``), through its pull
+        request with ``pr = true``."""
+        spec, commit = task.spec, result.commit or ""
         info = workflow.info()
+        through = PullRequestRef(spec.branch, commit, result.pull_request_number)
         request = LandRequest(
             spec.id, info.workflow_id, spec.goal, spec, commit,
             spec.land or LandOptions(), task.ledger_id, task.heartbeat_timeout_s,
-            root_run_id=info.run_id,
+            root_run_id=info.run_id, pull_request=through if spec.pr else None,
         )  # fmt: skip
         await workflow.execute_activity(
             "loopctl-fleet.enqueue_landing",
