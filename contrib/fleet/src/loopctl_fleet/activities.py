@@ -38,9 +38,10 @@ _CRASH_KINDS = ("crashed", "invalid_output", "unknown")
 #: The loop must never see the Temporal connection's settings (an API key among them).
 WITHHELD = ("TEMPORAL_*",)
 #: The worker's own credentials that its loop may need (the failure memory's Postgres password,
-#: wherever libpq reads it) but the agent and the test command never see: added to every
+#: wherever libpq reads it) or that the worker itself uses (``GITHUB_TOKEN``: pull requests, and
+#: with ``land`` the base branch) but the agent and the test command never see: added to every
 #: task's ``withhold_env``.
-AGENT_WITHHELD = ("PGPASSWORD", "PGPASSFILE", "LOOPCTL_FAILURE_MEMORY")
+AGENT_WITHHELD = ("PGPASSWORD", "PGPASSFILE", "LOOPCTL_FAILURE_MEMORY", "GITHUB_TOKEN")
 CONFIG_FILE = "loopctl.toml"
 PYPROJECT = "pyproject.toml"
 
