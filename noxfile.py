@@ -192,8 +192,9 @@ def _oldest(python: object) -> bool:
 def tests(session: nox.Session) -> None:
     """The tests on this Python: on the newest all (`timing` in `load`), on the oldest all but
     the run-once ones, on those between all but the run-once and the `slow` ones."""
+    # pip: `loopctl plugins install` is tested in a venv as `python -m venv` makes it (uv's has none)
     session.install(
-        *wheels(session, *all_distributions()), *TEST_DEPS, *PRICES_DEPS, *POSTGRES_DEPS
+        *wheels(session, *all_distributions()), *TEST_DEPS, *PRICES_DEPS, *POSTGRES_DEPS, "pip"
     )
     if _newest(session.python):
         marks, paths = SUITE_MARKS, test_paths()
