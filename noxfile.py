@@ -115,19 +115,28 @@ def wheels(session: nox.Session, *sources: str) -> list[str]:
         # distribution; its own venv, so that the backend is not in the session's
         builder = WHEELHOUSE.parent / "wheelhouse-build"
         shutil.rmtree(builder, ignore_errors=True)
-        session.run("python", "-m", "venv", str(builder))
         python = str(builder / "bin" / "python")
         backends = {
             req
             for source in all_distributions()
             for req in _pyproject(ROOT / source)["build-system"]["requires"]
         }
-        session.run(python, "-m", "pip", "install", "-q", *sorted(backends), external=True)
-        session.run(
-            python, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation",
-            "--wheel-dir", str(WHEELHOUSE), *all_distributions(),
-            external=True,
-        )  # fmt: skip
+        if session.venv_backend == "uv":  # 3-4 s; pip's venv, install and wheel took 12-30 s
+            session.run("python", "-m", "venv", "--without-pip", str(builder))
+            install_into(session, python, *sorted(backends))
+            for source in all_distributions():
+                session.run(
+                    "uv", "build", "-q", "--wheel", "--no-build-isolation", "--python", python,
+                    "--out-dir", str(WHEELHOUSE), source,
+                )  # fmt: skip
+        else:
+            session.run("python", "-m", "venv", str(builder))
+            session.run(python, "-m", "pip", "install", "-q", *sorted(backends), external=True)
+            session.run(
+                python, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation",
+                "--wheel-dir", str(WHEELHOUSE), *all_distributions(),
+                external=True,
+            )  # fmt: skip
         for source in all_distributions():
             name = re.sub(r"[-_.]+", "_", _project(ROOT / source)["name"]).lower()
             (wheel,) = WHEELHOUSE.glob(f"{name}-*.whl")

@@ -41,6 +41,7 @@ class Recorded:
         self.env.on_heartbeat = lambda *details: self.beats.append(details[0])
 
 
+@pytest.mark.slow
 def test_a_loop_that_meets_its_goal_leaves_one_commit_on_its_branch(
     tmp_path: Path, bare: Path
 ) -> None:
@@ -66,6 +67,7 @@ def test_a_loop_that_meets_its_goal_leaves_one_commit_on_its_branch(
     assert (Path(result.logs) / "state").is_dir()
 
 
+@pytest.mark.slow
 def test_an_attempt_after_a_pushed_result_returns_that_result(tmp_path: Path, bare: Path) -> None:
     acts = FleetActivities(tmp_path / "home", "w1", heartbeat_s=0.05)
     first = asyncio.run(
@@ -80,6 +82,7 @@ def test_an_attempt_after_a_pushed_result_returns_that_result(tmp_path: Path, ba
     assert again.commit == first.commit
 
 
+@pytest.mark.slow
 def test_a_branch_another_run_pushed_is_a_repository_fault(tmp_path: Path, bare: Path) -> None:
     acts = FleetActivities(tmp_path / "home", "w1", heartbeat_s=0.05)
     asyncio.run(ActivityEnvironment().run(acts.run_loop, LoopInput(spec(bare), base_sha(bare))))
@@ -92,6 +95,7 @@ def test_a_branch_another_run_pushed_is_a_repository_fault(tmp_path: Path, bare:
     assert "loopctl/t1 already exists" in caught.value.message
 
 
+@pytest.mark.slow
 def test_an_attempt_the_server_retried_after_a_dead_worker_counts_as_one_more(
     tmp_path: Path, bare: Path
 ) -> None:
@@ -104,6 +108,7 @@ def test_an_attempt_the_server_retried_after_a_dead_worker_counts_as_one_more(
     assert "Loopctl-Attempt: 2" in run_git("log", "-1", "--format=%B", "loopctl/t1", cwd=bare)
 
 
+@pytest.mark.slow
 def test_the_fleets_own_credentials_never_reach_the_agent_or_the_tests(
     tmp_path: Path, bare: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -120,6 +125,7 @@ def test_the_fleets_own_credentials_never_reach_the_agent_or_the_tests(
         assert f"{name}=" not in agent_env, name  # the task's own list is kept too
 
 
+@pytest.mark.slow
 def test_a_loop_that_gives_up_is_a_result_with_its_class(tmp_path: Path, bare: Path) -> None:
     acts = FleetActivities(tmp_path / "home", "w1", heartbeat_s=0.05)
     task = spec(bare, "cat >/dev/null; echo still broken > f.txt", limits={"max_iterations": 2})
@@ -131,6 +137,7 @@ def test_a_loop_that_gives_up_is_a_result_with_its_class(tmp_path: Path, bare: P
     assert "loopctl/t1" not in run_git("branch", "--list", cwd=bare)
 
 
+@pytest.mark.slow
 def test_an_agent_that_crashes_every_turn_is_an_agent_crash_whatever_ends_the_loop(
     tmp_path: Path, bare: Path
 ) -> None:
@@ -153,6 +160,7 @@ def test_a_missing_base_is_a_repository_fault_not_retried(tmp_path: Path, bare: 
     assert caught.value.non_retryable
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 def test_a_cancelled_attempt_returns_once_the_loop_and_its_agent_are_gone(
     tmp_path: Path, bare: Path
@@ -183,6 +191,7 @@ def test_a_cancelled_attempt_returns_once_the_loop_and_its_agent_are_gone(
     assert marked(task) == []  # nothing with the task's mark
 
 
+@pytest.mark.slow
 def test_a_loop_that_never_starts_says_why(tmp_path: Path, bare: Path) -> None:
     acts = FleetActivities(tmp_path / "home", "w1", heartbeat_s=0.05)
     task = spec(bare, limits={"max_iterations": "many"})  # the worker's loopctl refuses it

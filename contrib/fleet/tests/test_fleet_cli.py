@@ -66,6 +66,7 @@ def test_submit_flags_are_checked_as_a_task_file_is() -> None:
     assert "submit: repo: missing" in done.stderr
 
 
+@pytest.mark.slow
 def test_the_task_flags_are_the_setting_flags_of_loopctl_run() -> None:
     run_help = subprocess.run(
         [sys.executable, "-m", "loopctl", "run", "--help"],
@@ -288,6 +289,7 @@ def test_the_config_section_comes_after_flags_and_environment(
         connect_kwargs(ConnectOptions(config=FleetConfig(tls_cert="c.pem")))
 
 
+@pytest.mark.slow
 def test_commands_read_the_projects_config_section(tmp_path: Path) -> None:
     port = free_port()
     (tmp_path / "loopctl.toml").write_text(

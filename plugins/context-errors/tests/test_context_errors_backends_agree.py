@@ -42,6 +42,7 @@ def _vary(lines: list[str], rng: random.Random) -> list[str]:
     ]
 
 
+@pytest.mark.slow
 def test_sqlite_and_postgres_rank_the_same_failures_in_the_same_order(
     tmp_path: Path, pg_url: str
 ) -> None:
@@ -87,6 +88,7 @@ def test_sqlite_and_postgres_rank_the_same_failures_in_the_same_order(
     assert compared > 100  # most queries found something to compare
 
 
+@pytest.mark.slow
 def test_the_cli_copies_into_postgres_and_searches_both_alike(tmp_path: Path, pg_url: str) -> None:
     from test_context_errors_cli import loopctl
     from test_context_errors_store_sqlite import _v1_file

@@ -54,6 +54,7 @@ def test_report_json(tmp_path: Path, log_file: Path, private_memory: Path) -> No
     assert not private_memory.exists()  # reporting reads the memory, never creates it
 
 
+@pytest.mark.slow
 def test_report_terminal_and_github_from_stdin(tmp_path: Path) -> None:
     done = loopctl("errors", "report", "-", cwd=tmp_path, stdin=LOG)
     assert done.returncode == 0, done.stderr
@@ -65,6 +66,7 @@ def test_report_terminal_and_github_from_stdin(tmp_path: Path) -> None:
     assert "#### Suggested Actions" in done.stdout
 
 
+@pytest.mark.slow
 def test_user_errors_are_one_line_and_exit_2(tmp_path: Path) -> None:
     done = loopctl("errors", "report", str(tmp_path / "nope.log"), cwd=tmp_path)
     assert done.returncode == 2
@@ -78,6 +80,7 @@ def test_user_errors_are_one_line_and_exit_2(tmp_path: Path) -> None:
     assert "--older-than" in done.stderr
 
 
+@pytest.mark.slow
 def test_similar_stats_search_prune(tmp_path: Path, log_file: Path, private_memory: Path) -> None:
     memory = FailureMemory(private_memory)
     found = categorize(LOG)
@@ -122,6 +125,7 @@ def test_similar_stats_search_prune(tmp_path: Path, log_file: Path, private_memo
     assert FailureMemory(private_memory).stats()["failures"] == 0
 
 
+@pytest.mark.slow
 def test_memory_flag_and_off(tmp_path: Path, log_file: Path) -> None:
     other = tmp_path / "other.sqlite3"
     FailureMemory(other).record_failure(decisive=["ValueError: x_1"], category="UNKNOWN")
@@ -132,6 +136,7 @@ def test_memory_flag_and_off(tmp_path: Path, log_file: Path) -> None:
     assert "off" in done.stderr
 
 
+@pytest.mark.slow
 def test_migrate_and_copy(tmp_path: Path) -> None:
     from test_context_errors_store_sqlite import _v1_file
 
@@ -165,6 +170,7 @@ def test_migrate_and_copy(tmp_path: Path) -> None:
     assert searches[0] == searches[1] != []  # the same ids, in the same order
 
 
+@pytest.mark.slow
 def test_memory_errors_are_one_line_without_the_password(tmp_path: Path) -> None:
     password = "pw-Zx81-secret"
     done = loopctl("memory", "stats", "--memory", f"postgresql://loop:{password}@[::1/mem",
@@ -191,6 +197,7 @@ def test_memory_errors_are_one_line_without_the_password(tmp_path: Path) -> None
     assert "cannot copy into the failure memory" in done.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("user", "secrets"),
     [
@@ -215,6 +222,7 @@ def test_a_memory_that_cannot_be_reached_is_named_once_whole(
         assert secret not in done.stderr
 
 
+@pytest.mark.slow
 def test_config_show_never_shows_the_memory_urls_password(tmp_path: Path) -> None:
     password = "pw-Qm42-secret"
     (tmp_path / "loopctl.toml").write_text(
@@ -365,6 +373,7 @@ def test_the_memory_setting_of_the_plugins_section_is_read_and_a_wrong_one_ignor
     assert configured_memory_path(loopctl.load_project(tmp_path)) == ""
 
 
+@pytest.mark.slow
 def test_a_memory_url_with_an_encoded_setting_name_is_refused_without_its_value(
     tmp_path: Path,
 ) -> None:

@@ -130,6 +130,7 @@ def test_schema_agrees_with_jsonschema_when_installed() -> None:
     assert validate(bad)
 
 
+@pytest.mark.slow
 def test_declared_to_loopctl_and_every_written_event_validates(
     loopctl_project,
     run_loop,  # type: ignore[no-untyped-def]

@@ -79,6 +79,7 @@ def _events(state_dir: Path, prefix: str = "") -> list[dict[str, Any]]:
     return [e for e in events if e["type"].startswith(prefix)]
 
 
+@pytest.mark.slow
 def test_failure_then_fix_reports_resolves_and_remembers(
     tmp_path: Path, private_memory: Path
 ) -> None:
@@ -176,6 +177,7 @@ def test_effective_only_when_the_tests_it_was_about_pass(tmp_path: Path) -> None
     assert resolved[second["suggestion_id"]]["suggested_at_iteration"] == 2
 
 
+@pytest.mark.slow
 def test_plugin_rules_from_the_hook(tmp_path: Path) -> None:
     class LockRules:
         @hookimpl
@@ -199,6 +201,7 @@ def test_plugin_rules_from_the_hook(tmp_path: Path) -> None:
     assert (generated["rule"], generated["category"]) == ("demo.add-mismatch", "TYPE_ERROR")
 
 
+@pytest.mark.slow
 def test_other_plugins_receive_each_report(tmp_path: Path) -> None:
     from loopctl_context_errors import render_github
 
@@ -225,6 +228,7 @@ def test_other_plugins_receive_each_report(tmp_path: Path) -> None:
     assert "chat server down" in errors[0]["error"]
 
 
+@pytest.mark.slow
 def test_memory_off_by_config_and_by_environment(
     tmp_path: Path, private_memory: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -240,6 +244,7 @@ def test_memory_off_by_config_and_by_environment(
     assert not private_memory.exists()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("value", "reason"),
     [
@@ -281,6 +286,7 @@ def test_an_unusable_memory_warns_once_and_the_loop_goes_on(
             assert password not in path.read_text(encoding="utf-8", errors="replace"), path
 
 
+@pytest.mark.slow
 def test_a_locked_memory_file_keeps_the_failures_until_it_is_free(
     tmp_path: Path, private_memory: Path
 ) -> None:
@@ -324,6 +330,7 @@ def test_a_locked_memory_file_keeps_the_failures_until_it_is_free(
         assert validate(event) == []
 
 
+@pytest.mark.slow
 def test_a_full_spool_is_said_once_and_keeps_no_more(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -360,6 +367,7 @@ def test_config_errors_name_the_key(tmp_path: Path) -> None:
                  config={"plugins": {"context-errors": {"memory_timeout_s": 0}}})  # fmt: skip
 
 
+@pytest.mark.slow
 def test_prompt_section_keeps_its_budget(tmp_path: Path) -> None:
     project = _calc_project(tmp_path / "p")
     result = run_loop(
@@ -398,6 +406,7 @@ def test_secrets_in_test_output_never_reach_state_or_memory(
     assert "[REDACTED]" in written[0]
 
 
+@pytest.mark.slow
 def test_an_agent_failure_is_reported_as_its_own_stage(tmp_path: Path) -> None:
     project = make_project(tmp_path / "p")
     project.write("test_ok.py", "import unittest\n\nclass T(unittest.TestCase):\n"
@@ -434,6 +443,7 @@ def test_stage_names_are_safe_file_names(tmp_path: Path, stage: str, name: str) 
     assert path.name == f"context-error-{name}.md"
 
 
+@pytest.mark.slow
 def test_the_failure_is_read_from_the_test_run_the_core_parsed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -469,6 +479,7 @@ def test_the_failure_is_read_from_the_test_run_the_core_parsed(
     assert recorded["failing_tests"] == test_run.failing_tests
 
 
+@pytest.mark.slow
 def test_run_state_lives_in_the_loops_stash(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -512,6 +523,7 @@ def test_run_state_lives_in_the_loops_stash(
     assert not [name for name in vars(runtime) if name in ("_LEDGERS", "_SIMILAR")]
 
 
+@pytest.mark.slow
 def test_the_memory_is_made_once_a_run_until_what_chooses_it_changes(
     tmp_path: Path, private_memory: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -553,6 +565,7 @@ def _section(result: Any) -> str:
     return str(section["body"])
 
 
+@pytest.mark.slow
 def test_the_report_section_counts_without_reading_the_ledger_back(
     tmp_path: Path, private_memory: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -600,6 +613,7 @@ def test_the_report_section_counts_without_reading_the_ledger_back(
 TESTS_FIRST = {"test_first": True}
 
 
+@pytest.mark.slow
 def test_a_failure_fixed_in_the_first_turn_is_remembered_with_its_change(
     tmp_path: Path, private_memory: Path
 ) -> None:

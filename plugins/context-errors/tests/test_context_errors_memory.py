@@ -253,6 +253,7 @@ def memory_location(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     return str(tmp_path / "shared" / "failures.sqlite3")
 
 
+@pytest.mark.slow
 def test_several_processes_write_and_query_at_once(memory_location: str) -> None:
     """20 loops (processes) each record 10 failures, querying between: no record is lost, and
     no query sees anything but ok or missing (no lock, no serialization error)."""

@@ -98,6 +98,7 @@ def assert_counts_right(server: PgServer, url: str) -> None:
     assert kept_df == counted
 
 
+@pytest.mark.slow
 def test_it_is_a_store(store: PostgresStore) -> None:
     typed: Store = store
     assert typed.location.kind == "postgres"
@@ -169,6 +170,7 @@ def _every_operation(store: PostgresStore) -> list[tuple[str, Any]]:
     ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("version", "error", "reason"),
     [(SCHEMA_VERSION + 1, StoreNewer, "newer"), (SCHEMA_VERSION - 1, StoreOutdated, "outdated")],
@@ -226,6 +228,7 @@ def test_text_keeps_floats_exactly_and_loses_only_nul(store: PostgresStore) -> N
     assert store.term_stats(["ab"], soon())[1] == {"ab": 1}
 
 
+@pytest.mark.slow
 def test_postings_are_the_newest_rows_holding_any_term(store: PostgresStore) -> None:
     rng = random.Random(16)
     vocabulary = [f"w{i}" for i in range(12)]

@@ -72,6 +72,7 @@ def error_of(url: str, password: str = SECRET) -> StoreError:
     return raised.value
 
 
+@pytest.mark.slow
 def test_a_wrong_password_is_auth(pg_server: PgServer, pg_url: str) -> None:
     error = error_of(pg_server.url(database_of(pg_url), password=SECRET))
     assert isinstance(error, StoreUnavailable)

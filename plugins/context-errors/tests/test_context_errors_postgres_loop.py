@@ -12,6 +12,9 @@ from typing import Any
 import pytest
 from pg_testkit import PgServer, Proxy, database_of, dump, pg_server, pg_url, require_psycopg
 
+#: every test here is a whole loop against a real server: a second or more each
+pytestmark = pytest.mark.slow
+
 #: pytest finds fixtures by name in the module: these come from pg_testkit.
 FIXTURES = (pg_server, pg_url)
 require_psycopg()

@@ -203,6 +203,7 @@ def backend(
     proxy.cut()
 
 
+@pytest.mark.slow
 def test_records_written_twice_are_counted_once(backend: Backend) -> None:
     """A drain killed after the store committed but before the spool was rewritten writes the
     same records again at the next drain: nothing is counted twice."""

@@ -30,6 +30,7 @@ def measured() -> tuple[ModuleType, dict]:
     return accuracy, report
 
 
+@pytest.mark.slow
 def test_the_corpus_is_big_enough_and_covers_every_mode(measured: tuple[ModuleType, dict]) -> None:
     accuracy, report = measured
     assert report["cases"] >= 140

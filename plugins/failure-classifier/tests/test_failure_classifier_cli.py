@@ -36,6 +36,7 @@ def loopctl(
     )
 
 
+@pytest.mark.slow
 def test_classify_a_state_dir_as_text_and_json(tmp_path: Path) -> None:
     state = make_state(
         tmp_path,
@@ -76,6 +77,7 @@ def test_classify_raw_logs_in_iteration_order(tmp_path: Path) -> None:
     assert "project's own code" in own["evidence"][0]
 
 
+@pytest.mark.slow
 def test_classify_logs_from_the_same_code_finds_the_flip(tmp_path: Path) -> None:
     failed, passed = tmp_path / "a.log", tmp_path / "b.log"
     failed.write_text(PYTEST_ASSERT_LOG, encoding="utf-8")
@@ -102,6 +104,7 @@ def test_classify_usage_errors(tmp_path: Path) -> None:
     assert "no such log file" in missing_log.stderr
 
 
+@pytest.mark.slow
 def test_failure_mode_option_is_validated_against_the_known_modes(tmp_path: Path) -> None:
     (tmp_path / "loopctl.toml").write_text('agent = "scripted"\ntest_cmd = "false"\n')
     bad = loopctl("run", "goal", "--failure-mode", "sideways", cwd=tmp_path)
@@ -137,6 +140,7 @@ def install_broken_classifier(site: Path) -> None:
     )
 
 
+@pytest.mark.slow
 def test_classify_lists_a_crashed_classifier_and_still_decides(tmp_path: Path) -> None:
     site = tmp_path / "site"
     install_broken_classifier(site)
@@ -164,6 +168,7 @@ def test_classify_lists_a_crashed_classifier_and_still_decides(tmp_path: Path) -
     assert not [p for p in json.loads(alone.stdout)["problems"] if "classifier bug" in p]
 
 
+@pytest.mark.slow
 def test_a_log_is_read_as_a_loop_keeps_test_output(tmp_path: Path) -> None:
     """A log longer than limits.test_output_bytes is classified from its first fifth and its
     end, as the loop would have seen the run: a missing module in the middle is not seen."""
@@ -339,6 +344,7 @@ def test_a_wrong_value_in_the_plugins_section_is_named_as_the_typed_configuratio
     assert "mode:        code_error" in done.stdout
 
 
+@pytest.mark.slow
 def test_classify_a_loop_whose_tests_passed_says_there_is_no_failure(tmp_path: Path) -> None:
     """A real loop: iteration 1 fails an assertion, iteration 2 fixes it and completes. There is
     no failure to classify, in words and in JSON (it said ``code_error``, 0.50)."""

@@ -112,6 +112,7 @@ def test_a_missing_package_the_turns_do_not_fix_stops_at_its_second_failure(
     assert "yaml_loopctl_missing" in prompt(result, 2)
 
 
+@pytest.mark.slow
 def test_a_broken_test_command_is_classified_as_such_and_the_loop_stops(
     loopctl_project: Project, run_loop: Any
 ) -> None:
@@ -286,6 +287,7 @@ def test_a_pass_on_the_same_code_after_a_failure_is_a_flaky_pass_not_a_success(
     assert result.status == "max_iterations"
 
 
+@pytest.mark.slow
 def test_flakiness_recoveries_are_limited(
     loopctl_project: Project, run_loop: Any, tmp_path: Path
 ) -> None:
@@ -308,6 +310,7 @@ def test_flakiness_recoveries_are_limited(
 # --- infinite loops ------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_an_infinite_loop_names_the_failed_approach_cuts_the_budget_and_restarts(
     loopctl_project: Project, run_loop: Any
 ) -> None:
@@ -339,6 +342,7 @@ def test_an_infinite_loop_names_the_failed_approach_cuts_the_budget_and_restarts
     assert result.outcome.reason == "infinite_loop"  # the third time: the limit of 2 is spent
 
 
+@pytest.mark.slow
 def test_an_infinite_loop_credits_a_change_only_to_the_iteration_that_made_it(
     loopctl_project: Project, run_loop: Any
 ) -> None:
@@ -357,6 +361,7 @@ def test_an_infinite_loop_credits_a_change_only_to_the_iteration_that_made_it(
     assert "iteration 1 changed calc.py; iterations 2-3 changed nothing; the tests kept" in after
 
 
+@pytest.mark.slow
 def test_an_infinite_loop_with_few_iterations_left_restarts_without_a_budget_cut(
     loopctl_project: Project, run_loop: Any
 ) -> None:
@@ -375,6 +380,7 @@ def test_an_infinite_loop_with_few_iterations_left_restarts_without_a_budget_cut
     assert recovered[0]["iterations_cut"] == 0
 
 
+@pytest.mark.slow
 def test_the_stop_line_says_the_classifier_cut_the_iteration_limit(
     loopctl_project: Project, run_loop: Any
 ) -> None:
@@ -403,6 +409,7 @@ def test_the_stop_line_says_the_classifier_cut_the_iteration_limit(
 # --- context exhaustion ---------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_context_exhaustion_restarts_with_a_lean_briefing(
     loopctl_project: Project, run_loop: Any
 ) -> None:
@@ -515,6 +522,7 @@ MIGRATION_TEST = (
 )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("opt_in", [False, True])
 def test_a_custom_mode_and_its_declared_recovery(
     loopctl_project: Project, run_loop: Any, opt_in: bool
@@ -597,6 +605,7 @@ class _Observer:
         self.seen.append((test_run.passed, last.passed, test_run.label))
 
 
+@pytest.mark.slow
 def test_the_rerun_never_replaces_the_iterations_test_run(
     loopctl_project: Project, run_loop: Any, tmp_path: Path
 ) -> None:
