@@ -300,6 +300,12 @@ class _Attempt:
         return made
 
 
+def withheld_from_agents(own: object) -> list[str]:
+    """A task's ``withhold_env`` (the repository's and the task's list; anything but a list
+    counts as none) with the worker's own credentials (:data:`AGENT_WITHHELD`) added."""
+    return list(dict.fromkeys([*(own if isinstance(own, list) else []), *AGENT_WITHHELD]))
+
+
 def marks(task: str, worker: str) -> dict[str, str]:
     """The environment that marks every process started for ``task`` on ``worker`` (a loop, a
     landing's tests, and all they start: each inherits it)."""
@@ -336,9 +342,8 @@ async def heartbeat(progress: Progress | None, every_s: float) -> None:
 def _merged_settings(tree: Path, settings: Mapping[str, Any], inp: LoopInput) -> dict[str, Any]:
     """The repository's own loopctl settings, the task's over them, the fleet's caps over both."""
     merged = deep_merge(repository_settings(tree), settings)
-    withheld = merged.get("withhold_env", [])
-    if isinstance(withheld, list):  # anything else: the loop refuses it, and says why
-        merged["withhold_env"] = list(dict.fromkeys([*withheld, *AGENT_WITHHELD]))
+    if isinstance(merged.get("withhold_env", []), list):  # else the loop refuses it, saying why
+        merged["withhold_env"] = withheld_from_agents(merged.get("withhold_env", []))
     limits = merged.setdefault("limits", {})
     for key, cap in (("max_cost_usd", inp.cap_usd), ("max_tokens", inp.cap_tokens)):
         if cap is not None:

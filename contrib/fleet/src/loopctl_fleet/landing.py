@@ -27,7 +27,6 @@ from temporalio import activity
 
 from loopctl_fleet import checkout, landgit, pullrequest
 from loopctl_fleet.activities import (
-    AGENT_WITHHELD,
     WITHHELD,
     end_guarded,
     fault,
@@ -35,6 +34,7 @@ from loopctl_fleet.activities import (
     marks,
     repository_settings,
     start_guarded,
+    withheld_from_agents,
 )
 from loopctl_fleet.classes import FailureClass
 from loopctl_fleet.lander import (
@@ -173,10 +173,10 @@ class FleetLanding:
         if through is not None:
             more += await asyncio.to_thread(pull_request_merged, spec.repo, through)
         if request.options.delete_branch:
-            doomed = [(spec.branch, request.commit)]
+            doomed = {spec.branch: request.commit}
             if through is not None:  # its head is the landed commit now
-                doomed = [(b, c) for b, c in doomed if b != through.head] + [(through.head, landed)]
-            for name, commit in doomed:
+                doomed[through.head] = landed
+            for name, commit in doomed.items():
                 await asyncio.to_thread(landgit.delete_branch, spec.repo, name, commit)
         return LandOutcome(LANDED, f"{said} {branch} as {landed[:12]}{more}", branch, tip, landed)
 
@@ -253,8 +253,7 @@ async def run_tests(
         raise fault("the task has no test command: nothing lands untested", FailureClass.CONFIG)
     limits = merged.get("limits", {})
     timeout = float(limits.get("test_timeout_s") or DEFAULT_TEST_TIMEOUT_S)
-    own = merged.get("withhold_env", [])
-    withheld = [*WITHHELD, *AGENT_WITHHELD, *(own if isinstance(own, list) else [])]
+    withheld = [*WITHHELD, *withheld_from_agents(merged.get("withhold_env", []))]
     env = child_environment(marks(task, worker), withhold=withheld)
     guard = await start_guarded(
         ["sh", "-c", command], grace_s, cwd=tree, env=env, stderr=asyncio.subprocess.STDOUT
