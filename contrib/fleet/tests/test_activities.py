@@ -108,17 +108,15 @@ def test_an_attempt_the_server_retried_after_a_dead_worker_counts_as_one_more(
     assert "Loopctl-Attempt: 2" in run_git("log", "-1", "--format=%B", "loopctl/t1", cwd=bare)
 
 
+#: The worker's own credentials, and one the task withholds itself.
+CREDENTIALS = ("PGPASSWORD", "PGPASSFILE", "LOOPCTL_FAILURE_MEMORY", "GITHUB_TOKEN", "TEAM_TOKEN")
+
+
 @pytest.mark.slow
 def test_the_fleets_own_credentials_never_reach_the_agent_or_the_tests(
     tmp_path: Path, bare: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    for name in (
-        "PGPASSWORD",
-        "PGPASSFILE",
-        "LOOPCTL_FAILURE_MEMORY",
-        "GITHUB_TOKEN",
-        "TEAM_TOKEN",
-    ):
+    for name in CREDENTIALS:
         monkeypatch.setenv(name, f"value-of-{name}")
     monkeypatch.setenv("LOOPCTL_FAILURE_MEMORY", "off")  # the loop must still read it
     seen = tmp_path / "env"
@@ -127,13 +125,7 @@ def test_the_fleets_own_credentials_never_reach_the_agent_or_the_tests(
     result = asyncio.run(ActivityEnvironment().run(acts.run_loop, LoopInput(task, base_sha(bare))))
     assert result.status == "complete"
     agent_env = seen.read_text()
-    for name in (
-        "PGPASSWORD",
-        "PGPASSFILE",
-        "LOOPCTL_FAILURE_MEMORY",
-        "GITHUB_TOKEN",
-        "TEAM_TOKEN",
-    ):
+    for name in CREDENTIALS:
         assert f"{name}=" not in agent_env, name  # the task's own list is kept too
 
 
