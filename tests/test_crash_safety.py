@@ -265,7 +265,9 @@ def test_sigkill_at_random_points_then_resume_finishes(sandbox: Any) -> None:
         # event, so most kills land in the loop's phases on a slow machine too.
         from_spawn = round_number % 3 == 1
         proc = box.spawn(*command)
-        if not from_spawn:
+        # a loop killed after its loop.end is closed by resume with no loop.resume event
+        ended = command[0] == "resume" and [e["type"] for e in box.events()][-1:] == ["loop.end"]
+        if not from_spawn and not ended:
             first = "loop.start" if command[0] == "run" else "loop.resume"
             box.wait_for_event(first, proc, after=events_before, timeout=30)
         try:
