@@ -24,6 +24,8 @@ import textwrap
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
+import fresh_round
+
 ECO_BIN = os.environ.get("CORPUS_ECO_BIN", "/tmp/loopctl-corpus-venv/bin")
 #: Packagist is switched off: the scenarios are about the platform, not the network.
 COMPOSER_JSON = (
@@ -64,6 +66,7 @@ ECOSYSTEM_OF = {
     "doctest": "Python (pytest-timeout, doctest)",
     "perl": "Perl",
     "prove": "Perl",
+    **fresh_round.ECOSYSTEM_OF,
 }
 
 
@@ -1694,6 +1697,7 @@ def cases(make: Callable[..., Any]) -> list[Any]:
     helpers = Helpers(add, rb, php, ex, kt, hs, nx, go, gomain, cc, cm)
     blind(helpers)
     third(helpers)
+    fourth(add)
     return out
 
 
@@ -2369,3 +2373,17 @@ def third(helpers: Helpers) -> None:
         """
         },
     )
+
+
+def fourth(add: Callable[..., None]) -> None:
+    """The fourth round (ids ``e4-…``, ``fresh_round.py``): tools and situations neither corpus
+    had, shared with the failure classifier's corpus, measured once before any rule for them."""
+    for scenario in fresh_round.scenarios():
+        add(
+            scenario.id,
+            scenario.category,
+            scenario.tool,
+            scenario.cmd,
+            scenario.files,
+            f"{scenario.description} (failure classifier: {scenario.mode})",
+        )
