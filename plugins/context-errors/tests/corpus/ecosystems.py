@@ -6,7 +6,9 @@ Elixir (elixir, ExUnit, Mix), Kotlin (kotlinc) and Gradle, Haskell (GHC, Cabal),
 g++ syntax errors) and Python's pytest-timeout and doctest. The batch was generated and measured
 with the rules as they were ("first sight", kept in ``first_sight.json``) before any rule was
 written for it. The second round (ids ``e2-…``, :func:`blind`) was written after the rules for
-the first were frozen, and measured the same way. Every log is what the real tool printed;
+the first were frozen, and measured the same way; so were the third (:func:`third`) and the
+fourth (:func:`fourth`, whose scenarios ``fresh_round.py`` shares with the failure classifier's
+corpus). Every log is what the real tool printed;
 nothing is written by hand.
 
 ``generate.py`` calls :func:`cases` with its ``Case`` class; :data:`ECO_BIN` is where

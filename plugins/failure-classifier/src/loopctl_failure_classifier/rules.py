@@ -797,7 +797,8 @@ DEPENDENCY_RULES: tuple[Rule, ...] = (
             r"(?:^|(?<!\w)(?:[Ee]rror|ERROR|[Ff]ailed): |^[^\s:]+: [^\s:]+:\d+: )"
             r"(?:[Mm]odule|[Ll]ibrary|[Pp]ackage|[Dd]ependency|[Dd]istribution|[Gg]em|[Rr]ock"
             r"|[Cc]rate)s? [\"'\u2018`](?P<pkg>[^\"'\u2019`\s]+)[\"'\u2019`]"
-            r"(?:, required by [\"'\u2018][^\"'\u2019]*[\"'\u2019],)? (?:is |was )?" + anchor.strip(),
+            r"(?:, required by [\"'\u2018][^\"'\u2019]*[\"'\u2019],)? (?:is |was )?"
+            + anchor.strip(),
             0.85,
             "module",
             "a module, library or package the code or the build names is not installed",
