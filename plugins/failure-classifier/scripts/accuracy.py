@@ -79,6 +79,9 @@ ECOSYSTEMS: dict[str, str] = {
     "configure": "Autotools",
     "yarn": "Yarn",
     "exec": "programs and libraries",
+    "tclsh": "Tcl",
+    "sqlite3": "SQLite",
+    "awk": "awk",
 }
 #: Each case's verdict the first time it was classified, before any rule was written for it
 #: (``--first-sight NAME`` records the cases not in it yet as a new round): the honest measure of

@@ -2380,7 +2380,7 @@ def third(helpers: Helpers) -> None:
 def fourth(add: Callable[..., None]) -> None:
     """The fourth round (ids ``e4-…``, ``fresh_round.py``): tools and situations neither corpus
     had, shared with the failure classifier's corpus, measured once before any rule for them."""
-    for scenario in fresh_round.scenarios():
+    for scenario in [*fresh_round.scenarios(), *fresh_round.held_out()]:
         add(
             scenario.id,
             scenario.category,
