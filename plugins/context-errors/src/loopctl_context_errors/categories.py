@@ -788,7 +788,9 @@ BUILTIN_RULES: tuple[Rule, ...] = (
         r"|environment variable is not defined correctly)|experimental \w+ feature '[^']+' is disabled"
         r"|\bversion \S+ .*\bis not in the allowed range\b"
         # Meson's meson_version: ``Meson version is 1.0.1 but project requires >=1.9.0``
-        r"|\b[A-Z]\w* version is \S+ but (?:the )?\w+ requires\b",
+        r"|\b[A-Z]\w* version is \S+ but (?:the )?\w+ requires\b"
+        # Tcl: ``version conflict for package "Tcl": have 8.6.13, need 9.0``
+        r"|\bversion conflict for package\b",
         (
             "' is not installed",
             "but it has declared",
@@ -797,6 +799,7 @@ BUILTIN_RULES: tuple[Rule, ...] = (
             "is not in the allowed range",
             "java_home ",
             "unsupported cabal-version",
+            "version conflict for package",
             "version is ",
         ),
         Tier.CAUSE,
@@ -809,8 +812,11 @@ BUILTIN_RULES: tuple[Rule, ...] = (
         r"|ld(?:\.\w+)?: (?:error: )?(?:cannot find|unable to find library|library not found for) -l"
         r"|was not found in the pkg-config search path|Could NOT find \w+"
         r"|Could not find a package configuration file provided by"
-        r"|lib[\w.+-]*\.so[\w.]*: cannot open shared object file",
+        r"|[^\s:'\"]*\.so[\w.]*: cannot open shared object file"
+        # the JVM's native libraries
+        r"|\bUnsatisfiedLinkError: no \S+ in java\.library\.path",
         (
+            " in java.library.path",
             "' file not found",
             ": cannot open shared object file",
             ": no such file or directory",
@@ -898,6 +904,9 @@ BUILTIN_RULES: tuple[Rule, ...] = (
         r"(?:[Mm]odule|[Ll]ibrary|[Pp]ackage|[Dd]ependency|[Dd]istribution|[Gg]em|[Rr]ock|[Cc]rate)s?"
         r" [\"'‘`][^\"'’`\s]+[\"'’`](?:, required by [\"'‘][^\"'’]*[\"'’],)? (?:is |was )?"
         r"not (?:found|installed)\b"
+        # the verb first (Tcl's ``can't find package json``)
+        r"|(?:^|(?<!\w)(?:[Ee]rror|ERROR|[Ff]ailed): )(?:[Cc]an't|[Cc]annot|[Cc]ould not|[Uu]nable to) "
+        r"find (?:the )?(?:package|module|library|extension|plugin) "
         # a module's compiled interface (gfortran), pkg-config under configure
         r"|\bCannot open module file\b|\bPackage requirements \(.*\) were not met"
         # a package manager with no such package, or that cannot fetch it: Yarn offline, cpanm,
@@ -909,6 +918,7 @@ BUILTIN_RULES: tuple[Rule, ...] = (
         # (autoconf-archive, pkg.m4, libtool) was not installed when it was generated
         r"|configure: line \d+: (?:syntax error near unexpected token|[`'‘]?[A-Z][A-Z0-9]*_[A-Z0-9_]+\()",
         (
+            " find ",
             " not found",
             " not installed",
             "cannot open module file",
@@ -1119,20 +1129,25 @@ BUILTIN_RULES: tuple[Rule, ...] = (
         r"|\bdoes not contain valid JSON\b|Could not compile build file"
         # Lua (``'end' expected (to close 'function' at line 1) near 'print'``), gfortran
         r"|'[^']+' expected (?:\(to close|near )|\bunexpected symbol near\b"
-        r"|\bExpecting END \w+ statement\b|\bUnexpected end of file\b",
+        r"|\bExpecting END \w+ statement\b|\bUnexpected end of file\b"
+        # awk (mawk): ``missing } near END``
+        r"|\bmissing [})\]] near\b",
         (
             " column ",
             "' expected ",
-            "expecting end ",
-            "unexpected end of file",
-            "unexpected symbol near",
             "could not compile build file",
             "does not contain valid json",
             "expecting '",
+            "expecting end ",
+            "missing ) near",
+            "missing ] near",
+            "missing } near",
             "parse error",
             "parsing",
             "scanning",
             "syntax error",
+            "unexpected end of file",
+            "unexpected symbol near",
         ),
         Tier.CAUSE,
         "a parser reports a syntax or parse error",
@@ -1168,8 +1183,9 @@ BUILTIN_RULES: tuple[Rule, ...] = (
         + _exc("UndefinedFunctionError")
         + r"|\bis undefined or private\b|\b[Nn]ot in scope:|^\S+:\d+:\d+: undefined: "
         r"|\battribute '[^']+' missing\b|Unknown CMake command|\b[Cc]lass \"[\w\\]+\" not found\b"
-        # Erlang: a function (or its module) that cannot be called, ``{undef,[{calc,add,…``
-        r"|\{undef,\[\{",
+        # Erlang: a function (or its module) that cannot be called, ``{undef,[{calc,add,…``;
+        # Tcl: ``can't read "totl": no such variable``
+        r"|\{undef,\[\{|\bno such variable\b",
         (
             '" not found',
             ": undefined: ",
@@ -1178,6 +1194,7 @@ BUILTIN_RULES: tuple[Rule, ...] = (
             "is not defined",
             "is undefined or private",
             "nameerror",
+            "no such variable",
             "not in scope:",
             "referenceerror",
             "unboundlocalerror",
@@ -1348,8 +1365,11 @@ BUILTIN_RULES: tuple[Rule, ...] = (
         )
         + r"|\bERR_ASSERTION\b|[Aa]ssertion (?:`[^`]*` |'[^']*' |with \S+ )?failed|assertion failed"
         r"|\bFailed asserting that\b"
-        r"|Assertion .* failed|\bAssert_failure\b",
+        r"|Assertion .* failed|\bAssert_failure\b"
+        # tcltest: ``---- Result should have been (exact matching):``
+        r"|^---- Result should have been\b",
         (
+            "---- result should have been",
             "assert_failure",
             "assertion ",
             "assertion failed",

@@ -784,28 +784,6 @@ DEPENDENCY_RULES: tuple[Rule, ...] = (
         window=True,
     ),
     # A library, package, module or gem.
-    *(
-        _rule(
-            f"module.{anchor.strip().replace(' ', '_')}",
-            "system",
-            anchor,
-            # any tool's words: ``module 'lpeg' not found``, ``Library "yojson" not found``,
-            # ``Dependency "zstd" not found``, ``Module 'Text::Table' is not installed``,
-            # ``Package 'zstd', required by 'virtual:world', not found``; the sentence starts
-            # the line, or follows an error's prefix or a place (``lua: main.lua:1: ``), so a
-            # test's message about one (``AssertionError: Library 'x' not found``) is not it
-            r"(?:^|(?<!\w)(?:[Ee]rror|ERROR|[Ff]ailed): |^[^\s:]+: [^\s:]+:\d+: )"
-            r"(?:[Mm]odule|[Ll]ibrary|[Pp]ackage|[Dd]ependency|[Dd]istribution|[Gg]em|[Rr]ock"
-            r"|[Cc]rate)s? [\"'\u2018`](?P<pkg>[^\"'\u2019`\s]+)[\"'\u2019`]"
-            r"(?:, required by [\"'\u2018][^\"'\u2019]*[\"'\u2019],)? (?:is |was )?"
-            + anchor.strip(),
-            0.85,
-            "module",
-            "a module, library or package the code or the build names is not installed",
-            window=True,
-        )
-        for anchor in (" not found", " not installed")
-    ),
     _rule(
         "module.cannot_locate",
         "perl",
@@ -814,6 +792,29 @@ DEPENDENCY_RULES: tuple[Rule, ...] = (
         0.85,
         "module",
         "Perl: a module the code uses is not installed",
+        window=True,
+    ),
+    _rule(
+        "library.not_on_path",
+        "java",
+        "library.path",
+        # the JVM: ``UnsatisfiedLinkError: no zstd-jni in java.library.path``
+        r"\bno (?P<pkg>[\w.+-]+) in java\.library\.path\b",
+        0.85,
+        None,
+        "a native library the code loads is not installed",
+        window=True,
+    ),
+    _rule(
+        "library.shared_object_path",
+        "system",
+        "shared object",
+        # a shared object by its path (a SQLite extension, a plugin): installed elsewhere, it is
+        # the environment's; inside the project, the project's build did not make it
+        r"(?P<pkg>/[^\s:'\"]+\.so[\w.]*): cannot open shared object file",
+        0.8,
+        "path",
+        "a shared library or extension the program loads is not installed",
         window=True,
     ),
     _rule(
@@ -1117,6 +1118,17 @@ DEPENDENCY_RULES: tuple[Rule, ...] = (
         window=True,
     ),
     _rule(
+        "version.conflict_have_need",
+        "system",
+        "version conflict",
+        # Tcl: ``version conflict for package "Tcl": have 8.6.13, need 9.0``
+        r"\bversion conflict for package [\"']?(?P<pkg>[\w:.-]+)[\"']?: have \S+, need",
+        0.85,
+        None,
+        "the code needs another version of a package or runtime than the one installed",
+        window=True,
+    ),
+    _rule(
         "version.language_unsupported",
         "system",
         "language is not supported",
@@ -1268,6 +1280,42 @@ DEPENDENCY_RULES: tuple[Rule, ...] = (
         # 127 is the shell's "command not found" status.
         r"^g?make(?:\[\d+\])?: \*\*\* \[[^\]]*\] Error 127\s*$",
         0.75,
+        window=True,
+    ),
+    # --- the generic sentences, after every tool's own rule (which is more precise) ----------
+    *(
+        _rule(
+            f"module.{anchor.strip().replace(' ', '_')}",
+            "system",
+            anchor,
+            # any tool's words: ``module 'lpeg' not found``, ``Library "yojson" not found``,
+            # ``Dependency "zstd" not found``, ``Module 'Text::Table' is not installed``,
+            # ``Package 'zstd', required by 'virtual:world', not found``; the sentence starts
+            # the line, or follows an error's prefix or a place (``lua: main.lua:1: ``), so a
+            # test's message about one (``AssertionError: Library 'x' not found``) is not it
+            r"(?:^|(?<!\w)(?:[Ee]rror|ERROR|[Ff]ailed): |^[^\s:]+: [^\s:]+:\d+: )"
+            r"(?:[Mm]odule|[Ll]ibrary|[Pp]ackage|[Dd]ependency|[Dd]istribution|[Gg]em|[Rr]ock"
+            r"|[Cc]rate)s? [\"'\u2018`](?P<pkg>[^\"'\u2019`\s]+)[\"'\u2019`]"
+            r"(?:, required by [\"'\u2018][^\"'\u2019]*[\"'\u2019],)? (?:is |was )?"
+            + anchor.strip(),
+            0.85,
+            "module",
+            "a module, library or package the code or the build names is not installed",
+            window=True,
+        )
+        for anchor in (" not found", " not installed")
+    ),
+    _rule(
+        "module.cannot_find",
+        "system",
+        "find ",
+        # the verb first: Tcl's ``can't find package json``, ``cannot find library x``
+        r"(?:^|(?<!\w)(?:[Ee]rror|ERROR|[Ff]ailed): )(?:[Cc]an't|[Cc]annot|[Cc]ould not|[Uu]nable to) "
+        r"find (?:the )?(?:package|module|library|extension|plugin) [\"'\u2018`]?"
+        r"(?P<pkg>[\w.:/@+-]+)",
+        0.85,
+        "module",
+        "a package, module or library the code asks for is not installed",
         window=True,
     ),
 )
