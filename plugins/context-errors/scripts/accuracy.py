@@ -14,7 +14,7 @@ docs/plugins/context-errors.md is rewritten.
 
     python plugins/context-errors/scripts/accuracy.py --record-first-sight
 
-adds the current predictions of ``e-…``, ``e2-…`` and ``e3-…`` cases that ``first_sight.json`` does not hold yet (run it
+adds the current predictions of ``e-…`` to ``e5-…`` cases that ``first_sight.json`` does not hold yet (run it
 right after generating new cases, before any rule is written for them); it never changes an
 entry that is there.
 """
@@ -127,6 +127,8 @@ SETS = (
     ("ecosystems", "e-"),
     ("ecosystems, second round", "e2-"),
     ("ecosystems, third round", "e3-"),
+    ("ecosystems, fourth round", "e4-"),
+    ("ecosystems, fourth round's held-out check", "e5-"),
 )
 #: What the report says above each ecosystem round.
 ROUND_TITLES = {
@@ -135,6 +137,11 @@ ROUND_TITLES = {
     "first were frozen; first sight is its honest measure:",
     "ecosystems, third round": "Third round (ids `e3-…`), written after the rules for the "
     "second were frozen:",
+    "ecosystems, fourth round": "Fourth round (ids `e4-…`, `fresh_round.py`): tools and "
+    "situations neither corpus had, shared with the failure classifier's corpus:",
+    "ecosystems, fourth round's held-out check": "The fourth round's held-out check (ids "
+    "`e5-…`): other tools in the same situations, written after its rules were frozen; first "
+    "sight is its honest measure:",
 }
 
 

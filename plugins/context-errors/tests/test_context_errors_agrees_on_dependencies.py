@@ -35,6 +35,13 @@ DIFFERENCES = {
     "the jar is a dependency",
     "h-php-extension-function": "`Call to undefined function imagecreatetruecolor()` is an "
     "undefined name; that an extension (gd) provides it is not in the output",
+    # The fifth round (fresh_round.py), labelled there before either plugin saw it.
+    "e4-exec-tool-permission": "`/opt/tools/bin/fmtcheck: Permission denied` is a FILE_ACCESS "
+    "here by definition; the classifier sees the program lies outside the project",
+    "e4-erlang-dep-undef": "Erlang's `{undef,[{jsx,encode,…` reads as a function that does not "
+    "exist (e4-erlang-own-undef, the project's own, is FUNCTION_ERROR); whose module it is, "
+    "is not on the line",
+    "e4-cpanm-missing": "cpanm's first line is the mirror's index, a file that does not exist",
     "h-gxx-std-too-new": "g++'s `unrecognized command-line option ‘-std=c++29’` reads as a wrong "
     "build flag as much as a compiler too old for the standard",
 }

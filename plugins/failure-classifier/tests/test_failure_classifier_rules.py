@@ -126,6 +126,168 @@ def test_locality_tells_the_projects_own_code_from_packages(tmp_path: Path) -> N
     assert not Locality(None).is_own("python_module", "x")[0]
 
 
+#: What is missing, in the words of tools the rules name nowhere (issue 27's fifth round):
+#: each situation's rule recognises every tool's sentence for it.
+SITUATIONS = [
+    # a module, library or package
+    ("lua5.4: main.lua:1: module 'lpeg' not found:", "module.not_found", "lpeg"),
+    ('Error: Library "yojson" not found.', "module.not_found", "yojson"),
+    (
+        'meson.build:2:0: ERROR: Dependency "libzstd" not found, tried pkgconfig and cmake',
+        "module.not_found",
+        "libzstd",
+    ),
+    ("Package 'libzstd', required by 'virtual:world', not found", "module.not_found", "libzstd"),
+    (
+        "! Installing the dependencies failed: Module 'Text::Table::Tiny' is not installed",
+        "module.not_installed",
+        "Text::Table::Tiny",
+    ),
+    (
+        "Can't locate YAML/Tiny.pm in @INC (you may need to install the YAML::Tiny module)",
+        "module.cannot_locate",
+        "YAML/Tiny.pm",
+    ),
+    (
+        "Fatal Error: Cannot open module file \u2018json_module.mod\u2019 for reading at (1)",
+        "module.file_missing",
+        "json_module",
+    ),
+    (
+        '{"init terminating in do_boot",{undef,[{jsx,encode,[],[]}]}}',
+        "module.undefined_at_run_time",
+        "jsx",
+    ),
+    # a package manager that has no such package, or cannot fetch it
+    (
+        'error Couldn\'t find any versions for "left-pad" that matches "^1.3.0" in our cache',
+        "package.none_matching",
+        "left-pad",
+    ),
+    (
+        "! Couldn't find module or a distribution Text::Table::Tiny (1.02)",
+        "package.none_matching",
+        "Text::Table::Tiny",
+    ),
+    (
+        '===> Failed to fetch and copy dep: {git,"/x/jsx.git",{tag,"v3.1.0"}}',
+        "package.fetch_failed",
+        None,
+    ),
+    ("Error: No results matching query were found for Lua 5.4.", "package.no_results", None),
+    (
+        './configure: line 3084: `AX_CHECK_COMPILE_FLAG(-Wall, CFLAGS="$CFLAGS -Wall")\'',
+        "build.macro_unexpanded",
+        "AX_CHECK_COMPILE_FLAG",
+    ),
+    # (the held-out check's situations, in other words)
+    ("can't find package tdom", "module.cannot_find", "tdom"),
+    (
+        'Exception in thread "main" java.lang.UnsatisfiedLinkError: no rocksdbjni in '
+        "java.library.path: /usr/lib",
+        "library.not_on_path",
+        "rocksdbjni",
+    ),
+    (
+        "Error: /usr/lib/sqlite3/pcre.so: cannot open shared object file: No such file",
+        "library.shared_object_path",
+        "/usr/lib/sqlite3/pcre.so",
+    ),
+    (
+        'version conflict for package "http": have 2.9.5, need 3',
+        "version.conflict_have_need",
+        "http",
+    ),
+    # a toolchain or runtime too old
+    (
+        "Perl v5.99.0 required--this is only v5.36.0, stopped at a.pl line 1.",
+        "version.required_only",
+        "Perl",
+    ),
+    (
+        "meson.build:1:0: ERROR: Meson version is 1.0.1 but project requires >=1.9.0",
+        "version.runtime_mismatch",
+        "Meson",
+    ),
+    (
+        "Error: Version 3.11 of the dune language is not supported.",
+        "version.language_unsupported",
+        "dune",
+    ),
+    # a program or a library at run time
+    (
+        "./main: error while loading shared libraries: libcalc.so: cannot open shared object file: No such file or directory",
+        "system.shared_library",
+        "libcalc.so",
+    ),
+    (
+        "check.sh: 2: /opt/tools/bin/fmtcheck: Permission denied",
+        "program.not_executable",
+        "/opt/tools/bin/fmtcheck",
+    ),
+    (
+        "run.sh: line 4: /opt/tools/bin/lint: Permission denied",
+        "program.not_executable",
+        "/opt/tools/bin/lint",
+    ),
+]
+
+
+@pytest.mark.parametrize(("line", "rule", "pkg"), SITUATIONS)
+def test_what_is_missing_is_recognised_in_any_tools_words(
+    line: str, rule: str, pkg: str | None
+) -> None:
+    hits = rules.scan(line + "\n")
+    assert [(h.rule.name, h.pkg) for h in hits] == [(rule, pkg)]
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "not ok 1 - module 'app' not found in the registry fixture",  # a test's own words
+        "E   assert 'Package \"x\" not found' == ''",
+        "E       AssertionError: Library 'x' not found",
+        "cat: /etc/shadow: Permission denied",  # a file a tool reads, not a program run
+        "check.sh: 2: ./scripts/lint.sh: Permission denied",  # the project's own script
+        "lua5.4: main.lua:2: attempt to index a nil value (field 'cache')",
+        '{"init terminating in do_boot",{badarith,[{erlang,\'+\',[3,"0"],[]}]}}',
+    ],
+)
+def test_the_situation_rules_leave_ordinary_failure_lines_alone(line: str) -> None:
+    hits = rules.scan(line + "\n")
+    assert [h for h in hits if h.rule.locality not in ("module", "path")] == []
+    where = Locality(Path("/nonexistent-project"))
+    assert all(where.is_own(h.rule.locality or "", h.pkg or "", h.line)[0] for h in hits), hits
+
+
+def test_whose_module_it_is_comes_from_the_projects_files(tmp_path: Path) -> None:
+    (tmp_path / "app").mkdir()
+    (tmp_path / "app" / "format.lua").write_text("")
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "calc.erl").write_text("")
+    (tmp_path / "lib" / "MyApp").mkdir(parents=True)
+    (tmp_path / "lib" / "MyApp" / "Util.pm").write_text("")
+    (tmp_path / "geometry.f90").write_text("")
+    where = Locality(tmp_path)
+    assert where.is_own("module", "app.formatting")[0]  # under the project's own app/
+    assert where.is_own("module", "calc")[0]  # src/calc.erl
+    assert where.is_own("module", "MyApp/Util.pm")[0]
+    assert where.is_own("module", "MyApp::Util")[0]
+    assert where.is_own("module", "geometry")[0]  # geometry.f90
+    for library in (
+        "lpeg",
+        "jsx",
+        "YAML/Tiny.pm",
+        "Text::Table::Tiny",
+        "json_module",
+        "yojson",
+    ):
+        assert not where.is_own("module", library)[0], library
+    assert where.is_own("path", "./scripts/lint.sh")[0]
+    assert where.is_own("path", str(tmp_path / "bin" / "lint"))[0]
+    assert not where.is_own("path", "/opt/tools/bin/lint")[0]
+
+
 def test_arbitration_orders_by_priority_then_confidence_then_name() -> None:
     candidates = [
         Classification("code_error", 0.6, detector="builtin.default", priority=0),

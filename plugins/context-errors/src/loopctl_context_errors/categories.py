@@ -288,9 +288,13 @@ BUILTIN_RULES: tuple[Rule, ...] = (
         r"|undefined method .{1,200}? for nil\b|\bon null\b|\bnot found in: nil\b"
         r"|\bnil pointer dereference|\bentry in nil map\b|NullPointerException\b"
         r"|on a nullable receiver|[Uu]nexpectedly found nil|Object reference not set to an instance"
-        r"|lateinit property \w+ has not been initialized",
+        r"|lateinit property \w+ has not been initialized"
+        # Perl (a method called on undef), Lua (a nil indexed, or used in arithmetic)
+        r"|\bon an undefined value\b|\battempt to (?:index|perform arithmetic on|concatenate) an? nil value",
         (
             " propert",
+            "attempt to ",
+            "on an undefined value",
             "'nonetype' object has no attribute",
             "called `option::unwrap()` on a `none` value",
             "entry in nil map",
@@ -750,9 +754,13 @@ BUILTIN_RULES: tuple[Rule, ...] = (
         # CMake's cmake_minimum_required, Composer's platform check ("requires php >=9.1 but
         # your php version (8.2.32) does not satisfy that requirement")
         r"|\bor (?:higher|newer|later) is required\.\s+You are running version"
-        r"|\bbut your \w+ version \([^)]*\) does not satisfy",
+        r"|\bbut your \w+ version \([^)]*\) does not satisfy"
+        # Perl's ``use v5.99``, dune's ``(lang dune 3.11)``
+        r"|\bv?\d[\w.]* required--this is only\b|\bVersion \S+ of the [\w-]+ language is not supported",
         (
             ") does not satisfy",
+            "language is not supported",
+            "required--this is only",
             "built-in module",
             "different python",
             "interpreter",
@@ -778,7 +786,11 @@ BUILTIN_RULES: tuple[Rule, ...] = (
         r"|\bon \w+ v[\d.]+ but it has declared .* supports only\b|Unsupported cabal-version"
         r"|failed to find interpreter for|JAVA_HOME (?:is set to an invalid|is not set"
         r"|environment variable is not defined correctly)|experimental \w+ feature '[^']+' is disabled"
-        r"|\bversion \S+ .*\bis not in the allowed range\b",
+        r"|\bversion \S+ .*\bis not in the allowed range\b"
+        # Meson's meson_version: ``Meson version is 1.0.1 but project requires >=1.9.0``
+        r"|\b[A-Z]\w* version is \S+ but (?:the )?\w+ requires\b"
+        # Tcl: ``version conflict for package "Tcl": have 8.6.13, need 9.0``
+        r"|\bversion conflict for package\b",
         (
             "' is not installed",
             "but it has declared",
@@ -787,6 +799,7 @@ BUILTIN_RULES: tuple[Rule, ...] = (
             "is not in the allowed range",
             "java_home ",
             "unsupported cabal-version",
+            "version conflict for package",
             "version is ",
         ),
         Tier.CAUSE,
@@ -799,8 +812,11 @@ BUILTIN_RULES: tuple[Rule, ...] = (
         r"|ld(?:\.\w+)?: (?:error: )?(?:cannot find|unable to find library|library not found for) -l"
         r"|was not found in the pkg-config search path|Could NOT find \w+"
         r"|Could not find a package configuration file provided by"
-        r"|lib[\w.+-]*\.so[\w.]*: cannot open shared object file",
+        r"|[^\s:'\"]*\.so[\w.]*: cannot open shared object file"
+        # the JVM's native libraries
+        r"|\bUnsatisfiedLinkError: no \S+ in java\.library\.path",
         (
+            " in java.library.path",
             "' file not found",
             ": cannot open shared object file",
             ": no such file or directory",
@@ -876,6 +892,44 @@ BUILTIN_RULES: tuple[Rule, ...] = (
         ),
         Tier.CAUSE,
         "a daemon or server the project needs is not running",
+    ),
+    Rule(
+        "resource.named-missing",
+        Category.RESOURCE_ERROR,
+        # what is missing, in any tool's words: a module, library, package or dependency said
+        # not to be found or installed (Lua, dune, Meson, pkg-config, cpanm), at the start of
+        # the line or after an error's prefix or a place, so a test's message about one
+        # (``AssertionError: Library 'x' not found``) is not it
+        r"(?:^|(?<!\w)(?:[Ee]rror|ERROR|[Ff]ailed): |^[^\s:]+: [^\s:]+:\d+: )"
+        r"(?:[Mm]odule|[Ll]ibrary|[Pp]ackage|[Dd]ependency|[Dd]istribution|[Gg]em|[Rr]ock|[Cc]rate)s?"
+        r" [\"'‘`][^\"'’`\s]+[\"'’`](?:, required by [\"'‘][^\"'’]*[\"'’],)? (?:is |was )?"
+        r"not (?:found|installed)\b"
+        # the verb first (Tcl's ``can't find package json``)
+        r"|(?:^|(?<!\w)(?:[Ee]rror|ERROR|[Ff]ailed): )(?:[Cc]an't|[Cc]annot|[Cc]ould not|[Uu]nable to) "
+        r"find (?:the )?(?:package|module|library|extension|plugin) "
+        # a module's compiled interface (gfortran), pkg-config under configure
+        r"|\bCannot open module file\b|\bPackage requirements \(.*\) were not met"
+        # a package manager with no such package, or that cannot fetch it: Yarn offline, cpanm,
+        # rebar3, LuaRocks
+        r"|\bCouldn't find (?:any versions for|module or a distribution) "
+        r"|\bFailed to fetch(?: and copy)? (?:dep|dependency|package)\b"
+        r"|\bNo results matching query were found\b"
+        # a configure script with a macro left unexpanded: the package that defines the macro
+        # (autoconf-archive, pkg.m4, libtool) was not installed when it was generated
+        r"|configure: line \d+: (?:syntax error near unexpected token|[`'‘]?[A-Z][A-Z0-9]*_[A-Z0-9_]+\()",
+        (
+            " find ",
+            " not found",
+            " not installed",
+            "cannot open module file",
+            "configure: line ",
+            "couldn't find ",
+            "failed to fetch",
+            "no results matching query",
+            "package requirements (",
+        ),
+        Tier.CAUSE,
+        "a module, library or package is named as missing, or cannot be found or fetched",
     ),
     Rule(
         "file.not-found",
@@ -1072,16 +1126,28 @@ BUILTIN_RULES: tuple[Rule, ...] = (
         # parsing a block collection"), Python's json ("… line 1 column 14 (char 13)")
         r"\b[Ss]yntax error\b|\b[Pp]arse error\b|\bexpecting '[^']*', found '"
         r"|\bwhile (?:parsing|scanning) an? \w+|: line \d+ column \d+ \(char \d+\)"
-        r"|\bdoes not contain valid JSON\b|Could not compile build file",
+        r"|\bdoes not contain valid JSON\b|Could not compile build file"
+        # Lua (``'end' expected (to close 'function' at line 1) near 'print'``), gfortran
+        r"|'[^']+' expected (?:\(to close|near )|\bunexpected symbol near\b"
+        r"|\bExpecting END \w+ statement\b|\bUnexpected end of file\b"
+        # awk (mawk): ``missing } near END``
+        r"|\bmissing [})\]] near\b",
         (
             " column ",
+            "' expected ",
             "could not compile build file",
             "does not contain valid json",
             "expecting '",
+            "expecting end ",
+            "missing ) near",
+            "missing ] near",
+            "missing } near",
             "parse error",
             "parsing",
             "scanning",
             "syntax error",
+            "unexpected end of file",
+            "unexpected symbol near",
         ),
         Tier.CAUSE,
         "a parser reports a syntax or parse error",
@@ -1116,7 +1182,10 @@ BUILTIN_RULES: tuple[Rule, ...] = (
         r"|constant)\b|"
         + _exc("UndefinedFunctionError")
         + r"|\bis undefined or private\b|\b[Nn]ot in scope:|^\S+:\d+:\d+: undefined: "
-        r"|\battribute '[^']+' missing\b|Unknown CMake command|\b[Cc]lass \"[\w\\]+\" not found\b",
+        r"|\battribute '[^']+' missing\b|Unknown CMake command|\b[Cc]lass \"[\w\\]+\" not found\b"
+        # Erlang: a function (or its module) that cannot be called, ``{undef,[{calc,add,…``;
+        # Tcl: ``can't read "totl": no such variable``
+        r"|\{undef,\[\{|\bno such variable\b",
         (
             '" not found',
             ": undefined: ",
@@ -1125,6 +1194,7 @@ BUILTIN_RULES: tuple[Rule, ...] = (
             "is not defined",
             "is undefined or private",
             "nameerror",
+            "no such variable",
             "not in scope:",
             "referenceerror",
             "unboundlocalerror",
@@ -1135,6 +1205,7 @@ BUILTIN_RULES: tuple[Rule, ...] = (
             "undefinedfunctionerror",
             "unknown cmake command",
             "use of undeclared identifier",
+            "{undef,[{",
         ),
         Tier.CAUSE,
         "a name that was never defined",
@@ -1239,9 +1310,14 @@ BUILTIN_RULES: tuple[Rule, ...] = (
         r"|Couldn't match (?:expected |actual )?type|\bNo instance for\b|\bof wrong type\b"
         r"|\bcannot (?:use .+ as .+ value|coerce|add an? \w+ to an?)\b"
         r"|\bwhile an? \w+ was expected\b|construction of binary failed"
-        r"|bad argument in arithmetic expression",
+        r"|bad argument in arithmetic expression|\{badarith,|\{badarg,"
+        # OCaml, gfortran
+        r"|\bbut an expression was expected of type\b|\bCannot convert \S+ to \S+ at\b",
         (
             " was expected",
+            "{badarg,",
+            "{badarith,",
+            "cannot convert ",
             ": error: ",
             "bad argument in arithmetic expression",
             "cannot be applied to given types",
@@ -1289,8 +1365,12 @@ BUILTIN_RULES: tuple[Rule, ...] = (
         )
         + r"|\bERR_ASSERTION\b|[Aa]ssertion (?:`[^`]*` |'[^']*' |with \S+ )?failed|assertion failed"
         r"|\bFailed asserting that\b"
-        r"|Assertion .* failed",
+        r"|Assertion .* failed|\bAssert_failure\b"
+        # tcltest: ``---- Result should have been (exact matching):``
+        r"|^---- Result should have been\b",
         (
+            "---- result should have been",
+            "assert_failure",
             "assertion ",
             "assertion failed",
             "assertionerror",

@@ -6,7 +6,9 @@ Elixir (elixir, ExUnit, Mix), Kotlin (kotlinc) and Gradle, Haskell (GHC, Cabal),
 g++ syntax errors) and Python's pytest-timeout and doctest. The batch was generated and measured
 with the rules as they were ("first sight", kept in ``first_sight.json``) before any rule was
 written for it. The second round (ids ``e2-…``, :func:`blind`) was written after the rules for
-the first were frozen, and measured the same way. Every log is what the real tool printed;
+the first were frozen, and measured the same way; so were the third (:func:`third`) and the
+fourth (:func:`fourth`, whose scenarios ``fresh_round.py`` shares with the failure classifier's
+corpus). Every log is what the real tool printed;
 nothing is written by hand.
 
 ``generate.py`` calls :func:`cases` with its ``Case`` class; :data:`ECO_BIN` is where
@@ -23,6 +25,8 @@ import subprocess
 import textwrap
 from collections.abc import Callable
 from typing import Any, NamedTuple
+
+import fresh_round
 
 ECO_BIN = os.environ.get("CORPUS_ECO_BIN", "/tmp/loopctl-corpus-venv/bin")
 #: Packagist is switched off: the scenarios are about the platform, not the network.
@@ -64,6 +68,7 @@ ECOSYSTEM_OF = {
     "doctest": "Python (pytest-timeout, doctest)",
     "perl": "Perl",
     "prove": "Perl",
+    **fresh_round.ECOSYSTEM_OF,
 }
 
 
@@ -1694,6 +1699,7 @@ def cases(make: Callable[..., Any]) -> list[Any]:
     helpers = Helpers(add, rb, php, ex, kt, hs, nx, go, gomain, cc, cm)
     blind(helpers)
     third(helpers)
+    fourth(add)
     return out
 
 
@@ -2369,3 +2375,17 @@ def third(helpers: Helpers) -> None:
         """
         },
     )
+
+
+def fourth(add: Callable[..., None]) -> None:
+    """The fourth round (ids ``e4-…``, ``fresh_round.py``): tools and situations neither corpus
+    had, shared with the failure classifier's corpus, measured once before any rule for them."""
+    for scenario in [*fresh_round.scenarios(), *fresh_round.held_out()]:
+        add(
+            scenario.id,
+            scenario.category,
+            scenario.tool,
+            scenario.cmd,
+            scenario.files,
+            f"{scenario.description} (failure classifier: {scenario.mode})",
+        )

@@ -3270,6 +3270,10 @@ def ecosystem_versions(first_line: Callable[[list[str]], str]) -> dict[str, str]
         "pre-commit": first_line([f"{eco}/pre-commit", "--version"]),
         "go": first_line(["go", "version"]),
         "g++": first_line(["g++", "--version"]),
+        **{
+            tool: first_line(["/bin/sh", "-c", command])
+            for tool, command in ecosystems.fresh_round.VERSIONS.items()
+        },
         "pytest-timeout": first_line(
             [
                 f"{eco}/python",

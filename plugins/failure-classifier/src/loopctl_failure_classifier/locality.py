@@ -170,6 +170,8 @@ class Locality:
             "elixir_module": self._elixir_module,
             "haskell_module": self._haskell_module,
             "import_line": self._import_line,
+            "module": self._module,
+            "path": self._path,
         }
         check = checks.get(kind)
         return check(name, line) if check else (False, "")
@@ -297,6 +299,36 @@ class Locality:
         if stem in names:
             return True, f"'{module}' is the project's own {stem}.hs"
         return self._near(module, stem, names)
+
+    def _module(self, name: str, line: str = "") -> tuple[bool, str]:
+        """Any language's module, library or package by name (``YAML::Tiny``, ``app.format``,
+        ``YAML/Tiny.pm``, ``json_module``): the project's own when the project holds its
+        path (``lib/YAML/Tiny.pm``, ``app/`` for ``app.format``), or a file named after it
+        (``calc`` → ``src/calc.erl``, ``calc.ml``), or a near name (renamed, misspelt)."""
+        stem, _, suffix = name.rpartition(".")
+        if not stem or suffix != "pm":
+            stem = name
+        parts = [part for part in re.split(r"::|[./:\\]", stem) if part]
+        if not parts:
+            return False, ""
+        for base in self.bases():
+            for root in (base, base / "src", base / "lib"):
+                if len(parts) > 1 and (root / parts[0]).is_dir():
+                    return True, f"'{name}' is under the project's own {root / parts[0]}"
+        names = self._names(*self._stems())
+        if parts[-1] in names:
+            return True, f"'{name}' is named after the project's own {parts[-1]}"
+        return self._near(name, parts[-1], names)
+
+    def _path(self, path: str, line: str = "") -> tuple[bool, str]:
+        """A program by its path: the project's own when the path is relative or inside the
+        project; one installed elsewhere (``/opt/tools/bin/lint``) is not."""
+        if not path.startswith("/"):
+            return True, f"{path} is a path into the project"
+        for base in self.bases():
+            if Path(path).is_relative_to(base):
+                return True, f"{path} is inside the project ({base})"
+        return False, ""
 
     def _import_line(self, name: str, line: str) -> tuple[bool, str]:
         """An unresolved name: a dependency only when the source line the compiler quotes under

@@ -28,7 +28,7 @@ MAX_CLIMB = 4
 #: Source files a test run or a build names (the extension tells a file from a word).
 _SOURCE = (
     r"py|pyi|rb|rake|c|h|cc|cpp|cxx|hh|hpp|hxx|go|rs|java|kt|kts|scala|ex|exs|erl|hs|lhs|php"
-    r"|js|mjs|cjs|jsx|ts|tsx|mts|cts|swift|cs|fs|dart|nix|bzl|cmake|sh"
+    r"|js|mjs|cjs|jsx|ts|tsx|mts|cts|swift|cs|fs|dart|nix|bzl|cmake|sh|pm|pl|lua|ml|mli|f90|hrl"
 )
 _ABSOLUTE = LazyPattern(rf"(?<![\w.~-])(/(?:[\w.+@-]+/)+[\w.+@-]+\.(?:{_SOURCE}))(?![\w])")
 _RELATIVE = LazyPattern(

@@ -287,7 +287,9 @@ DEPENDENCY_RULES: tuple[Rule, ...] = (
         "shared object",
         r"(?P<pkg>lib[\w.+-]*\.so[\w.]*): cannot open shared object file",
         0.85,
-        full_scan=False,
+        None,
+        "a program needs a shared library that is not installed (at build or at run time)",
+        window=True,
     ),
     # --- JavaScript / TypeScript --------------------------------------------------------------
     _rule(
@@ -769,7 +771,118 @@ DEPENDENCY_RULES: tuple[Rule, ...] = (
         "the linker (a C toolchain) is not installed",
         window=True,
     ),
+    _rule(
+        "program.not_executable",
+        "system",
+        "Permission denied",
+        # a shell could not run a program: ``check.sh: 2: /opt/x/bin/lint: Permission denied``
+        r"^(?:[^\s:]+: (?:line )?\d+: |(?:/(?:usr/)?bin/)?(?:ba|da|z)?sh: (?:line )?\d*:? ?)"
+        r"(?P<pkg>/[^\s:]+): Permission denied\s*$",
+        0.8,
+        "path",
+        "a program installed outside the project cannot be run (it lacks its execute bit)",
+        window=True,
+    ),
     # A library, package, module or gem.
+    _rule(
+        "module.cannot_locate",
+        "perl",
+        "Can't locate ",
+        r"Can't locate (?P<pkg>[\w/]+\.pm) in @INC",
+        0.85,
+        "module",
+        "Perl: a module the code uses is not installed",
+        window=True,
+    ),
+    _rule(
+        "library.not_on_path",
+        "java",
+        "library.path",
+        # the JVM: ``UnsatisfiedLinkError: no zstd-jni in java.library.path``
+        r"\bno (?P<pkg>[\w.+-]+) in java\.library\.path\b",
+        0.85,
+        None,
+        "a native library the code loads is not installed",
+        window=True,
+    ),
+    _rule(
+        "library.shared_object_path",
+        "system",
+        "shared object",
+        # a shared object by its path (a SQLite extension, a plugin): installed elsewhere, it is
+        # the environment's; inside the project, the project's build did not make it
+        r"(?P<pkg>/[^\s:'\"]+\.so[\w.]*): cannot open shared object file",
+        0.8,
+        "path",
+        "a shared library or extension the program loads is not installed",
+        window=True,
+    ),
+    _rule(
+        "module.file_missing",
+        "system",
+        "module file",
+        # gfortran's compiled interface of a module (``use json_module``)
+        "Cannot open module file [\u2018'\"`](?P<pkg>[\\w.-]+?)\\.mod[\u2019'\"`]",
+        0.85,
+        "module",
+        "the compiled interface of a module the code uses is not there (its library is missing)",
+        window=True,
+    ),
+    _rule(
+        "module.undefined_at_run_time",
+        "erlang",
+        "{undef,",
+        # Erlang: the first frame names the module whose function could not be called
+        r"\{undef,\[\{(?P<pkg>\w+),\w+,",
+        0.8,
+        "module",
+        "the code calls a module that is not loaded: a library missing from the code path",
+        window=True,
+    ),
+    _rule(
+        "package.none_matching",
+        "system",
+        "ouldn't find ",
+        # Yarn offline, cpanm without a mirror that has it
+        r"Couldn't find (?:any versions for|module or a distribution) [\"']?(?P<pkg>[^\"'\s]+)",
+        0.85,
+        None,
+        "the package manager has no version of a package the project requires",
+        window=True,
+    ),
+    _rule(
+        "package.fetch_failed",
+        "system",
+        "ailed to fetch",
+        r"\bFailed to fetch(?: and copy)? (?:dep|dependency|package)\b",
+        0.85,
+        None,
+        "the package manager could not fetch a dependency",
+        window=True,
+    ),
+    _rule(
+        "package.no_results",
+        "system",
+        "No results matching",
+        # LuaRocks: ``No results matching query were found for Lua 5.4.``
+        r"\bNo results matching query were found\b",
+        0.85,
+        None,
+        "the package manager has no package of that name",
+        window=True,
+    ),
+    _rule(
+        "build.macro_unexpanded",
+        "c",
+        "configure: line ",
+        # a configure script with an Autoconf macro left unexpanded: the package that defines it
+        # (autoconf-archive, pkg-config's pkg.m4, libtool) was not installed when it was made
+        r"configure: line \d+: [`'\u2018]?(?P<pkg>[A-Z][A-Z0-9]*_[A-Z0-9_]+)\(",
+        0.85,
+        None,
+        "configure holds a macro of a package that is not installed (autoreconf left it as is)",
+        window=True,
+    ),
     _rule(
         "ruby.load_error",
         "ruby",
@@ -984,11 +1097,46 @@ DEPENDENCY_RULES: tuple[Rule, ...] = (
         "version.runtime_mismatch",
         "system",
         " version is ",
-        # Bundler: ``Your Ruby version is 3.1.2, but your Gemfile specified 3.9.0``
-        r"\bYour (?P<pkg>\w+) version is \S+, but your \w+ specified",
+        # Bundler: ``Your Ruby version is 3.1.2, but your Gemfile specified 3.9.0``; Meson:
+        # ``Meson version is 1.0.1 but project requires >=1.9.0``
+        r"\bYour (?P<pkg>\w+) version is \S+, but your \w+ specified"
+        r"|\b(?P<pkg2>[A-Z]\w*) version is \S+ but (?:the )?\w+ requires",
         0.9,
         None,
         "the project asks for another version of its language runtime",
+        window=True,
+    ),
+    _rule(
+        "version.required_only",
+        "system",
+        "required--this is only",
+        # Perl: ``Perl v5.99.0 required--this is only v5.36.0``
+        r"\b(?P<pkg>[A-Za-z]\w*) v?\d[\w.]* required--this is only",
+        0.9,
+        None,
+        "the code needs a newer version of its language than the one installed",
+        window=True,
+    ),
+    _rule(
+        "version.conflict_have_need",
+        "system",
+        "version conflict",
+        # Tcl: ``version conflict for package "Tcl": have 8.6.13, need 9.0``
+        r"\bversion conflict for package [\"']?(?P<pkg>[\w:.-]+)[\"']?: have \S+, need",
+        0.85,
+        None,
+        "the code needs another version of a package or runtime than the one installed",
+        window=True,
+    ),
+    _rule(
+        "version.language_unsupported",
+        "system",
+        "language is not supported",
+        # dune: ``Version 3.11 of the dune language is not supported.``
+        r"\bVersion \S+ of the (?P<pkg>[\w-]+) language is not supported",
+        0.85,
+        None,
+        "the project's build file asks for a newer version of the tool than the one installed",
         window=True,
     ),
     _rule(
@@ -1132,6 +1280,42 @@ DEPENDENCY_RULES: tuple[Rule, ...] = (
         # 127 is the shell's "command not found" status.
         r"^g?make(?:\[\d+\])?: \*\*\* \[[^\]]*\] Error 127\s*$",
         0.75,
+        window=True,
+    ),
+    # --- the generic sentences, after every tool's own rule (which is more precise) ----------
+    *(
+        _rule(
+            f"module.{anchor.strip().replace(' ', '_')}",
+            "system",
+            anchor,
+            # any tool's words: ``module 'lpeg' not found``, ``Library "yojson" not found``,
+            # ``Dependency "zstd" not found``, ``Module 'Text::Table' is not installed``,
+            # ``Package 'zstd', required by 'virtual:world', not found``; the sentence starts
+            # the line, or follows an error's prefix or a place (``lua: main.lua:1: ``), so a
+            # test's message about one (``AssertionError: Library 'x' not found``) is not it
+            r"(?:^|(?<!\w)(?:[Ee]rror|ERROR|[Ff]ailed): |^[^\s:]+: [^\s:]+:\d+: )"
+            r"(?:[Mm]odule|[Ll]ibrary|[Pp]ackage|[Dd]ependency|[Dd]istribution|[Gg]em|[Rr]ock"
+            r"|[Cc]rate)s? [\"'\u2018`](?P<pkg>[^\"'\u2019`\s]+)[\"'\u2019`]"
+            r"(?:, required by [\"'\u2018][^\"'\u2019]*[\"'\u2019],)? (?:is |was )?"
+            + anchor.strip(),
+            0.85,
+            "module",
+            "a module, library or package the code or the build names is not installed",
+            window=True,
+        )
+        for anchor in (" not found", " not installed")
+    ),
+    _rule(
+        "module.cannot_find",
+        "system",
+        "find ",
+        # the verb first: Tcl's ``can't find package json``, ``cannot find library x``
+        r"(?:^|(?<!\w)(?:[Ee]rror|ERROR|[Ff]ailed): )(?:[Cc]an't|[Cc]annot|[Cc]ould not|[Uu]nable to) "
+        r"find (?:the )?(?:package|module|library|extension|plugin) [\"'\u2018`]?"
+        r"(?P<pkg>[\w.:/@+-]+)",
+        0.85,
+        "module",
+        "a package, module or library the code asks for is not installed",
         window=True,
     ),
 )

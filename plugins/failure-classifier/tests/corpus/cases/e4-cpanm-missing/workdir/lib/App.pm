@@ -1,0 +1,3 @@
+package App;
+use Text::Table::Tiny;
+1;

@@ -1,0 +1,1 @@
+let () = print_endline (Yojson.Safe.to_string (`Int 1))

@@ -1,0 +1,1 @@
+let double x = x + x + 1

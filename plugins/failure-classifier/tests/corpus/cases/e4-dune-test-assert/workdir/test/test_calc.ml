@@ -1,0 +1,1 @@
+let () = assert (Calc.double 2 = 4)

@@ -1,0 +1,3 @@
+-module(app).
+-export([go/0]).
+go() -> jsx:encode(#{a => 1}).

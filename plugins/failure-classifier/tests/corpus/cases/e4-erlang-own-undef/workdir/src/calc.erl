@@ -1,0 +1,3 @@
+-module(calc).
+-export([sum/2]).
+sum(A, B) -> A + B.

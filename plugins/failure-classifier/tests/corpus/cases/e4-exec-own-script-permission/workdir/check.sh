@@ -1,0 +1,3 @@
+set -e
+./scripts/lint.sh
+echo checked

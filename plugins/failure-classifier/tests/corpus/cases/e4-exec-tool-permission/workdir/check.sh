@@ -1,0 +1,3 @@
+set -e
+/opt/corpus-tools/bin/fmtcheck src/
+echo checked

@@ -1,0 +1,6 @@
+program main
+  implicit none
+  integer :: i
+  do i = 1, 3
+    print *, i
+end program main

@@ -1,0 +1,6 @@
+program main
+  implicit none
+  integer :: n
+  n = "twelve"
+  print *, n
+end program main

@@ -1,0 +1,2 @@
+local lpeg = require("lpeg")
+print(lpeg.version)

@@ -1,0 +1,2 @@
+local config = { db = { host = "localhost" } }
+print(config.cache.size)

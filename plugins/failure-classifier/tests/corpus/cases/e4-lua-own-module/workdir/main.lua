@@ -1,0 +1,2 @@
+local fmt = require("app.formatting")
+print(fmt.money(3))

@@ -1,0 +1,3 @@
+local function area(w, h)
+  return w * h
+print(area(2, 3))

@@ -1,0 +1,2 @@
+local inspect = require("inspect")
+print(inspect({1}))

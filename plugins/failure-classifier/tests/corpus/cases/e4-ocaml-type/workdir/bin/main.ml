@@ -1,0 +1,2 @@
+let total = 1 + "2"
+let () = print_int total

@@ -1,0 +1,2 @@
+use v5.99;
+print "ok\n";

@@ -1,0 +1,4 @@
+package Split;
+use strict;
+sub words { return [ split / /, $_[0] ] }
+1;

@@ -1,0 +1,3 @@
+-module(calc).
+-export([double/1]).
+double(X) -> X * 3.

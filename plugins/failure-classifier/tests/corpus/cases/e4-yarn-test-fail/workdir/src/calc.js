@@ -1,0 +1,1 @@
+exports.half = (n) => n / 3;

@@ -1,0 +1,2 @@
+{ total += $2 
+END { print total }

@@ -1,0 +1,4 @@
+import ctypes
+
+lib = ctypes.CDLL('libzstdcorpus.so.1')
+print(lib.ZSTD_versionNumber())

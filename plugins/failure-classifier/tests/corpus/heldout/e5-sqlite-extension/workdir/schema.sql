@@ -1,0 +1,2 @@
+.load /usr/lib/sqlite3/corpus_vec0
+SELECT 1;

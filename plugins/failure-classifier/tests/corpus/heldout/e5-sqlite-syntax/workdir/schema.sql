@@ -1,0 +1,2 @@
+CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT);
+SELEC name FROM users;

@@ -1,0 +1,2 @@
+package require json
+puts [json::json2dict {{}}]

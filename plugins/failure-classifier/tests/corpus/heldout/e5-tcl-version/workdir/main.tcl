@@ -1,0 +1,2 @@
+package require Tcl 9.0
+puts [lseq 3]

@@ -1,0 +1,1 @@
+proc half {n} { expr {$n / 3} }
