@@ -33,7 +33,7 @@ from typing import Generic, TypeVar
 
 import attrs
 
-from loopctl.lazyre import LazyPattern, alternation
+from loopctl.lazyre import LazyPattern, alternation, lazy_compile
 
 T = TypeVar("T")
 
@@ -62,7 +62,7 @@ ONE_PASS_LINES = 1024
 #: never need it).
 ONE_PASS_AFTER = 256 * 1024
 
-_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)")
+_ANSI = lazy_compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)")
 
 
 def strip_ansi(text: str) -> str:
