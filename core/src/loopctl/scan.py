@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Iterator
-from typing import Generic, TypeVar
+from typing import Generic, NamedTuple, TypeVar
 
 import attrs
 
@@ -412,8 +412,10 @@ class _Gate:
         return candidates
 
 
-@attrs.frozen
-class _Limits:
+class _Limits(NamedTuple):
+    """How many lines a search yields (a NamedTuple: an attrs class costs every command that
+    scans a log, ``loopctl classify`` among them, about 0.5 ms to define)."""
+
     max_lines: int | None
     per_literal: int | None
     from_end: bool
