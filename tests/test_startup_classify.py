@@ -31,6 +31,7 @@ def compile(pattern, flags=0):
         compiled.append(module)
     return real(pattern, flags)
 re.compile = compile
+exec("import re; re.compile('probe')", {"__name__": "loopctl_probe"})  # a module compiling one
 from loopctl.__main__ import main
 with contextlib.redirect_stdout(io.StringIO()) as out:
     code = main(sys.argv[1:])
@@ -137,5 +138,5 @@ def test_classify_compiles_at_import_only_the_patterns_every_run_uses(
     classified: tuple[set[str], list[str]],
 ) -> None:
     _, compiled = classified
-    assert "loopctl.fingerprints" in compiled  # the probe sees module-level compiles
-    assert set(compiled) <= COMPILE_AT_IMPORT
+    assert "loopctl_probe" in compiled  # the driver sees a module's compiles
+    assert set(compiled) - {"loopctl_probe"} <= COMPILE_AT_IMPORT
