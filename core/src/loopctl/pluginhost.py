@@ -34,6 +34,7 @@ from loopctl import builtin, hookspecs, markers
 from loopctl._version import DISTRIBUTION
 from loopctl.agents.builtin import BUILTIN_ADAPTERS, AdapterPlugin
 from loopctl.debuglog import debug
+from loopctl.lazyre import lazy_compile
 
 if TYPE_CHECKING:  # annotation only: `plugins list` must not load the typed config (attrs, cattrs)
     from loopctl.config import LoadedConfig
@@ -105,16 +106,16 @@ class PluginSelection:
         return True, ""
 
 
-@attrs.define
-class HookFailure:
-    """One exception raised by a hook implementation, as reported to the error sink."""
+class HookFailure(NamedTuple):
+    """One exception raised by a hook implementation, as reported to the error sink. (A
+    NamedTuple: an attrs class costs every command that loads the plugins about 0.5 ms.)"""
 
     plugin: str
     hook: str
     error: str
     traceback: str
     #: The exception itself (a full disk is told apart by its errno, not its words).
-    exception: BaseException | None = attrs.field(default=None, repr=False, eq=False)
+    exception: BaseException | None = None
 
 
 ErrorSink = Callable[[HookFailure], None]
@@ -165,13 +166,34 @@ class _PluginManager(pluggy.PluginManager):
 
     pluggy inspects every name in ``dir(plugin)`` without running descriptors (about 20 us
     each); most of those names are ``object``'s dunders, which no hook is named after, and
-    they cost every command that loads the plugins ~10 ms.
+    they cost every command that loads the plugins ~10 ms. Nor among the other names of a
+    module (or of the host's stand-in for a plugin) that hold no function, or a function without
+    the hookimpl marker: a plugin module's imports and constants, which pluggy would each look
+    up without running descriptors too.
     """
 
     def parse_hookimpl_opts(self, plugin: object, name: str) -> Any:
-        if name.startswith("__"):
+        if name.startswith("__") or _no_hookimpl(plugin, name):
             return None
         return super().parse_hookimpl_opts(plugin, name)
+
+
+def _no_hookimpl(plugin: object, name: str) -> bool:
+    """Whether ``name`` of a module or namespace ``plugin`` surely holds no hook implementation:
+    it holds neither a function with the hookimpl marker nor anything else pluggy would look
+    into (a callable, a class- or staticmethod). False when unsure (pluggy decides)."""
+    if not isinstance(plugin, (types.ModuleType, types.SimpleNamespace)):
+        return False
+    value = vars(plugin).get(name, _NOT_OWN)
+    if isinstance(value, types.FunctionType):
+        return not hasattr(value, f"{markers.PROJECT_NAME}_impl")
+    return value is not _NOT_OWN and not (
+        callable(value) or isinstance(value, (classmethod, staticmethod))
+    )
+
+
+#: What a plugin's own ``__dict__`` gives for a name it does not hold.
+_NOT_OWN = object()
 
 
 class PluginHost:
@@ -608,7 +630,7 @@ def check_core_enabled(selection: PluginSelection) -> None:
 
 #: A requirement that is a bare distribution name (PEP 508), the usual ``required_plugins``
 #: entry: read without importing packaging, which costs a command's start-up 15-20 ms.
-_BARE_NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?")
+_BARE_NAME = lazy_compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?")
 
 
 class _BareRequirement(NamedTuple):

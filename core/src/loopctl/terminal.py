@@ -22,8 +22,10 @@ import json
 import re
 from typing import Any
 
+from loopctl.lazyre import lazy_compile
+
 #: An escape sequence, in its 7-bit (ESC …) or 8-bit (C1) form, removed whole.
-_SEQUENCE = re.compile(
+_SEQUENCE = lazy_compile(
     # CSI: ESC [ or U+009B, parameter and intermediate bytes, the final byte
     r"(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]?"
     # OSC, DCS, SOS, PM, APC: a string up to BEL or ST (ESC \ or U+009C), or to the line's end
@@ -33,7 +35,7 @@ _SEQUENCE = re.compile(
 )
 #: Control characters left after the sequences: C0 but tab and newline, DEL, C1.
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]+")
-_NOT_PRINTABLE_RUN = re.compile("[\x7f-\x9f\u2028\u2029]+")
+_NOT_PRINTABLE_RUN = lazy_compile("[\x7f-\x9f\u2028\u2029]+")
 
 
 def sanitize(text: str) -> str:

@@ -17,10 +17,11 @@ from __future__ import annotations
 
 import itertools
 import os
-import re
 import shlex
 from collections.abc import Iterable
 from typing import NamedTuple
+
+from loopctl.lazyre import lazy_compile
 
 #: The reason of the engine's stop for a broken test command (status ``usage_error``, exit 2).
 TEST_COMMAND_BROKEN = "test_command_broken"
@@ -35,20 +36,20 @@ _NOT_FOUND, _CANNOT_EXECUTE = 127, 126
 #: Lines of output looked at, from the end (where runners say why they stopped).
 _LINES = 200
 
-_PYTEST_PATH = re.compile(r"^ERROR: (?:file or directory )?not found: (\S.*?)\s*$")
-_PYTEST_USAGE_ERROR = re.compile(r"^\S.*?: error: \S")
-_PYTEST_NO_TESTS = re.compile(r"^(?:no tests ran|\d+ deselected)\b.* in [\d.]+s\b")
-_UNITTEST_NO_TESTS = re.compile(r"^NO TESTS RAN\b")
+_PYTEST_PATH = lazy_compile(r"^ERROR: (?:file or directory )?not found: (\S.*?)\s*$")
+_PYTEST_USAGE_ERROR = lazy_compile(r"^\S.*?: error: \S")
+_PYTEST_NO_TESTS = lazy_compile(r"^(?:no tests ran|\d+ deselected)\b.* in [\d.]+s\b")
+_UNITTEST_NO_TESTS = lazy_compile(r"^NO TESTS RAN\b")
 #: ``sh: 1: cd: can't cd to tests`` (dash), ``bash: cd: tests: No such file or directory``.
-_CD_FAILED = re.compile(r"\bcd: (?:can't cd to (\S.*?)|(\S.*?): No such file or directory)\s*$")
+_CD_FAILED = lazy_compile(r"\bcd: (?:can't cd to (\S.*?)|(\S.*?): No such file or directory)\s*$")
 #: ``sh: 1: pytestx: not found``, ``bash: line 1: pytestx: command not found``,
 #: ``sh: 1: ./run.sh: Permission denied``.
-_SHELL_PROGRAM = re.compile(
+_SHELL_PROGRAM = lazy_compile(
     r"^(?:/bin/)?\w*sh: (?:\d+: |line \d+: )?(\S+): "
     r"(?:(?:command )?not found|Permission denied)\s*$"
 )
 #: ``/usr/bin/python3: No module named pytest``.
-_NO_MODULE = re.compile(r"^\S*python[\d.]*: No module named (\S+)\s*$")
+_NO_MODULE = lazy_compile(r"^\S*python[\d.]*: No module named (\S+)\s*$")
 #: Files of pytest's own configuration: a usage error after the agent changed one may be its.
 _RUNNER_CONFIGS = frozenset(
     {"pytest.ini", ".pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg", "conftest.py"}

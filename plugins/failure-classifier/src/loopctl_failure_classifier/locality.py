@@ -46,7 +46,7 @@ MAX_ENTRIES = 20_000
 
 _C_SUFFIXES = (".c", ".h", ".cc", ".cpp", ".cxx", ".hh", ".hpp", ".hxx")
 _NODE_ALIAS_PREFIXES = ("./", "../", "/", "@/", "~/", "#", "src/", "file:")
-_GO_MODULE = re.compile(r"^module\s+(\S+)", re.MULTILINE)
+_GO_MODULE = LazyPattern(r"^module\s+(\S+)", re.MULTILINE)
 
 
 def _similar(name: str, names: set[str]) -> str | None:
@@ -356,9 +356,9 @@ _IMPORT = LazyPattern(r"^\s*import\s+(?:static\s+)?(?P<package>[\w.]+?)(?:\.[A-Z
 
 
 #: A traceback frame's file: Python's ``File "x.py", line 3, in f`` or pytest's ``x.py:3: in f``.
-_FRAME = re.compile(r'^\s*File "(?P<python>[^"]+)", line \d+|^(?P<pytest>[^\s:]+\.py):\d+: in ')
+_FRAME = LazyPattern(r'^\s*File "(?P<python>[^"]+)", line \d+|^(?P<pytest>[^\s:]+\.py):\d+: in ')
 #: pytest's long traceback: the raising frame's location, after the ``E`` lines.
-_RAISED_AT = re.compile(r"^(?P<path>[^\s:]+\.py):\d+: [A-Z]\w*\s*$")
+_RAISED_AT = LazyPattern(r"^(?P<path>[^\s:]+\.py):\d+: [A-Z]\w*\s*$")
 #: Frames looked at above an exception line for the one that raised it.
 FRAME_LINES = 12
 _INSTALLED = ("site-packages", "dist-packages")

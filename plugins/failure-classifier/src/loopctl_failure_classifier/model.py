@@ -10,14 +10,13 @@ keys, so a plugin can add a classifier without importing this package).
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import attrs
 
-from loopctl import IterationRecord
+from loopctl import IterationRecord, LazyPattern
 
 # --- the built-in modes -------------------------------------------------------------------------
 
@@ -53,7 +52,7 @@ BUILTIN_PRIORITY: dict[str, int] = {
 #: code errors (a custom classifier knows its domain), below dependency and context problems.
 DEFAULT_CUSTOM_PRIORITY = 250
 
-_MODE_NAME = re.compile(r"[a-z][a-z0-9_]{0,63}\Z")
+_MODE_NAME = LazyPattern(r"[a-z][a-z0-9_]{0,63}\Z")
 _MAX_EVIDENCE_LINES = 20
 _MAX_EVIDENCE_CHARS = 500
 
