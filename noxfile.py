@@ -505,8 +505,11 @@ def e2e(session: nox.Session) -> None:
     session.install(
         *wheels(session, *all_distributions()), *TEST_DEPS, *PRICES_DEPS, *POSTGRES_DEPS
     )
+    # one worker per core: each CLI start (node) is a second of CPU, the model servers wait
     session.run(
         "pytest",
+        "-n",
+        str(_cores()),
         "-m",
         "e2e",
         *test_paths(),
