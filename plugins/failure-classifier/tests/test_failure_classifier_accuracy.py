@@ -233,6 +233,7 @@ ONLY_THE_PROJECT_TELLS = {
 }
 
 
+@pytest.mark.slow
 def test_a_log_classified_outside_its_project_gets_the_same_verdict(
     measured: tuple[ModuleType, dict],
 ) -> None:
