@@ -168,6 +168,12 @@ def _exc(*names: str) -> str:
     return r"(?<![\w$])(?:" + "|".join(names) + r")\b(?![(\w])"
 
 
+#: Where a tool, not a test's message quoting it, says that something is missing: at the line's
+#: start, or after an error's prefix (``Error: ``, ``failed: ``).
+_SAID = r"(?:^|(?<!\w)(?:[Ee]rror|ERROR|[Ff]ailed): )"
+#: After the place a message comes from (``lua: main.lua:1: ``).
+_AT_A_PLACE = r"^[^\s:]+: [^\s:]+:\d+: "
+
 #: The built-in rules, in precedence order within each tier.
 BUILTIN_RULES: tuple[Rule, ...] = (
     # --- tier 0: overriding ----------------------------------------------------------------
@@ -900,12 +906,12 @@ BUILTIN_RULES: tuple[Rule, ...] = (
         # not to be found or installed (Lua, dune, Meson, pkg-config, cpanm), at the start of
         # the line or after an error's prefix or a place, so a test's message about one
         # (``AssertionError: Library 'x' not found``) is not it
-        r"(?:^|(?<!\w)(?:[Ee]rror|ERROR|[Ff]ailed): |^[^\s:]+: [^\s:]+:\d+: )"
+        rf"(?:{_SAID}|{_AT_A_PLACE})"
         r"(?:[Mm]odule|[Ll]ibrary|[Pp]ackage|[Dd]ependency|[Dd]istribution|[Gg]em|[Rr]ock|[Cc]rate)s?"
         r" [\"'‘`][^\"'’`\s]+[\"'’`](?:, required by [\"'‘][^\"'’]*[\"'’],)? (?:is |was )?"
         r"not (?:found|installed)\b"
         # the verb first (Tcl's ``can't find package json``)
-        r"|(?:^|(?<!\w)(?:[Ee]rror|ERROR|[Ff]ailed): )(?:[Cc]an't|[Cc]annot|[Cc]ould not|[Uu]nable to) "
+        rf"|{_SAID}(?:[Cc]an't|[Cc]annot|[Cc]ould not|[Uu]nable to) "
         r"find (?:the )?(?:package|module|library|extension|plugin) "
         # a module's compiled interface (gfortran), pkg-config under configure
         r"|\bCannot open module file\b|\bPackage requirements \(.*\) were not met"

@@ -72,6 +72,12 @@ def _rule(
     return Rule(name, ecosystem, anchor, lazy, confidence, locality, description, full_scan, window)
 
 
+#: Where a tool, not a test's message quoting it, says that something is missing: at the line's
+#: start, or after an error's prefix (``Error: ``, ``failed: ``).
+_SAID = r"(?:^|(?<!\w)(?:[Ee]rror|ERROR|[Ff]ailed): )"
+#: After the place a message comes from (``lua: main.lua:1: ``).
+_AT_A_PLACE = r"^[^\s:]+: [^\s:]+:\d+: "
+
 # The patterns are searched (not matched) in one line; they are specific enough that a test
 # printing an ordinary sentence does not trip them, and anchored to the tool's own wording.
 DEPENDENCY_RULES: tuple[Rule, ...] = (
@@ -1293,7 +1299,7 @@ DEPENDENCY_RULES: tuple[Rule, ...] = (
             # ``Package 'zstd', required by 'virtual:world', not found``; the sentence starts
             # the line, or follows an error's prefix or a place (``lua: main.lua:1: ``), so a
             # test's message about one (``AssertionError: Library 'x' not found``) is not it
-            r"(?:^|(?<!\w)(?:[Ee]rror|ERROR|[Ff]ailed): |^[^\s:]+: [^\s:]+:\d+: )"
+            rf"(?:{_SAID}|{_AT_A_PLACE})"
             r"(?:[Mm]odule|[Ll]ibrary|[Pp]ackage|[Dd]ependency|[Dd]istribution|[Gg]em|[Rr]ock"
             r"|[Cc]rate)s? [\"'\u2018`](?P<pkg>[^\"'\u2019`\s]+)[\"'\u2019`]"
             r"(?:, required by [\"'\u2018][^\"'\u2019]*[\"'\u2019],)? (?:is |was )?"
@@ -1310,7 +1316,7 @@ DEPENDENCY_RULES: tuple[Rule, ...] = (
         "system",
         "find ",
         # the verb first: Tcl's ``can't find package json``, ``cannot find library x``
-        r"(?:^|(?<!\w)(?:[Ee]rror|ERROR|[Ff]ailed): )(?:[Cc]an't|[Cc]annot|[Cc]ould not|[Uu]nable to) "
+        rf"{_SAID}(?:[Cc]an't|[Cc]annot|[Cc]ould not|[Uu]nable to) "
         r"find (?:the )?(?:package|module|library|extension|plugin) [\"'\u2018`]?"
         r"(?P<pkg>[\w.:/@+-]+)",
         0.85,
