@@ -342,8 +342,9 @@ async def heartbeat(progress: Progress | None, every_s: float) -> None:
 def _merged_settings(tree: Path, settings: Mapping[str, Any], inp: LoopInput) -> dict[str, Any]:
     """The repository's own loopctl settings, the task's over them, the fleet's caps over both."""
     merged = deep_merge(repository_settings(tree), settings)
-    if isinstance(merged.get("withhold_env", []), list):  # else the loop refuses it, saying why
-        merged["withhold_env"] = withheld_from_agents(merged.get("withhold_env", []))
+    withheld = merged.get("withhold_env", [])
+    if isinstance(withheld, list):  # anything else: the loop refuses it, and says why
+        merged["withhold_env"] = withheld_from_agents(withheld)
     limits = merged.setdefault("limits", {})
     for key, cap in (("max_cost_usd", inp.cap_usd), ("max_tokens", inp.cap_tokens)):
         if cap is not None:
